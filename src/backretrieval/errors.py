@@ -1,0 +1,17 @@
+"""Exceptions with messages meant for users (the CLI prints them in one line, exit 2)."""
+
+
+class BackretrievalError(Exception):
+    """Base class: a problem the user can fix (bad input, missing model, bad config)."""
+
+
+class InputError(BackretrievalError):
+    """A file or field does not have the expected content. Name the file/field in the message."""
+
+
+class ConfigError(BackretrievalError):
+    """params.yaml (or a named config) is invalid."""
+
+
+class ModelUnavailableError(BackretrievalError):
+    """A model's weights cannot be obtained (e.g. offline). Message says how to provide them."""

@@ -1,0 +1,68 @@
+"""Atomic artifact writing: write to a temporary sibling, then rename.
+
+A crash or a validation error never leaves a partial artifact at the final path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    The temporary file keeps the final suffix (``suffix`` overrides) so that libraries
+    that infer the format from the extension (savefig, to_parquet) behave.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    sfx = suffix if suffix is not None else "".join(final.suffixes[-1:])
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{sfx}", dir=final.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Deterministic JSON (sorted keys, fixed indent, trailing newline)."""
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def save_npz(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
+    """np.savez (uncompressed; no pickled objects) written atomically."""
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def write_csv(path: str | os.PathLike[str], df: "Any", **kwargs: Any) -> None:
+    """pandas DataFrame → CSV atomically, with a fixed float format for bit-identical reruns."""
+    kwargs.setdefault("index", False)
+    kwargs.setdefault("float_format", "%.10g")
+    kwargs.setdefault("lineterminator", "\n")
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, **kwargs)
