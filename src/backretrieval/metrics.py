@@ -1,0 +1,348 @@
+"""Retrieval metrics of the paper: XLR, BkR, CORR — plus per-query ranks, MRR and mean rank.
+
+All similarities are cosine similarities (rows are L2-normalised first). Conventions:
+
+* **Rank** of the true candidate = 1 + number of candidates with a *strictly* higher score.
+  Ties therefore favour the true candidate (a query whose true score ties with k others
+  still has rank 1). The same convention is used everywhere.
+* **Nearest neighbour** (BkR step 1) = ``argmax`` over candidates; ties → lowest index.
+* Recall@k = mean over queries of ``rank <= k``.
+
+Speed and memory: rows are never sorted. Queries are processed in blocks whose score matrix
+has at most ``block_elems`` entries (default 2**24 ≈ 64 MB in float32), so no N×N matrix
+exists beyond one bounded block. Computation happens in the input dtype (float32 stays
+float32 — one BLAS sgemm per block).
+
+BkR's image step can be shared by every text encoder evaluated on the same sample:
+:class:`BkrImageIndex` stores, for every target image, the set of source images that would
+rank within the top k (ties at the boundary included), so evaluating another encoder costs
+one text retrieval plus an O(N) lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+DEFAULT_BLOCK_ELEMS = 1 << 24
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def normalize(x: np.ndarray) -> np.ndarray:
+    """L2-normalise rows (float32 stays float32, other dtypes become float64).
+
+    An all-zero row stays all-zero (its cosine with anything is 0). NaN/inf → ValueError.
+    """
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"expected a 2-D embedding matrix, got shape {arr.shape}")
+    if arr.dtype != np.float32:
+        arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError("embedding matrix contains NaN or inf values")
+    # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow
+    scale = np.max(np.abs(arr), axis=1, keepdims=True)
+    scale[scale == 0] = 1
+    arr = arr / scale
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return arr / norms
+
+
+def _as_pair(a: np.ndarray, b: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b = normalize(a), normalize(b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{what}: dimension mismatch {a.shape[1]} vs {b.shape[1]}")
+    dt = np.result_type(a.dtype, b.dtype)
+    return a.astype(dt, copy=False), b.astype(dt, copy=False)
+
+
+def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
+    return max(1, min(n_rows, block_elems // max(1, n_cols)))
+
+
+def recall_at_k(ranks: np.ndarray, k: int = 10) -> float:
+    """Fraction of queries whose rank is <= k."""
+    ranks = np.asarray(ranks)
+    if ranks.size == 0:
+        raise ValueError("no queries")
+    return float(np.mean(ranks <= k))
+
+
+def mrr(ranks: np.ndarray) -> float:
+    """Mean reciprocal rank."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.size == 0:
+        raise ValueError("no queries")
+    return float(np.mean(1.0 / ranks))
+
+
+def mean_rank(ranks: np.ndarray) -> float:
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.size == 0:
+        raise ValueError("no queries")
+    return float(np.mean(ranks))
+
+
+# --------------------------------------------------------------------------------------------
+# core kernels (inputs already normalised)
+
+
+def _ranks_of_true(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    true_idx: np.ndarray,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+) -> np.ndarray:
+    """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, computed block by block.
+
+    The true score is read from the same block of the same matrix product, so it is
+    bit-identical to the scores it is compared against.
+    """
+    n = queries.shape[0]
+    ranks = np.empty(n, dtype=np.int64)
+    step = _block_rows(n, candidates.shape[0], block_elems)
+    ct = candidates.T
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        scores = queries[start:stop] @ ct
+        rows = np.arange(stop - start)
+        true_scores = scores[rows, true_idx[start:stop]]
+        ranks[start:stop] = 1 + np.count_nonzero(scores > true_scores[:, None], axis=1)
+    return ranks
+
+
+def _nearest(
+    queries: np.ndarray, candidates: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS
+) -> np.ndarray:
+    """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block."""
+    n = queries.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    step = _block_rows(n, candidates.shape[0], block_elems)
+    ct = candidates.T
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        out[start:stop] = np.argmax(queries[start:stop] @ ct, axis=1)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# XLR
+
+
+def xlr_ranks(
+    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS
+) -> np.ndarray:
+    """Per-query rank of the true translation (row i of src matches row i of tgt)."""
+    src, tgt = _as_pair(src_text, tgt_text, "xlr")
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"xlr: src and tgt must be aligned (same rows), got {src.shape[0]} vs {tgt.shape[0]}")
+    return _ranks_of_true(src, tgt, np.arange(src.shape[0]), block_elems)
+
+
+def xlr(src_text: np.ndarray, tgt_text: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
+    """Ground-truth cross-lingual retrieval Recall@k (the paper's XLR)."""
+    return recall_at_k(xlr_ranks(src_text, tgt_text, block_elems), k)
+
+
+# --------------------------------------------------------------------------------------------
+# BkR
+
+
+def _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img) -> None:
+    if src_text.shape[0] != src_img.shape[0]:
+        raise ValueError(f"bkr: src_text has {src_text.shape[0]} rows but src_img has {src_img.shape[0]}")
+    if tgt_text.shape[0] != tgt_img.shape[0]:
+        raise ValueError(f"bkr: tgt_text has {tgt_text.shape[0]} rows but tgt_img has {tgt_img.shape[0]}")
+
+
+def backretrieve(src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
+    """BkR step 1: index of the nearest target text for every source text (ties → lowest)."""
+    src, tgt = _as_pair(src_text, tgt_text, "bkr text")
+    return _nearest(src, tgt, block_elems)
+
+
+def bkr_ranks(
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+) -> np.ndarray:
+    """Per-query Backretrieval rank, exactly the paper's four steps.
+
+    1. t* = nearest target text to source text q (cosine; ties → lowest index);
+    2. take the image of t* (row t* of ``tgt_img``);
+    3. rank all source images (rows of ``src_img``) by cosine with that image;
+    4. return the rank of q's own image (row q of ``src_img``).
+    """
+    _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
+    t_star = backretrieve(src_text, tgt_text, block_elems)
+    s_img, t_img = _as_pair(src_img, tgt_img, "bkr image")
+    return _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]), block_elems)
+
+
+def bkr(
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    k: int = 10,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+) -> float:
+    """Backretrieval Recall@k (the paper's BkR; k=10 in the paper)."""
+    return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems), k)
+
+
+@dataclass(frozen=True)
+class BkrImageIndex:
+    """Image side of BkR for one sample, shared by every text encoder.
+
+    For each target image t it stores the source images whose rank w.r.t. t is <= k, i.e.
+    whose similarity is >= the k-th largest similarity in row t (ties at the boundary are
+    members, matching the rank convention). Stored as a sorted array of codes t*n_src + q.
+    Memory is O(n_tgt·k), never N×N.
+    """
+
+    k: int
+    n_src: int
+    n_tgt: int
+    codes: np.ndarray
+
+    @classmethod
+    def build(
+        cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS
+    ) -> "BkrImageIndex":
+        s_img, t_img = _as_pair(src_img, tgt_img, "bkr image")
+        n_src, n_tgt = s_img.shape[0], t_img.shape[0]
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        kk = min(k, n_src)
+        step = _block_rows(n_tgt, n_src, block_elems)
+        parts = []
+        st = s_img.T
+        for start in range(0, n_tgt, step):
+            stop = min(n_tgt, start + step)
+            scores = t_img[start:stop] @ st
+            kth = np.partition(scores, n_src - kk, axis=1)[:, n_src - kk]
+            rows, cols = np.nonzero(scores >= kth[:, None])
+            parts.append((rows + start).astype(np.int64) * n_src + cols)
+        codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes)
+
+    def hits(self, t_star: np.ndarray) -> np.ndarray:
+        """hit[q] = source image q is within the top k for target image t_star[q]."""
+        t_star = np.asarray(t_star, dtype=np.int64)
+        if t_star.shape != (self.n_src,):
+            raise ValueError(f"t_star must have one entry per source query ({self.n_src})")
+        query = t_star * self.n_src + np.arange(self.n_src)
+        pos = np.searchsorted(self.codes, query)
+        pos = np.minimum(pos, len(self.codes) - 1)
+        return self.codes[pos] == query if len(self.codes) else np.zeros(self.n_src, bool)
+
+    def recall(self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
+        """BkR Recall@k of one text encoder on this sample."""
+        if src_text.shape[0] != self.n_src or tgt_text.shape[0] != self.n_tgt:
+            raise ValueError(
+                f"text rows ({src_text.shape[0]}, {tgt_text.shape[0]}) do not match the image index "
+                f"({self.n_src}, {self.n_tgt})"
+            )
+        return float(np.mean(self.hits(backretrieve(src_text, tgt_text, block_elems))))
+
+
+# --------------------------------------------------------------------------------------------
+# CORR
+
+
+def corr(
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    max_pairs: int | None = None,
+    seed: int = 0,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+) -> float:
+    """The paper's CORR baseline.
+
+    Spearman correlation between text cosine distances 1 - cos(src_text_i, tgt_text_j) and
+    image cosine distances 1 - cos(src_img_i, tgt_img_j) over all source×target pairs (i, j).
+
+    ``max_pairs``: if set and smaller than the number of pairs, use that many pairs drawn
+    uniformly with replacement by ``np.random.default_rng(seed)`` (an estimate; see the
+    benchmark for its error) instead of all N_src·N_tgt pairs.
+    """
+    _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
+    st, tt = _as_pair(src_text, tgt_text, "corr text")
+    si, ti = _as_pair(src_img, tgt_img, "corr image")
+    n_s, n_t = st.shape[0], tt.shape[0]
+    if max_pairs is not None and max_pairs < n_s * n_t:
+        rng = np.random.default_rng(seed)
+        i = rng.integers(0, n_s, size=max_pairs)
+        j = rng.integers(0, n_t, size=max_pairs)
+        d_text = np.empty(max_pairs, dtype=np.float64)
+        d_img = np.empty(max_pairs, dtype=np.float64)
+        step = max(1, block_elems // max(st.shape[1], si.shape[1]))
+        for a in range(0, max_pairs, step):
+            b = min(max_pairs, a + step)
+            d_text[a:b] = 1.0 - np.einsum("ij,ij->i", st[i[a:b]], tt[j[a:b]])
+            d_img[a:b] = 1.0 - np.einsum("ij,ij->i", si[i[a:b]], ti[j[a:b]])
+    else:
+        dt = np.result_type(st.dtype, si.dtype)
+        d_text = np.empty((n_s, n_t), dtype=dt)
+        d_img = np.empty((n_s, n_t), dtype=dt)
+        step = _block_rows(n_s, n_t, block_elems)
+        for a in range(0, n_s, step):
+            b = min(n_s, a + step)
+            np.subtract(1, st[a:b] @ tt.T, out=d_text[a:b])
+            np.subtract(1, si[a:b] @ ti.T, out=d_img[a:b])
+        d_text, d_img = d_text.ravel(), d_img.ravel()
+    rho = stats.spearmanr(d_text, d_img).statistic
+    return float(rho)
+
+
+# --------------------------------------------------------------------------------------------
+# everything for one sample, sharing work across encoders
+
+
+def evaluate_sample(
+    encoders: dict[str, dict[str, np.ndarray]],
+    xlr_img: np.ndarray | None,
+    bkr_src_img: np.ndarray,
+    bkr_tgt_img: np.ndarray,
+    k: int = 10,
+    corr_max_pairs: int | None = None,
+    corr_seed: int = 0,
+    full_bkr_ranks: bool = True,
+) -> dict[str, dict[str, float]]:
+    """Metrics of several encoders on one seed's sample; image work done once.
+
+    ``encoders[name]`` holds ``xlr_src``/``xlr_tgt`` (aligned, optional) and
+    ``bkr_src``/``bkr_tgt`` (non-matching sets) text embeddings. Returns
+    ``{name: {metric: value}}`` with xlr_recall, xlr_mrr, xlr_mean_rank, bkr_recall,
+    (bkr_mrr, bkr_mean_rank if ``full_bkr_ranks``) and corr.
+    """
+    del xlr_img  # XLR needs no images; kept for signature symmetry
+    index = BkrImageIndex.build(bkr_src_img, bkr_tgt_img, k=k)
+    s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
+    out: dict[str, dict[str, float]] = {}
+    for name, emb in encoders.items():
+        row: dict[str, float] = {}
+        if emb.get("xlr_src") is not None and emb.get("xlr_tgt") is not None:
+            r = xlr_ranks(emb["xlr_src"], emb["xlr_tgt"])
+            row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
+        t_star = backretrieve(emb["bkr_src"], emb["bkr_tgt"])
+        row["bkr_recall"] = float(np.mean(index.hits(t_star)))
+        if full_bkr_ranks:
+            r = _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]))
+            row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
+        row["corr"] = corr(
+            emb["bkr_src"], emb["bkr_tgt"], bkr_src_img, bkr_tgt_img, max_pairs=corr_max_pairs, seed=corr_seed
+        )
+        out[name] = row
+    return out

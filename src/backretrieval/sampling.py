@@ -1,0 +1,89 @@
+"""Seeded samples for XLR, BkR and CORR (the paper's protocol).
+
+Per seed and direction (src → tgt):
+
+* **queries**: N items with a source-language text (and an image);
+* **XLR targets**: the *same* N items in the target language (aligned, row i ↔ row i) —
+  only for parallel datasets;
+* **BkR/CORR targets**: N *other* items in the target language, disjoint from the queries
+  both by item id and by image id (the paper's "non-matching" set, simulating the absence
+  of parallel data).
+
+Sampling uses ``numpy.random.default_rng(seed)`` (PCG64, identical on every platform) on
+the sorted eligible ids, so the same seed and data give the same indices on any machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Sample:
+    seed: int
+    src_lang: str
+    tgt_lang: str
+    queries: list[str]        # item ids (source language texts + their images)
+    xlr_targets: list[str] | None  # same item ids in the target language (parallel data only)
+    bkr_targets: list[str]    # disjoint item ids in the target language
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Sample":
+        return cls(**d)
+
+
+def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed: int, parallel: bool) -> Sample:
+    """Draw one seed's sample from a prepared ``items`` table (see backretrieval.dataset)."""
+    if n < 1:
+        raise InputError(f"sample size N must be >= 1, got {n}")
+    src = items[items["lang"] == src_lang]
+    tgt = items[items["lang"] == tgt_lang]
+    image_of = dict(zip(src["item_id"], src["image_id"]))
+    image_of.update(zip(tgt["item_id"], tgt["image_id"]))
+    rng = np.random.default_rng(seed)
+    if parallel:
+        common = np.array(sorted(set(src["item_id"]) & set(tgt["item_id"])), dtype=object)
+        if len(common) < 2 * n:
+            raise InputError(
+                f"direction {src_lang}->{tgt_lang}: {len(common)} items have texts in both languages, "
+                f"but N={n} needs {2 * n} (N queries + N disjoint targets); lower sample_size"
+            )
+        perm = rng.permutation(len(common))
+        queries = [str(x) for x in common[perm[:n]]]
+        rest = common[perm[n:]]
+        xlr_targets: list[str] | None = list(queries)
+    else:
+        src_ids = np.array(sorted(set(src["item_id"])), dtype=object)
+        if len(src_ids) < n:
+            raise InputError(f"language {src_lang!r} has {len(src_ids)} items, N={n} needs at least {n}")
+        queries = [str(x) for x in src_ids[rng.permutation(len(src_ids))[:n]]]
+        rest = np.array(sorted(set(tgt["item_id"]) - set(queries)), dtype=object)
+        rest = rest[rng.permutation(len(rest))]
+        xlr_targets = None
+    used_images = {image_of[q] for q in queries}
+    eligible = [str(x) for x in rest if image_of[x] not in used_images]
+    if len(eligible) < n:
+        raise InputError(
+            f"direction {src_lang}->{tgt_lang}: only {len(eligible)} target items remain whose "
+            f"images are not among the {n} queries' images; N={n} is too large"
+        )
+    return Sample(
+        seed=int(seed),
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        queries=queries,
+        xlr_targets=xlr_targets,
+        bkr_targets=eligible[:n],
+    )
+
+
+def draw_samples(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seeds: list[int], parallel: bool) -> list[Sample]:
+    return [draw_sample(items, src_lang, tgt_lang, n, s, parallel) for s in seeds]

@@ -1,0 +1,266 @@
+"""Metric core: hand-computed cases, a slow per-query reference, and hypothesis properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy import stats
+
+from backretrieval import metrics as M
+
+# ---------------------------------------------------------------------------------------------
+# slow references: one query at a time, written independently of the vectorised code
+
+
+def cos(a, b):
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return 0.0
+    return float(a @ b / (na * nb))
+
+
+def slow_rank(query, candidates, true_j):
+    scores = [cos(query, c) for c in candidates]
+    return 1 + sum(1 for s in scores if s > scores[true_j])
+
+
+def slow_xlr_ranks(src, tgt):
+    return np.array([slow_rank(src[i], tgt, i) for i in range(len(src))])
+
+
+def slow_bkr_ranks(src_text, tgt_text, src_img, tgt_img):
+    ranks = []
+    for q in range(len(src_text)):
+        scores = [cos(src_text[q], t) for t in tgt_text]
+        best = max(scores)
+        t_star = scores.index(best)  # first occurrence = lowest index
+        ranks.append(slow_rank(tgt_img[t_star], src_img, q))
+    return np.array(ranks)
+
+
+def slow_corr(src_text, tgt_text, src_img, tgt_img):
+    dt, di = [], []
+    for i in range(len(src_text)):
+        for j in range(len(tgt_text)):
+            dt.append(1 - cos(src_text[i], tgt_text[j]))
+            di.append(1 - cos(src_img[i], tgt_img[j]))
+    return stats.spearmanr(dt, di).statistic
+
+
+# ---------------------------------------------------------------------------------------------
+# hand-computed cases
+
+
+def test_xlr_hand_computed():
+    # 2-D unit vectors at angles; query i should find target i.
+    src = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    tgt = np.array([[0.9, 0.1], [1.0, 0.05], [0.6, 0.8]])
+    # q0 (angle 0): cos with t0 = .994, t1 = .9988, t2 = .6  -> true t0 has 1 better -> rank 2
+    # q1 (angle 90): cos with t0 = .110, t1 = .0499, t2 = .8 -> true t1 has 2 better -> rank 3
+    # q2 (angle 45): cos with t0 = .781, t1 = .740, t2 = .990 -> rank 1
+    ranks = M.xlr_ranks(src, tgt)
+    assert ranks.tolist() == [2, 3, 1]
+    assert M.xlr(src, tgt, k=1) == pytest.approx(1 / 3)
+    assert M.xlr(src, tgt, k=2) == pytest.approx(2 / 3)
+    assert M.mrr(ranks) == pytest.approx((1 / 2 + 1 / 3 + 1) / 3)
+    assert M.mean_rank(ranks) == pytest.approx(2.0)
+
+
+def test_rank_convention_ties_favour_true():
+    src = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    tgt = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])  # t0 and t1 identical direction
+    assert M.xlr_ranks(src, tgt).tolist() == [1, 1, 1]
+    # a strictly better distractor does count
+    assert M.xlr_ranks(src, np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0]])).tolist() == [2, 1, 1]
+
+
+def test_bkr_hand_computed_four_steps():
+    # source texts / images (2 queries), target texts / images (3 non-matching items)
+    src_text = np.array([[1.0, 0.0], [0.0, 1.0]])
+    tgt_text = np.array([[0.0, 1.0], [1.0, 0.1], [1.0, 0.1]])  # t1 and t2 tie for q0
+    src_img = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    tgt_img = np.array([[0.0, 1.0, 0.2], [0.9, 0.3, 0.0], [0.0, 0.0, 1.0]])
+    # q0 -> nearest text: t1 (tie with t2 -> lowest index) -> image [0.9,.3,0]
+    #   source images by cosine with it: s0 = .949, s1 = .316 -> q0's own image s0 rank 1
+    # q1 -> nearest text: t0 -> image [0,1,.2]; s0 = 0, s1 = .98 -> q1's own image rank 1
+    assert M.backretrieve(src_text, tgt_text).tolist() == [1, 0]
+    assert M.bkr_ranks(src_text, tgt_text, src_img, tgt_img).tolist() == [1, 1]
+    # swap the images of the target items: now retrieved images point to the wrong source
+    tgt_img2 = tgt_img[[1, 0, 2]]
+    assert M.bkr_ranks(src_text, tgt_text, src_img, tgt_img2).tolist() == [2, 2]
+    assert M.bkr(src_text, tgt_text, src_img, tgt_img2, k=1) == 0.0
+    assert M.bkr(src_text, tgt_text, src_img, tgt_img2, k=2) == 1.0
+
+
+def test_corr_hand_computed():
+    # 2x2 pairs: text distances ordered exactly like image distances -> rho = 1
+    src_text = np.array([[1.0, 0.0], [0.0, 1.0]])
+    tgt_text = np.array([[1.0, 0.2], [0.3, 1.0]])
+    src_img = np.array([[1.0, 0.0], [0.0, 1.0]])
+    tgt_img = np.array([[1.0, 0.1], [0.5, 1.0]])
+    # text distances: (0,0)=.0194 (0,1)=.7127 (1,0)=.8039 (1,1)=.0422
+    # image distances: (0,0)=.0050 (0,1)=.5528 (1,0)=.9005 (1,1)=.1056 -> same order
+    assert M.corr(src_text, tgt_text, src_img, tgt_img) == pytest.approx(1.0)
+    assert M.corr(src_text, tgt_text, src_img, tgt_img[::-1]) == pytest.approx(-0.8, abs=0.21)
+
+
+def test_zero_rows_and_bad_input():
+    assert np.allclose(M.normalize(np.zeros((2, 3))), 0)
+    with pytest.raises(ValueError, match="NaN"):
+        M.xlr(np.array([[np.nan, 1.0]]), np.array([[1.0, 0.0]]))
+    with pytest.raises(ValueError, match="dimension"):
+        M.xlr(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match="aligned"):
+        M.xlr(np.ones((2, 3)), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="src_img"):
+        M.bkr(np.ones((2, 3)), np.ones((2, 3)), np.ones((3, 3)), np.ones((2, 3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorised == slow reference, including tiny blocks and float32 / float64
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block", [1, 7, M.DEFAULT_BLOCK_ELEMS])
+def test_against_slow_reference(dtype, block):
+    rng = np.random.default_rng(1)
+    n, m, d, di = 23, 19, 5, 4
+    shared = rng.normal(size=(n, d))
+    src = (shared + 0.8 * rng.normal(size=(n, d))).astype(dtype)
+    tgt = (shared + 0.8 * rng.normal(size=(n, d))).astype(dtype)
+    assert M.xlr_ranks(src, tgt, block_elems=block).tolist() == slow_xlr_ranks(src, tgt).tolist()
+
+    tgt2 = rng.normal(size=(m, d)).astype(dtype)
+    simg = rng.normal(size=(n, di)).astype(dtype)
+    timg = rng.normal(size=(m, di)).astype(dtype)
+    fast = M.bkr_ranks(src, tgt2, simg, timg, block_elems=block)
+    assert fast.tolist() == slow_bkr_ranks(src, tgt2, simg, timg).tolist()
+    index = M.BkrImageIndex.build(simg, timg, k=3, block_elems=block)
+    assert index.recall(src, tgt2) == pytest.approx(np.mean(fast <= 3))
+    assert M.corr(src, tgt2, simg, timg) == pytest.approx(slow_corr(src, tgt2, simg, timg), abs=1e-6)
+
+
+def test_index_handles_ties_at_boundary():
+    # integer-valued vectors make many exact ties in image similarity
+    rng = np.random.default_rng(5)
+    n = 40
+    simg = rng.integers(0, 2, size=(n, 3)).astype(np.float64) + 0.0
+    simg[simg.sum(1) == 0] = 1
+    timg = rng.integers(0, 2, size=(n, 3)).astype(np.float64)
+    timg[timg.sum(1) == 0] = 1
+    src = rng.normal(size=(n, 4))
+    tgt = rng.normal(size=(n, 4))
+    ranks = slow_bkr_ranks(src, tgt, simg, timg)
+    for k in (1, 3, 10):
+        idx = M.BkrImageIndex.build(simg, timg, k=k)
+        assert idx.recall(src, tgt) == pytest.approx(np.mean(ranks <= k))
+
+
+def test_corr_subsample_is_close_and_seeded():
+    rng = np.random.default_rng(0)
+    n, d = 200, 8
+    shared = rng.normal(size=(n, d))
+    st_, tt_ = shared + rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    si, ti = shared + rng.normal(size=(n, d)), tt_ + 0.5 * rng.normal(size=(n, d))
+    full = M.corr(st_, tt_, si, ti)
+    sub = M.corr(st_, tt_, si, ti, max_pairs=20000, seed=3)
+    assert sub == M.corr(st_, tt_, si, ti, max_pairs=20000, seed=3)
+    assert abs(sub - full) < 0.03
+    assert full > 0.2  # text and image distances share structure here
+
+
+def test_evaluate_sample_matches_individual_functions():
+    rng = np.random.default_rng(2)
+    n, d = 30, 6
+    simg, timg = rng.normal(size=(n, 5)), rng.normal(size=(n, 5))
+    encs = {
+        f"e{i}": {
+            "xlr_src": rng.normal(size=(n, d)),
+            "xlr_tgt": rng.normal(size=(n, d)),
+            "bkr_src": rng.normal(size=(n, d)),
+            "bkr_tgt": rng.normal(size=(n, d)),
+        }
+        for i in range(3)
+    }
+    out = M.evaluate_sample(encs, None, simg, timg, k=5)
+    for name, e in encs.items():
+        r = M.bkr_ranks(e["bkr_src"], e["bkr_tgt"], simg, timg)
+        assert out[name]["bkr_recall"] == pytest.approx(M.recall_at_k(r, 5))
+        assert out[name]["bkr_mrr"] == pytest.approx(M.mrr(r))
+        assert out[name]["xlr_recall"] == pytest.approx(M.xlr(e["xlr_src"], e["xlr_tgt"], k=5))
+        assert out[name]["corr"] == pytest.approx(M.corr(e["bkr_src"], e["bkr_tgt"], simg, timg))
+
+
+# ---------------------------------------------------------------------------------------------
+# hypothesis properties
+
+small = st.integers(min_value=3, max_value=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=small, d=st.integers(2, 8), seed=st.integers(0, 2**32 - 1))
+def test_perfect_encoders_score_one(n, d, seed):
+    """Perfect text and image encoders → XLR = BkR = 1.0 (Recall@1).
+
+    Every item gets a distinct content code (random part + a one-hot part). A perfect text
+    encoder maps a caption to its item's code in every language; a perfect image encoder maps
+    the image to the same code. The target set holds the same scenes in another order, with
+    tiny noise, so the nearest target of q depicts q's scene and its image points back to q.
+    """
+    rng = np.random.default_rng(seed)
+    codes = np.hstack([rng.normal(size=(n, d)), 5 * np.eye(n)])
+    perm = rng.permutation(n)
+    tgt = codes[perm] + 1e-3 * rng.normal(size=codes.shape)
+    assert M.xlr(codes, codes + 1e-3 * rng.normal(size=codes.shape), k=1) == 1.0
+    assert M.bkr(codes, tgt, codes, tgt, k=1) == 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=small, seed=st.integers(0, 2**32 - 1))
+def test_permuting_rows_consistently_is_invariant(n, seed):
+    rng = np.random.default_rng(seed)
+    d = 6
+    src, tgt = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    simg, timg = rng.normal(size=(n, 4)), rng.normal(size=(n, 4))
+    p = rng.permutation(n)  # permute queries (source rows with their images)
+    q = rng.permutation(n)  # permute targets (target rows with their images)
+    r = M.xlr_ranks(src, tgt)
+    assert np.array_equal(M.xlr_ranks(src[p], tgt[p]), r[p])
+    # bkr ranks per query are invariant to both permutations (barring exact text ties,
+    # which continuous random data does not produce)
+    b = M.bkr_ranks(src, tgt, simg, timg)
+    assert np.array_equal(M.bkr_ranks(src[p], tgt[q], simg[p], timg[q]), b[p])
+    assert M.corr(src[p], tgt[q], simg[p], timg[q]) == pytest.approx(M.corr(src, tgt, simg, timg), abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    x=hnp.arrays(np.float64, (6, 3), elements=st.integers(-2, 2).map(float)),
+    y=hnp.arrays(np.float64, (6, 3), elements=st.integers(-2, 2).map(float)),
+)
+def test_vectorised_equals_reference_on_arbitrary_values(x, y):
+    """Small-integer rows (many zero rows, duplicates and exact ties): fast ranks equal the
+    reference loop, so the tie conventions (strictly-greater count; lowest index) agree."""
+    assert M.xlr_ranks(x, y).tolist() == slow_xlr_ranks(M.normalize(x), M.normalize(y)).tolist()
+    assert M.bkr_ranks(x, y, y, x).tolist() == slow_bkr_ranks(
+        M.normalize(x), M.normalize(y), M.normalize(y), M.normalize(x)
+    ).tolist()
+
+
+def test_independent_random_is_near_chance():
+    """Independent random text and image encoders → Recall@k ≈ k/N."""
+    rng = np.random.default_rng(11)
+    n, k, reps = 200, 10, 20
+    x = [M.xlr(rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), k=k) for _ in range(reps)]
+    b = [
+        M.bkr(rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), k=k)
+        for _ in range(reps)
+    ]
+    # expected k/N = 0.05; sd of the mean over 20 reps of a mean of 200 Bernoullis ~ 0.0035
+    assert abs(np.mean(x) - k / n) < 0.015
+    assert abs(np.mean(b) - k / n) < 0.015
