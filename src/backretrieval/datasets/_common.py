@@ -71,6 +71,9 @@ def staged_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
             raise InputError(f"{out}: exists, is not empty and is not a prepared dataset; refusing to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; a prepared folder is ordinary data
     try:
         yield tmp
         if out.exists():

@@ -1,0 +1,24 @@
+# The two commands of the README:
+#   make run    set up, then run the default pipeline (offline, embedded synthetic dataset)
+#   make test   set up, then run the test suite (what CI runs)
+.PHONY: setup run test lint report bench clean
+SHELL := /bin/bash
+VENV := .venv/bin
+
+setup:
+	bash scripts/setup.sh
+
+run: setup
+	source $(VENV)/activate && time snakemake --cores 8
+
+test: setup
+	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile
+
+lint: setup
+	source $(VENV)/activate && snakemake --lint
+
+report:
+	source $(VENV)/activate && snakemake --cores 2 --report reports/report.html
+
+bench:
+	source $(VENV)/activate && python benchmarks/run_all.py

@@ -1,0 +1,26 @@
+# Backretrieval workflow. Run: snakemake --cores 8
+# Config: params.yaml (also DVC's params file); a named config replaces it:
+#   snakemake --cores 8 --configfile config/multi30k.yaml
+from snakemake.utils import min_version
+
+min_version("8.0")
+
+if not workflow.overwrite_configfiles:
+
+    configfile: "params.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/embed.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

@@ -1,0 +1,191 @@
+"""Command-line interface: one subcommand per pipeline step (thin wrapper over the library).
+
+Every step takes ``--config`` (params.yaml or a named config) and derives its input/output
+paths from it (backretrieval.pipeline), so Snakemake rules and DVC stages only name the step.
+User-fixable problems print ``backretrieval: error: ...`` and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, io, pipeline
+from .config import load_config
+from .errors import BackretrievalError, ModelUnavailableError
+
+log = logging.getLogger("backretrieval")
+
+
+def _cfg(args) -> dict:
+    return load_config(args.config, args.set)
+
+
+# -------------------------------------------------------------------------------------------
+# steps
+
+
+def cmd_validate_config(args) -> int:
+    cfg = _cfg(args)
+    print(f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
+          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']})")
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    cfg = _cfg(args)
+    from .prepare import prepare_dataset
+
+    prepare_dataset(cfg, pipeline.dataset_root(cfg))
+    return 0
+
+
+def cmd_embed_text(args) -> int:
+    cfg = _cfg(args)
+    from .embedding import embed_dataset_text
+
+    enc = args.encoder
+    if enc not in cfg["encoders"]:
+        raise BackretrievalError(f"encoder {enc!r} is not configured (known: {sorted(cfg['encoders'])})")
+    langs = args.langs or cfg["languages"]
+    spec = dict(cfg["encoders"][enc])
+    for lang in langs:
+        out = pipeline.text_emb_path(cfg, enc, lang)
+        try:
+            embed_dataset_text(pipeline.dataset_root(cfg), enc, spec, lang, cfg["text_field"], out, Path(cfg["cache_dir"]))
+        except ModelUnavailableError as exc:
+            if not cfg.get("skip_unavailable", False):
+                raise
+            log.warning("skipping encoder %s: %s", enc, exc)
+            for lang2 in langs:
+                io.save_npz(pipeline.text_emb_path(cfg, enc, lang2), skipped=np.array(str(exc)))
+            return 0
+    return 0
+
+
+def cmd_embed_images(args) -> int:
+    cfg = _cfg(args)
+    from .embedding import embed_dataset_images
+
+    bb = args.backbone or cfg["image_backbone"]
+    embed_dataset_images(pipeline.dataset_root(cfg), bb, dict(cfg["backbones"][bb]),
+                         pipeline.image_emb_path(cfg, bb), Path(cfg["cache_dir"]))
+    return 0
+
+
+def cmd_sample(args) -> int:
+    cfg = _cfg(args)
+    for d in args.direction or cfg["directions"]:
+        pipeline.sample_step(pipeline.dataset_root(cfg), d, cfg["sample_size"], cfg["seeds"], pipeline.samples_path(cfg, d))
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    cfg = _cfg(args)
+    for d in args.direction or cfg["directions"]:
+        src, tgt = d.split("-")
+        t0 = time.perf_counter()
+        pipeline.metrics_step(
+            dataset=pipeline.dataset_root(cfg),
+            dataset_name=cfg["dataset"]["name"],
+            direction=d,
+            samples_file=pipeline.samples_path(cfg, d),
+            image_file=pipeline.image_emb_path(cfg),
+            backbone=cfg["image_backbone"],
+            text_files={e: (pipeline.text_emb_path(cfg, e, src), pipeline.text_emb_path(cfg, e, tgt)) for e in cfg["encoders"]},
+            text_field=cfg["text_field"],
+            k=cfg["k"],
+            corr_max_pairs=cfg.get("corr_max_pairs"),
+            full_bkr_ranks=cfg.get("full_bkr_ranks", True),
+            out=pipeline.metrics_path(cfg, d),
+        )
+        log.info("metrics %s: %.1fs", d, time.perf_counter() - t0)
+    return 0
+
+
+def cmd_report(args) -> int:
+    cfg = _cfg(args)
+    from .report import build_report
+
+    build_report(cfg)
+    return 0
+
+
+def cmd_validate_dataset(args) -> int:
+    from .datasets.byo import validate_dataset
+
+    problems = validate_dataset(Path(args.root))
+    for p in problems:
+        print(p)
+    n_err = sum(1 for p in problems if getattr(p, "level", "error") == "error")
+    print(f"{args.root}: {n_err} error(s), {len(problems) - n_err} warning(s)")
+    return 1 if n_err else 0
+
+
+def cmd_versions(args) -> int:
+    from .report import software_versions
+
+    for k, v in software_versions().items():
+        print(f"{k}: {v}")
+    return 0
+
+
+# -------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="backretrieval", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"backretrieval {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name, fn, help_, config=True):
+        sp = sub.add_parser(name, help=help_)
+        if config:
+            sp.add_argument("--config", default="params.yaml", help="params.yaml or a named config")
+            sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                            help="override a config value (YAML), e.g. --set sample_size=200")
+        sp.set_defaults(func=fn)
+        return sp
+
+    add("validate-config", cmd_validate_config, "validate the config against the schema")
+    add("prepare", cmd_prepare, "generate (synthetic) or prepare the configured dataset")
+    sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder")
+    sp.add_argument("--encoder", required=True)
+    sp.add_argument("--langs", nargs="*")
+    sp = add("embed-images", cmd_embed_images, "image features with the configured backbone")
+    sp.add_argument("--backbone")
+    sp = add("sample", cmd_sample, "draw the seeded samples for each direction")
+    sp.add_argument("--direction", action="append")
+    sp = add("metrics", cmd_metrics, "XLR, BkR, CORR of every encoder per direction and seed")
+    sp.add_argument("--direction", action="append")
+    add("report", cmd_report, "correlations, tables, figures, metrics.json")
+    sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
+    sp.add_argument("root")
+    add("versions", cmd_versions, "print software versions", config=False)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except BackretrievalError as exc:
+        print(f"backretrieval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,195 @@
+"""Pipeline steps as library functions (the CLI and the workflow call these).
+
+Each step reads explicit inputs, writes explicit outputs atomically and returns nothing
+surprising. Paths follow docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from . import io
+from .dataset import load_items, read_meta
+from .errors import InputError
+from .metrics import evaluate_sample
+from .sampling import Sample, draw_samples
+
+log = logging.getLogger("backretrieval")
+
+METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]
+
+
+# -------------------------------------------------------------------------------------------
+# paths
+
+
+def dataset_root(cfg: dict) -> Path:
+    return Path("data/prepared") / cfg["dataset"]["name"]
+
+
+def artifacts_root(cfg: dict) -> Path:
+    return Path("artifacts") / cfg["run_name"]
+
+
+def text_emb_path(cfg: dict, encoder: str, lang: str) -> Path:
+    return artifacts_root(cfg) / "text" / encoder / f"{lang}.{cfg['text_field']}.npz"
+
+
+def image_emb_path(cfg: dict, backbone: str | None = None) -> Path:
+    return artifacts_root(cfg) / "image" / f"{backbone or cfg['image_backbone']}.npz"
+
+
+def samples_path(cfg: dict, direction: str) -> Path:
+    return artifacts_root(cfg) / "samples" / f"{direction}.json"
+
+
+def metrics_path(cfg: dict, direction: str) -> Path:
+    return artifacts_root(cfg) / "metrics" / f"{direction}.csv"
+
+
+# -------------------------------------------------------------------------------------------
+# sample
+
+
+def sample_step(dataset: Path, direction: str, n: int, seeds: list[int], out: Path) -> None:
+    items = load_items(dataset)
+    meta = read_meta(dataset)
+    src, tgt = direction.split("-")
+    samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
+    io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
+
+
+def read_samples(path: Path) -> list[Sample]:
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [Sample.from_dict(s) for s in raw["samples"]]
+
+
+# -------------------------------------------------------------------------------------------
+# embeddings lookup
+
+
+def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
+    """(id → row, matrix) of an embedding artifact; None if the model was skipped."""
+    z = io.load_npz(path)
+    if "skipped" in z:
+        return None
+    ids = [str(x) for x in z["ids"]]
+    return {x: i for i, x in enumerate(ids)}, z["emb"]
+
+
+def skipped_reason(path: Path) -> str | None:
+    z = io.load_npz(path)
+    return str(z["skipped"]) if "skipped" in z else None
+
+
+def _rows(lookup: tuple[dict[str, int], np.ndarray], ids: list[str], what: str) -> np.ndarray:
+    index, emb = lookup
+    try:
+        return emb[[index[i] for i in ids]]
+    except KeyError as exc:
+        raise InputError(f"{what}: no embedding for item/image id {exc.args[0]!r}") from exc
+
+
+# -------------------------------------------------------------------------------------------
+# metrics
+
+
+def metrics_step(
+    *,
+    dataset: Path,
+    dataset_name: str,
+    direction: str,
+    samples_file: Path,
+    image_file: Path,
+    backbone: str,
+    text_files: dict[str, tuple[Path, Path]],
+    text_field: str,
+    k: int,
+    corr_max_pairs: int | None,
+    full_bkr_ranks: bool,
+    out: Path,
+) -> None:
+    """All metrics of all encoders for one direction and every seed → tidy CSV.
+
+    ``text_files[encoder] = (src_lang_npz, tgt_lang_npz)``. Image work of each seed is done
+    once and shared by all encoders (see metrics.BkrImageIndex).
+    """
+    items = load_items(dataset)
+    src_lang, tgt_lang = direction.split("-")
+    image_of = {
+        lang: dict(zip(sub["item_id"], sub["image_id"])) for lang, sub in items.groupby("lang")
+    }
+    img = load_embedding(image_file)
+    if img is None:
+        raise InputError(f"{image_file}: image backbone was skipped; BkR needs image features")
+    texts: dict[str, tuple] = {}
+    for enc, (sp, tp) in sorted(text_files.items()):
+        s, t = load_embedding(sp), load_embedding(tp)
+        if s is None or t is None:
+            log.warning("encoder %s skipped: %s", enc, skipped_reason(sp) or skipped_reason(tp))
+            continue
+        texts[enc] = (s, t)
+    rows: list[dict[str, Any]] = []
+    for sample in read_samples(samples_file):
+        q_img = _rows(img, [image_of[src_lang][i] for i in sample.queries], str(image_file))
+        t_img = _rows(img, [image_of[tgt_lang][i] for i in sample.bkr_targets], str(image_file))
+        enc_inputs = {}
+        for enc, (s, t) in texts.items():
+            e = {
+                "bkr_src": _rows(s, sample.queries, f"{enc}/{src_lang}"),
+                "bkr_tgt": _rows(t, sample.bkr_targets, f"{enc}/{tgt_lang}"),
+            }
+            if sample.xlr_targets is not None:
+                e["xlr_src"] = e["bkr_src"]
+                e["xlr_tgt"] = _rows(t, sample.xlr_targets, f"{enc}/{tgt_lang}")
+            enc_inputs[enc] = e
+        res = evaluate_sample(
+            enc_inputs, None, q_img, t_img, k=k, corr_max_pairs=corr_max_pairs,
+            corr_seed=sample.seed, full_bkr_ranks=full_bkr_ranks,
+        )
+        for enc, vals in res.items():
+            for metric, value in vals.items():
+                rows.append(dict(
+                    dataset=dataset_name, backbone=backbone, text_field=text_field, direction=direction,
+                    seed=sample.seed, n=len(sample.queries), encoder=enc, metric=metric, value=value,
+                ))
+    df = pd.DataFrame(rows, columns=METRIC_COLUMNS).sort_values(["seed", "encoder", "metric"], kind="stable")
+    io.write_csv(out, df)
+
+
+# -------------------------------------------------------------------------------------------
+# correlations across encoders
+
+
+def correlate(metrics: pd.DataFrame, reference: str = "xlr_recall", candidates=("bkr_recall", "corr")) -> pd.DataFrame:
+    """Per (direction, seed): Pearson and Spearman across encoders of each candidate metric
+    with the reference metric (XLR). Returns tidy rows direction, seed, method, stat, value, n_encoders."""
+    wide = metrics.pivot_table(index=["direction", "seed", "encoder"], columns="metric", values="value")
+    out = []
+    for (direction, seed), g in wide.groupby(level=["direction", "seed"]):
+        if reference not in g or g[reference].isna().all():
+            continue
+        for cand in candidates:
+            x, y = g[cand].to_numpy(float), g[reference].to_numpy(float)
+            n = len(x)
+            if n < 3:
+                raise InputError(f"correlation across encoders needs >= 3 encoders, got {n} ({direction})")
+            for stat_name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr)):
+                if np.ptp(x) == 0 or np.ptp(y) == 0:
+                    val = float("nan")
+                else:
+                    val = float(fn(x, y).statistic)
+                out.append(dict(direction=direction, seed=int(seed), method=cand, stat=stat_name, value=val, n_encoders=n))
+    return pd.DataFrame(out, columns=["direction", "seed", "method", "stat", "value", "n_encoders"])
+
+
+def read_metrics(paths: list[Path]) -> pd.DataFrame:
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)

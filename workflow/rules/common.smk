@@ -1,0 +1,79 @@
+# Helpers shared by the rules. Paths come from backretrieval.pipeline so that Snakemake,
+# DVC and the CLI agree on one artifact layout.
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from snakemake.utils import validate
+
+from backretrieval import pipeline
+from backretrieval.config import validate_config
+
+validate(config, schema="../schemas/config.schema.yaml")
+validate_config(config, "config")
+
+RUN = config["run_name"]
+DATASET_DIR = str(pipeline.dataset_root(config))
+REPORTS = config["reports_dir"]
+LOGS = f"logs/{RUN}"
+
+
+def _resolved_config_path():
+    """The merged config (configfile + --config overrides) as the CLI sees it.
+
+    Written at parse time only when its content changed, so it never triggers reruns by
+    itself; rules declare the config slices they depend on as params instead.
+    """
+    path = Path(".snakemake/backretrieval") / f"{RUN}.config.yaml"
+    text = yaml.safe_dump(dict(config), sort_keys=True, allow_unicode=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+CONFIG = _resolved_config_path()
+
+
+def slice_hash(*keys):
+    """A short hash of config slices: a rule's params, so changing them re-runs the rule."""
+    obj = {k: config.get(k) for k in keys}
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def text_emb(encoder, lang):
+    return str(pipeline.text_emb_path(config, encoder, lang))
+
+
+def image_emb():
+    return str(pipeline.image_emb_path(config))
+
+
+def samples_file(direction):
+    return str(pipeline.samples_path(config, direction))
+
+
+def metrics_file(direction):
+    return str(pipeline.metrics_path(config, direction))
+
+
+def direction_text_inputs(wildcards):
+    src, tgt = wildcards.direction.split("-")
+    return [text_emb(e, lang) for e in config["encoders"] for lang in (src, tgt)]
+
+
+REPORT_FILES = [
+    f"{REPORTS}/table1.md",
+    f"{REPORTS}/metrics.json",
+    f"{REPORTS}/significance.csv",
+    f"{REPORTS}/figures/fig2_scatter.png",
+    f"{REPORTS}/figures/fig2_scatter.svg",
+    f"{REPORTS}/figures/fig2_scatter.pdf",
+    f"{REPORTS}/plots/fig2_xlr_vs_bkr.csv",
+    f"{REPORTS}/plots/encoder_means.csv",
+]
+
+
+def all_outputs():
+    return REPORT_FILES

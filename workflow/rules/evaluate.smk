@@ -1,0 +1,36 @@
+rule sample:
+    input:
+        DATASET_DIR,
+    output:
+        samples_file("{direction}"),
+    params:
+        config=CONFIG,
+        slice=slice_hash("sample_size", "seeds"),
+    wildcard_constraints:
+        direction="|".join(config["directions"]),
+    log:
+        f"{LOGS}/sample/{{direction}}.log",
+    shell:
+        "backretrieval sample --config {params.config} --direction {wildcards.direction} > {log} 2>&1"
+
+
+rule metrics:
+    input:
+        samples=samples_file("{direction}"),
+        image=image_emb(),
+        text=direction_text_inputs,
+    output:
+        metrics_file("{direction}"),
+    params:
+        config=CONFIG,
+        slice=slice_hash("k", "corr_max_pairs", "full_bkr_ranks", "encoders"),
+    wildcard_constraints:
+        direction="|".join(config["directions"]),
+    resources:
+        mem_mb=2000,
+    log:
+        f"{LOGS}/metrics/{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
+    shell:
+        "backretrieval metrics --config {params.config} --direction {wildcards.direction} > {log} 2>&1"
