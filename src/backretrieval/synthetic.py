@@ -859,7 +859,8 @@ _AR_COLOR_NOUN = {
     "red": "الأحمر", "blue": "الأزرق", "green": "الأخضر", "yellow": "الأصفر",
     "orange": "البرتقالي", "purple": "البنفسجي", "black": "الأسود", "white": "الأبيض",
 }
-# 3-10 take the opposite gender of the counted noun's singular
+# numerals 3-10 by the gender of the counted noun's singular (polarity: masculine nouns take
+# the numeral with ta marbuta, "ثلاثة بيوت"; feminine nouns the plain one, "ثلاث كرات")
 _AR_NUM = {"m": {3: "ثلاثة", 4: "أربعة", 5: "خمسة"}, "f": {3: "ثلاث", 4: "أربع", 5: "خمس"}}
 _AR_LOC = {
     "meadow": ["في مرج أخضر", "على العشب"],
@@ -913,7 +914,7 @@ def _ar_np(obj: dict, rng: random.Random, size: bool, color: bool, vague: bool) 
         return _join(sg, adjs), g
     if c == 2:
         return _join(dual, adjs), g
-    det = "عدة" if vague else _AR_NUM["f" if g == "m" else "m"][c]
+    det = "عدة" if vague else _AR_NUM[g][c]
     return _join(det, pl, adjs), "f"
 
 

@@ -1,0 +1,224 @@
+"""Validation of bring-your-own corpora (e.g. recipes per language, no parallel texts).
+
+:func:`validate_dataset` checks a folder in the prepared format (see
+``backretrieval/dataset.py``) and returns *all* problems found instead of stopping at the
+first one, each naming file, row (1-based line of the CSV, header = line 1) and field.
+``error`` problems make the dataset unusable (the CLI exits 1); ``warning`` problems are
+worth a look (unknown language code, duplicate texts, unused images).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..dataset import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS
+
+_LANG_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    level: str  # "error" | "warning"
+    file: str  # path relative to the dataset root
+    row: int | None  # 1-based line in the file (header = 1); None = whole file
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.row}" if self.row is not None else "")
+        fld = f" [{self.field}]" if self.field else ""
+        return f"{self.level}: {where}{fld}: {self.message}"
+
+
+def has_errors(problems: list[Problem]) -> bool:
+    return any(p.level == "error" for p in problems)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path).astype(str)
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+
+
+def _inside(root: Path, rel: str) -> Path | None:
+    root_r = root.resolve()
+    p = (root_r / rel).resolve()
+    if p != root_r and root_r not in p.parents:
+        return None
+    return p
+
+
+def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Problem]:
+    """All problems of the prepared dataset at ``root`` (empty list = fine).
+
+    ``check_images=False`` skips opening image files (existence is still checked).
+    """
+    root = Path(root)
+    probs: list[Problem] = []
+
+    def add(level, file, row, field, msg):
+        probs.append(Problem(level, file, row, field, msg))
+
+    if not root.is_dir():
+        return [Problem("error", str(root), None, None, "dataset folder not found")]
+
+    # dataset.json
+    meta_langs: list[str] | None = None
+    mp = root / "dataset.json"
+    if not mp.is_file():
+        add("error", "dataset.json", None, None, "missing (needs at least 'name' and 'languages')")
+    else:
+        try:
+            meta = json.loads(mp.read_text(encoding="utf-8"))
+            for key in ("name", "languages"):
+                if key not in meta:
+                    add("error", "dataset.json", None, key, "required field missing")
+            if isinstance(meta.get("languages"), list):
+                meta_langs = [str(x) for x in meta["languages"]]
+            elif "languages" in meta:
+                add("error", "dataset.json", None, "languages", "must be a list of language codes")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            add("error", "dataset.json", None, None, f"not valid JSON ({exc})")
+
+    # items
+    ip = next((root / n for n in ("items.parquet", "items.csv") if (root / n).is_file()), None)
+    if ip is None:
+        add("error", "items.csv", None, None, "missing (no items.csv or items.parquet)")
+        return probs
+    iname = ip.name
+    try:
+        items = _read_table(ip)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is reported, not raised
+        add("error", iname, None, None, f"cannot be read ({exc})")
+        return probs
+    missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in items.columns]
+    if missing:
+        add("error", iname, 1, ",".join(missing), f"missing column(s); expected {list(REQUIRED_ITEM_COLUMNS)}")
+        return probs
+
+    seen: dict[tuple[str, str], int] = {}
+    texts: dict[tuple[str, str, str], tuple[int, str]] = {}
+    for idx, rec in enumerate(items.itertuples(index=False)):
+        row = idx + 2
+        item_id, lang, image_id = str(rec.item_id).strip(), str(rec.lang).strip(), str(rec.image_id).strip()
+        title, body = str(rec.title).strip(), str(rec.body).strip()
+        if not item_id:
+            add("error", iname, row, "item_id", "empty")
+        if not image_id:
+            add("error", iname, row, "image_id", "empty")
+        if not title:
+            add("error", iname, row, "title", "empty text (title must not be empty)")
+        if not _LANG_RE.match(lang):
+            add("error", iname, row, "lang", f"{lang!r} is not a language code like 'en' or 'pt-BR'")
+        elif lang.split("-")[0] not in KNOWN_LANGS:
+            add("warning", iname, row, "lang", f"unknown language code {lang!r} (not in ISO 639-1 list)")
+        if meta_langs is not None and lang and lang not in meta_langs:
+            add("warning", iname, row, "lang", f"{lang!r} is not listed in dataset.json 'languages' {meta_langs}")
+        key = (item_id, lang)
+        if item_id and key in seen:
+            add("error", iname, row, "item_id",
+                f"duplicate (item_id, lang) = ({item_id!r}, {lang!r}); first at row {seen[key]}")
+        else:
+            seen[key] = row
+        if title:
+            tkey = (lang, title, body)
+            if tkey in texts and texts[tkey][1] != item_id:
+                add("warning", iname, row, "title",
+                    f"duplicate text: same {lang} title+body as item {texts[tkey][1]!r} (row {texts[tkey][0]})")
+            else:
+                texts.setdefault(tkey, (row, item_id))
+
+    # images
+    item_images = {str(x).strip() for x in items["image_id"]} - {""}
+    images_csv = root / "images.csv"
+    feat_dir = root / "features"
+    feature_ids: set[str] | None = None
+    if feat_dir.is_dir():
+        feature_ids = set()
+        for ids_txt in sorted(feat_dir.glob("*.ids.txt")):
+            ids = [ln.strip() for ln in ids_txt.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            npy = ids_txt.with_name(ids_txt.name[: -len(".ids.txt")] + ".npy")
+            rel = f"features/{ids_txt.name}"
+            if not npy.is_file():
+                add("error", f"features/{npy.name}", None, None, f"missing (needed for {rel})")
+            else:
+                try:
+                    arr = np.load(npy, mmap_mode="r", allow_pickle=False)
+                    if arr.ndim != 2 or arr.shape[0] != len(ids):
+                        add("error", f"features/{npy.name}", None, None,
+                            f"shape {arr.shape}, expected ({len(ids)}, d) to match {rel}")
+                except Exception as exc:  # noqa: BLE001
+                    add("error", f"features/{npy.name}", None, None, f"cannot be read ({exc})")
+            feature_ids |= set(ids)
+    table_ids: set[str] | None = None
+    if images_csv.is_file():
+        table_ids = set()
+        try:
+            imgs = pd.read_csv(images_csv, dtype=str, keep_default_na=False)
+        except Exception as exc:  # noqa: BLE001
+            add("error", "images.csv", None, None, f"cannot be read ({exc})")
+            imgs = None
+        if imgs is not None:
+            missing = [c for c in ("image_id", "path") if c not in imgs.columns]
+            if missing:
+                add("error", "images.csv", 1, ",".join(missing), "missing column(s); expected image_id, path")
+            else:
+                first: dict[str, int] = {}
+                for idx, rec in enumerate(imgs.itertuples(index=False)):
+                    row = idx + 2
+                    iid, rel = str(rec.image_id).strip(), str(rec.path).strip()
+                    if not iid:
+                        add("error", "images.csv", row, "image_id", "empty")
+                        continue
+                    if iid in first:
+                        add("error", "images.csv", row, "image_id", f"duplicate image_id {iid!r}; first at row {first[iid]}")
+                        continue
+                    first[iid] = row
+                    table_ids.add(iid)
+                    if not rel:
+                        add("error", "images.csv", row, "path", "empty")
+                        continue
+                    p = _inside(root, rel)
+                    if p is None:
+                        add("error", "images.csv", row, "path", f"{rel!r} resolves outside the dataset root")
+                        continue
+                    if not p.is_file():
+                        add("error", "images.csv", row, "path", f"image file {rel!r} not found")
+                        continue
+                    if check_images:
+                        err = _image_error(p)
+                        if err:
+                            add("error", "images.csv", row, "path", f"unreadable image {rel!r} ({err})")
+                unused = sorted(table_ids - item_images)
+                if unused:
+                    add("warning", "images.csv", None, "image_id",
+                        f"{len(unused)} image(s) used by no item (first: {unused[:3]})")
+    if table_ids is None and feature_ids is None:
+        add("warning", ".", None, None, "no images.csv and no features/: image-pivoted metrics need images")
+    else:
+        available = (table_ids or set()) | (feature_ids or set())
+        first_row: dict[str, int] = {}
+        for idx, iid in enumerate(items["image_id"]):
+            iid = str(iid).strip()
+            if iid and iid not in available and iid not in first_row:
+                first_row[iid] = idx + 2
+        for iid, row in first_row.items():
+            add("error", iname, row, "image_id", f"image {iid!r} has no entry in images.csv or features/")
+    return probs
+
+
+def _image_error(path: Path) -> str | None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,716 @@
+"""Blinded human evaluation of two models' suggestions (the paper's case study, Sec. 3.2).
+
+The paper asks raters to score, for 20 queries, the top-5 suggestions of model A and of model B
+on a 1-4 scale (1 = very relevant ... 4 = not relevant) and reports that model A yields 2.3x
+more "very relevant" suggestions. This module produces the rating material and tallies it:
+
+1. :func:`top_k_suggestions` - each query's top-k candidates by cosine similarity.
+2. :func:`make_sheets` - pools both models' suggestions per query, shuffles them (seeded),
+   gives each an opaque random id and writes
+
+   * ``ratings_template.csv`` (suggestion_id, query_id, query_text, suggestion_text, rating,
+     key_sha256) for raters who prefer a spreadsheet;
+   * ``rating_sheet.html``: one self-contained page (no external resources or network access;
+     images inlined as ``data:`` URIs; every corpus text HTML-escaped) with 1-4 radio buttons
+     per suggestion, a rated/unrated counter and a "Save ratings" button that downloads
+     ``ratings.csv`` (suggestion_id, rating, key_sha256);
+   * ``key.sealed.json``: suggestion id -> query, candidate and model(s). Keep it away from
+     the raters. Its sha256 is printed in the template and the page so that :func:`tally`
+     checks that ratings and key belong together.
+
+   **Shared suggestions.** When both models propose the same candidate for a query, the rater
+   sees (and rates) it once; the key lists both models for that suggestion and :func:`tally`
+   counts its rating for *both* models (each model proposed it). So a query shows between 5
+   and 10 suggestions, and the two models' rating samples overlap in shared suggestions.
+
+3. :func:`tally` - validates the ratings file (every keyed suggestion rated exactly once, ratings
+   integers 1-4, no unknown ids) and only then unblinds: per-model rating counts, share of
+   "very relevant", the A/B ratio of very-relevant counts (the paper's 2.3x), a two-sided
+   Mann-Whitney U test on the ratings and Fisher's exact test on very-relevant vs not.
+4. :func:`simulate_ratings` - a SIMULATED rater for the synthetic dataset (no humans): it reads
+   the key to learn each suggestion's candidate id (acceptable only because it is a simulation)
+   and maps a ground-truth relevance score in [0, 1] to a rating with fixed thresholds. Its
+   output has a ``rater`` column set to ``simulated``; :func:`tally` and
+   :func:`tally_markdown` report such ratings as SIMULATED.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io as _io
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .io import write_csv, write_text
+
+RATING_LABELS: dict[int, str] = {
+    1: "very relevant",
+    2: "relevant",
+    3: "slightly relevant",
+    4: "not relevant",
+}
+KEY_FORMAT = "backretrieval-human-study-key"
+TEMPLATE_NAME = "ratings_template.csv"
+HTML_NAME = "rating_sheet.html"
+KEY_NAME = "key.sealed.json"
+SIMULATED_RATER = "simulated"
+DEFAULT_THRESHOLDS = (0.75, 0.5, 0.25)
+
+Suggestion = Sequence[Any]  # (candidate_id, text) or (candidate_id, text, image_path | None)
+
+
+# --------------------------------------------------------------------------- suggestions
+
+
+def top_k_suggestions(query_emb: np.ndarray, cand_emb: np.ndarray, k: int = 5) -> np.ndarray:
+    """Indices (n_queries, k) of each query's k most cosine-similar candidates, best first.
+
+    Ties are broken by the lowest candidate index (stable sort).
+    """
+    q, c = np.asarray(query_emb, dtype=np.float64), np.asarray(cand_emb, dtype=np.float64)
+    if q.ndim != 2 or c.ndim != 2 or q.shape[1] != c.shape[1]:
+        raise InputError(
+            f"top_k_suggestions: expected 2-D query/candidate embeddings of equal width, "
+            f"got {q.shape} and {c.shape}"
+        )
+    if not 1 <= k <= c.shape[0]:
+        raise InputError(f"top_k_suggestions: k={k} must be in 1..{c.shape[0]} (number of candidates)")
+    for name, a in (("query_emb", q), ("cand_emb", c)):
+        norms = np.linalg.norm(a, axis=1)
+        if not np.isfinite(a).all() or (norms == 0).any():
+            raise InputError(f"top_k_suggestions: {name} has a zero or non-finite row")
+    sim = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (c / np.linalg.norm(c, axis=1, keepdims=True)).T
+    return np.argsort(-sim, axis=1, kind="stable")[:, :k].astype(np.int64)
+
+
+# --------------------------------------------------------------------------- sheets
+
+
+@dataclass(frozen=True)
+class Sheets:
+    template: Path
+    html: Path
+    key: Path
+    key_sha256: str
+    n_queries: int
+    n_suggestions: int
+    n_shared: int
+
+
+def _norm_suggestions(
+    sugg: Mapping[Any, Sequence[Suggestion]], model: str, query_ids: list[str]
+) -> dict[str, list[tuple[str, str, str | None]]]:
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
+    keys = {str(q): v for q, v in sugg.items()}
+    unknown = sorted(set(keys) - set(query_ids))
+    if unknown:
+        raise InputError(f"suggestions of model {model!r}: unknown query_id(s) {unknown[:5]}")
+    for qid in query_ids:
+        if qid not in keys or len(keys[qid]) == 0:
+            raise InputError(f"suggestions of model {model!r}: no suggestions for query_id {qid!r}")
+        rows = []
+        seen: set[str] = set()
+        for s in keys[qid]:
+            if len(s) not in (2, 3):
+                raise InputError(
+                    f"suggestions of model {model!r}, query {qid!r}: expected (candidate_id, text"
+                    f"[, image_path]), got {s!r}"
+                )
+            cid, text = str(s[0]), str(s[1])
+            img = None if len(s) < 3 or s[2] is None or str(s[2]) == "" else str(s[2])
+            if cid in seen:
+                raise InputError(f"suggestions of model {model!r}, query {qid!r}: candidate {cid!r} listed twice")
+            seen.add(cid)
+            rows.append((cid, text, img))
+        out[qid] = rows
+    return out
+
+
+def _thumbnail_data_uri(path: str, image_root: Path | None, max_px: int, cache: dict[str, str]) -> str:
+    from PIL import Image, ImageOps
+
+    p = Path(path)
+    if not p.is_absolute() and image_root is not None:
+        p = Path(image_root) / p
+    key = str(p)
+    if key in cache:
+        return cache[key]
+    if not p.is_file():
+        raise InputError(f"image {path!r}: file {p} not found")
+    try:
+        with Image.open(p) as im:
+            im = ImageOps.exif_transpose(im)
+            im.thumbnail((max_px, max_px))
+            if im.mode not in ("RGB", "L"):
+                im = im.convert("RGB")
+            buf = _io.BytesIO()
+            im.save(buf, format="JPEG", quality=85)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"image {p}: cannot be read as an image ({exc})") from exc
+    uri = "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    cache[key] = uri
+    return uri
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def make_sheets(
+    queries: pd.DataFrame,
+    suggestions_a: Mapping[Any, Sequence[Suggestion]],
+    suggestions_b: Mapping[Any, Sequence[Suggestion]],
+    out_dir: str | Path,
+    seed: int,
+    model_names: tuple[str, str] = ("A", "B"),
+    image_root: str | Path | None = None,
+    thumb_px: int = 256,
+    title: str = "Relevance rating",
+) -> Sheets:
+    """Write ``ratings_template.csv``, ``rating_sheet.html`` and ``key.sealed.json`` to ``out_dir``.
+
+    ``queries``: columns ``query_id``, ``text`` and optionally ``image_path``.
+    ``suggestions_a``/``_b``: query_id -> ranked list of ``(candidate_id, text[, image_path])``.
+    Relative image paths are resolved against ``image_root``. Same ``seed`` → identical files.
+    """
+    if len(model_names) != 2 or model_names[0] == model_names[1]:
+        raise InputError(f"model_names: expected two different names, got {model_names!r}")
+    for col in ("query_id", "text"):
+        if col not in queries.columns:
+            raise InputError(f"queries: missing column {col!r}; expected query_id, text[, image_path]")
+    q = queries.reset_index(drop=True)
+    query_ids = [str(x) for x in q["query_id"]]
+    if len(set(query_ids)) != len(query_ids):
+        dup = pd.Series(query_ids)[pd.Series(query_ids).duplicated()].iloc[0]
+        raise InputError(f"queries: duplicate query_id {dup!r}")
+    if not query_ids:
+        raise InputError("queries: no rows")
+    sa = _norm_suggestions(suggestions_a, model_names[0], query_ids)
+    sb = _norm_suggestions(suggestions_b, model_names[1], query_ids)
+
+    rng = np.random.default_rng(seed)
+    used_ids: set[str] = set()
+    cache: dict[str, str] = {}
+    root = Path(image_root) if image_root is not None else None
+    blocks: list[dict[str, Any]] = []
+    key_entries: dict[str, dict[str, Any]] = {}
+    n_shared = 0
+    for i, qid in enumerate(query_ids):
+        pooled: dict[str, dict[str, Any]] = {}
+        for model, rows in ((model_names[0], sa[qid]), (model_names[1], sb[qid])):
+            for rank, (cid, text, img) in enumerate(rows, start=1):
+                if cid in pooled:
+                    if pooled[cid]["text"] != text:
+                        raise InputError(
+                            f"query {qid!r}: candidate {cid!r} has different texts in the two "
+                            "models' suggestions"
+                        )
+                    pooled[cid]["models"].append(model)
+                    pooled[cid]["ranks"][model] = rank
+                    n_shared += 1
+                else:
+                    pooled[cid] = {"cid": cid, "text": text, "img": img, "models": [model], "ranks": {model: rank}}
+        entries = list(pooled.values())
+        order = rng.permutation(len(entries))
+        shown = []
+        for j in order:
+            e = entries[int(j)]
+            sid = rng.bytes(8).hex()
+            while sid in used_ids:  # pragma: no cover - 64-bit collision
+                sid = rng.bytes(8).hex()
+            used_ids.add(sid)
+            key_entries[sid] = {
+                "query_id": qid,
+                "candidate_id": e["cid"],
+                "models": e["models"],
+                "ranks": e["ranks"],
+            }
+            shown.append({"sid": sid, "text": e["text"], "img": e["img"]})
+        qimg = None
+        if "image_path" in q.columns:
+            v = q.at[i, "image_path"]
+            qimg = None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v) == "" else str(v)
+        blocks.append({"qid": qid, "text": str(q.at[i, "text"]), "img": qimg, "suggestions": shown})
+
+    key_obj = {
+        "format": KEY_FORMAT,
+        "version": 1,
+        "model_names": list(model_names),
+        "seed": int(seed),
+        "queries": query_ids,
+        "shared_suggestions_count_for_both_models": True,
+        "suggestions": key_entries,
+    }
+    key_text = json.dumps(key_obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    key_sha = _sha256_text(key_text)
+
+    for b in blocks:  # thumbnails (validated before anything is written)
+        b["img_uri"] = _thumbnail_data_uri(b["img"], root, thumb_px, cache) if b["img"] else None
+        for s in b["suggestions"]:
+            s["img_uri"] = _thumbnail_data_uri(s["img"], root, thumb_px, cache) if s["img"] else None
+
+    template = pd.DataFrame(
+        [
+            {
+                "suggestion_id": s["sid"],
+                "query_id": b["qid"],
+                "query_text": b["text"],
+                "suggestion_text": s["text"],
+                "rating": "",
+                "key_sha256": key_sha,
+            }
+            for b in blocks
+            for s in b["suggestions"]
+        ]
+    )
+    page = _render_html(blocks, key_sha, title)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = Sheets(
+        template=out / TEMPLATE_NAME,
+        html=out / HTML_NAME,
+        key=out / KEY_NAME,
+        key_sha256=key_sha,
+        n_queries=len(blocks),
+        n_suggestions=len(key_entries),
+        n_shared=n_shared,
+    )
+    write_text(paths.key, key_text)
+    write_csv(paths.template, template)
+    write_text(paths.html, page)
+    return paths
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:960px;padding:1em;color:#222}
+header{position:sticky;top:0;background:#fff;border-bottom:1px solid #ccc;padding:.5em 0;z-index:1}
+.legend span{display:inline-block;margin-right:1em}
+section.query{border:1px solid #bbb;border-radius:6px;margin:1.2em 0;padding:.8em}
+.qtext,.stext{white-space:pre-wrap;max-height:14em;overflow:auto}
+.qtext{font-weight:600}
+.suggestion{display:flex;gap:.8em;border-top:1px solid #eee;padding:.6em 0}
+.suggestion.rated{background:#f4fbf4}
+.suggestion .body{flex:1}
+img.thumb{max-width:256px;max-height:256px;object-fit:contain}
+fieldset{border:0;padding:0;margin:.3em 0}
+label{margin-right:.9em;cursor:pointer}
+button{font-size:1em;padding:.4em 1em}
+#status{margin-left:1em}
+small.key{color:#777}
+"""
+
+_JS = r"""
+(function () {
+  "use strict";
+  var keySha = document.body.getAttribute("data-key-sha256");
+  var items = Array.prototype.slice.call(document.querySelectorAll(".suggestion"));
+  var counter = document.getElementById("counter");
+  var status = document.getElementById("status");
+  var storeKey = "backretrieval-ratings-" + keySha;
+  function checked(it) { return it.querySelector("input[type=radio]:checked"); }
+  function update() {
+    var rated = 0;
+    items.forEach(function (it) {
+      var c = checked(it);
+      if (c) { rated++; it.classList.add("rated"); } else { it.classList.remove("rated"); }
+    });
+    counter.textContent = rated + " rated, " + (items.length - rated) + " unrated (of " + items.length + ")";
+    return rated;
+  }
+  function persist() {
+    try {
+      var saved = {};
+      items.forEach(function (it) { var c = checked(it); if (c) { saved[it.getAttribute("data-sid")] = c.value; } });
+      window.localStorage.setItem(storeKey, JSON.stringify(saved));
+    } catch (e) { /* storage unavailable: ratings live only in this page */ }
+  }
+  function restore() {
+    try {
+      var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}");
+      items.forEach(function (it) {
+        var v = saved[it.getAttribute("data-sid")];
+        if (v) { var r = it.querySelector("input[value='" + v + "']"); if (r) { r.checked = true; } }
+      });
+    } catch (e) { /* ignore */ }
+  }
+  document.getElementById("sheet").addEventListener("change", function () { update(); persist(); });
+  document.getElementById("save").addEventListener("click", function () {
+    var lines = ["suggestion_id,rating,key_sha256"];
+    items.forEach(function (it) {
+      var c = checked(it);
+      lines.push(it.getAttribute("data-sid") + "," + (c ? c.value : "") + "," + keySha);
+    });
+    var blob = new Blob([lines.join("\n") + "\n"], { type: "text/csv" });
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = "ratings.csv";
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 2000);
+    var unrated = items.length - update();
+    status.textContent = unrated ? ("Saved ratings.csv - " + unrated + " suggestion(s) still unrated; please rate all before sending.")
+                                 : "Saved ratings.csv - all suggestions rated. Thank you!";
+  });
+  restore();
+  update();
+})();
+"""
+
+
+def _render_html(blocks: list[dict[str, Any]], key_sha: str, title: str) -> str:
+    e = html.escape
+    legend = "".join(f"<span><b>{v}</b> = {e(lbl)}</span>" for v, lbl in RATING_LABELS.items())
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # no network at all: only inline styles/scripts and data: images are allowed
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title><style>{_CSS}</style></head>",
+        f'<body data-key-sha256="{e(key_sha)}">',
+        "<header>",
+        f"<h1>{e(title)}</h1>",
+        "<p>For each query, rate how relevant every suggestion is to the query. "
+        "Suggestions are shown in random order and come from different systems; "
+        "you are not told which.</p>",
+        f'<p class="legend">{legend}</p>',
+        '<p><button type="button" id="save">Save ratings</button>'
+        '<span id="counter"></span><span id="status"></span></p>',
+        f'<small class="key">key sha256: {e(key_sha)}</small>',
+        "</header>",
+        '<form id="sheet">',
+    ]
+    for qi, b in enumerate(blocks, start=1):
+        parts.append(f'<section class="query" data-query-id="{e(b["qid"])}">')
+        parts.append(f"<h2>Query {qi} of {len(blocks)}</h2>")
+        if b["img_uri"]:
+            parts.append(f'<img class="thumb" alt="query image" src="{e(b["img_uri"])}">')
+        parts.append(f'<div class="qtext">{e(b["text"])}</div>')
+        for si, s in enumerate(b["suggestions"], start=1):
+            sid = e(s["sid"])
+            parts.append(f'<div class="suggestion" data-sid="{sid}">')
+            if s["img_uri"]:
+                parts.append(f'<img class="thumb" alt="suggestion image" src="{e(s["img_uri"])}">')
+            parts.append('<div class="body">')
+            parts.append(f'<div class="stext">{e(s["text"])}</div>')
+            parts.append(f'<fieldset><legend>Suggestion {qi}.{si}: rating</legend>')
+            for v, lbl in RATING_LABELS.items():
+                rid = f"r-{sid}-{v}"
+                parts.append(
+                    f'<label for="{rid}"><input type="radio" id="{rid}" name="r-{sid}" value="{v}"> '
+                    f"{v} ({e(lbl)})</label>"
+                )
+            parts.append("</fieldset></div></div>")
+        parts.append("</section>")
+    parts.append("</form>")
+    parts.append(f"<script>{_JS}</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- key + ratings IO
+
+
+def read_key(key_path: str | Path) -> tuple[dict[str, Any], str]:
+    """The sealed key (validated) and the sha256 of its bytes."""
+    p = Path(key_path)
+    if not p.is_file():
+        raise InputError(f"{p}: key file not found")
+    raw = p.read_bytes()
+    try:
+        key = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{p}: not valid JSON ({exc})") from exc
+    if not isinstance(key, dict) or key.get("format") != KEY_FORMAT:
+        raise InputError(f"{p}: not a human-study key (field 'format' must be {KEY_FORMAT!r})")
+    for field in ("model_names", "suggestions"):
+        if field not in key:
+            raise InputError(f"{p}: field {field!r} is required")
+    for sid, ent in key["suggestions"].items():
+        for field in ("query_id", "candidate_id", "models"):
+            if field not in ent:
+                raise InputError(f"{p}: suggestion {sid!r} lacks field {field!r}")
+    return key, hashlib.sha256(raw).hexdigest()
+
+
+def _read_ratings_csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise InputError(f"{path}: ratings file not found")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be read as CSV ({exc})") from exc
+    for col in ("suggestion_id", "rating"):
+        if col not in df.columns:
+            raise InputError(f"{path}: missing column {col!r}; expected at least suggestion_id, rating")
+    df["suggestion_id"] = df["suggestion_id"].str.strip()
+    df["rating"] = df["rating"].str.strip()
+    return df
+
+
+_INT_RE = re.compile(r"^[+-]?\d+(\.0*)?$")
+
+
+def _parse_ratings(df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: str) -> dict[str, int]:
+    """Validate every row; raise one InputError listing the problems, else sid -> rating."""
+    problems: list[str] = []
+    keyed = key["suggestions"]
+    first_row: dict[str, int] = {}
+    ratings: dict[str, int] = {}
+    for i, (sid, raw) in enumerate(zip(df["suggestion_id"], df["rating"]), start=1):
+        where = f"row {i} (suggestion_id {sid!r})"
+        if sid in first_row:
+            problems.append(f"{where}: duplicate suggestion_id (first at row {first_row[sid]})")
+            continue
+        first_row[sid] = i
+        if sid not in keyed:
+            problems.append(f"{where}: suggestion_id is not in the key")
+            continue
+        if raw == "":
+            problems.append(f"{where}: no rating")
+            continue
+        if not _INT_RE.match(raw):
+            problems.append(f"{where}: rating {raw!r} is not an integer 1-4")
+            continue
+        v = int(float(raw))
+        if not 1 <= v <= 4:
+            problems.append(f"{where}: rating {v} outside 1-4")
+            continue
+        ratings[sid] = v
+    missing = [sid for sid in keyed if sid not in first_row]
+    if missing:
+        problems.append(
+            f"{len(missing)} suggestion(s) of the key have no row (missing rows), e.g. {missing[:3]}"
+        )
+    if "key_sha256" in df.columns:
+        bad = sorted({s for s in df["key_sha256"].str.strip() if s and s != key_sha})
+        if bad:
+            problems.append(
+                f"column key_sha256 = {bad[0][:16]}... does not match the key's sha256 "
+                f"{key_sha[:16]}... (ratings made for a different sheet)"
+            )
+    if problems:
+        shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
+        raise InputError(f"{path}: {len(problems)} problem(s), nothing tallied: {shown}")
+    return ratings
+
+
+# --------------------------------------------------------------------------- tally
+
+
+@dataclass(frozen=True)
+class TallyResult:
+    model_names: tuple[str, str]
+    counts: dict[str, dict[int, int]]  # model -> rating level -> count
+    n_ratings: dict[str, int]
+    very_relevant: dict[str, int]
+    share_very_relevant: dict[str, float]
+    mean_rating: dict[str, float]
+    ratio_very_relevant: float  # very_relevant[A] / very_relevant[B] (inf if B = 0 < A)
+    mannwhitney_u: float
+    mannwhitney_p: float
+    fisher_odds_ratio: float
+    fisher_p: float
+    n_queries: int
+    n_suggestions: int
+    n_shared: int
+    simulated: bool
+    key_verified: bool  # the ratings file carried the key's sha256
+    key_sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["model_names"] = list(self.model_names)
+        d["counts"] = {m: {str(k): v for k, v in c.items()} for m, c in self.counts.items()}
+        return d
+
+
+def tally(
+    ratings_csv: str | Path,
+    key_path: str | Path,
+    model_names: Sequence[str] | None = None,
+) -> TallyResult:
+    """Validate ``ratings_csv`` against the key, then unblind and compare the two models.
+
+    ``model_names`` (optional) must be the key's two model names; their order sets A and B.
+    A suggestion shared by both models counts for both (see the module docstring).
+    """
+    from scipy import stats
+
+    path = Path(ratings_csv)
+    key, key_sha = read_key(key_path)
+    key_models = list(key["model_names"])
+    names = list(model_names) if model_names is not None else key_models
+    if len(names) != 2 or sorted(names) != sorted(key_models):
+        raise InputError(f"model_names {names} do not match the key's model_names {key_models} ({key_path})")
+    df = _read_ratings_csv(path)
+    ratings = _parse_ratings(df, path, key, key_sha)
+
+    per_model: dict[str, list[int]] = {m: [] for m in names}
+    for sid, ent in key["suggestions"].items():
+        for m in ent["models"]:
+            if m not in per_model:
+                raise InputError(f"{key_path}: suggestion {sid!r} names unknown model {m!r}")
+            per_model[m].append(ratings[sid])
+    a, b = names
+    counts = {m: {lvl: int(sum(1 for r in per_model[m] if r == lvl)) for lvl in RATING_LABELS} for m in names}
+    n = {m: len(per_model[m]) for m in names}
+    vr = {m: counts[m][1] for m in names}
+    share = {m: (vr[m] / n[m] if n[m] else math.nan) for m in names}
+    mean = {m: (float(np.mean(per_model[m])) if n[m] else math.nan) for m in names}
+    if vr[b] > 0:
+        ratio = vr[a] / vr[b]
+    else:
+        ratio = math.inf if vr[a] > 0 else math.nan
+    if n[a] and n[b] and len(set(per_model[a]) | set(per_model[b])) > 1:
+        mw = stats.mannwhitneyu(per_model[a], per_model[b], alternative="two-sided")
+        mw_u, mw_p = float(mw.statistic), float(mw.pvalue)
+    else:  # all ratings identical: no evidence of a difference
+        mw_u, mw_p = (n[a] * n[b] / 2.0, 1.0) if n[a] and n[b] else (math.nan, math.nan)
+    fe = stats.fisher_exact([[vr[a], n[a] - vr[a]], [vr[b], n[b] - vr[b]]], alternative="two-sided")
+    rater = df["rater"].str.strip().str.lower() if "rater" in df.columns else pd.Series([], dtype=str)
+    return TallyResult(
+        model_names=(a, b),
+        counts=counts,
+        n_ratings=n,
+        very_relevant=vr,
+        share_very_relevant=share,
+        mean_rating=mean,
+        ratio_very_relevant=float(ratio),
+        mannwhitney_u=mw_u,
+        mannwhitney_p=mw_p,
+        fisher_odds_ratio=float(fe.statistic),
+        fisher_p=float(fe.pvalue),
+        n_queries=len({e["query_id"] for e in key["suggestions"].values()}),
+        n_suggestions=len(key["suggestions"]),
+        n_shared=sum(1 for e in key["suggestions"].values() if len(e["models"]) > 1),
+        simulated=bool((rater == SIMULATED_RATER).any()),
+        key_verified="key_sha256" in df.columns and bool((df["key_sha256"].str.strip() == key_sha).all()),
+        key_sha256=key_sha,
+    )
+
+
+def _fmt(x: float, spec: str = ".3g") -> str:
+    if isinstance(x, float) and math.isnan(x):
+        return "n/a"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞"
+    return format(x, spec)
+
+
+def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
+    """A Markdown report section; ``simulated`` (default: detected from the file) adds a banner."""
+    sim = result.simulated if simulated is None else simulated
+    a, b = result.model_names
+    lines = ["## Human study (blinded ratings)", ""]
+    if sim:
+        lines += [
+            "> **SIMULATED RATINGS.** These ratings were produced by a simulated rater from "
+            "ground-truth relevance of a synthetic dataset, not by human raters. They test the "
+            "pipeline; they are not evidence about the models.",
+            "",
+        ]
+    lines += [
+        f"{result.n_queries} queries, {result.n_suggestions} rated suggestions "
+        f"({result.n_shared} proposed by both models and counted for both). "
+        "Scale: " + ", ".join(f"{k} = {v}" for k, v in RATING_LABELS.items()) + ".",
+        "",
+        "| model | n | 1 | 2 | 3 | 4 | share very relevant | mean rating |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in (a, b):
+        c = result.counts[m]
+        lines.append(
+            f"| {m} | {result.n_ratings[m]} | {c[1]} | {c[2]} | {c[3]} | {c[4]} | "
+            f"{_fmt(result.share_very_relevant[m], '.1%')} | {_fmt(result.mean_rating[m], '.2f')} |"
+        )
+    lines += [
+        "",
+        f"- Very-relevant ratio {a}/{b}: **{_fmt(result.ratio_very_relevant, '.2f')}×** "
+        f"({result.very_relevant[a]} vs {result.very_relevant[b]}).",
+        f"- Fisher's exact test (very relevant vs not, two-sided): odds ratio "
+        f"{_fmt(result.fisher_odds_ratio)}, p = {_fmt(result.fisher_p)}.",
+        f"- Mann–Whitney U (ratings, two-sided): U = {_fmt(result.mannwhitney_u, '.1f')}, "
+        f"p = {_fmt(result.mannwhitney_p)}.",
+        "- Caveat: shared suggestions appear in both samples, so the tests' independence "
+        "assumption holds only approximately.",
+        f"- Key sha256 `{result.key_sha256[:16]}…`"
+        + (" (verified against the ratings file)." if result.key_verified else " (ratings file carried no key hash)."),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- simulated rater
+
+
+def relevance_to_rating(score: float, thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> int:
+    """1 if score >= t1, 2 if >= t2, 3 if >= t3, else 4 (thresholds strictly decreasing)."""
+    for level, t in enumerate(thresholds, start=1):
+        if score >= t:
+            return level
+    return len(thresholds) + 1
+
+
+def simulate_ratings(
+    template_csv: str | Path,
+    relevance_fn: Callable[[str, str], float],
+    out_csv: str | Path,
+    seed: int,
+    key_path: str | Path | None = None,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    noise_sd: float = 0.0,
+) -> pd.DataFrame:
+    """SIMULATED rater: rating = thresholds applied to ``relevance_fn(query_id, candidate_id)``.
+
+    The simulated rater reads the sealed key (default: ``key.sealed.json`` next to the
+    template) to learn each suggestion's candidate id - acceptable only because it is a
+    simulation. ``noise_sd`` > 0 adds seeded Gaussian noise to the score before thresholding.
+    Writes ``suggestion_id, query_id, rating, rater, key_sha256`` with ``rater = simulated``.
+    """
+    template_csv = Path(template_csv)
+    if len(thresholds) != 3 or any(x <= y for x, y in zip(thresholds, thresholds[1:])):
+        raise InputError(f"thresholds must be 3 strictly decreasing values, got {tuple(thresholds)}")
+    if noise_sd < 0:
+        raise InputError(f"noise_sd must be >= 0, got {noise_sd}")
+    key, key_sha = read_key(key_path if key_path is not None else template_csv.parent / KEY_NAME)
+    df = _read_ratings_csv(template_csv)
+    if "query_id" not in df.columns:
+        raise InputError(f"{template_csv}: missing column 'query_id'")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, (sid, qid) in enumerate(zip(df["suggestion_id"], df["query_id"]), start=1):
+        ent = key["suggestions"].get(sid)
+        if ent is None:
+            raise InputError(f"{template_csv}: row {i}: suggestion_id {sid!r} is not in the key")
+        score = float(relevance_fn(str(qid), str(ent["candidate_id"])))
+        if not (math.isfinite(score) and 0.0 <= score <= 1.0):
+            raise InputError(
+                f"relevance_fn({qid!r}, {ent['candidate_id']!r}) returned {score}; expected a value in [0, 1]"
+            )
+        if noise_sd > 0:
+            score = float(np.clip(score + rng.normal(0.0, noise_sd), 0.0, 1.0))
+        rows.append(
+            {
+                "suggestion_id": sid,
+                "query_id": qid,
+                "rating": relevance_to_rating(score, thresholds),
+                "rater": SIMULATED_RATER,
+                "key_sha256": key_sha,
+            }
+        )
+    out = pd.DataFrame(rows, columns=["suggestion_id", "query_id", "rating", "rater", "key_sha256"])
+    write_csv(out_csv, out)
+    return out
