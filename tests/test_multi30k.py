@@ -25,7 +25,12 @@ M30K = SHARED / "multi30k"
 NPY = SHARED / "multi30k-resnet50" / "test_2016_flickr-resnet50-avgpool.npy"
 F8K = SHARED / "flickr8k-images"
 F8K_CSV = SHARED / "flickr8k-images-in-multi30k.csv"
-needs_shared = pytest.mark.skipif(not M30K.is_dir(), reason=f"real data folder {M30K} absent")
+_skip_no_shared = pytest.mark.skipif(not M30K.is_dir(), reason=f"real data folder {M30K} absent")
+
+
+def needs_shared(f):
+    """Marks a test as using ../shared/datasets (marker ``shared_data``) and skips it there absent."""
+    return pytest.mark.shared_data(_skip_no_shared(f))
 
 
 def _gz_lines(path: Path) -> list[str]:

@@ -202,6 +202,21 @@ def test_training_is_deterministic_and_seed_dependent():
     assert not torch.equal(a.state_dict["layer1.weight"], c.state_dict["layer1.weight"])
 
 
+def test_injected_negative_sampler_is_used():
+    title, body, langs = synthetic_toy(n=60)
+    calls = []
+
+    def shift_by_one(n, generator):  # deterministic "next item" negatives
+        calls.append(n)
+        return (torch.arange(n) + 1) % n
+
+    cfg = TripletConfig(seed=0, **{**SMALL, "epochs": 2})
+    a = train_heads(title, body, langs, cfg, xl=False, negative_sampler=shift_by_one)
+    b = train_heads(title, body, langs, cfg, xl=False)
+    assert sorted(set(calls)) == [6, 22, 32]  # val batch (6) + train batches (32 + 22) per epoch
+    assert not torch.equal(a.state_dict["layer1.weight"], b.state_dict["layer1.weight"])
+
+
 def test_early_stopping_keeps_best_state():
     title, body, langs = synthetic_toy(n=120)
     # a huge lr makes the validation loss bounce, so patience=1 stops early

@@ -352,7 +352,8 @@ class SentenceTransformerEncoder(_Base):
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         m = self._load()
         if not texts:
-            return np.zeros((0, m.get_sentence_embedding_dimension()), np.float32)
+            dim_fn = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+            return np.zeros((0, dim_fn()), np.float32)
         out = m.encode([self.prefix + t for t in texts], batch_size=self.batch_size,
                        normalize_embeddings=self.normalize, convert_to_numpy=True,
                        show_progress_bar=False)

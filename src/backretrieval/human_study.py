@@ -306,7 +306,7 @@ img.thumb{max-width:256px;max-height:256px;object-fit:contain}
 fieldset{border:0;padding:0;margin:.3em 0}
 label{margin-right:.9em;cursor:pointer}
 button{font-size:1em;padding:.4em 1em}
-#status{margin-left:1em}
+#counter,#status{margin-left:1em}
 small.key{color:#777}
 """
 

@@ -15,6 +15,15 @@ from typing import Any, Iterator
 import numpy as np
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
@@ -30,6 +39,8 @@ def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iter
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():  # mkstemp creates 0600; give the artifact normal permissions
+            os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

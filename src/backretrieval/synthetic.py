@@ -58,6 +58,7 @@ __all__ = [
     "describe_scene",
     "generate",
     "load_scenes",
+    "render_scene",
     "sample_scene",
     "scene_similarity",
 ]
@@ -1155,9 +1156,8 @@ def _draw_car(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple
 def _draw_cat(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple, rng: random.Random) -> None:
     out = _shade(col, 0.55) if sum(col) > 150 else (120, 120, 120)
     d.ellipse([cx - s * 0.32, by - s * 0.55, cx + s * 0.32, by], fill=col, outline=out)
-    hx, hy, hr = cx + s * 0.18, by - s * 0.62, s * 0.2
     side = 1 if rng.random() < 0.5 else -1
-    hx = cx + side * s * 0.18
+    hx, hy, hr = cx + side * s * 0.18, by - s * 0.62, s * 0.2
     for ex in (-1, 1):
         d.polygon([(hx + ex * hr * 0.9, hy - hr * 0.3), (hx + ex * hr * 0.2, hy - hr * 0.8), (hx + ex * hr * 0.8, hy - hr * 1.5)], fill=col, outline=out)
     d.ellipse([hx - hr, hy - hr, hx + hr, hy + hr], fill=col, outline=out)
@@ -1324,8 +1324,13 @@ def generate(
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
             os.replace(out, old / "d")
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            try:
+                os.replace(tmp, out)
+            except BaseException:
+                os.replace(old / "d", out)  # put the previous dataset back
+                raise
+            finally:
+                shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
     except BaseException:

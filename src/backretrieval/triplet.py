@@ -26,7 +26,10 @@ for every point ``i`` of the batch::
 points with no other-language point or no same-language neighbour in the batch are skipped,
 and a batch with no such point has ``L_XL = 0``. ``L_XL`` is small when a point's nearest
 other-language points are as close as its nearest same-language points, i.e. when languages
-mix in the space; it is large when languages form separate clusters.
+mix in the space; it is large when languages form separate clusters. (It is exactly 0 when
+all points are equidistant; for two *identical* per-language point clouds it equals the mean
+of d_K / K, d_K the K-th own-language neighbour distance, because the twin at distance 0 is
+an other-language neighbour while the point itself is excluded from its own neighbours.)
 
 Training (:func:`train_heads`) follows the paper: Adam, lr 0.01, 40 epochs, alpha 0.1,
 batch 128, beta 0.01, K 5, a seeded 90/10 train/validation split; the state with the lowest
@@ -37,13 +40,12 @@ optional early stopping (``patience``). On CPU, the same seed gives a bit-identi
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -286,6 +288,7 @@ def train_heads(
     langs: np.ndarray,
     config: TripletConfig,
     xl: bool,
+    negative_sampler: "Callable[[int, torch.Generator], torch.Tensor] | None" = None,
 ) -> TrainResult:
     """Train a TRIPLET (``xl=False``) or TRIPLETXL (``xl=True``) head.
 
@@ -294,6 +297,9 @@ def train_heads(
     Each epoch shuffles the training items (torch generator seeded with ``config.seed``) and
     draws fresh in-batch negatives; the validation loss uses negatives drawn once, so epochs
     are comparable. The returned state is the epoch with the lowest validation loss.
+    ``negative_sampler(batch_len, generator) -> LongTensor`` replaces :func:`sample_negatives`
+    (for tests / other negative schemes); it must never map a position to itself.
+    Bit-identical results need the same seed, device and torch thread count.
     """
     import torch
 
@@ -311,6 +317,7 @@ def train_heads(
             f"val_fraction={config.val_fraction}; both need at least 2 (in-batch negatives)"
         )
     device = _resolve_device(config.device)
+    sampler = negative_sampler or sample_negatives
     _, codes_np = np.unique(langs, return_inverse=True)
 
     perm = np.random.default_rng(config.seed).permutation(n)
@@ -327,7 +334,7 @@ def train_heads(
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
         gen = torch.Generator().manual_seed(config.seed)
         val_gen = torch.Generator().manual_seed(config.seed + 1)
-        val_batches = [(vb, sample_negatives(len(vb), val_gen)) for vb in _batches(val_idx, config.batch_size)]
+        val_batches = [(vb, sampler(len(vb), val_gen)) for vb in _batches(val_idx, config.batch_size)]
 
         def val_losses() -> tuple[float, float, float]:
             model.eval()
@@ -349,7 +356,7 @@ def train_heads(
             order = train_idx[torch.randperm(n_train, generator=gen).numpy()]
             tot, cnt = 0.0, 0
             for bi in _batches(order, config.batch_size):
-                neg = sample_negatives(len(bi), gen)
+                neg = sampler(len(bi), gen)
                 ti = torch.from_numpy(bi).to(device)
                 loss, _, _ = _objective(model, T[ti], B[ti], C[ti], neg, config, xl)
                 opt.zero_grad(set_to_none=True)

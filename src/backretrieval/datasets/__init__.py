@@ -8,6 +8,7 @@ Modules: :mod:`.download`, :mod:`.archive`, :mod:`.multi30k`, :mod:`.stair` (STA
 from .archive import safe_extract
 from .byo import Problem, has_errors, validate_dataset
 from .download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url, sha256_file
+from .from_config import prepare_from_config
 
 __all__ = [
     "DownloadError",
@@ -15,6 +16,7 @@ __all__ = [
     "UnpinnedDownloadWarning",
     "fetch",
     "has_errors",
+    "prepare_from_config",
     "resolve_url",
     "safe_extract",
     "sha256_file",

@@ -22,6 +22,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
+from zlib import error as zlib_error
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -207,6 +208,9 @@ def safe_extract(
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib_error) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"{archive}: corrupt archive ({type(exc).__name__}: {exc})") from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,0 +1,823 @@
+"""Cross-lingual word vectors trained here: fastText + Procrustes / CCA / RCSLS (offline).
+
+The "model zoo" family of Glavaš et al. (2019) used by the paper: monolingual skip-gram
+fastText vectors per language, mapped into the English space with a seed dictionary of
+1K / 3K / 5K word pairs by one of
+
+* **Procrustes** (:func:`align_procrustes`): the orthogonal ``W`` minimising ``||XW - Y||``;
+* **CCA** (:func:`align_cca`): both spaces projected to their top canonical directions
+  (Faruqui & Dyer 2014);
+* **RCSLS** (:func:`align_rcsls`): Joulin et al. (2018), the relaxed CSLS retrieval loss
+  minimised by full-batch gradient descent from the Procrustes solution (as the official
+  ``fastText/alignment/align.py``: step halving with backtracking, optional spectral
+  projection of ``W`` onto the unit ball).
+
+Here the vectors are trained on the prepared dataset's *own* texts (a small corpus: ~30k
+captions per language for Multi30K), the seed dictionaries come from Debian's FreeDict
+packages (:mod:`backretrieval.dictionaries`), so nothing is downloaded.
+
+Documents are the (optionally SIF-weighted, Arora et al. 2017) mean of their aligned word
+vectors; tokens are :func:`~backretrieval.dictionaries.tokenize` (Unicode letters/marks/digits,
+lowercased). Out-of-vocabulary tokens are skipped (a text of only unknown words gets a zero
+vector); with the default ``min_count: 1`` every word of the training corpus has a vector.
+
+Everything is cached on disk under ``cache_dir`` (default ``.cache/wordvec``) with keys derived
+from the corpus content and the settings, so every (method, dictionary size) member of the
+family reuses the same monolingual fastText vectors and seed dictionaries. Writes are atomic.
+
+Spec (one ``params.yaml: encoders`` entry)::
+
+    ft-rcsls-5k:
+      type: wordvec
+      method: rcsls            # procrustes | cca | rcsls
+      dict_size: 5000          # 1000 | 3000 | 5000 (any positive int; actual size recorded)
+      corpus: data/prepared/multi30k     # prepared dataset root: the training texts
+      languages: [en, de, fr, cs]        # the hub (``hub: en``) is added when missing
+      text_fields: [title, body]         # fields used as training sentences
+      splits: null             # null = all splits; or a list, e.g. [train]
+      dim: 100
+      epochs: 10
+      min_count: 1
+      seed: 0
+      sif: true                # SIF weights a/(a+p(w)); false = plain mean
+      sif_a: 0.001
+      remove_pc: false         # remove the first principal component (per language)
+      cache_dir: .cache/wordvec
+      dict_dir: /usr/share/dictd
+      # CCA only: cca_dim (default dim), cca_space: hub | pair (see WordVecEncoder)
+      # RCSLS only: rcsls_epochs 10, rcsls_lr 25.0, rcsls_k 10, rcsls_spectral false,
+      #             rcsls_maxneg 50000
+
+Determinism: fastText runs with ``thread=1`` and the given ``seed`` (bit-identical vectors
+across runs checked with fasttext-numpy2 0.10.4); everything else is deterministic numpy.
+fastText seeds ``std::minstd_rand``, which treats seed 0 as 1: seeds 0 and 1 give the same
+vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from . import io as bio
+from .dictionaries import (
+    DEFAULT_DICT_DIR,
+    load_freedict_pairs,
+    package_name,
+    select_seed_pairs,
+    tokenize,
+)
+from .errors import ConfigError, InputError, ModelUnavailableError
+
+log = logging.getLogger(__name__)
+
+#: Bump when training / alignment / encoding code changes what comes out (part of all keys).
+WORDVEC_VERSION = "1"
+METHODS = ("procrustes", "cca", "rcsls")
+
+__all__ = [
+    "METHODS",
+    "MonoVectors",
+    "WordVecEncoder",
+    "WordVecSpec",
+    "align_cca",
+    "align_procrustes",
+    "align_rcsls",
+    "build_wordvec_encoder",
+    "doc_vectors",
+    "normalize_embeddings",
+    "sif_weights",
+    "tokenize",
+    "train_fasttext",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# monolingual vectors
+
+
+@dataclass(frozen=True)
+class MonoVectors:
+    """A monolingual vocabulary: words (most frequent first), vectors, corpus counts."""
+
+    words: tuple[str, ...]
+    vectors: np.ndarray  # float32 (n, d)
+    counts: np.ndarray  # int64 (n,) token counts in the training corpus (our tokeniser)
+
+    def __post_init__(self) -> None:
+        if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.words):
+            raise InputError(
+                f"MonoVectors: vectors must be ({len(self.words)}, d), got {self.vectors.shape}"
+            )
+        if self.counts.shape != (len(self.words),):
+            raise InputError(f"MonoVectors: counts must have shape ({len(self.words)},)")
+
+    @property
+    def index(self) -> dict[str, int]:
+        idx = self.__dict__.get("_index")
+        if idx is None:
+            idx = {w: i for i, w in enumerate(self.words)}
+            object.__setattr__(self, "_index", idx)
+        return idx
+
+    def count_map(self) -> dict[str, int]:
+        return dict(zip(self.words, self.counts.tolist()))
+
+
+def normalize_embeddings(x: np.ndarray) -> np.ndarray:
+    """Unit length, mean-centre, unit length again (Artetxe et al. 2018), float32."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    x = x - x.mean(axis=0, keepdims=True)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return x.astype(np.float32)
+
+
+def _import_fasttext() -> Any:
+    try:
+        import fasttext  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ModelUnavailableError(
+            "wordvec encoders need fastText: pip install fasttext-numpy2 "
+            "(or the project's 'models' extra)"
+        ) from exc
+    return fasttext
+
+
+def train_fasttext(
+    sentences: Sequence[str],
+    *,
+    dim: int = 100,
+    epochs: int = 10,
+    min_count: int = 1,
+    seed: int = 0,
+    model: str = "skipgram",
+    ws: int = 5,
+    neg: int = 5,
+    minn: int = 3,
+    maxn: int = 6,
+    lr: float = 0.05,
+    bucket: int = 200_000,
+) -> MonoVectors:
+    """Skip-gram fastText vectors of ``sentences`` (tokenised with :func:`tokenize`).
+
+    ``thread=1`` for determinism. Returns the raw (unnormalised) vectors of every word with
+    ``count >= min_count``, most frequent first (ties: alphabetical), with their counts.
+    ``bucket`` (subword hash buckets) is kept small: the corpora here are small and the
+    default 2M buckets would cost ``2M * dim`` floats of memory.
+    """
+    if dim < 1 or epochs < 1 or min_count < 1:
+        raise InputError(f"train_fasttext: dim/epochs/min_count must be >= 1 ({dim}/{epochs}/{min_count})")
+    tokenised = [tokenize(s) for s in sentences]
+    counts = Counter(t for toks in tokenised for t in toks)
+    vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    if not vocab:
+        raise InputError(
+            f"train_fasttext: no word occurs >= min_count={min_count} times in the "
+            f"{len(sentences)} training sentences"
+        )
+    fasttext = _import_fasttext()
+    with tempfile.TemporaryDirectory(prefix="wordvec-") as tmp:
+        path = Path(tmp) / "corpus.txt"
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            for toks in tokenised:
+                if toks:
+                    fh.write(" ".join(toks) + "\n")
+        params = dict(
+            model=model, dim=int(dim), epoch=int(epochs), minCount=int(min_count), thread=1,
+            ws=int(ws), neg=int(neg), minn=int(minn), maxn=int(maxn), lr=float(lr),
+            bucket=int(bucket), verbose=0,
+        )
+        try:
+            ft = _fasttext_train(fasttext, str(path), params, int(seed))
+        except RuntimeError as exc:  # e.g. "Encountered NaN." on tiny corpora
+            raise InputError(
+                f"train_fasttext: fastText failed on {len(sentences)} sentences ({exc}); "
+                "use a bigger corpus, a lower lr or fewer epochs"
+            ) from exc
+    vecs = np.stack([ft.get_word_vector(w) for w in vocab]).astype(np.float32)
+    return MonoVectors(
+        words=tuple(vocab), vectors=vecs, counts=np.array([counts[w] for w in vocab], np.int64)
+    )
+
+
+def _fasttext_train(fasttext: Any, path: str, params: dict[str, Any], seed: int) -> Any:
+    """``fasttext.train_unsupervised`` with a seed.
+
+    fastText's Python wrapper (0.9.2 / fasttext-numpy2 0.10.4) does not accept ``seed``
+    (it is missing from its argument list and always 0); for other seeds we build the
+    argument object the way the wrapper does and call the C++ trainer directly.
+    """
+    try:
+        return fasttext.train_unsupervised(path, seed=seed, **params)
+    except TypeError as exc:
+        if "seed" not in str(exc):
+            raise
+    if seed == 0:
+        return fasttext.train_unsupervised(path, **params)
+    try:
+        from fasttext import FastText as _ft  # type: ignore[import-not-found]
+
+        args = dict(_ft.unsupervised_default)
+        args.update(params, input=path, seed=seed)
+        a = _ft._build_args(args, set(params) | {"input", "seed"})
+        model = _ft._FastText(args=a)
+        _ft.fasttext.train(model.f, a)
+        model.set_args(model.f.getArgs())
+        return model
+    except (AttributeError, TypeError) as exc:  # pragma: no cover - other fastText builds
+        raise ModelUnavailableError(
+            f"this fastText build cannot train with seed={seed} ({exc}); use seed: 0"
+        ) from exc
+
+
+# --------------------------------------------------------------------------------------------
+# alignment (pure functions; rows of X and Y are translation pairs)
+
+
+def _check_pairs(X: np.ndarray, Y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:
+        raise InputError(
+            f"{what}: X and Y must be 2-D with the same (non-zero) number of rows; "
+            f"got {X.shape} and {Y.shape}"
+        )
+    return X, Y
+
+
+def align_procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Orthogonal ``W`` (d, d) minimising ``||X W - Y||_F`` (scipy's orthogonal Procrustes)."""
+    X, Y = _check_pairs(X, Y, "align_procrustes")
+    if X.shape[1] != Y.shape[1]:
+        raise InputError(f"align_procrustes: X and Y need the same dimension, got {X.shape[1]} and {Y.shape[1]}")
+    W, _ = scipy.linalg.orthogonal_procrustes(X, Y)
+    return W
+
+
+def _inv_sqrt(c: np.ndarray) -> np.ndarray:
+    vals, vecs = np.linalg.eigh(c)
+    vals = np.maximum(vals, 1e-12)
+    return (vecs / np.sqrt(vals)) @ vecs.T
+
+
+def align_cca(
+    X: np.ndarray, Y: np.ndarray, dim: int, reg: float = 1e-4
+) -> tuple[np.ndarray, np.ndarray]:
+    """CCA projections ``(Wx (dx, dim), Wy (dy, dim))``: the columns of ``X Wx`` and ``Y Wy``
+    are the canonical variates, ordered by canonical correlation.
+
+    Covariances are estimated from the (centred) pairs, with a ridge of ``reg`` times the mean
+    variance on the diagonal; ``Wx = Cxx^-1/2 U``, ``Wy = Cyy^-1/2 V`` for the SVD
+    ``Cxx^-1/2 Cxy Cyy^-1/2 = U S V^T``. Callers project (globally centred) vectors with them.
+    """
+    X, Y = _check_pairs(X, Y, "align_cca")
+    if not 1 <= dim <= min(X.shape[1], Y.shape[1]):
+        raise InputError(f"align_cca: dim must be in [1, {min(X.shape[1], Y.shape[1])}], got {dim}")
+    n = X.shape[0]
+    Xc = X - X.mean(axis=0)
+    Yc = Y - Y.mean(axis=0)
+    cxx = Xc.T @ Xc / max(n - 1, 1)
+    cyy = Yc.T @ Yc / max(n - 1, 1)
+    cxy = Xc.T @ Yc / max(n - 1, 1)
+    cxx += reg * max(np.trace(cxx) / cxx.shape[0], 1e-12) * np.eye(cxx.shape[0])
+    cyy += reg * max(np.trace(cyy) / cyy.shape[0], 1e-12) * np.eye(cyy.shape[0])
+    ix, iy = _inv_sqrt(cxx), _inv_sqrt(cyy)
+    U, _, Vt = np.linalg.svd(ix @ cxy @ iy, full_matrices=False)
+    return ix @ U[:, :dim], iy @ Vt.T[:, :dim]
+
+
+def _topk_means(
+    q: np.ndarray, keys: np.ndarray, values: np.ndarray, k: int, chunk: int = 1024
+) -> tuple[float, np.ndarray]:
+    """For every row of ``q``, its ``k`` rows of ``keys`` with the largest dot products:
+    returns (sum over rows of the mean top-k score, per row the mean of the matching rows of
+    ``values``). Chunked, so the (n, N) score matrix is never held in memory at once."""
+    k = min(k, keys.shape[0])
+    total = 0.0
+    means = np.empty((q.shape[0], values.shape[1]), dtype=np.float64)
+    for s in range(0, q.shape[0], chunk):
+        sc = q[s : s + chunk] @ keys.T
+        idx = np.argpartition(sc, -k, axis=1)[:, -k:]
+        total += float(np.take_along_axis(sc, idx, axis=1).sum()) / k
+        means[s : s + chunk] = values[idx].mean(axis=1)
+    return total, means
+
+
+def rcsls_loss_grad(
+    X: np.ndarray, Y: np.ndarray, Zs: np.ndarray, Zt: np.ndarray, W: np.ndarray, k: int = 10
+) -> tuple[float, np.ndarray]:
+    """RCSLS loss (Joulin et al. 2018, eq. 3) and its (sub)gradient with respect to ``W``.
+
+    ``loss = 1/n sum_i [ -2 (x_i W).y_i + 1/k sum_{y in N_k(x_i W)} (x_i W).y
+                         + 1/k sum_{z in N_k(y_i)} (z W).y_i ]``
+    with ``N_k(x_i W)`` the k nearest target words (rows of ``Zt``) of the mapped source
+    word and ``N_k(y_i)`` the k nearest mapped source words (rows of ``Zs W``) of ``y_i``.
+    Rows are assumed unit length (the CSLS relaxation of cosine). The neighbour sets are
+    held fixed when differentiating (a subgradient, as in the official implementation).
+    """
+    n = X.shape[0]
+    XW = X @ W
+    f0, nn_t = _topk_means(XW, Zt, Zt, k)  # mean target neighbour of each x_i W
+    f1, nn_s = _topk_means(Y, Zs @ W, Zs, k)  # mean (unmapped) source neighbour of each y_i
+    loss = (-2.0 * float(np.sum(XW * Y)) + f0 + f1) / n
+    grad = (-2.0 * X.T @ Y + X.T @ nn_t + nn_s.T @ Y) / n
+    return loss, grad
+
+
+def _proj_spectral(W: np.ndarray) -> np.ndarray:
+    U, s, Vt = np.linalg.svd(W, full_matrices=False)
+    return (U * np.clip(s, 0.0, 1.0)) @ Vt
+
+
+def align_rcsls(
+    X: np.ndarray,
+    Y: np.ndarray,
+    Z_src_all: np.ndarray,
+    Z_tgt_all: np.ndarray,
+    k: int = 10,
+    epochs: int = 10,
+    lr: float = 25.0,
+    seed: int = 0,
+    spectral: bool = False,
+    batch_size: int | None = None,
+) -> np.ndarray:
+    """RCSLS map ``W`` (d, d) with ``X W ≈ Y``, initialised with :func:`align_procrustes`.
+
+    Full-batch gradient descent on :func:`rcsls_loss_grad` for ``epochs`` steps; a step that
+    increases the loss is rejected and the learning rate halved (as the official ``align.py``;
+    stop when ``lr < 1e-4``), so the loss never exceeds the Procrustes initialisation's. ``spectral`` clips the singular values of ``W`` to [0, 1] after each
+    step. ``batch_size`` (with ``seed``) switches to seeded minibatch SGD without
+    backtracking. ``Z_src_all``/``Z_tgt_all`` are the candidate neighbours (whole
+    vocabularies, or their most frequent words), unit-length rows.
+    """
+    X, Y = _check_pairs(X, Y, "align_rcsls")
+    Zs = np.asarray(Z_src_all, dtype=np.float64)
+    Zt = np.asarray(Z_tgt_all, dtype=np.float64)
+    if Zs.ndim != 2 or Zs.shape[1] != X.shape[1] or Zt.ndim != 2 or Zt.shape[1] != Y.shape[1]:
+        raise InputError(
+            f"align_rcsls: Z_src_all/Z_tgt_all must be 2-D with {X.shape[1]}/{Y.shape[1]} "
+            f"columns, got {Zs.shape}/{Zt.shape}"
+        )
+    if X.shape[1] != Y.shape[1]:
+        raise InputError("align_rcsls: source and target dimensions differ")
+    if k < 1 or epochs < 0 or lr <= 0:
+        raise InputError(f"align_rcsls: need k >= 1, epochs >= 0, lr > 0 (got {k}, {epochs}, {lr})")
+    W = align_procrustes(X, Y)
+    if batch_size is not None and batch_size < X.shape[0]:
+        rng = np.random.default_rng(seed)
+        for _ in range(epochs):
+            idx = np.sort(rng.choice(X.shape[0], size=batch_size, replace=False))
+            _, g = rcsls_loss_grad(X[idx], Y[idx], Zs, Zt, W, k)
+            W = W - lr * g
+            if spectral:
+                W = _proj_spectral(W)
+        return W
+    f, g = rcsls_loss_grad(X, Y, Zs, Zt, W, k)
+    for _ in range(epochs):
+        if lr < 1e-4:
+            break
+        W_new = W - lr * g
+        if spectral:
+            W_new = _proj_spectral(W_new)
+        f_new, g_new = rcsls_loss_grad(X, Y, Zs, Zt, W_new, k)
+        if f_new > f:  # the step made things worse: reject it and halve the step
+            lr /= 2.0
+            continue
+        W, f, g = W_new, f_new, g_new
+    return W
+
+
+# --------------------------------------------------------------------------------------------
+# document vectors
+
+
+def sif_weights(counts: np.ndarray, a: float = 1e-3) -> np.ndarray:
+    """SIF weights ``a / (a + p(w))`` with ``p(w) = count(w) / total`` (Arora et al. 2017)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        raise InputError("sif_weights: word counts sum to zero")
+    if a <= 0:
+        raise InputError(f"sif_weights: a must be > 0, got {a}")
+    return a / (a + counts / total)
+
+
+def doc_vectors(
+    texts: Sequence[str],
+    index: dict[str, int],
+    vectors: np.ndarray,
+    weights: np.ndarray | None = None,
+    pc: np.ndarray | None = None,
+    normalize: bool = True,
+) -> np.ndarray:
+    """Weighted mean word vector of every text (OOV tokens skipped; none known → zeros).
+
+    ``v(s) = 1/|s| sum_{w in s} weight(w) vec(w)`` over the known tokens (SIF when ``weights``
+    are :func:`sif_weights`), then ``v - (v.pc) pc`` when ``pc`` (a unit vector) is given,
+    then L2-normalised when ``normalize``. float32 (len(texts), d).
+    """
+    d = vectors.shape[1]
+    out = np.zeros((len(texts), d), dtype=np.float64)
+    for i, text in enumerate(texts):
+        ids = [index[t] for t in tokenize(text) if t in index]
+        if not ids:
+            continue
+        rows = vectors[ids].astype(np.float64)
+        if weights is not None:
+            rows = rows * weights[ids, None]
+        out[i] = rows.mean(axis=0)
+    if pc is not None:
+        pc = np.asarray(pc, dtype=np.float64)
+        out -= np.outer(out @ pc, pc)
+    if normalize:
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out = np.where(norms > 1e-12, out / np.maximum(norms, 1e-12), 0.0)
+    return out.astype(np.float32)
+
+
+def first_principal_direction(m: np.ndarray) -> np.ndarray:
+    """Unit first right singular vector of ``m`` (uncentred, as Arora et al.), sign-fixed."""
+    _, _, vt = np.linalg.svd(np.asarray(m, dtype=np.float64), full_matrices=False)
+    u = vt[0]
+    j = int(np.argmax(np.abs(u)))
+    return u * np.sign(u[j])
+
+
+# --------------------------------------------------------------------------------------------
+# the encoder
+
+
+@dataclass(frozen=True)
+class WordVecSpec:
+    method: str
+    dict_size: int
+    corpus: str
+    languages: tuple[str, ...]
+    hub: str = "en"
+    text_fields: tuple[str, ...] = ("title", "body")
+    splits: tuple[str, ...] | None = None
+    dim: int = 100
+    epochs: int = 10
+    min_count: int = 1
+    seed: int = 0
+    bucket: int = 200_000
+    sif: bool = True
+    sif_a: float = 1e-3
+    remove_pc: bool = False
+    max_per_word: int = 2
+    cca_dim: int | None = None
+    cca_space: str = "hub"
+    rcsls_epochs: int = 10
+    rcsls_lr: float = 25.0
+    rcsls_k: int = 10
+    rcsls_spectral: bool = False
+    rcsls_maxneg: int = 50_000
+    cache_dir: str = ".cache/wordvec"
+    dict_dir: str = str(DEFAULT_DICT_DIR)
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, enc_id: str, spec: dict) -> "WordVecSpec":
+        where = f"encoder '{enc_id}'"
+        spec = dict(spec)
+        typ = spec.pop("type", "wordvec")
+        if typ != "wordvec":
+            raise ConfigError(f"{where}: type must be 'wordvec', got {typ!r}")
+        for key in ("method", "dict_size", "corpus", "languages"):
+            if key not in spec:
+                raise ConfigError(f"{where}: field '{key}' is required for type wordvec")
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        unknown = sorted(set(spec) - known - {"normalize", "batch_size", "device"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+        kw = {k: v for k, v in spec.items() if k in known}
+        if kw["method"] not in METHODS:
+            raise ConfigError(f"{where}: method must be one of {METHODS}, got {kw['method']!r}")
+        langs = kw["languages"]
+        if isinstance(langs, str) or not langs or not all(isinstance(x, str) for x in langs):
+            raise ConfigError(f"{where}: languages must be a non-empty list of codes, got {langs!r}")
+        hub = str(kw.get("hub", "en"))
+        kw["languages"] = tuple(dict.fromkeys([hub, *langs]))
+        kw["text_fields"] = tuple(kw.get("text_fields", ("title", "body")))
+        bad = [f for f in kw["text_fields"] if f not in ("title", "body")]
+        if bad or not kw["text_fields"]:
+            raise ConfigError(f"{where}: text_fields must be a non-empty subset of [title, body], got {kw['text_fields']!r}")
+        if kw.get("splits") is not None:
+            kw["splits"] = tuple(kw["splits"])
+        kw["corpus"] = str(kw["corpus"])
+        for key in ("dict_size", "dim", "epochs", "min_count", "rcsls_epochs", "rcsls_k", "max_per_word", "rcsls_maxneg", "bucket"):
+            if key in kw and (not isinstance(kw[key], int) or isinstance(kw[key], bool) or kw[key] < 1):
+                raise ConfigError(f"{where}: {key} must be a positive integer, got {kw[key]!r}")
+        if kw.get("cca_space", "hub") not in ("hub", "pair"):
+            raise ConfigError(f"{where}: cca_space must be 'hub' or 'pair', got {kw['cca_space']!r}")
+        cca_dim = kw.get("cca_dim")
+        if cca_dim is not None and (not isinstance(cca_dim, int) or not 1 <= cca_dim <= kw.get("dim", 100)):
+            raise ConfigError(f"{where}: cca_dim must be an integer in [1, dim], got {cca_dim!r}")
+        if kw["method"] == "cca" and kw.get("cca_space") == "pair" and len(kw["languages"]) > 2:
+            raise ConfigError(
+                f"{where}: cca_space 'pair' projects the hub language differently for every "
+                f"partner, so it needs exactly one language besides '{hub}' (got "
+                f"{list(kw['languages'])}); use one encoder per pair or cca_space: hub"
+            )
+        return cls(**kw)
+
+
+def _sha(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _dict_files_signature(dict_dir: Path, hub: str, lang: str) -> list[tuple[str, int]]:
+    from .dictionaries import iso3
+
+    out = []
+    for a, b in ((hub, lang), (lang, hub)):
+        for suffix in (".index", ".dict.dz", ".dict"):
+            p = Path(dict_dir) / f"freedict-{iso3(a)}-{iso3(b)}{suffix}"
+            if p.is_file():
+                out.append((p.name, p.stat().st_size))
+    return out
+
+
+class WordVecEncoder:
+    """TextEncoder over cross-lingual fastText vectors trained on ``spec.corpus``.
+
+    ``encode(texts, lang)`` maps the texts of language ``lang`` into the shared space:
+    for ``procrustes``/``rcsls`` that is the hub (English) space; for ``cca`` with
+    ``cca_space: hub`` (default) the other languages are mapped into the hub space by
+    ``Wx Wy^+`` (canonical variates mapped back to English coordinates, so English texts
+    stay where they are and one encoder serves every language), with ``cca_space: pair``
+    both sides are projected to the canonical space (Faruqui & Dyer; one partner only).
+    Training runs on the first call needing it; :meth:`metadata` reports dictionary sizes.
+    """
+
+    uses_lang = True
+
+    def __init__(self, enc_id: str, spec: WordVecSpec) -> None:
+        self.id = enc_id
+        self.spec = spec
+        self._fp: str | None = None
+        self._corpus_hash: dict[str, str] | None = None
+        self._sentences: dict[str, list[str]] | None = None
+        self._mono: dict[str, MonoVectors] = {}
+        self._space: dict[str, tuple[dict[str, int], np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
+        self._meta: dict[str, Any] = {}
+
+    # ---- corpus ----
+    def _load_sentences(self) -> dict[str, list[str]]:
+        if self._sentences is None:
+            from .dataset import load_items
+
+            root = Path(self.spec.corpus)
+            if not root.exists():
+                raise ConfigError(
+                    f"encoder '{self.id}': corpus {str(root)!r} does not exist (expected a "
+                    "prepared dataset folder with items.csv)"
+                )
+            items = load_items(root)
+            if self.spec.splits is not None:
+                items = items[items["split"].isin(self.spec.splits)]
+            out: dict[str, list[str]] = {}
+            for lang in self.spec.languages:
+                sub = items[items["lang"] == lang]
+                sents = [
+                    t.strip()
+                    for _, row in sub.iterrows()
+                    for t in (row[f] for f in self.spec.text_fields)
+                    if t.strip()
+                ]
+                if not sents:
+                    raise InputError(
+                        f"{root}: no {lang!r} texts in fields {list(self.spec.text_fields)}"
+                        + (f" of splits {list(self.spec.splits)}" if self.spec.splits else "")
+                        + f" to train encoder '{self.id}' on"
+                    )
+                out[lang] = sents
+            self._sentences = out
+        return self._sentences
+
+    def _corpus_hashes(self) -> dict[str, str]:
+        if self._corpus_hash is None:
+            self._corpus_hash = {
+                lang: hashlib.sha256("\n".join(s).encode("utf-8")).hexdigest()
+                for lang, s in self._load_sentences().items()
+            }
+        return self._corpus_hash
+
+    # ---- keys ----
+    def _mono_key(self, lang: str) -> str:
+        s = self.spec
+        return _sha({
+            "v": WORDVEC_VERSION, "corpus": self._corpus_hashes()[lang], "dim": s.dim,
+            "epochs": s.epochs, "min_count": s.min_count, "seed": s.seed, "bucket": s.bucket,
+            "fasttext": _fasttext_version(),
+        })[:20]
+
+    def _dict_key(self, lang: str) -> str:
+        s = self.spec
+        return _sha({
+            "mono": [self._mono_key(s.hub), self._mono_key(lang)], "size": s.dict_size,
+            "max_per_word": s.max_per_word,
+            "files": _dict_files_signature(Path(s.dict_dir), s.hub, lang),
+        })[:20]
+
+    def _map_key(self, lang: str) -> str:
+        s = self.spec
+        parts: dict[str, Any] = {"dict": self._dict_key(lang), "method": s.method}
+        if s.method == "cca":
+            parts.update(cca_dim=s.cca_dim or s.dim, cca_space=s.cca_space)
+        if s.method == "rcsls":
+            parts.update(
+                epochs=s.rcsls_epochs, lr=s.rcsls_lr, k=s.rcsls_k, spectral=s.rcsls_spectral,
+                maxneg=s.rcsls_maxneg, seed=s.seed,
+            )
+        return _sha(parts)[:20]
+
+    def fingerprint(self) -> str:
+        if self._fp is None:
+            s = asdict(self.spec)
+            for k in ("cache_dir", "corpus", "extra"):
+                s.pop(k, None)
+            s["dict_dir"] = {
+                lang: _dict_files_signature(Path(self.spec.dict_dir), self.spec.hub, lang)
+                for lang in self.spec.languages if lang != self.spec.hub
+            }
+            s["corpus"] = self._corpus_hashes()
+            s["v"] = WORDVEC_VERSION
+            s["fasttext"] = _fasttext_version()
+            self._fp = f"wordvec-{_sha(s)[:24]}"
+        return self._fp
+
+    # ---- training steps (each cached on disk) ----
+    @property
+    def _cache(self) -> Path:
+        return Path(self.spec.cache_dir)
+
+    def mono(self, lang: str) -> MonoVectors:
+        """Monolingual fastText vectors of ``lang`` (raw), trained or read from the cache."""
+        if lang not in self._mono:
+            path = self._cache / "mono" / f"{lang}-{self._mono_key(lang)}.npz"
+            if path.is_file():
+                z = bio.load_npz(path)
+                mv = MonoVectors(tuple(z["words"].tolist()), z["vectors"], z["counts"])
+            else:
+                s = self.spec
+                t0 = time.perf_counter()
+                mv = train_fasttext(
+                    self._load_sentences()[lang], dim=s.dim, epochs=s.epochs,
+                    min_count=s.min_count, seed=s.seed, bucket=s.bucket,
+                )
+                secs = time.perf_counter() - t0
+                log.info("wordvec %s: trained fastText %s (%d words) in %.1fs", self.id, lang, len(mv.words), secs)
+                bio.save_npz(path, words=np.array(mv.words, dtype=str), vectors=mv.vectors, counts=mv.counts)
+                bio.write_json(path.with_suffix(".json"), {
+                    "lang": lang, "vocab": len(mv.words), "train_seconds": round(secs, 2),
+                    "sentences": len(self._load_sentences()[lang]), "dim": s.dim,
+                })
+            self._mono[lang] = mv
+        return self._mono[lang]
+
+    def seed_dictionary(self, lang: str) -> dict[str, Any]:
+        """The seed dictionary hub→``lang``: ``{"pairs", "requested", "size", "available"}``."""
+        s = self.spec
+        path = self._cache / "dict" / f"{s.hub}-{lang}-{s.dict_size}-{self._dict_key(lang)}.json"
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+        hub_mv, mv = self.mono(s.hub), self.mono(lang)
+        try:
+            pairs = load_freedict_pairs(s.hub, lang, Path(s.dict_dir), vocab=(hub_mv.words, mv.words))
+        except InputError as exc:
+            raise InputError(f"encoder '{self.id}' ({s.hub}-{lang}): {exc}") from exc
+        sd = select_seed_pairs(pairs, hub_mv.count_map(), mv.count_map(), s.dict_size, s.max_per_word)
+        if sd.size < 2:
+            raise InputError(
+                f"encoder '{self.id}': only {sd.size} FreeDict pair(s) {s.hub}-{lang} have both "
+                f"words in the training vocabularies; cannot align (dictionary package: "
+                f"{package_name(s.hub, lang)})"
+            )
+        if sd.truncated:
+            log.warning(
+                "wordvec %s: seed dictionary %s-%s has %d pairs, fewer than the %d requested",
+                self.id, s.hub, lang, sd.size, sd.requested,
+            )
+        out = {
+            "pairs": [list(p) for p in sd.pairs], "requested": sd.requested, "size": sd.size,
+            "available": sd.available, "hub": s.hub, "lang": lang,
+        }
+        bio.write_json(path, out)
+        return out
+
+    def mapping(self, lang: str) -> dict[str, np.ndarray]:
+        """``{"W": (d, k)}`` mapping normalised ``lang`` vectors into the shared space."""
+        s = self.spec
+        d = s.dim
+        if lang == s.hub and not (s.method == "cca" and s.cca_space == "pair"):
+            return {"W": np.eye(d)}
+        partner = lang
+        if lang == s.hub:  # CCA pair mode: the hub side of the only pair
+            partner = next(x for x in s.languages if x != s.hub)
+        path = self._cache / "map" / f"{s.method}-{s.hub}-{partner}-{self._map_key(partner)}.npz"
+        if path.is_file():
+            z = bio.load_npz(path)
+        else:
+            sd = self.seed_dictionary(partner)
+            hub_mv, mv = self.mono(s.hub), self.mono(partner)
+            hub_n, src_n = normalize_embeddings(hub_mv.vectors), normalize_embeddings(mv.vectors)
+            hi, si = hub_mv.index, mv.index
+            X = src_n[[si[t] for _, t in sd["pairs"]]].astype(np.float64)
+            Y = hub_n[[hi[e] for e, _ in sd["pairs"]]].astype(np.float64)
+            t0 = time.perf_counter()
+            if s.method == "procrustes":
+                z = {"W": align_procrustes(X, Y)}
+            elif s.method == "rcsls":
+                m = s.rcsls_maxneg
+                W = align_rcsls(
+                    X, Y, src_n[:m], hub_n[:m], k=s.rcsls_k, epochs=s.rcsls_epochs,
+                    lr=s.rcsls_lr, seed=s.seed, spectral=s.rcsls_spectral,
+                )
+                z = {"W": W}
+            else:
+                wx, wy = align_cca(X, Y, s.cca_dim or d)
+                z = {"W": wx @ np.linalg.pinv(wy)} if s.cca_space == "hub" else {"W": wx, "W_hub": wy}
+            log.info("wordvec %s: %s %s→%s in %.1fs", self.id, s.method, partner, s.hub, time.perf_counter() - t0)
+            bio.save_npz(path, **z)
+        if lang == s.hub:
+            return {"W": z["W_hub"]}
+        return {"W": z["W"]}
+
+    def _lang_space(self, lang: str) -> tuple[dict[str, int], np.ndarray, np.ndarray | None, np.ndarray | None]:
+        if lang not in self._space:
+            s = self.spec
+            mv = self.mono(lang)
+            aligned = normalize_embeddings(mv.vectors).astype(np.float64) @ self.mapping(lang)["W"]
+            aligned /= np.maximum(np.linalg.norm(aligned, axis=1, keepdims=True), 1e-12)
+            weights = sif_weights(mv.counts, s.sif_a) if s.sif else None
+            pc = None
+            if s.remove_pc:
+                raw = doc_vectors(self._load_sentences()[lang], mv.index, aligned, weights, normalize=False)
+                pc = first_principal_direction(raw)
+            self._space[lang] = (mv.index, aligned, weights, pc)
+        return self._space[lang]
+
+    def prepare(self) -> None:
+        """Train / load everything for all languages now (otherwise done lazily)."""
+        for lang in self.spec.languages:
+            self._lang_space(lang)
+
+    def metadata(self) -> dict[str, Any]:
+        """Seed dictionary sizes per language (requested / actual / available) and vocabularies."""
+        s = self.spec
+        out: dict[str, Any] = {"id": self.id, "method": s.method, "fingerprint": self.fingerprint(), "languages": {}}
+        for lang in s.languages:
+            info: dict[str, Any] = {"vocab": len(self.mono(lang).words)}
+            if lang != s.hub:
+                sd = self.seed_dictionary(lang)
+                info.update(dict_requested=sd["requested"], dict_size=sd["size"], dict_available=sd["available"])
+            out["languages"][lang] = info
+        return out
+
+    def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
+        if lang is None:
+            raise InputError(
+                f"encoder '{self.id}' (wordvec) needs the language of the texts: encode(texts, lang=...)"
+            )
+        if lang not in self.spec.languages:
+            raise InputError(
+                f"encoder '{self.id}': language {lang!r} is not in its languages "
+                f"{list(self.spec.languages)} (add it to the spec and re-run)"
+            )
+        if isinstance(texts, str):
+            raise InputError(f"encoder '{self.id}': encode() takes a list of texts, not a str")
+        index, aligned, weights, pc = self._lang_space(lang)
+        return doc_vectors(list(texts), index, aligned, weights, pc, normalize=True)
+
+
+def _fasttext_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("fasttext-numpy2", "fasttext", "fasttext-wheel"):
+        try:
+            return f"{dist}=={version(dist)}"
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def build_wordvec_encoder(enc_id: str, spec: dict) -> WordVecEncoder:
+    """A :class:`WordVecEncoder` from a ``params.yaml`` entry (validated; trains lazily)."""
+    if not isinstance(spec, dict):
+        raise ConfigError(f"encoder '{enc_id}': spec must be a mapping, got {type(spec).__name__}")
+    return WordVecEncoder(enc_id, WordVecSpec.from_dict(enc_id, spec))

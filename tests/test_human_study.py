@@ -1,0 +1,343 @@
+"""Blinded human-study material: blinding, escaping, self-containment, tally, simulated rater."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from backretrieval.errors import InputError
+from backretrieval.human_study import (
+    HTML_NAME,
+    KEY_FORMAT,
+    KEY_NAME,
+    TEMPLATE_NAME,
+    make_sheets,
+    relevance_to_rating,
+    simulate_ratings,
+    tally,
+    tally_markdown,
+    top_k_suggestions,
+)
+
+HOSTILE = '<script>alert(1)</script> & "quoted" <img src=x onerror=alert(2)>'
+NAMES = ("SecretModelAlpha", "SecretModelBeta")
+
+
+def _png(path: Path, size=(600, 400), color=(200, 30, 30)) -> str:
+    Image.new("RGB", size, color).save(path)
+    return path.name
+
+
+@pytest.fixture()
+def study(tmp_path):
+    """3 queries; per query 5 suggestions from each model; q1 shares 2 candidates."""
+    img_dir = tmp_path / "imgs"
+    img_dir.mkdir()
+    queries = pd.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3"],
+            "text": ["Tomato soup\nwith basil", HOSTILE, "Pancakes"],
+            "image_path": [_png(img_dir / "q1.png"), "", None],
+        }
+    )
+    sa = {
+        "q1": [("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))), ("c2", "cand 2"), ("c3", "cand 3"), ("c4", "cand 4"), ("c5", "cand 5")],
+        "q2": [(f"a2_{i}", f"A text {i}") for i in range(5)],
+        "q3": [(f"a3_{i}", f"A text {i}") for i in range(5)],
+    }
+    sb = {
+        "q1": [("c4", "cand 4"), ("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))), ("b1", HOSTILE), ("b2", "cand b2"), ("b3", "cand b3")],
+        "q2": [(f"b2_{i}", f"B text {i}") for i in range(5)],
+        "q3": [(f"b3_{i}", f"B text {i}") for i in range(5)],
+    }
+    out = tmp_path / "sheets"
+    sheets = make_sheets(queries, sa, sb, out, seed=11, model_names=NAMES, image_root=img_dir)
+    return dict(queries=queries, sa=sa, sb=sb, out=out, sheets=sheets, img_dir=img_dir)
+
+
+# --------------------------------------------------------------------------- top-k
+
+
+def test_top_k_suggestions_hand_case_and_ties():
+    q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    c = np.array([[0.0, 2.0], [1.0, 0.0], [1.0, 1.0], [3.0, 0.0], [-1.0, 0.0]])
+    idx = top_k_suggestions(q, c, k=3)
+    # query 0: cos = [0, 1, .707, 1, -1] -> 1 and 3 tie (lowest index first), then 2
+    # query 1: cos = [1, 0, .707, 0, 0]  -> 0, 2, then ties 1/3/4 -> 1
+    np.testing.assert_array_equal(idx, [[1, 3, 2], [0, 2, 1]])
+    assert idx.dtype == np.int64
+    with pytest.raises(InputError, match="k="):
+        top_k_suggestions(q, c, k=6)
+    with pytest.raises(InputError, match="zero"):
+        top_k_suggestions(np.zeros((1, 2)), c, k=1)
+
+
+# --------------------------------------------------------------------------- sheets
+
+
+def test_files_written_and_key_hash(study):
+    out, sheets = study["out"], study["sheets"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([TEMPLATE_NAME, HTML_NAME, KEY_NAME])
+    key = json.loads((out / KEY_NAME).read_text())
+    assert key["format"] == KEY_FORMAT and key["model_names"] == list(NAMES)
+    sha = hashlib.sha256((out / KEY_NAME).read_bytes()).hexdigest()
+    assert sheets.key_sha256 == sha
+    tpl = pd.read_csv(out / TEMPLATE_NAME, dtype=str, keep_default_na=False)
+    assert list(tpl.columns) == ["suggestion_id", "query_id", "query_text", "suggestion_text", "rating", "key_sha256"]
+    assert set(tpl["key_sha256"]) == {sha}
+    assert (tpl["rating"] == "").all()
+    assert sha in (out / HTML_NAME).read_text()
+    # texts round-trip through the CSV (newline and hostile markup preserved verbatim)
+    assert "Tomato soup\nwith basil" in set(tpl["query_text"])
+    assert HOSTILE in set(tpl["suggestion_text"])
+    assert set(tpl["suggestion_id"]) == set(key["suggestions"])
+
+
+def test_blinding(study, tmp_path):
+    out, sheets = study["out"], study["sheets"]
+    for name in (TEMPLATE_NAME, HTML_NAME):
+        text = (out / name).read_text().lower()
+        for m in NAMES:
+            assert m.lower() not in text, f"{name} leaks model name {m}"
+    key = json.loads((out / KEY_NAME).read_text())
+    per_query: dict[str, list] = {}
+    for sid, ent in key["suggestions"].items():
+        assert re.fullmatch(r"[0-9a-f]{16}", sid)
+        per_query.setdefault(ent["query_id"], []).append(ent)
+    # pooled: <= 10 unique per query; q1 has 2 shared candidates -> 8 rows, keyed to both models
+    assert {q: len(v) for q, v in per_query.items()} == {"q1": 8, "q2": 10, "q3": 10}
+    shared = {e["candidate_id"]: e for e in per_query["q1"] if len(e["models"]) == 2}
+    assert set(shared) == {"c1", "c4"}
+    assert shared["c4"]["ranks"] == {NAMES[0]: 4, NAMES[1]: 1}
+    assert sheets.n_shared == 2 and sheets.n_suggestions == 28
+    # the same seed gives identical files; another seed gives other ids and another order
+    again = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / "again", seed=11,
+                        model_names=NAMES, image_root=study["img_dir"])
+    for name in (TEMPLATE_NAME, HTML_NAME, KEY_NAME):
+        assert (out / name).read_bytes() == (again.html.parent / name).read_bytes()
+    firsts = set()
+    for seed in range(8):
+        other = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / f"s{seed}", seed=seed,
+                            model_names=NAMES, image_root=study["img_dir"])
+        okey = json.loads(other.key.read_text())
+        if seed != 11:
+            assert not set(okey["suggestions"]) & set(key["suggestions"])
+        tpl = pd.read_csv(other.template, dtype=str, keep_default_na=False)
+        first_q2 = tpl[tpl["query_id"] == "q2"]["suggestion_id"].iloc[0]
+        firsts.add(tuple(okey["suggestions"][first_q2]["models"]))
+    assert len(firsts) == 2  # the first shown suggestion comes from either model
+
+
+def test_html_escapes_hostile_text(study):
+    page = (study["out"] / HTML_NAME).read_text()
+    assert "alert(1)</script>" not in page
+    assert "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;" in page
+    assert page.count("<script") == 1  # only the page's own inline script
+    assert "onerror=" not in page.replace("onerror=alert(2)&gt;", "")
+
+
+def test_html_is_self_contained(study):
+    page = (study["out"] / HTML_NAME).read_text()
+    low = page.lower()
+    for bad in ('src="http', "src='http", "<link", "<script src", "@import", 'href="http', "//cdn", "<iframe"):
+        assert bad not in low, bad
+    assert not re.search(r"(?<![a-z])url\(", low)  # no CSS url(...) (createObjectURL is fine)
+    assert not re.search(r"\b(fetch|xmlhttprequest|websocket|eventsource|sendbeacon)\b", low)
+    srcs = re.findall(r'src="([^"]*)"', page)
+    assert len(srcs) == 2  # q1's image + c1's (c1 is shared by both models: shown once)
+    sizes = set()
+    for src in srcs:
+        assert src.startswith("data:image/jpeg;base64,")
+        sizes.add(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).size)
+    assert sizes == {(256, 171), (85, 256)}  # 600x400 and 300x900 downscaled to max 256 px
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    # the page has a radio group with 1..4 per suggestion, a legend, a save button and counter
+    assert page.count('type="radio"') == 4 * 28
+    assert "1</b> = very relevant" in page and "4</b> = not relevant" in page
+    assert 'id="save"' in page and 'id="counter"' in page and "ratings.csv" in page
+
+
+def test_make_sheets_bad_inputs(study, tmp_path):
+    q, sa, sb = study["queries"], study["sa"], study["sb"]
+    with pytest.raises(InputError, match="no suggestions for query_id 'q3'"):
+        make_sheets(q, sa, {k: v for k, v in sb.items() if k != "q3"}, tmp_path / "x", seed=0)
+    with pytest.raises(InputError, match="unknown query_id"):
+        make_sheets(q, sa, {**sb, "q9": [("z", "z")]}, tmp_path / "x", seed=0)
+    with pytest.raises(InputError, match="not found"):
+        make_sheets(q, sa, sb, tmp_path / "x", seed=0, image_root=tmp_path / "nowhere")
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
+# --------------------------------------------------------------------------- tally
+
+
+def _hand_key(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """A hand-made key: A proposes 12 + 1 shared, B proposes 10 + 1 shared, over 2 queries."""
+    a_ratings = [1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4]  # 7 ones
+    b_ratings = [1, 1, 1, 2, 2, 3, 3, 3, 4, 4]  # 3 ones
+    sugg, ratings = {}, {}
+    for i, r in enumerate(a_ratings):
+        sugg[f"a{i:02d}"] = {"query_id": f"q{i % 2}", "candidate_id": f"ca{i}", "models": ["A"]}
+        ratings[f"a{i:02d}"] = r
+    for i, r in enumerate(b_ratings):
+        sugg[f"b{i:02d}"] = {"query_id": f"q{i % 2}", "candidate_id": f"cb{i}", "models": ["B"]}
+        ratings[f"b{i:02d}"] = r
+    sugg["shared"] = {"query_id": "q0", "candidate_id": "cs", "models": ["A", "B"]}
+    ratings["shared"] = 1
+    key = {"format": KEY_FORMAT, "version": 1, "model_names": ["A", "B"], "suggestions": sugg}
+    path = tmp_path / KEY_NAME
+    path.write_text(json.dumps(key))
+    return path, ratings
+
+
+def _write_ratings(path: Path, rows: list[tuple[str, str]], extra: dict | None = None) -> Path:
+    df = pd.DataFrame(rows, columns=["suggestion_id", "rating"])
+    for k, v in (extra or {}).items():
+        df[k] = v
+    df.to_csv(path, index=False)
+    return path
+
+
+def fisher_two_sided_by_hand(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided Fisher p: sum of hypergeometric table probabilities <= the observed one."""
+    row1, col1, n = a + b, a + c, a + b + c + d
+
+    def p(x: int) -> float:
+        return math.comb(col1, x) * math.comb(n - col1, row1 - x) / math.comb(n, row1)
+
+    p_obs = p(a)
+    lo, hi = max(0, row1 + col1 - n), min(row1, col1)
+    return sum(p(x) for x in range(lo, hi + 1) if p(x) <= p_obs * (1 + 1e-7))
+
+
+def test_tally_hand_computed(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    csv = _write_ratings(tmp_path / "ratings.csv", [(k, str(v)) for k, v in ratings.items()])
+    res = tally(csv, key_path, ("A", "B"))
+    # A: 12 own + shared(1) -> ones 8, twos 3, threes 1, fours 1; B: 10 own + shared
+    assert res.counts["A"] == {1: 8, 2: 3, 3: 1, 4: 1}
+    assert res.counts["B"] == {1: 4, 2: 2, 3: 3, 4: 2}
+    assert res.n_ratings == {"A": 13, "B": 11}
+    assert res.ratio_very_relevant == pytest.approx(2.0)
+    assert res.share_very_relevant["A"] == pytest.approx(8 / 13)
+    assert res.mean_rating["B"] == pytest.approx((4 + 4 + 9 + 8) / 11)
+    assert res.fisher_p == pytest.approx(fisher_two_sided_by_hand(8, 5, 4, 7), rel=1e-9)
+    assert res.fisher_odds_ratio == pytest.approx((8 * 7) / (5 * 4))
+    ra = [1] * 8 + [2] * 3 + [3, 4]
+    rb = [1] * 4 + [2] * 2 + [3] * 3 + [4] * 2
+    u_by_pairs = sum((x > y) + 0.5 * (x == y) for x in ra for y in rb)
+    assert res.mannwhitney_u == pytest.approx(u_by_pairs)
+    assert 0 < res.mannwhitney_p < 1
+    assert res.n_suggestions == 23 and res.n_shared == 1 and res.n_queries == 2
+    assert not res.simulated and not res.key_verified
+    # swapping the model order swaps the ratio and leaves the p-values
+    swapped = tally(csv, key_path, ("B", "A"))
+    assert swapped.ratio_very_relevant == pytest.approx(0.5)
+    assert swapped.fisher_p == pytest.approx(res.fisher_p)
+    assert swapped.mannwhitney_p == pytest.approx(res.mannwhitney_p)
+    md = tally_markdown(res)
+    assert "2.00×" in md and "SIMULATED" not in md and "| A | 13 | 8 | 3 | 1 | 1 |" in md
+    assert "SIMULATED" in tally_markdown(res, simulated=True)
+    with pytest.raises(InputError, match="model_names"):
+        tally(csv, key_path, ("A", "C"))
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda rows: rows[1:], r"1 suggestion\(s\) of the key have no row"),
+        (lambda rows: [(rows[0][0], "5")] + rows[1:], r"row 1 \(suggestion_id 'a00'\): rating 5 outside 1-4"),
+        (lambda rows: [(rows[0][0], "0")] + rows[1:], "rating 0 outside 1-4"),
+        (lambda rows: [(rows[0][0], "2.5")] + rows[1:], "'2.5' is not an integer"),
+        (lambda rows: [(rows[0][0], "very")] + rows[1:], "'very' is not an integer"),
+        (lambda rows: [(rows[0][0], "")] + rows[1:], "no rating"),
+        (lambda rows: rows + [("deadbeef", "1")], "'deadbeef'.*not in the key"),
+        (lambda rows: rows + [rows[3]], r"row 24 .*duplicate suggestion_id \(first at row 4\)"),
+    ],
+)
+def test_tally_validation_errors(tmp_path, mutate, message):
+    key_path, ratings = _hand_key(tmp_path)
+    rows = [(k, str(v)) for k, v in ratings.items()]
+    csv = _write_ratings(tmp_path / "bad.csv", mutate(rows))
+    with pytest.raises(InputError, match=message) as exc:
+        tally(csv, key_path, ("A", "B"))
+    assert "bad.csv" in str(exc.value) and "nothing tallied" in str(exc.value)
+
+
+def test_filled_template_tallies(study):
+    sheets = study["sheets"]
+    tpl = pd.read_csv(sheets.template, dtype=str, keep_default_na=False)
+    tpl["rating"] = "2"
+    tpl.to_csv(sheets.template.with_name("filled.csv"), index=False)
+    res = tally(sheets.template.with_name("filled.csv"), sheets.key)
+    assert res.key_verified and res.model_names == NAMES
+    assert res.counts[NAMES[0]][2] == 15 and res.counts[NAMES[1]][2] == 15
+    assert math.isnan(res.ratio_very_relevant) and res.mannwhitney_p == 1.0 and res.fisher_p == 1.0
+    assert "n/a" in tally_markdown(res)
+    # the untouched template is refused: every rating is missing
+    with pytest.raises(InputError, match="28 problem"):
+        tally(sheets.template, sheets.key)
+
+
+def test_tally_rejects_ratings_for_another_key(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    rows = [(k, str(v)) for k, v in ratings.items()]
+    csv = _write_ratings(tmp_path / "r.csv", rows, {"key_sha256": "0" * 64})
+    with pytest.raises(InputError, match="does not match the key"):
+        tally(csv, key_path)
+    good_sha = hashlib.sha256(key_path.read_bytes()).hexdigest()
+    csv = _write_ratings(tmp_path / "r.csv", rows, {"key_sha256": good_sha})
+    assert tally(csv, key_path).key_verified
+    pd.DataFrame({"suggestion_id": ["a00"]}).to_csv(tmp_path / "r3.csv", index=False)
+    with pytest.raises(InputError, match="missing column 'rating'"):
+        tally(tmp_path / "r3.csv", key_path)
+    with pytest.raises(InputError, match="not found"):
+        tally(tmp_path / "absent.csv", key_path)
+
+
+# --------------------------------------------------------------------------- simulated rater
+
+
+def test_relevance_to_rating_thresholds():
+    assert [relevance_to_rating(s) for s in (1.0, 0.75, 0.7499, 0.5, 0.3, 0.25, 0.2, 0.0)] == [1, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_simulated_ratings_round_trip(study, tmp_path):
+    sheets = study["sheets"]
+    a_cands = {c[0] for v in study["sa"].values() for c in v}
+    b_cands = {c[0] for v in study["sb"].values() for c in v}
+
+    def relevance(qid: str, cid: str) -> float:  # SIMULATED ground truth for the test
+        return 0.9 if cid in a_cands else 0.6 if cid in b_cands else 0.0
+
+    out = tmp_path / "sim.csv"
+    df = simulate_ratings(sheets.template, relevance, out, seed=0)
+    assert (df["rater"] == "simulated").all()
+    res = tally(out, sheets.key, NAMES)
+    assert res.simulated and res.key_verified
+    # A: 15 suggestions all rated 1; B: 15 of which 2 shared with A (rated 1), 13 rated 2
+    assert res.counts[NAMES[0]] == {1: 15, 2: 0, 3: 0, 4: 0}
+    assert res.counts[NAMES[1]] == {1: 2, 2: 13, 3: 0, 4: 0}
+    assert res.ratio_very_relevant == pytest.approx(7.5)
+    md = tally_markdown(res)
+    assert "SIMULATED RATINGS" in md
+    # noisy simulation is seeded: same seed -> same file, and ratings move away from 1/2 only
+    simulate_ratings(sheets.template, relevance, tmp_path / "n1.csv", seed=5, noise_sd=0.3)
+    simulate_ratings(sheets.template, relevance, tmp_path / "n2.csv", seed=5, noise_sd=0.3)
+    assert (tmp_path / "n1.csv").read_bytes() == (tmp_path / "n2.csv").read_bytes()
+    noisy = pd.read_csv(tmp_path / "n1.csv")
+    assert set(noisy["rating"]) - {1, 2} and noisy["rating"].between(1, 4).all()
+    with pytest.raises(InputError, match=r"expected a value in \[0, 1\]"):
+        simulate_ratings(sheets.template, lambda q, c: 1.5, tmp_path / "bad.csv", seed=0)
+    assert not (tmp_path / "bad.csv").exists()
