@@ -18,6 +18,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/case_study.smk"
 
 
 rule all:

@@ -116,6 +116,44 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_case(args) -> int:
+    """Case-study steps (Section 3.2): embed, select, train, evaluate, report."""
+    cfg = _cfg(args)
+    from . import case_study as cs
+
+    ds = pipeline.dataset_root(cfg)
+    if args.cmd == "case-embed":
+        cs.embed_step(cfg, ds, args.encoder)
+    elif args.cmd == "case-select":
+        chosen = cs.select_step(cfg, ds, cs.case_root(cfg) / "chosen_base.json")
+        log.info("case study: heads will be trained on %s", chosen)
+    elif args.cmd == "case-train":
+        cs.train_step(cfg, ds, args.head, cs.case_root(cfg) / "chosen_base.json")
+    elif args.cmd == "case-evaluate":
+        cs.evaluate_step(cfg, ds)
+    elif args.cmd == "case-report":
+        cs.report_step(cfg, ds)
+    elif args.cmd == "human-sheets":
+        cs.sheets_step(cfg, ds)
+    elif args.cmd == "human-simulate":
+        print(cs.simulate_step(cfg, ds))
+    elif args.cmd == "human-tally":
+        cs.tally_step(cfg)
+    return 0
+
+
+def cmd_tally(args) -> int:
+    """Tally any ratings file against its sealed key (no config needed)."""
+    from .human_study import tally, tally_markdown
+
+    res = tally(Path(args.ratings), Path(args.key))
+    md = tally_markdown(res)
+    if args.out:
+        io.write_text(args.out, md)
+    print(md)
+    return 0
+
+
 def cmd_validate_dataset(args) -> int:
     from .datasets.byo import validate_dataset
 
@@ -165,6 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("metrics", cmd_metrics, "XLR, BkR, CORR of every encoder per direction and seed")
     sp.add_argument("--direction", action="append")
     add("report", cmd_report, "correlations, tables, figures, metrics.json")
+    sp = add("case-embed", cmd_case, "case study: title/body embeddings of one base encoder")
+    sp.add_argument("--encoder", required=True)
+    add("case-select", cmd_case, "case study: choose the base encoder by BkR")
+    sp = add("case-train", cmd_case, "case study: train a TRIPLET / TRIPLETXL head")
+    sp.add_argument("--head", required=True, choices=["triplet", "tripletxl"])
+    add("case-evaluate", cmd_case, "case study: BkR of every model for every ordered language pair")
+    add("case-report", cmd_case, "case study: Table 2, Figure 3")
+    add("human-sheets", cmd_case, "human study: blinded rating sheet (CSV + HTML) and sealed key")
+    add("human-simulate", cmd_case, "human study: SIMULATED ratings from the synthetic ground truth")
+    add("human-tally", cmd_case, "human study: unblind and tally the configured ratings")
+    sp = add("tally", cmd_tally, "tally a ratings CSV against a sealed key", config=False)
+    sp.add_argument("--ratings", required=True)
+    sp.add_argument("--key", required=True)
+    sp.add_argument("--out")
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions", config=False)

@@ -319,13 +319,17 @@ def evaluate_sample(
     corr_max_pairs: int | None = None,
     corr_seed: int = 0,
     full_bkr_ranks: bool = True,
+    ranks_out: dict[str, dict[str, np.ndarray]] | None = None,
+    with_corr: bool = True,
 ) -> dict[str, dict[str, float]]:
     """Metrics of several encoders on one seed's sample; image work done once.
 
     ``encoders[name]`` holds ``xlr_src``/``xlr_tgt`` (aligned, optional) and
     ``bkr_src``/``bkr_tgt`` (non-matching sets) text embeddings. Returns
     ``{name: {metric: value}}`` with xlr_recall, xlr_mrr, xlr_mean_rank, bkr_recall,
-    (bkr_mrr, bkr_mean_rank if ``full_bkr_ranks``) and corr.
+    (bkr_mrr, bkr_mean_rank if ``full_bkr_ranks``) and corr (if ``with_corr``).
+    If ``ranks_out`` is a dict, per-query ranks are stored in it: ``ranks_out[name]`` =
+    ``{"xlr": ranks, "bkr": ranks or hits}`` (BkR hits as 0/1 when not ``full_bkr_ranks``).
     """
     del xlr_img  # XLR needs no images; kept for signature symmetry
     index = BkrImageIndex.build(bkr_src_img, bkr_tgt_img, k=k)
@@ -333,16 +337,24 @@ def evaluate_sample(
     out: dict[str, dict[str, float]] = {}
     for name, emb in encoders.items():
         row: dict[str, float] = {}
+        kept: dict[str, np.ndarray] = {}
         if emb.get("xlr_src") is not None and emb.get("xlr_tgt") is not None:
             r = xlr_ranks(emb["xlr_src"], emb["xlr_tgt"])
             row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
+            kept["xlr"] = r
         t_star = backretrieve(emb["bkr_src"], emb["bkr_tgt"])
-        row["bkr_recall"] = float(np.mean(index.hits(t_star)))
+        hits = index.hits(t_star)
+        row["bkr_recall"] = float(np.mean(hits))
+        kept["bkr"] = hits.astype(np.int64)
         if full_bkr_ranks:
             r = _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]))
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
-        row["corr"] = corr(
-            emb["bkr_src"], emb["bkr_tgt"], bkr_src_img, bkr_tgt_img, max_pairs=corr_max_pairs, seed=corr_seed
-        )
+            kept["bkr"] = r
+        if with_corr:
+            row["corr"] = corr(
+                emb["bkr_src"], emb["bkr_tgt"], bkr_src_img, bkr_tgt_img, max_pairs=corr_max_pairs, seed=corr_seed
+            )
+        if ranks_out is not None:
+            ranks_out[name] = kept
         out[name] = row
     return out

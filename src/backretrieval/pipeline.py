@@ -54,6 +54,11 @@ def metrics_path(cfg: dict, direction: str) -> Path:
     return artifacts_root(cfg) / "metrics" / f"{direction}.csv"
 
 
+def ranks_path(metrics_csv: Path) -> Path:
+    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
+    return Path(metrics_csv).with_suffix(".ranks.npz")
+
+
 # -------------------------------------------------------------------------------------------
 # sample
 
@@ -115,11 +120,14 @@ def metrics_step(
     corr_max_pairs: int | None,
     full_bkr_ranks: bool,
     out: Path,
+    with_corr: bool = True,
 ) -> None:
     """All metrics of all encoders for one direction and every seed → tidy CSV.
 
     ``text_files[encoder] = (src_lang_npz, tgt_lang_npz)``. Image work of each seed is done
-    once and shared by all encoders (see metrics.BkrImageIndex).
+    once and shared by all encoders (see metrics.BkrImageIndex). Per-query ranks (XLR ranks;
+    BkR ranks, or 0/1 hits when not ``full_bkr_ranks``) go to ``<out stem>.ranks.npz`` under
+    keys ``<encoder>/<seed>/<xlr|bkr>`` for the paired significance tests.
     """
     items = load_items(dataset)
     src_lang, tgt_lang = direction.split("-")
@@ -137,6 +145,7 @@ def metrics_step(
             continue
         texts[enc] = (s, t)
     rows: list[dict[str, Any]] = []
+    per_query: dict[str, np.ndarray] = {}
     for sample in read_samples(samples_file):
         q_img = _rows(img, [image_of[src_lang][i] for i in sample.queries], str(image_file))
         t_img = _rows(img, [image_of[tgt_lang][i] for i in sample.bkr_targets], str(image_file))
@@ -150,10 +159,14 @@ def metrics_step(
                 e["xlr_src"] = e["bkr_src"]
                 e["xlr_tgt"] = _rows(t, sample.xlr_targets, f"{enc}/{tgt_lang}")
             enc_inputs[enc] = e
+        kept: dict[str, dict[str, np.ndarray]] = {}
         res = evaluate_sample(
             enc_inputs, None, q_img, t_img, k=k, corr_max_pairs=corr_max_pairs,
-            corr_seed=sample.seed, full_bkr_ranks=full_bkr_ranks,
+            corr_seed=sample.seed, full_bkr_ranks=full_bkr_ranks, ranks_out=kept, with_corr=with_corr,
         )
+        for enc, d in kept.items():
+            for kind, arr in d.items():
+                per_query[f"{enc}/{sample.seed}/{kind}"] = arr.astype(np.int32)
         for enc, vals in res.items():
             for metric, value in vals.items():
                 rows.append(dict(
@@ -161,6 +174,7 @@ def metrics_step(
                     seed=sample.seed, n=len(sample.queries), encoder=enc, metric=metric, value=value,
                 ))
     df = pd.DataFrame(rows, columns=METRIC_COLUMNS).sort_values(["seed", "encoder", "metric"], kind="stable")
+    io.save_npz(ranks_path(out), **per_query)
     io.write_csv(out, df)
 
 

@@ -58,6 +58,10 @@ def metrics_file(direction):
     return str(pipeline.metrics_path(config, direction))
 
 
+def ranks_file(direction):
+    return str(pipeline.ranks_path(pipeline.metrics_path(config, direction)))
+
+
 def direction_text_inputs(wildcards):
     src, tgt = wildcards.direction.split("-")
     return [text_emb(e, lang) for e in config["encoders"] for lang in (src, tgt)]
@@ -77,3 +81,38 @@ REPORT_FILES = [
 
 def all_outputs():
     return REPORT_FILES
+
+
+# ---- case study ----------------------------------------------------------------------------
+CASE = None
+HUMAN = None
+if config.get("case_study"):
+    from backretrieval import case_study as _cs
+
+    CASE = _cs.case_cfg(config)
+    HUMAN = _cs.human_cfg(config)
+    CASE_ROOT = str(_cs.case_root(config))
+    CASE_REPORTS = str(_cs.case_reports(config))
+    CASE_MODELS = _cs.models(CASE)
+    CASE_EMBED_ENCODERS = list(dict.fromkeys([*CASE["base_encoders"], CASE["baseline"]]))
+    HUMAN_RATINGS = str(_cs.ratings_path(config))
+
+    def case_field(encoder, lang, field):
+        return str(_cs.field_path(config, encoder, lang, field))
+
+    def case_repr(model, lang):
+        return str(_cs.repr_path(config, model, lang))
+
+    def case_embed_outputs(encoder):
+        return [case_field(encoder, lang, f) for lang in CASE["languages"] for f in ("title", "body")] + [
+            case_repr(encoder, lang) for lang in CASE["languages"]
+        ]
+
+    REPORT_FILES += [
+        f"{CASE_REPORTS}/table2.md",
+        f"{CASE_REPORTS}/figures/fig3_boxplot.png",
+        f"{CASE_REPORTS}/figures/loss_triplet.png",
+        f"{CASE_REPORTS}/figures/loss_tripletxl.png",
+        f"{CASE_REPORTS}/human_study.md",
+        f"{CASE_REPORTS}/rating_sheet.html",
+    ]

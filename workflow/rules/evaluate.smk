@@ -20,7 +20,8 @@ rule metrics:
         image=image_emb(),
         text=direction_text_inputs,
     output:
-        metrics_file("{direction}"),
+        csv=metrics_file("{direction}"),
+        ranks=ranks_file("{direction}"),
     params:
         config=CONFIG,
         slice=slice_hash("k", "corr_max_pairs", "full_bkr_ranks", "encoders"),

@@ -1,0 +1,137 @@
+"""Run the metric benchmark suite and print one Markdown report.
+
+    python benchmarks/run_all.py [--quick] [--gpu] [--only kernels,baselines,...] [--skip ...]
+                                 [--out report.md]
+
+Sections: machine, kernels (ours vs bare matrix products; shared image index), baselines
+(per-query argsort; sentence-transformers semantic_search), corr (exact vs max_pairs),
+scaling (N = 1k..100k in subprocesses; --quick: 1k, 10k), projection (paper protocol from the
+measured units), gpu (only with --gpu: metrics_torch on CUDA vs numpy + accuracy check;
+prints "no CUDA device" without one). All inputs are SYNTHETIC normalised float32 embeddings.
+--quick: fewer repeats, corr exact at N=3,000, no N >= 30k, GPU at N=10k only.
+Encoder throughput (embedding time) is measured separately by benchmarks/throughput.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_common  # noqa: E402
+
+SECTIONS = ["machine", "kernels", "baselines", "corr", "scaling", "projection", "gpu"]
+SEEDS, ENCODERS, DIRECTIONS, N_PAPER = 25, 10, 8, 10_000
+
+
+def _hms(s: float) -> str:
+    h, rem = divmod(int(round(s)), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h {m:02d}m {sec:02d}s" if h else f"{m}m {sec:02d}s"
+
+
+def projection(k: dict, corr_res: list[dict] | None) -> str:
+    """Paper protocol: 25 seeds × 10 encoders × 8 directions at N=10,000, from measured units."""
+    if not k or k.get("n") != N_PAPER:
+        return "(needs the kernels section at N=10,000)"
+    sd = SEEDS * DIRECTIONS  # samples; the image index is built once per sample
+    cells = sd * ENCODERS
+    corr_t: dict[str, tuple[float, str]] = {}
+    for r in corr_res or []:
+        if r["pairs"] == "exact":
+            scale = (N_PAPER / r["n"]) ** 2
+            note = "" if r["n"] == N_PAPER else f" (∝N² from N={r['n']:,})"
+            corr_t["exact"] = (r["s"] * scale, note)
+        elif r["n"] == N_PAPER or r["n"] < N_PAPER:
+            corr_t.setdefault(r["pairs"], (r["s"], ""))
+    image_rank = max(0.0, k["bkr_s"] - k["bt_s"])  # the per-encoder image product (full_bkr_ranks)
+    rows = []
+    variants = [
+        ("no index: E × (xlr + bkr) per sample", 0.0, k["xlr_s"] + k["bkr_s"]),
+        ("`evaluate_sample`, full_bkr_ranks=True", k["build_s"], k["xlr_s"] + k["rec_s"] + image_rank),
+        ("`evaluate_sample`, full_bkr_ranks=False", k["build_s"], k["xlr_s"] + k["rec_s"]),
+    ]
+    for label, per_sample, per_cell in variants:
+        for ckey in ["none", *sorted(corr_t, key=lambda x: (x != "exact", x))]:
+            ct, note = corr_t.get(ckey, (0.0, ""))
+            total = sd * per_sample + cells * (per_cell + ct)
+            rows.append([label, "none" if ckey == "none" else ckey + note, _hms(total), f"{total / 3600:.2f}"])
+    return (
+        f"{SEEDS} seeds × {ENCODERS} encoders × {DIRECTIONS} directions at N={N_PAPER:,} = {cells} cells, "
+        f"{sd} samples (image index shared per seed×direction). Units = measured wall times of this run "
+        f"(loaded machine); embedding time excluded (see benchmarks/throughput.py).\n\n"
+        + bench_common.md_table(["pipeline variant", "CORR", "projected wall time", "hours"], rows)
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--gpu", action="store_true", help="also run the torch/CUDA section")
+    ap.add_argument("--only", default="", help=f"comma-separated subset of {SECTIONS}")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip")
+    ap.add_argument("--n", type=int, default=N_PAPER)
+    ap.add_argument("--out", type=Path, help="also write the report to this Markdown file")
+    a = ap.parse_args(argv)
+    want = [s for s in SECTIONS if (not a.only or s in a.only.split(",")) and s not in a.skip.split(",")]
+    if "gpu" in want and not a.gpu and not a.only:
+        want.remove("gpu")
+    parts: list[str] = [f"# Metric benchmarks ({'quick' if a.quick else 'full'}; {time.strftime('%Y-%m-%d %H:%M')})"]
+    kernels_units: dict = {}
+    corr_res: list[dict] | None = None
+
+    def emit(title: str, body: str) -> None:
+        block = f"## {title}\n\n{body}\n"
+        parts.append(block)
+        print(block, flush=True)
+
+    print(parts[0] + "\n", flush=True)
+    t_start = time.perf_counter()
+    for sec in want:
+        t0 = time.perf_counter()
+        if sec == "machine":
+            info = bench_common.machine_info()
+            emit("Machine", "\n".join(f"- {k}: {v}" for k, v in info.items()))
+        elif sec == "kernels":
+            import bench_kernels
+
+            body, kernels_units = bench_kernels.run(a.quick, a.n)
+            emit("XLR + BkR vs bare matrix products; shared image index", body)
+        elif sec == "baselines":
+            import bench_baselines
+
+            body, _ = bench_baselines.run(a.quick, a.n)
+            emit("Baselines: per-query argsort, sentence-transformers semantic_search", body)
+        elif sec == "corr":
+            import bench_corr
+
+            body, corr_res = bench_corr.run(a.quick, a.n)
+            emit("CORR: exact vs max_pairs subsample", body)
+        elif sec == "scaling":
+            import bench_scaling
+
+            body, _ = bench_scaling.run(a.quick)
+            emit("Scaling of one XLR + BkR (subprocess per N)", body)
+        elif sec == "projection":
+            emit("Projected wall time of the paper protocol", projection(kernels_units, corr_res))
+        elif sec == "gpu":
+            import bench_gpu
+
+            body, _ = bench_gpu.run(a.quick, a.n)
+            emit("GPU: metrics_torch vs numpy", body)
+        print(f"[{sec} took {time.perf_counter() - t0:.0f}s]", file=sys.stderr, flush=True)
+    tail = f"_total benchmark wall time {time.perf_counter() - t_start:.0f}s_"
+    parts.append(tail)
+    print(tail)
+    if a.out:
+        from backretrieval.io import write_text
+
+        write_text(a.out, "\n".join(parts) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,250 @@
+"""Cluster execution through Snakemake's own executors (no home-made runner).
+
+* `scripts/fake_scheduler/` is a SIMULATED local batch scheduler (asynchronous submit with job
+  ids, CPU-slot queue, status polling, cancel); its protocol is tested directly first.
+* The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) is run
+  once with `--profile profiles/local` and once with `--profile profiles/cluster-generic`
+  (every job submitted to the fake scheduler) in separate working directories, each with its
+  own embedding cache; the metric CSVs and reports/metrics.json must be byte-identical.
+* The evaluation stage is then re-run in the cluster directory with the `profiles/grouped`
+  layer (sample+metrics in one group job): the same bytes, from fewer submissions.
+* All profiles (local, slurm, cluster-generic, +grouped) must parse; a dry run shows the
+  resources they set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+FAKE = ROOT / "scripts" / "fake_scheduler"
+CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
+RUN = "cluster"  # run_name in CONFIG
+PROFILES = ROOT / "profiles"  # absolute: the run's working directory is a temp dir (-d)
+RULES = {"prepare_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
+N_JOBS = 1 + 3 + 1 + 3 + 3 + 1  # prepare, 3 encoders, images, 3 directions x (sample, metrics), report
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FAKE_SCHED_", "CLUSTER_SCHEDULER", "SNAKEMAKE_PROFILE"))}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.update(extra)
+    return env
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _results(wd: Path) -> dict[str, str]:
+    """sha256 of every metric CSV and of reports/metrics.json, keyed by relative path."""
+    files = sorted((wd / "artifacts" / RUN / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
+    return {str(p.relative_to(wd)): _sha(p) for p in files}
+
+
+def _spool(wd: Path) -> list[dict[str, str]]:
+    """The fake scheduler's submission log: one row per submitted job."""
+    log = wd / ".fake_scheduler" / "submitted.tsv"
+    if not log.exists():
+        return []
+    rows = [line.split("\t") for line in log.read_text().splitlines() if line]
+    return [dict(id=r[0], name=r[1], cpus=r[2], mem_mb=r[3]) for r in rows]
+
+
+# ---------------------------------------------------------------------------------------
+# the fake scheduler's protocol (fast, no Snakemake)
+# ---------------------------------------------------------------------------------------
+def _sched(cmd: str, *args: str, cwd: Path, check: bool = True, **env: str) -> subprocess.CompletedProcess:
+    res = subprocess.run([str(FAKE / cmd), *args], cwd=cwd, capture_output=True, text=True,
+                         env=_env(**env), timeout=60)
+    if check:
+        assert res.returncode == 0, (cmd, args, res.stdout, res.stderr)
+    return res
+
+
+def _live_group(pgid: int) -> list[int]:
+    """Non-zombie processes of a process group (Linux /proc)."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            live.append(int(stat.parent.name))
+    return live
+
+
+def _wait_status(jid: str, cwd: Path, want: str, timeout: float = 20.0) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if _sched("status", jid, cwd=cwd).stdout.strip() == want:
+            return time.monotonic() - t0
+        time.sleep(0.1)
+    raise AssertionError(f"job {jid} not {want} after {timeout}s")
+
+
+def test_fake_scheduler_submit_is_asynchronous_and_status_follows_exit_code(tmp_path):
+    (tmp_path / "ok.sh").write_text("sleep 1.5\necho out-$FAKE_SCHED_JOB_ID\n")
+    (tmp_path / "bad.sh").write_text("echo oops >&2\nexit 3\n")
+    t0 = time.monotonic()
+    ok = _sched("submit", "--name", "ok", "ok.sh", cwd=tmp_path).stdout
+    assert time.monotonic() - t0 < 1.4, "submit must not wait for the job"
+    assert re.fullmatch(r"\d+\n", ok)
+    ok = ok.strip()
+    (tmp_path / "ok.sh").unlink()  # the scheduler keeps its own copy, like sbatch
+    assert _sched("status", ok, cwd=tmp_path).stdout == "running\n"
+    bad = _sched("submit", "bad.sh", cwd=tmp_path).stdout.strip()
+    assert bad != ok
+    _wait_status(bad, tmp_path, "failed")
+    _wait_status(ok, tmp_path, "success")
+    jobs = tmp_path / ".fake_scheduler" / "jobs"
+    assert (jobs / ok / "stdout").read_text() == f"out-{ok}\n"
+    assert (jobs / bad / "stderr").read_text() == "oops\n"
+    assert (jobs / bad / "exitcode").read_text().strip() == "3"
+    assert [r["name"] for r in _spool(tmp_path)] == ["ok", "job"]
+
+
+def test_fake_scheduler_queues_by_cpu_slots_and_cancels(tmp_path):
+    (tmp_path / "a.sh").write_text("sleep 1\n")
+    (tmp_path / "long.sh").write_text("sleep 60\n")
+    spool = tmp_path / "spool"
+    env = dict(FAKE_SCHED_CPUS="1", FAKE_SCHED_SPOOL=str(spool))
+    a = _sched("submit", "--cpus", "1", "a.sh", cwd=tmp_path, **env).stdout.strip()
+    b = _sched("submit", "--cpus", "1", "long.sh", cwd=tmp_path, **env).stdout.strip()
+    # with one CPU slot, b may only start after a has ended
+    deadline = time.monotonic() + 20
+    while not (spool / "jobs" / b / "started").exists():
+        assert time.monotonic() < deadline, "queued job never started"
+        time.sleep(0.1)
+    a_end = float((spool / "jobs" / a / "ended").read_text())
+    b_start = float((spool / "jobs" / b / "started").read_text())
+    assert b_start >= a_end
+    pid = int((spool / "jobs" / b / "pid").read_text())
+    assert _sched("status", b, cwd=tmp_path, **env).stdout == "running\n"
+    _sched("cancel", b, cwd=tmp_path, **env)
+    assert _sched("status", b, cwd=tmp_path, **env).stdout == "failed\n"
+    if Path("/proc/self/stat").exists():  # the job's whole process group (run-job, sh, sleep) is gone
+        time.sleep(0.3)
+        assert not _live_group(pid), "cancelled job still running"
+    # unknown ids and bad input are errors, not a silent "failed"
+    res = _sched("status", "999", cwd=tmp_path, check=False, **env)
+    assert res.returncode == 1 and "unknown job id" in res.stderr
+    res = _sched("submit", "missing.sh", cwd=tmp_path, check=False, **env)
+    assert res.returncode != 0 and "missing.sh" in res.stderr
+    res = _sched("submit", "--cpus", "x", "a.sh", cwd=tmp_path, check=False, **env)
+    assert res.returncode == 2 and "--cpus" in res.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# profiles parse (dry runs, a few seconds each)
+# ---------------------------------------------------------------------------------------
+def _snakemake_cmd(wd: Path, *args: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd),
+            "--configfile", str(CONFIG), *args]
+
+
+def _dry(tmp_path: Path, *profiles: str, extra: tuple[str, ...] = ()) -> str:
+    args = [a for p in profiles for a in ("--profile", str(PROFILES / p))] + list(extra)
+    res = subprocess.run(_snakemake_cmd(tmp_path / "wd", *args, "--dry-run"), capture_output=True,
+                         text=True, env=_env(), timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_cluster_generic_and_grouped_profiles_dry_run(tmp_path):
+    out = _dry(tmp_path, "cluster-generic")
+    assert "Group job" not in out and re.search(r"total\s+13", out)
+    out = _dry(tmp_path, "cluster-generic", "grouped")
+    groups = re.findall(r"Group job evaluate", out)
+    assert len(groups) == 1, out[-3000:]  # 3 directions x (sample, metrics) in one submission
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+                    reason="snakemake-executor-plugin-slurm not installed")
+def test_slurm_profile_dry_run_sets_gpu_and_memory(tmp_path):
+    # a dry run executes nothing; --cores 8 only lifts the dry-run executor's cap on threads
+    out = _dry(tmp_path, "slurm", extra=("--cores", "8"))
+    blocks = {m.group(1): m.group(2) for m in re.finditer(r"^rule (\w+):\n((?:    .*\n)+)", out, re.M)}
+    assert {"embed_text", "embed_images", "metrics"} <= set(blocks), out[-3000:]
+    assert re.search(r"\bgpu=1\b", blocks["embed_text"]) and "mem_mb=16000" in blocks["embed_text"]
+    assert re.search(r"\bgpu=1\b", blocks["embed_images"])
+    assert "threads: 4" in blocks["embed_text"]
+    assert "mem_mb=8000" in blocks["metrics"] and "runtime=60" in blocks["metrics"]
+    assert "gpu=" not in blocks["metrics"]
+
+
+# ---------------------------------------------------------------------------------------
+# the real pipeline: local vs fake cluster vs grouped
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run the reduced pipeline locally and on the fake cluster, concurrently (2 processes)."""
+    local = tmp_path_factory.mktemp("local")
+    cluster = tmp_path_factory.mktemp("cluster")
+    procs = {
+        "local": subprocess.Popen(_snakemake_cmd(local, "--profile", str(PROFILES / "local"), "--cores", "2"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()),
+        "cluster": subprocess.Popen(_snakemake_cmd(cluster, "--profile", str(PROFILES / "cluster-generic")),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()),
+    }
+    logs = {k: p.communicate(timeout=900)[0] for k, p in procs.items()}
+    for k, p in procs.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-5000:]}"
+    return {"local": local, "cluster": cluster, "cluster_log": logs["cluster"],
+            "cluster_results": _results(cluster), "cluster_spool": _spool(cluster)}
+
+
+@pytest.mark.slow
+def test_cluster_results_are_byte_identical_to_local(runs):
+    local, cluster = _results(runs["local"]), runs["cluster_results"]
+    assert len(local) == 3 + 1  # 3 directions + metrics.json
+    assert local == cluster
+
+
+@pytest.mark.slow
+def test_every_job_went_through_the_scheduler(runs):
+    spool = runs["cluster_spool"]
+    names = [r["name"] for r in spool]
+    assert len(spool) == N_JOBS >= len(RULES)
+    assert {n.removeprefix("smk-") for n in names} == RULES
+    assert names.count("smk-sample") == names.count("smk-metrics") == names.count("smk-embed_text") == 3
+    # threads/resources reached the scheduler (embed_text: threads 2, mem_mb 4000 in the rule)
+    emb = [r for r in spool if r["name"] == "smk-embed_text"]
+    assert {(r["cpus"], r["mem_mb"]) for r in emb} == {("2", "4000")}
+    jobs = runs["cluster"] / ".fake_scheduler" / "jobs"
+    for r in spool:
+        assert (jobs / r["id"] / "exitcode").read_text().strip() == "0", r
+    # Snakemake saw the scheduler's ids; the local run used no scheduler
+    assert len(re.findall(r"Submitted job \d+ with external jobid '\d+'", runs["cluster_log"])) == N_JOBS
+    assert not (runs["local"] / ".fake_scheduler").exists()
+
+
+@pytest.mark.slow
+def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
+    wd = runs["cluster"]
+    before = len(_spool(wd))
+    res = subprocess.run(
+        _snakemake_cmd(wd, "--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped"),
+                       "--forcerun", "sample", "metrics", "report"),
+        capture_output=True, text=True, env=_env(), timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
+    new = [r["name"] for r in _spool(wd)[before:]]
+    # ungrouped, these 7 jobs (3 sample, 3 metrics, report) were 7 submissions; grouped: 2
+    assert sorted(new) == ["smk-group-evaluate", "smk-report"]
+    assert _results(wd) == runs["cluster_results"] == _results(runs["local"])
