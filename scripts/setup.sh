@@ -21,7 +21,7 @@ PYEOF
 python -m pip install -q -e ".[models,workflow,test]" "torch==2.13.0"
 
 # Debian packages (optional features; tests skip with a reason where they are missing)
-APT_PKGS="dict-freedict-eng-deu dict-freedict-eng-fra dict-freedict-eng-spa dict-freedict-eng-rus dict-freedict-eng-ces chromium chromium-driver"
+APT_PKGS="dict-freedict-eng-deu dict-freedict-deu-eng dict-freedict-eng-fra dict-freedict-fra-eng dict-freedict-eng-spa dict-freedict-spa-eng dict-freedict-eng-rus dict-freedict-eng-ces dict-freedict-ces-eng dict-freedict-eng-ara dict-freedict-ara-eng chromium chromium-driver"
 if command -v apt-get >/dev/null 2>&1; then
   missing=""
   for p in $APT_PKGS; do

@@ -83,7 +83,10 @@ def field_path(cfg: dict, encoder: str, lang: str, field: str) -> Path:
 
 
 def repr_path(cfg: dict, model: str, lang: str) -> Path:
-    return case_root(cfg) / "repr" / model / f"{lang}.npz"
+    """Evaluated representation of a model: base encoders under repr/, trained heads under
+    repr_heads/ (kept apart so the base-selection step never depends on the heads)."""
+    folder = "repr_heads" if model in HEADS else "repr"
+    return case_root(cfg) / folder / model / f"{lang}.npz"
 
 
 def directions(cs: dict) -> list[str]:

@@ -41,7 +41,14 @@ def cmd_prepare(args) -> int:
     cfg = _cfg(args)
     from .prepare import prepare_dataset
 
-    prepare_dataset(cfg, pipeline.dataset_root(cfg))
+    if args.corpus:
+        corpora = cfg.get("corpora") or {}
+        if args.corpus not in corpora:
+            raise BackretrievalError(f"corpus {args.corpus!r} is not configured (known: {sorted(corpora)})")
+        sub = dict(cfg, dataset={"name": args.corpus, **corpora[args.corpus]})
+        prepare_dataset(sub, Path("data/prepared") / args.corpus)
+    else:
+        prepare_dataset(cfg, pipeline.dataset_root(cfg))
     return 0
 
 
@@ -192,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     add("validate-config", cmd_validate_config, "validate the config against the schema")
-    add("prepare", cmd_prepare, "generate (synthetic) or prepare the configured dataset")
+    sp = add("prepare", cmd_prepare, "generate (synthetic) or prepare the configured dataset")
+    sp.add_argument("--corpus", help="prepare one of the configured text-only `corpora` instead")
     sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder")
     sp.add_argument("--encoder", required=True)
     sp.add_argument("--langs", nargs="*")

@@ -106,6 +106,13 @@ def build_report(cfg: dict) -> None:
         "BkR vs CORR over seeds, Bonferroni-corrected across directions (* p<.05, ** p<.01, *** p<.001)."
     )
     io.write_text(reports / "table1.md", reporting.table1_markdown(correlations, f"Table 1 — {cfg['run_name']}", caption, marks))
+    io.write_text(reports / "table1.tex", reporting.table1_latex(correlations, caption))
+    boot = cfg.get("stats") or {}
+    B, bseed = int(boot.get("bootstrap_B", 1000)), int(boot.get("bootstrap_seed", 0))
+    io.write_csv(reports / "correlations_ci.csv",
+                 reporting.seed_cis(correlations, ["direction", "method", "stat"], "value", B, bseed))
+    recall = metrics[metrics["metric"].isin(["xlr_recall", "bkr_recall", "corr"])]
+    io.write_csv(reports / "recall_ci.csv", reporting.seed_cis(recall, ["direction", "encoder", "metric"], "value", B, bseed))
 
     fig_seed = cfg.get("figure_seed", cfg["seeds"][0])
     fig_dir = reports / "figures"

@@ -136,3 +136,49 @@ def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, o
         written.append(p)
     plt.close(fig)
     return written
+
+
+def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr") -> str:
+    """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold)."""
+    t = table1_frame(correlations)
+    out = ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{lcccc}", "\\toprule",
+           " & \\multicolumn{2}{c}{Pearson} & \\multicolumn{2}{c}{Spearman} \\\\",
+           "\\cmidrule(lr){2-3}\\cmidrule(lr){4-5}",
+           "Direction & BkR & CORR & BkR & CORR \\\\", "\\midrule"]
+    for d in _direction_order(t["direction"].unique().tolist()):
+        cells = [d.replace("-", "$\\to$")]
+        for s_ in ("pearson", "spearman"):
+            vals = {}
+            for m in ("bkr_recall", "corr"):
+                r = t[(t.direction == d) & (t.method == m) & (t.stat == s_)]
+                vals[m] = (float(r["mean"].iloc[0]), float(r["sd"].iloc[0])) if len(r) else (float("nan"), 0.0)
+            best = max(vals, key=lambda m: -np.inf if math.isnan(vals[m][0]) else vals[m][0])
+            for m in ("bkr_recall", "corr"):
+                mean, sd = vals[m]
+                txt = "n/a" if math.isnan(mean) else f"{mean:.3f} $\\pm$ {sd:.3f}"
+                cells.append(f"\\textbf{{{txt}}}" if m == best and not math.isnan(mean) else txt)
+        out.append(" & ".join(cells) + " \\\\")
+    esc = caption.replace("%", "\\%").replace("_", "\\_").replace("&", "\\&")
+    out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{esc}}}", f"\\label{{{label}}}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def seed_cis(frame: pd.DataFrame, group_cols: list[str], value_col: str, B: int, seed: int) -> pd.DataFrame:
+    """Mean over seeds with a seeded percentile-bootstrap CI (over seeds) per group."""
+    from . import stats
+
+    rows = []
+    for key, g in frame.groupby(group_cols):
+        vals = g[value_col].to_numpy(float)
+        vals = vals[~np.isnan(vals)]
+        if len(vals) == 0:
+            continue
+        if len(vals) > 1 and np.ptp(vals) > 0:
+            ci = stats.bootstrap_ci(vals, B=B, seed=seed)
+            low, high = ci.low, ci.high
+        else:
+            low = high = float(vals.mean())
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(group_cols, key)), "mean": float(vals.mean()), "ci_low": low, "ci_high": high,
+                     "n_seeds": len(vals)})
+    return pd.DataFrame(rows)

@@ -4,6 +4,7 @@ if CASE:
     rule case_embed:
         input:
             DATASET_DIR,
+            encoder_extra_inputs,
         output:
             case_embed_outputs("{encoder}"),
         params:

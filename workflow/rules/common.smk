@@ -62,6 +62,13 @@ def ranks_file(direction):
     return str(pipeline.ranks_path(pipeline.metrics_path(config, direction)))
 
 
+def encoder_extra_inputs(wildcards):
+    """Inputs an encoder needs besides the dataset (e.g. a word-vector training corpus)."""
+    spec = config["encoders"][wildcards.encoder]
+    corpus = spec.get("corpus")
+    return [corpus] if corpus else []
+
+
 def direction_text_inputs(wildcards):
     src, tgt = wildcards.direction.split("-")
     return [text_emb(e, lang) for e in config["encoders"] for lang in (src, tgt)]
@@ -69,6 +76,9 @@ def direction_text_inputs(wildcards):
 
 REPORT_FILES = [
     f"{REPORTS}/table1.md",
+    f"{REPORTS}/table1.tex",
+    f"{REPORTS}/correlations_ci.csv",
+    f"{REPORTS}/recall_ci.csv",
     f"{REPORTS}/metrics.json",
     f"{REPORTS}/significance.csv",
     f"{REPORTS}/figures/fig2_scatter.png",

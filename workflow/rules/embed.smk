@@ -1,6 +1,7 @@
 rule embed_text:
     input:
         DATASET_DIR,
+        encoder_extra_inputs,
     output:
         [text_emb("{encoder}", lang) for lang in config["languages"]],
     params:
