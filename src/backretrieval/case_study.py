@@ -58,6 +58,7 @@ def case_cfg(cfg: dict) -> dict:
     if hb != "auto" and hb not in cs.get("base_encoders", []):
         raise ConfigError("case_study.head_base must be 'auto' or one of case_study.base_encoders")
     cs.setdefault("languages", langs)
+    cs.setdefault("head_base", "auto")
     cs.setdefault("baseline", "random")
     cs.setdefault("train_splits", ["train"])
     cs.setdefault("eval_splits", ["val", "test"])
