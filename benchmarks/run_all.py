@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=f"comma-separated subset of {SECTIONS}")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip")
     ap.add_argument("--n", type=int, default=N_PAPER)
-    ap.add_argument("--out", type=Path, help="also write the report to this Markdown file")
+    ap.add_argument("--out", type=Path, help="also write the report to this Markdown file "
+                    "(and the raw measured numbers to the same name with .json)")
     a = ap.parse_args(argv)
     want = [s for s in SECTIONS if (not a.only or s in a.only.split(",")) and s not in a.skip.split(",")]
     if "gpu" in want and not a.gpu and not a.only:
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parts: list[str] = [f"# Metric benchmarks ({'quick' if a.quick else 'full'}; {time.strftime('%Y-%m-%d %H:%M')})"]
     kernels_units: dict = {}
     corr_res: list[dict] | None = None
+    all_units: dict = {}
 
     def emit(title: str, body: str) -> None:
         block = f"## {title}\n\n{body}\n"
@@ -114,37 +116,40 @@ def main(argv: list[str] | None = None) -> int:
             import bench_kernels
 
             body, kernels_units = bench_kernels.run(a.quick, a.n)
+            all_units["kernels"] = kernels_units
             emit("XLR + BkR vs bare matrix products; shared image index", body)
         elif sec == "baselines":
             import bench_baselines
 
-            body, _ = bench_baselines.run(a.quick, a.n)
+            body, all_units["baselines"] = bench_baselines.run(a.quick, a.n)
             emit("Baselines: per-query argsort, sentence-transformers semantic_search", body)
         elif sec == "corr":
             import bench_corr
 
             body, corr_res = bench_corr.run(a.quick, a.n)
+            all_units["corr"] = corr_res
             emit("CORR: exact vs max_pairs subsample", body)
         elif sec == "scaling":
             import bench_scaling
 
-            body, _ = bench_scaling.run(a.quick)
+            body, all_units["scaling"] = bench_scaling.run(a.quick)
             emit("Scaling of one XLR + BkR (subprocess per N)", body)
         elif sec == "projection":
             emit("Projected wall time of the paper protocol", projection(kernels_units, corr_res))
         elif sec == "gpu":
             import bench_gpu
 
-            body, _ = bench_gpu.run(a.quick, a.n)
+            body, all_units["gpu"] = bench_gpu.run(a.quick, a.n)
             emit("GPU: metrics_torch vs numpy", body)
         print(f"[{sec} took {time.perf_counter() - t0:.0f}s]", file=sys.stderr, flush=True)
     tail = f"_total benchmark wall time {time.perf_counter() - t_start:.0f}s_"
     parts.append(tail)
     print(tail)
     if a.out:
-        from backretrieval.io import write_text
+        from backretrieval.io import write_json, write_text
 
         write_text(a.out, "\n".join(parts) + "\n")
+        write_json(a.out.with_suffix(".json"), all_units)  # raw measured units
     return 0
 
 

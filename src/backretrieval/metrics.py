@@ -216,9 +216,10 @@ class BkrImageIndex:
 
     @classmethod
     def build(
-        cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS
+        cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
+        assume_normalized: bool = False,
     ) -> "BkrImageIndex":
-        s_img, t_img = _as_pair(src_img, tgt_img, "bkr image")
+        s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
         n_src, n_tgt = s_img.shape[0], t_img.shape[0]
         if k < 1:
             raise ValueError("k must be >= 1")
@@ -278,32 +279,75 @@ def corr(
     benchmark for its error) instead of all N_src·N_tgt pairs.
     """
     _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
-    st, tt = _as_pair(src_text, tgt_text, "corr text")
-    si, ti = _as_pair(src_img, tgt_img, "corr image")
-    n_s, n_t = st.shape[0], tt.shape[0]
+    side = CorrImageSide.build(src_img, tgt_img, max_pairs=max_pairs, seed=seed, block_elems=block_elems)
+    return side.spearman(src_text, tgt_text, block_elems=block_elems)
+
+
+@dataclass(frozen=True)
+class CorrImageSide:
+    """Image side of CORR for one sample, shared by every text encoder.
+
+    Holds the (optionally subsampled) pair indices and the standardised ranks of the image
+    cosine distances, so each encoder only ranks its own text distances. Spearman's rho is
+    the Pearson correlation of average ranks (exactly what ``scipy.stats.spearmanr`` does).
+    """
+
+    n_src: int
+    n_tgt: int
+    pair_i: np.ndarray | None
+    pair_j: np.ndarray | None
+    img_rank_std: np.ndarray
+
+    @classmethod
+    def build(
+        cls, src_img: np.ndarray, tgt_img: np.ndarray, max_pairs: int | None = None, seed: int = 0,
+        block_elems: int = DEFAULT_BLOCK_ELEMS, assume_normalized: bool = False,
+    ) -> "CorrImageSide":
+        si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
+        i, j = _pairs(si.shape[0], ti.shape[0], max_pairs, seed)
+        d_img = _distances(si, ti, i, j, block_elems)
+        return cls(si.shape[0], ti.shape[0], i, j, _std_ranks(d_img))
+
+    def spearman(self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
+        st, tt = _as_pair(src_text, tgt_text, "corr text")
+        if st.shape[0] != self.n_src or tt.shape[0] != self.n_tgt:
+            raise ValueError("corr: text rows do not match the image side")
+        r_text = _std_ranks(_distances(st, tt, self.pair_i, self.pair_j, block_elems))
+        if not np.isfinite(r_text).all() or not np.isfinite(self.img_rank_std).all():
+            return float("nan")
+        return float(np.clip(np.dot(r_text, self.img_rank_std), -1.0, 1.0))
+
+
+def _pairs(n_s: int, n_t: int, max_pairs: int | None, seed: int) -> tuple[np.ndarray | None, np.ndarray | None]:
     if max_pairs is not None and max_pairs < n_s * n_t:
         rng = np.random.default_rng(seed)
-        i = rng.integers(0, n_s, size=max_pairs)
-        j = rng.integers(0, n_t, size=max_pairs)
-        d_text = np.empty(max_pairs, dtype=np.float64)
-        d_img = np.empty(max_pairs, dtype=np.float64)
-        step = max(1, block_elems // max(st.shape[1], si.shape[1]))
-        for a in range(0, max_pairs, step):
-            b = min(max_pairs, a + step)
-            d_text[a:b] = 1.0 - np.einsum("ij,ij->i", st[i[a:b]], tt[j[a:b]])
-            d_img[a:b] = 1.0 - np.einsum("ij,ij->i", si[i[a:b]], ti[j[a:b]])
-    else:
-        dt = np.result_type(st.dtype, si.dtype)
-        d_text = np.empty((n_s, n_t), dtype=dt)
-        d_img = np.empty((n_s, n_t), dtype=dt)
-        step = _block_rows(n_s, n_t, block_elems)
-        for a in range(0, n_s, step):
-            b = min(n_s, a + step)
-            np.subtract(1, st[a:b] @ tt.T, out=d_text[a:b])
-            np.subtract(1, si[a:b] @ ti.T, out=d_img[a:b])
-        d_text, d_img = d_text.ravel(), d_img.ravel()
-    rho = stats.spearmanr(d_text, d_img).statistic
-    return float(rho)
+        return rng.integers(0, n_s, size=max_pairs), rng.integers(0, n_t, size=max_pairs)
+    return None, None
+
+
+def _distances(a: np.ndarray, b: np.ndarray, i: np.ndarray | None, j: np.ndarray | None, block_elems: int) -> np.ndarray:
+    """1 - cos for all (row of a, row of b) pairs (row-major), or for the listed pairs."""
+    if i is None:
+        out = np.empty((a.shape[0], b.shape[0]), dtype=a.dtype)
+        step = _block_rows(a.shape[0], b.shape[0], block_elems)
+        for s in range(0, a.shape[0], step):
+            e = min(a.shape[0], s + step)
+            np.subtract(1, a[s:e] @ b.T, out=out[s:e])
+        return out.ravel()
+    out = np.empty(len(i), dtype=np.float64)
+    step = max(1, block_elems // max(1, a.shape[1]))
+    for s in range(0, len(i), step):
+        e = min(len(i), s + step)
+        out[s:e] = 1.0 - np.einsum("ij,ij->i", a[i[s:e]], b[j[s:e]])
+    return out
+
+
+def _std_ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks, centred and scaled to unit norm (so a dot product is Pearson's r)."""
+    r = stats.rankdata(x).astype(np.float64)
+    r -= r.mean()
+    norm = np.linalg.norm(r)
+    return r / norm if norm > 0 else np.full_like(r, np.nan)
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,17 +376,25 @@ def evaluate_sample(
     ``{"xlr": ranks, "bkr": ranks or hits}`` (BkR hits as 0/1 when not ``full_bkr_ranks``).
     """
     del xlr_img  # XLR needs no images; kept for signature symmetry
-    index = BkrImageIndex.build(bkr_src_img, bkr_tgt_img, k=k)
     s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
+    index = BkrImageIndex.build(s_img, t_img, k=k, assume_normalized=True)
+    corr_side = (
+        CorrImageSide.build(s_img, t_img, max_pairs=corr_max_pairs, seed=corr_seed, assume_normalized=True)
+        if with_corr else None
+    )
     out: dict[str, dict[str, float]] = {}
     for name, emb in encoders.items():
         row: dict[str, float] = {}
         kept: dict[str, np.ndarray] = {}
+        b_src, b_tgt = _as_pair(emb["bkr_src"], emb["bkr_tgt"], f"{name} bkr text")
         if emb.get("xlr_src") is not None and emb.get("xlr_tgt") is not None:
-            r = xlr_ranks(emb["xlr_src"], emb["xlr_tgt"])
+            x_src, x_tgt = _as_pair(emb["xlr_src"], emb["xlr_tgt"], f"{name} xlr text")
+            if x_src.shape[0] != x_tgt.shape[0]:
+                raise ValueError(f"{name}: xlr src and tgt must be aligned")
+            r = _ranks_of_true(x_src, x_tgt, np.arange(x_src.shape[0]))
             row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
             kept["xlr"] = r
-        t_star = backretrieve(emb["bkr_src"], emb["bkr_tgt"])
+        t_star = _nearest(b_src, b_tgt)
         hits = index.hits(t_star)
         row["bkr_recall"] = float(np.mean(hits))
         kept["bkr"] = hits.astype(np.int64)
@@ -350,10 +402,8 @@ def evaluate_sample(
             r = _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]))
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
             kept["bkr"] = r
-        if with_corr:
-            row["corr"] = corr(
-                emb["bkr_src"], emb["bkr_tgt"], bkr_src_img, bkr_tgt_img, max_pairs=corr_max_pairs, seed=corr_seed
-            )
+        if corr_side is not None:
+            row["corr"] = corr_side.spearman(b_src, b_tgt)
         if ranks_out is not None:
             ranks_out[name] = kept
         out[name] = row
