@@ -61,6 +61,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("head_base", "auto")
     cs.setdefault("baseline", "random")
     cs.setdefault("train_splits", ["train"])
+    cs.setdefault("train_corpus", None)
     cs.setdefault("eval_splits", ["val", "test"])
     cs.setdefault("max_train_items", None)
     cs.setdefault("sample_size", 200)
@@ -104,10 +105,22 @@ def models(cs: dict) -> list[str]:
 
 
 def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
-    """The case-study items: training items (capped per language) + evaluation items."""
+    """The case-study items: training items (capped per language) + evaluation items.
+
+    Training items come from ``case_study.train_corpus`` (a prepared, possibly text-only
+    dataset) when set, else from the main dataset's ``train_splits``.
+    """
     items = load_items(dataset)
     items = items[items["lang"].isin(cs["languages"])]
-    train = items[items["split"].isin(cs["train_splits"])]
+    if cs.get("train_corpus"):
+        tc = load_items(Path(cs["train_corpus"]))
+        tc = tc[tc["lang"].isin(cs["languages"])]
+        train = tc[tc["split"].isin(cs["train_splits"])]
+        clash = set(train["item_id"]) & set(items["item_id"])
+        if clash:
+            raise InputError(f"case_study.train_corpus shares item ids with the dataset (e.g. {sorted(clash)[:2]})")
+    else:
+        train = items[items["split"].isin(cs["train_splits"])]
     cap = cs.get("max_train_items")
     if cap:
         keep = sorted(train["item_id"].unique())[: int(cap)]

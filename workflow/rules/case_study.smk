@@ -5,6 +5,7 @@ if CASE:
         input:
             DATASET_DIR,
             encoder_extra_inputs,
+            [CASE["train_corpus"]] if CASE.get("train_corpus") else [],
         output:
             case_embed_outputs("{encoder}"),
         params:
@@ -45,7 +46,7 @@ if CASE:
             meta=f"{CASE_ROOT}/heads/{{head}}.json",
             history=f"{CASE_ROOT}/heads/{{head}}.history.csv",
             curve=report(f"{CASE_REPORTS}/figures/loss_{{head}}.png", category="Case study", caption="../report/loss.rst"),
-            reprs=[case_repr("{head}", lang) for lang in CASE["languages"]],
+            reprs=[f"{CASE_ROOT}/repr_heads/{{head}}/{lang}.npz" for lang in CASE["languages"]],
         params:
             config=CONFIG,
             slice=slice_hash("case_study"),

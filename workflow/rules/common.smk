@@ -106,6 +106,9 @@ if config.get("case_study"):
     CASE_MODELS = _cs.models(CASE)
     CASE_EMBED_ENCODERS = list(dict.fromkeys([*CASE["base_encoders"], CASE["baseline"]]))
     HUMAN_RATINGS = str(_cs.ratings_path(config))
+    # a tally needs ratings: human ones (human_study.ratings) or, on the synthetic dataset only,
+    # the SIMULATED rater; on real data without ratings only the blinded sheets are produced
+    HUMAN_TALLY = bool(HUMAN.get("ratings")) or config["dataset"]["source"] == "synthetic"
 
     def case_field(encoder, lang, field):
         return str(_cs.field_path(config, encoder, lang, field))
@@ -123,6 +126,5 @@ if config.get("case_study"):
         f"{CASE_REPORTS}/figures/fig3_boxplot.png",
         f"{CASE_REPORTS}/figures/loss_triplet.png",
         f"{CASE_REPORTS}/figures/loss_tripletxl.png",
-        f"{CASE_REPORTS}/human_study.md",
         f"{CASE_REPORTS}/rating_sheet.html",
-    ]
+    ] + ([f"{CASE_REPORTS}/human_study.md"] if HUMAN_TALLY else [])

@@ -37,8 +37,11 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
                                    name=cfg["dataset"]["name"])
         if source == "multi30k_task2":
             split = str(opts.get("split", "test_2016"))
-            needs_split_list = ["test_2016_flickr"] if split == "test_2016" else [split]
-            m.download_multi30k(dl, mirror, splits=needs_split_list, langs=["en"], task2=True)
+            if split not in m.TASK2_SPLITS:
+                raise ConfigError(f"dataset.options.split must be one of {sorted(m.TASK2_SPLITS)} for multi30k_task2")
+            m.download_multi30k(dl, mirror, splits=[m.TASK2_SPLITS[split]], langs=langs, task2=True)
+            if opts.get("text_only_training"):
+                return m.prepare_task2_training(dl, out_dir, split=split, langs=langs, name=cfg["dataset"]["name"])
             return m.prepare_task2(dl, out_dir, split=split, image_source=opts.get("image_source"), langs=langs,
                                    name=cfg["dataset"]["name"])
         for key in ("images_dir", "mapping_csv"):
