@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up, then run the default pipeline (offline, embedded synthetic dataset)
 #   make test   set up, then run the test suite (what CI runs)
-.PHONY: setup run test lint report bench clean
+.PHONY: setup run test lint report bench figures
 SHELL := /bin/bash
 VENV := .venv/bin
 
@@ -22,3 +22,11 @@ report:
 
 bench:
 	source $(VENV)/activate && python benchmarks/run_all.py
+
+# Rebuild every table and figure from cached artifacts (no embedding, no metrics recomputed).
+# CONFIG=config/multi30k.yaml make figures   for a named configuration.
+CONFIG ?= params.yaml
+figures:
+	source $(VENV)/activate && backretrieval report --config $(CONFIG) && \
+	  (python -c "import yaml,sys; sys.exit(0 if yaml.safe_load(open('$(CONFIG)')).get('case_study') else 1)" && \
+	   backretrieval case-report --config $(CONFIG) || true)

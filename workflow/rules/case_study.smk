@@ -17,6 +17,8 @@ if CASE:
         threads: 2
         resources:
             mem_mb=4000,
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/embed/{{encoder}}.log",
         shell:
@@ -32,6 +34,8 @@ if CASE:
         params:
             config=CONFIG,
             slice=slice_hash("case_study"),
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/select.log",
         shell:
@@ -55,6 +59,8 @@ if CASE:
         threads: 2
         resources:
             mem_mb=4000,
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/train_{{head}}.log",
         shell:
@@ -70,6 +76,8 @@ if CASE:
         params:
             config=CONFIG,
             slice=slice_hash("case_study"),
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/evaluate.log",
         shell:
@@ -91,6 +99,8 @@ if CASE:
             metrics=f"{CASE_REPORTS}/metrics.json",
         params:
             config=CONFIG,
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/report.log",
         shell:
@@ -108,6 +118,8 @@ if CASE:
         params:
             config=CONFIG,
             slice=slice_hash("human_study"),
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/human_sheets.log",
         shell:
@@ -121,6 +133,8 @@ if CASE:
             f"{CASE_ROOT}/human/ratings.simulated.csv",
         params:
             config=CONFIG,
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/human_simulate.log",
         shell:
@@ -135,6 +149,8 @@ if CASE:
             json=f"{CASE_REPORTS}/human_study.json",
         params:
             config=CONFIG,
+        conda:
+            CONDA_ENV
         log:
             f"{LOGS}/case/human_tally.log",
         shell:

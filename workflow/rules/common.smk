@@ -17,6 +17,7 @@ RUN = config["run_name"]
 DATASET_DIR = str(pipeline.dataset_root(config))
 REPORTS = config["reports_dir"]
 LOGS = f"logs/{RUN}"
+CONDA_ENV = "../envs/backretrieval.yaml"
 
 
 def _resolved_config_path():

@@ -4,6 +4,8 @@ rule prepare_dataset:
     params:
         config=CONFIG,
         slice=slice_hash("dataset", "languages"),
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/prepare_dataset.log",
     shell:
@@ -18,6 +20,8 @@ rule prepare_corpus:
         slice=slice_hash("corpora"),
     wildcard_constraints:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/prepare_corpus/{{corpus}}.log",
     shell:

@@ -13,6 +13,8 @@ rule embed_text:
     threads: 2
     resources:
         mem_mb=4000,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/embed_text/{{encoder}}.log",
     benchmark:
@@ -32,6 +34,8 @@ rule embed_images:
     threads: 2
     resources:
         mem_mb=4000,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/embed_images.log",
     benchmark:

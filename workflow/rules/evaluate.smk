@@ -8,6 +8,8 @@ rule sample:
         slice=slice_hash("sample_size", "seeds"),
     wildcard_constraints:
         direction="|".join(config["directions"]),
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/sample/{{direction}}.log",
     shell:
@@ -29,6 +31,8 @@ rule metrics:
         direction="|".join(config["directions"]),
     resources:
         mem_mb=2000,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/metrics/{{direction}}.log",
     benchmark:

@@ -16,6 +16,8 @@ rule report:
     params:
         config=CONFIG,
         slice=slice_hash("figure_seed", "reports_dir", "stats"),
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/report.log",
     shell:
