@@ -130,6 +130,9 @@ def hwm_mb() -> float | None:
 
 
 def maxrss_mb() -> float:
+    """ru_maxrss of this process. NB Linux carries a forked parent's RSS high-water mark over
+    fork+exec into the child's ru_maxrss, so children of a big parent over-report; the
+    children here report ``peak_mb`` (VmHWM of their own address space) instead."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 

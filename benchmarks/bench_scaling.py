@@ -24,12 +24,21 @@ SIZES_QUICK = [1_000, 10_000]
 SIZES_FULL = [1_000, 10_000, 30_000, 100_000]
 
 
+def _peak(hwm0: float | None) -> float:
+    """Whole-process peak RSS: max(VmHWM before the reset, VmHWM now); ru_maxrss if no /proc."""
+    now = hwm_mb()
+    if hwm0 is None or now is None:
+        return maxrss_mb()
+    return max(hwm0, now)
+
+
 def child(n: int) -> dict:
     from backretrieval import metrics as M
 
     data = make_data(n, separate_bkr_target=False)
     input_mb = sum(a.nbytes for k, a in data.items() if k != "tgt2") / 2**20
     base = rss_mb()
+    hwm0 = hwm_mb()  # peak of this process so far (data generation)
     resettable = reset_peak_rss()
     c0, t0 = time.process_time(), time.perf_counter()
     r_x = M.xlr(data["src"], data["tgt"])
@@ -47,7 +56,8 @@ def child(n: int) -> dict:
         "input_mb": input_mb,
         "rss_before_mb": base,
         "peak_during_mb": hwm_mb() if resettable else None,
-        "maxrss_mb": maxrss_mb(),
+        "maxrss_mb": _peak(hwm0),
+        "ru_maxrss_mb": maxrss_mb(),
     }
 
 
@@ -74,7 +84,7 @@ def run(quick: bool = False) -> tuple[str, list[dict]]:
     ]
     table = md_table(
         ["N", "xlr s", "bkr s", "xlr+bkr wall s", "CPU s", "inputs MB", "RSS before MB", "peak during kernels MB",
-         "peak RSS (ru_maxrss) MB", "< 2 GB"],
+         "peak RSS of the process MB", "< 2 GB"],
         rows,
     )
     return table, res
