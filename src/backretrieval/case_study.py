@@ -31,6 +31,7 @@ from . import io, stats
 from .dataset import load_image_table, load_items, read_meta
 from .errors import ConfigError, InputError
 from .metrics import BkrImageIndex, backretrieve, normalize
+from .reporting import save_figure
 from .sampling import draw_sample
 
 log = logging.getLogger("backretrieval")
@@ -369,14 +370,7 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     ax.set_title(title, fontsize=9)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
     fig.tight_layout()
-    for ext in ("png", "svg", "pdf"):
-        kw: dict[str, Any] = {"dpi": 150} if ext == "png" else {}
-        if ext == "svg":
-            kw["metadata"] = {"Date": None}
-        if ext == "pdf":
-            kw["metadata"] = {"CreationDate": None, "ModDate": None}
-        with io.atomic_path(Path(f"{out_base}.{ext}")) as tmp:
-            fig.savefig(tmp, format=ext, **kw)
+    save_figure(fig, out_base)
     plt.close(fig)
 
 

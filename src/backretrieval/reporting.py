@@ -32,6 +32,32 @@ def _direction_order(directions: list[str]) -> list[str]:
     return sorted(directions, key=lambda d: (d.split("-")[0] != "en", d))
 
 
+def _method_cells(t: pd.DataFrame, direction: str, stat: str) -> tuple[dict[str, tuple[float, float]], str]:
+    """(mean, sd) of BkR and CORR for one direction and statistic, and which one is better."""
+    vals = {}
+    for m in ("bkr_recall", "corr"):
+        r = t[(t.direction == direction) & (t.method == m) & (t.stat == stat)]
+        vals[m] = (float(r["mean"].iloc[0]), float(r["sd"].iloc[0])) if len(r) else (float("nan"), 0.0)
+    best = max(vals, key=lambda m: -np.inf if math.isnan(vals[m][0]) else vals[m][0])
+    return vals, best
+
+
+def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
+    """PNG, SVG and PDF of a figure, atomically, without timestamps (reproducible bytes)."""
+    written = []
+    for ext in ("png", "svg", "pdf"):
+        p = Path(f"{out_base}.{ext}")
+        kw: dict[str, Any] = {"dpi": dpi} if ext == "png" else {}
+        if ext == "svg":
+            kw["metadata"] = {"Date": None}
+        if ext == "pdf":
+            kw["metadata"] = {"CreationDate": None, "ModDate": None}
+        with io.atomic_path(p) as tmp:
+            fig.savefig(tmp, format=ext, **kw)
+        written.append(p)
+    return written
+
+
 def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks: dict | None = None) -> str:
     """Table 1 layout: rows = directions; columns = Pearson/Spearman of BkR and CORR vs XLR.
 
@@ -46,11 +72,7 @@ def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks:
     for d in _direction_order(t["direction"].unique().tolist()):
         cells = [d.replace("-", "→")]
         for s in ("pearson", "spearman"):
-            vals = {}
-            for m in ("bkr_recall", "corr"):
-                r = t[(t.direction == d) & (t.method == m) & (t.stat == s)]
-                vals[m] = (float(r["mean"].iloc[0]), float(r["sd"].iloc[0])) if len(r) else (float("nan"), 0.0)
-            best = max(vals, key=lambda m: -np.inf if math.isnan(vals[m][0]) else vals[m][0])
+            vals, best = _method_cells(t, d, s)
             for m in ("bkr_recall", "corr"):
                 txt = _fmt(*vals[m])
                 if m == best and not math.isnan(vals[m][0]):
@@ -123,17 +145,7 @@ def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, o
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    written = []
-    for ext in ("png", "svg", "pdf"):
-        p = Path(f"{out_base}.{ext}")
-        with io.atomic_path(p) as tmp:
-            kw = {"dpi": 150} if ext == "png" else {}
-            if ext == "svg":
-                kw["metadata"] = {"Date": None}
-            if ext == "pdf":
-                kw["metadata"] = {"CreationDate": None, "ModDate": None}
-            fig.savefig(tmp, format=ext, **kw)
-        written.append(p)
+    written = save_figure(fig, out_base)
     plt.close(fig)
     return written
 
@@ -148,11 +160,7 @@ def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr
     for d in _direction_order(t["direction"].unique().tolist()):
         cells = [d.replace("-", "$\\to$")]
         for s_ in ("pearson", "spearman"):
-            vals = {}
-            for m in ("bkr_recall", "corr"):
-                r = t[(t.direction == d) & (t.method == m) & (t.stat == s_)]
-                vals[m] = (float(r["mean"].iloc[0]), float(r["sd"].iloc[0])) if len(r) else (float("nan"), 0.0)
-            best = max(vals, key=lambda m: -np.inf if math.isnan(vals[m][0]) else vals[m][0])
+            vals, best = _method_cells(t, d, s_)
             for m in ("bkr_recall", "corr"):
                 mean, sd = vals[m]
                 txt = "n/a" if math.isnan(mean) else f"{mean:.3f} $\\pm$ {sd:.3f}"
