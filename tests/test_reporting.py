@@ -86,3 +86,27 @@ def test_metrics_json_shape():
     json.dumps(mj)
     assert set(mj["correlation_with_xlr"]) == {"bkr_pearson", "bkr_spearman", "corr_pearson", "corr_spearman"}
     assert mj["encoders"]["e"]["xlr_recall"] == pytest.approx(0.9)
+
+
+def test_report_marks_significant_cells(tmp_path, monkeypatch):
+    """build_report puts the Wilcoxon (Bonferroni) marker on the better cell of Table 1."""
+    from backretrieval import io
+    from backretrieval.report import build_report
+
+    monkeypatch.chdir(tmp_path)
+    cfg = {"run_name": "r", "dataset": {"name": "d", "source": "synthetic"}, "directions": ["en-de", "de-en"],
+           "languages": ["en", "de"], "reports_dir": "reports", "image_backbone": "b", "text_field": "title",
+           "sample_size": 10, "seeds": list(range(8)), "k": 10, "encoders": {}, "figure_seed": 0}
+    (tmp_path / "data/prepared/d").mkdir(parents=True)
+    (tmp_path / "data/prepared/d/dataset.json").write_text('{"name": "d", "languages": ["en", "de"], "synthetic": true}')
+    m = _metrics(seed_count=8)
+    for d in cfg["directions"]:
+        io.write_csv(pipeline.metrics_path(cfg, d), m[m.direction == d])
+    build_report(cfg)
+    table = (tmp_path / "reports/table1.md").read_text()
+    line = next(l for l in table.splitlines() if l.startswith("| en→de"))
+    import re
+
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert re.fullmatch(r"\*\*[0-9.]+ ± [0-9.]+\*\*\*{1,3}", cells[1]), cells[1]  # bold BkR + marker
+    assert "SYNTHETIC" in table

@@ -93,7 +93,7 @@ def build_report(cfg: dict) -> None:
     sig = significance_table(correlations, metrics)
     io.write_csv(reports / "significance.csv", sig)
     marks = {}
-    for _, r in sig[sig["test"] == "wilcoxon"].iterrows() if len(sig) else []:
+    for _, r in sig[sig["test"].str.startswith("Wilcoxon")].iterrows() if len(sig) else []:
         p = r.get("p_bonferroni", r["p"])
         marks[(r["direction"], r["stat"])] = "" if (p is None or math.isnan(p)) else stats.significance_marker(p)
 
