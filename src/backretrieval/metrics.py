@@ -48,10 +48,14 @@ def normalize(x: np.ndarray) -> np.ndarray:
     # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow
     scale = np.max(np.abs(arr), axis=1, keepdims=True)
     scale[scale == 0] = 1
-    arr = arr / scale
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    arr = arr / scale  # the only full-size copy; the rest is per block or in place
+    norms = np.empty((arr.shape[0], 1), dtype=arr.dtype)
+    step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
+    for start in range(0, arr.shape[0], step):  # row-wise reduction: same bits as one call
+        norms[start : start + step] = np.linalg.norm(arr[start : start + step], axis=1, keepdims=True)
     norms[norms == 0] = 1
-    return arr / norms
+    arr /= norms
+    return arr
 
 
 def _as_pair(a: np.ndarray, b: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -98,19 +102,22 @@ def _ranks_of_true(
     candidates: np.ndarray,
     true_idx: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
+    query_rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, computed block by block.
 
     The true score is read from the same block of the same matrix product, so it is
-    bit-identical to the scores it is compared against.
+    bit-identical to the scores it is compared against. ``query_rows`` (optional): query i is
+    row ``query_rows[i]`` of ``queries``, gathered per block (no full gathered copy).
     """
-    n = queries.shape[0]
+    n = queries.shape[0] if query_rows is None else query_rows.shape[0]
     ranks = np.empty(n, dtype=np.int64)
     step = _block_rows(n, candidates.shape[0], block_elems)
     ct = candidates.T
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = queries[start:stop] @ ct
+        q = queries[start:stop] if query_rows is None else queries[query_rows[start:stop]]
+        scores = q @ ct
         rows = np.arange(stop - start)
         true_scores = scores[rows, true_idx[start:stop]]
         ranks[start:stop] = 1 + np.count_nonzero(scores > true_scores[:, None], axis=1)
@@ -184,7 +191,7 @@ def bkr_ranks(
     _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
     t_star = backretrieve(src_text, tgt_text, block_elems)
     s_img, t_img = _as_pair(src_img, tgt_img, "bkr image")
-    return _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]), block_elems)
+    return _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), block_elems, query_rows=t_star)
 
 
 def bkr(
@@ -335,6 +342,18 @@ def _distances(a: np.ndarray, b: np.ndarray, i: np.ndarray | None, j: np.ndarray
             np.subtract(1, a[s:e] @ b.T, out=out[s:e])
         return out.ravel()
     out = np.empty(len(i), dtype=np.float64)
+    n_a, n_b = a.shape[0], b.shape[0]
+    if len(i) * 64 >= n_a * n_b:
+        # dense sample: one matrix product per row block + a gather beats two row gathers per pair
+        order = np.argsort(i, kind="stable")
+        bounds = np.searchsorted(i[order], np.arange(0, n_a + 1))
+        rstep = _block_rows(n_a, n_b, block_elems)
+        for s in range(0, n_a, rstep):
+            e = min(n_a, s + rstep)
+            sel = order[bounds[s] : bounds[e]]
+            if sel.size:
+                out[sel] = 1.0 - (a[s:e] @ b.T)[i[sel] - s, j[sel]]
+        return out
     step = max(1, block_elems // max(1, a.shape[1]))
     for s in range(0, len(i), step):
         e = min(len(i), s + step)
@@ -399,7 +418,7 @@ def evaluate_sample(
         row["bkr_recall"] = float(np.mean(hits))
         kept["bkr"] = hits.astype(np.int64)
         if full_bkr_ranks:
-            r = _ranks_of_true(t_img[t_star], s_img, np.arange(s_img.shape[0]))
+            r = _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star)
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
             kept["bkr"] = r
         if corr_side is not None:
