@@ -276,3 +276,14 @@ def test_independent_random_is_near_chance():
     # expected k/N = 0.05; sd of the mean over 20 reps of a mean of 200 Bernoullis ~ 0.0035
     assert abs(np.mean(x) - k / n) < 0.015
     assert abs(np.mean(b) - k / n) < 0.015
+
+
+@settings(max_examples=50, deadline=None)
+@given(x=hnp.arrays(np.float32, st.integers(1, 60), elements=st.sampled_from([0.0, 0.5, 1.0, -2.0, 3.25, np.float32(0.1)])))
+def test_average_ranks_equals_scipy_with_ties(x):
+    assert np.array_equal(M.average_ranks(x), stats.rankdata(x))
+
+
+def test_average_ranks_equals_scipy_continuous():
+    x = np.random.default_rng(3).normal(size=100_000).astype(np.float32)
+    assert np.array_equal(M.average_ranks(x), stats.rankdata(x))

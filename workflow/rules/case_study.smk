@@ -14,7 +14,7 @@ if CASE:
             slice=slice_hash("case_study"),
         wildcard_constraints:
             encoder="|".join(CASE_EMBED_ENCODERS),
-        threads: 2
+        threads: HEAVY_THREADS
         resources:
             mem_mb=4000,
         conda:
@@ -56,7 +56,7 @@ if CASE:
             slice=slice_hash("case_study"),
         wildcard_constraints:
             head="triplet|tripletxl",
-        threads: 2
+        threads: HEAVY_THREADS
         resources:
             mem_mb=4000,
         conda:

@@ -18,6 +18,10 @@ DATASET_DIR = str(pipeline.dataset_root(config))
 REPORTS = config["reports_dir"]
 LOGS = f"logs/{RUN}"
 CONDA_ENV = "../envs/backretrieval.yaml"
+# Model inference (embedding, head training) uses every core it gets; claiming all cores given
+# to Snakemake runs such jobs one at a time locally instead of oversubscribing the CPU
+# (e5 ran 8x slower with two model jobs on 2 cores). Cluster profiles override (set-threads).
+HEAVY_THREADS = workflow.cores
 
 
 def _resolved_config_path():

@@ -10,7 +10,7 @@ rule embed_text:
         field=config["text_field"],
     wildcard_constraints:
         encoder="|".join(config["encoders"]),
-    threads: 2
+    threads: HEAVY_THREADS
     resources:
         mem_mb=4000,
     conda:
@@ -31,7 +31,7 @@ rule embed_images:
     params:
         config=CONFIG,
         spec=json.dumps(config["backbones"][config["image_backbone"]], sort_keys=True),
-    threads: 2
+    threads: HEAVY_THREADS
     resources:
         mem_mb=4000,
     conda:
