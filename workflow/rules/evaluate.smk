@@ -29,6 +29,7 @@ rule metrics:
         slice=slice_hash("k", "corr_max_pairs", "full_bkr_ranks", "encoders"),
     wildcard_constraints:
         direction="|".join(config["directions"]),
+    threads: 1
     resources:
         mem_mb=2000,
     conda:
@@ -38,4 +39,5 @@ rule metrics:
     benchmark:
         f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
     shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "backretrieval metrics --config {params.config} --direction {wildcards.direction} > {log} 2>&1"
