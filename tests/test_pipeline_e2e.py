@@ -143,6 +143,14 @@ def test_dvc_repro_on_fresh_copy_matches_snakemake(run_dir, tmp_path):
     assert shown.returncode == 0 and "bkr_pearson" in shown.stdout
     again = subprocess.run([dvc, "repro"], cwd=wd, capture_output=True, text=True, env=_env(), timeout=600)
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout[-2000:]
+    # an experiment on one parameter (as in the README), then a metrics diff against HEAD
+    for cmd in (["git", "add", "-A"], ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "run"]):
+        subprocess.run(cmd, cwd=wd, check=True, capture_output=True)
+    exp = subprocess.run([dvc, "exp", "run", "-S", "sample_size=30"], cwd=wd, capture_output=True, text=True,
+                         env=_env(), timeout=900)
+    assert exp.returncode == 0, exp.stderr[-2000:]
+    diff = subprocess.run([dvc, "metrics", "diff"], cwd=wd, capture_output=True, text=True, env=_env())
+    assert diff.returncode == 0 and "correlation_with_xlr" in diff.stdout, diff.stdout[-2000:]
 
 
 @pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reason="dvc not installed")

@@ -21,7 +21,10 @@ CONDA_ENV = "../envs/backretrieval.yaml"
 # Model inference (embedding, head training) uses every core it gets; claiming all cores given
 # to Snakemake runs such jobs one at a time locally instead of oversubscribing the CPU
 # (e5 ran 8x slower with two model jobs on 2 cores). Cluster profiles override (set-threads).
-HEAVY_THREADS = workflow.cores
+try:
+    HEAVY_THREADS = workflow.cores
+except Exception:  # cluster/remote executors define no local core total
+    HEAVY_THREADS = 4
 
 
 def _resolved_config_path():
