@@ -287,3 +287,16 @@ def test_average_ranks_equals_scipy_with_ties(x):
 def test_average_ranks_equals_scipy_continuous():
     x = np.random.default_rng(3).normal(size=100_000).astype(np.float32)
     assert np.array_equal(M.average_ranks(x), stats.rankdata(x))
+
+
+def test_inplace_gives_identical_results_and_overwrites_inputs():
+    rng = np.random.default_rng(4)
+    a, b, c, d = (rng.normal(size=(50, 8)).astype(np.float32) for _ in range(4))
+    ref_x, ref_b = M.xlr_ranks(a, b), M.bkr_ranks(a, b, c, d)
+    a2, b2, c2, d2 = a.copy(), b.copy(), c.copy(), d.copy()
+    assert np.array_equal(M.xlr_ranks(a2, b2, inplace=True), ref_x)
+    assert np.array_equal(a2, M.normalize(a))  # overwritten with the normalised rows
+    a3, b3 = a.copy(), b.copy()
+    assert np.array_equal(M.bkr_ranks(a3, b3, c2, d2, inplace=True), ref_b)
+    with pytest.raises(ValueError, match="writeable float32"):
+        M.normalize(np.ones((2, 2), dtype=np.int64), inplace=True)

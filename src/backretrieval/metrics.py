@@ -33,22 +33,30 @@ DEFAULT_BLOCK_ELEMS = 1 << 24
 # helpers
 
 
-def normalize(x: np.ndarray) -> np.ndarray:
+def normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
     """L2-normalise rows (float32 stays float32, other dtypes become float64).
 
     An all-zero row stays all-zero (its cosine with anything is 0). NaN/inf → ValueError.
+    ``inplace=True`` overwrites ``x`` (a writeable float32/float64 array) instead of making
+    one full-size copy — same arithmetic, same bits; for very large N (memory).
     """
     arr = np.asarray(x)
     if arr.ndim != 2:
         raise ValueError(f"expected a 2-D embedding matrix, got shape {arr.shape}")
-    if arr.dtype != np.float32:
+    can_inplace = inplace and arr.dtype in (np.float32, np.float64) and arr.flags.writeable
+    if inplace and not can_inplace:
+        raise ValueError("inplace=True needs a writeable float32 or float64 array")
+    if arr.dtype != np.float32 and not can_inplace:
         arr = arr.astype(np.float64)
     if not np.isfinite(arr).all():
         raise ValueError("embedding matrix contains NaN or inf values")
     # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow
     scale = np.max(np.abs(arr), axis=1, keepdims=True)
     scale[scale == 0] = 1
-    arr = arr / scale  # the only full-size copy; the rest is per block or in place
+    if can_inplace:
+        arr /= scale
+    else:
+        arr = arr / scale  # the only full-size copy; the rest is per block or in place
     norms = np.empty((arr.shape[0], 1), dtype=arr.dtype)
     step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
     for start in range(0, arr.shape[0], step):  # row-wise reduction: same bits as one call
@@ -58,8 +66,9 @@ def normalize(x: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _as_pair(a: np.ndarray, b: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
-    a, b = normalize(a), normalize(b)
+def _as_pair(a: np.ndarray, b: np.ndarray, what: str, inplace: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    a = normalize(a, inplace)
+    b = a if (inplace and b is a) else normalize(b, inplace)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"{what}: dimension mismatch {a.shape[1]} vs {b.shape[1]}")
     dt = np.result_type(a.dtype, b.dtype)
@@ -143,18 +152,23 @@ def _nearest(
 
 
 def xlr_ranks(
-    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS
+    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False
 ) -> np.ndarray:
-    """Per-query rank of the true translation (row i of src matches row i of tgt)."""
-    src, tgt = _as_pair(src_text, tgt_text, "xlr")
+    """Per-query rank of the true translation (row i of src matches row i of tgt).
+
+    ``inplace=True`` normalises the inputs in place (they are modified; no copies)."""
+    src, tgt = _as_pair(src_text, tgt_text, "xlr", inplace)
     if src.shape[0] != tgt.shape[0]:
         raise ValueError(f"xlr: src and tgt must be aligned (same rows), got {src.shape[0]} vs {tgt.shape[0]}")
     return _ranks_of_true(src, tgt, np.arange(src.shape[0]), block_elems)
 
 
-def xlr(src_text: np.ndarray, tgt_text: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
+def xlr(
+    src_text: np.ndarray, tgt_text: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+) -> float:
     """Ground-truth cross-lingual retrieval Recall@k (the paper's XLR)."""
-    return recall_at_k(xlr_ranks(src_text, tgt_text, block_elems), k)
+    return recall_at_k(xlr_ranks(src_text, tgt_text, block_elems, inplace), k)
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,9 +182,11 @@ def _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img) -> None:
         raise ValueError(f"bkr: tgt_text has {tgt_text.shape[0]} rows but tgt_img has {tgt_img.shape[0]}")
 
 
-def backretrieve(src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
+def backretrieve(
+    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False
+) -> np.ndarray:
     """BkR step 1: index of the nearest target text for every source text (ties → lowest)."""
-    src, tgt = _as_pair(src_text, tgt_text, "bkr text")
+    src, tgt = _as_pair(src_text, tgt_text, "bkr text", inplace)
     return _nearest(src, tgt, block_elems)
 
 
@@ -180,6 +196,7 @@ def bkr_ranks(
     src_img: np.ndarray,
     tgt_img: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
 ) -> np.ndarray:
     """Per-query Backretrieval rank, exactly the paper's four steps.
 
@@ -189,8 +206,8 @@ def bkr_ranks(
     4. return the rank of q's own image (row q of ``src_img``).
     """
     _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
-    t_star = backretrieve(src_text, tgt_text, block_elems)
-    s_img, t_img = _as_pair(src_img, tgt_img, "bkr image")
+    t_star = backretrieve(src_text, tgt_text, block_elems, inplace)
+    s_img, t_img = _as_pair(src_img, tgt_img, "bkr image", inplace)
     return _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), block_elems, query_rows=t_star)
 
 
@@ -201,9 +218,11 @@ def bkr(
     tgt_img: np.ndarray,
     k: int = 10,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
 ) -> float:
-    """Backretrieval Recall@k (the paper's BkR; k=10 in the paper)."""
-    return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems), k)
+    """Backretrieval Recall@k (the paper's BkR; k=10 in the paper). ``inplace=True``
+    normalises the four inputs in place (they are modified; no copies) — for very large N."""
+    return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, inplace), k)
 
 
 @dataclass(frozen=True)
