@@ -442,8 +442,12 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
     q = src_items.iloc[np.sort(rng.choice(len(src_items), size=int(hs["n_queries"]), replace=False))]
     qids = set(q["item_id"])
     cands = ev[(ev["lang"] == tgt) & ~ev["item_id"].isin(qids)].reset_index(drop=True)
-    images = load_image_table(dataset)
-    img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
+    if (Path(dataset) / "images.csv").is_file():
+        images = load_image_table(dataset)
+        img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
+    else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
+        log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
+        img_path = {}
     sugg = {}
     for m in (ma, mb):
         qi, qe = _load(repr_path(cfg, m, src))
