@@ -194,14 +194,25 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
     # longest first: similar lengths share a batch (less padding); ties by key for determinism
     miss_keys.sort(key=lambda k: (-len(texts[first[k]]), k))
     kw = {"lang": lang} if lang is not None and accepts_lang(encoder) else {}
+    _encode_misses(
+        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), batch_size,
+        f"embed {getattr(encoder, 'id', 'texts')}", f"encoder {getattr(encoder, 'id', '?')}", "texts",
+        progress, cache, found,
+    )
+    return _assemble(keys, found)
+
+
+def _encode_misses(miss_keys: list[str], encode_chunk: Any, batch_size: int, desc: str, who: str, what: str,
+                   progress: bool, cache: Any, found: dict[str, np.ndarray]) -> None:
+    """Encode cache misses in batches (shape-checked), store them in the cache and ``found``."""
     new_vecs: list[np.ndarray] = []
-    with _progress(len(miss_keys), f"embed {getattr(encoder, 'id', 'texts')}", progress) as bar:
+    with _progress(len(miss_keys), desc, progress) as bar:
         for s in range(0, len(miss_keys), batch_size):
             chunk = miss_keys[s:s + batch_size]
-            out = np.asarray(encoder.encode([texts[first[k]] for k in chunk], **kw), dtype=np.float32)
+            out = np.asarray(encode_chunk(chunk), dtype=np.float32)
             if out.ndim != 2 or out.shape[0] != len(chunk):
-                raise InputError(f"encoder {getattr(encoder, 'id', '?')}: returned shape {out.shape} "
-                                 f"for {len(chunk)} texts; expected ({len(chunk)}, d)")
+                raise InputError(f"{who}: returned shape {out.shape} for {len(chunk)} {what}; "
+                                 f"expected ({len(chunk)}, d)")
             new_vecs.append(out)
             bar.update(len(chunk))
     if new_vecs:
@@ -209,7 +220,6 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
         if cache is not None:
             cache.add(miss_keys, new)
         found.update(zip(miss_keys, new))
-    return _assemble(keys, found)
 
 
 def _assemble(keys: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
@@ -243,21 +253,11 @@ def embed_images(backbone: Any, paths: list[Path], cache_dir: Path | None, batch
                                {"id": getattr(backbone, "id", ""), **_info(backbone)})
         found = cache.lookup(list(first))
     miss_keys = sorted((k for k in first if k not in found), key=lambda k: first[k])
-    new_vecs: list[np.ndarray] = []
-    with _progress(len(miss_keys), f"images {getattr(backbone, 'id', '')}", progress) as bar:
-        for s in range(0, len(miss_keys), batch_size):
-            chunk = miss_keys[s:s + batch_size]
-            out = np.asarray(backbone.encode_images([paths[first[k]] for k in chunk]), dtype=np.float32)
-            if out.ndim != 2 or out.shape[0] != len(chunk):
-                raise InputError(f"backbone {getattr(backbone, 'id', '?')}: returned shape {out.shape} "
-                                 f"for {len(chunk)} images")
-            new_vecs.append(out)
-            bar.update(len(chunk))
-    if new_vecs:
-        new = np.concatenate(new_vecs)
-        if cache is not None:
-            cache.add(miss_keys, new)
-        found.update(zip(miss_keys, new))
+    _encode_misses(
+        miss_keys, lambda chunk: backbone.encode_images([paths[first[k]] for k in chunk]), batch_size,
+        f"images {getattr(backbone, 'id', '')}", f"backbone {getattr(backbone, 'id', '?')}", "images",
+        progress, cache, found,
+    )
     return _assemble(keys, found)
 
 

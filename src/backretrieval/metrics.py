@@ -48,10 +48,15 @@ def normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
         raise ValueError("inplace=True needs a writeable float32 or float64 array")
     if arr.dtype != np.float32 and not can_inplace:
         arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all():
-        raise ValueError("embedding matrix contains NaN or inf values")
-    # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow
-    scale = np.max(np.abs(arr), axis=1, keepdims=True)
+    # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow;
+    # finiteness and row maxima per block (no full-size temporaries)
+    scale = np.empty((arr.shape[0], 1), dtype=arr.dtype)
+    step0 = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
+    for start in range(0, arr.shape[0], step0):
+        blk = arr[start : start + step0]
+        if not np.isfinite(blk).all():
+            raise ValueError("embedding matrix contains NaN or inf values")
+        scale[start : start + step0] = np.max(np.abs(blk), axis=1, keepdims=True) if blk.shape[1] else 0
     scale[scale == 0] = 1
     if can_inplace:
         arr /= scale
