@@ -44,6 +44,9 @@ def _method_cells(t: pd.DataFrame, direction: str, stat: str) -> tuple[dict[str,
 
 def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
     """PNG, SVG and PDF of a figure, atomically, without timestamps (reproducible bytes)."""
+    import matplotlib
+
+    matplotlib.rcParams["svg.hashsalt"] = "backretrieval"  # stable SVG element ids
     written = []
     for ext in ("png", "svg", "pdf"):
         p = Path(f"{out_base}.{ext}")
@@ -126,7 +129,7 @@ def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, o
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False)
     encoders = sorted(frame["encoder"].unique())
-    palette = dict(zip(encoders, sns.color_palette("tab10", len(encoders))))
+    palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
     for ax, d in zip(axes.flat, directions):
         f = frame[frame.direction == d]
         sns.scatterplot(data=f, x="xlr_recall", y="bkr_recall", hue="encoder", palette=palette, ax=ax, legend=False, s=40)
