@@ -19,6 +19,9 @@ v = m.version("torch")
 sys.exit(0 if v.startswith("2.13.0") else 1)
 PYEOF
 python -m pip install -q -e ".[models,workflow,cluster,test]" "torch==2.13.0"
+# LASER: laserembeddings pins torch<2; installed without its pins (its encoder code is tested
+# on our torch in tests/test_encoders.py). --no-deps so nothing can replace the CPU torch.
+python -m pip install -q --no-deps laserembeddings subword-nmt sacremoses transliterate
 
 # Debian packages (optional features; tests skip with a reason where they are missing)
 APT_PKGS="dict-freedict-eng-deu dict-freedict-deu-eng dict-freedict-eng-fra dict-freedict-fra-eng dict-freedict-eng-spa dict-freedict-spa-eng dict-freedict-eng-rus dict-freedict-eng-ces dict-freedict-ces-eng dict-freedict-eng-ara dict-freedict-ara-eng chromium chromium-driver"
