@@ -206,14 +206,6 @@ def xlr(
 # BkR
 
 
-def _check_bkr_rows(src_text, tgt_text, src_img, tgt_img) -> None:
-    (ns, nt, nsi, nti) = (np.shape(x)[0] for x in (src_text, tgt_text, src_img, tgt_img))
-    if ns != nsi:
-        raise ValueError(f"bkr: src_text has {ns} rows but src_img has {nsi}")
-    if nt != nti:
-        raise ValueError(f"bkr: tgt_text has {nt} rows but tgt_img has {nti}")
-
-
 def backretrieve(
     src_text,
     tgt_text,
@@ -237,7 +229,7 @@ def bkr_ranks(
     precision: Precision = "fp32",
 ) -> np.ndarray:
     """Per-query Backretrieval rank (the paper's four steps; see ``metrics.bkr_ranks``)."""
-    _check_bkr_rows(src_text, tgt_text, src_img, tgt_img)
+    M._check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
     dev, dt = resolve_device(device), _dtype(precision)
     src, tgt = _pair(src_text, tgt_text, "bkr text", dev, dt)
     t_star = _nearest(src, tgt, block_elems)
