@@ -97,6 +97,7 @@ if CASE:
             fig3_svg=f"{CASE_REPORTS}/figures/fig3_boxplot.svg",
             fig3_pdf=f"{CASE_REPORTS}/figures/fig3_boxplot.pdf",
             metrics=f"{CASE_REPORTS}/metrics.json",
+            done=touch(f"{FLAGS}/case_report.done"),
         params:
             config=CONFIG,
         conda:
@@ -147,6 +148,7 @@ if CASE:
         output:
             md=report(f"{CASE_REPORTS}/human_study.md", category="Case study", caption="../report/human.rst"),
             json=f"{CASE_REPORTS}/human_study.json",
+            done=touch(f"{FLAGS}/human_tally.done"),
         params:
             config=CONFIG,
         conda:

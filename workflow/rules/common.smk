@@ -17,6 +17,10 @@ RUN = config["run_name"]
 DATASET_DIR = str(pipeline.dataset_root(config))
 REPORTS = config["reports_dir"]
 LOGS = f"logs/{RUN}"
+# Reports are committed to git, so a fresh clone already has them; rules whose outputs are
+# all tracked files also write an untracked completion flag here, and `all` targets the
+# flags, so `snakemake` on a fresh clone runs the pipeline instead of "Nothing to be done".
+FLAGS = f"artifacts/{RUN}/done"
 CONDA_ENV = "../envs/backretrieval.yaml"
 # Model inference (embedding, head training) uses every core it gets; claiming all cores given
 # to Snakemake runs such jobs one at a time locally instead of oversubscribing the CPU
@@ -98,7 +102,12 @@ REPORT_FILES = [
 
 
 def all_outputs():
-    return REPORT_FILES
+    flags = [f"{FLAGS}/report.done"]
+    if CASE:
+        flags.append(f"{FLAGS}/case_report.done")
+        if HUMAN_TALLY:
+            flags.append(f"{FLAGS}/human_tally.done")
+    return REPORT_FILES + flags
 
 
 # ---- case study ----------------------------------------------------------------------------

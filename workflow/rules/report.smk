@@ -13,6 +13,7 @@ rule report:
         fig2_pdf=f"{REPORTS}/figures/fig2_scatter.pdf",
         fig2_csv=f"{REPORTS}/plots/fig2_xlr_vs_bkr.csv",
         means=report(f"{REPORTS}/plots/encoder_means.csv", category="Tables", caption="../report/encoder_means.rst"),
+        done=touch(f"{FLAGS}/report.done"),
     params:
         config=CONFIG,
         slice=slice_hash("figure_seed", "reports_dir", "stats"),
