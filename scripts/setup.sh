@@ -13,7 +13,7 @@ fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 # CPU torch first and pinned: otherwise a dependency could pull a multi-GB CUDA build.
-python - <<'PYEOF' || python -m pip install -q "torch==2.13.0"
+python - 2>/dev/null <<'PYEOF' || python -m pip install -q "torch==2.13.0"
 import importlib.metadata as m, sys
 v = m.version("torch")
 sys.exit(0 if v.startswith("2.13.0") else 1)
