@@ -300,3 +300,27 @@ def test_inplace_gives_identical_results_and_overwrites_inputs():
     assert np.array_equal(M.bkr_ranks(a3, b3, c2, d2, inplace=True), ref_b)
     with pytest.raises(ValueError, match="writeable float32"):
         M.normalize(np.ones((2, 2), dtype=np.int64), inplace=True)
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, M.DEFAULT_BLOCK_ELEMS])
+def test_shared_pivot_ranks_equal_per_query_ranks(block):
+    """BkR's image step scores each distinct back-retrieved target once and shares the row
+    among the queries that retrieved it (hubs). Compare with scoring every query's own
+    gathered pivot row (an independent formulation) on pivots with heavy repetition: one hub
+    taken by half the queries, unused targets, and several row blocks / query chunks."""
+    rng = np.random.default_rng(11)
+    n, m, d = 37, 23, 6
+    piv = M.normalize(rng.standard_normal((m, d)))
+    cand = M.normalize(rng.standard_normal((n, d)))
+    rows = rng.integers(0, m, size=n)
+    rows[rng.permutation(n)[: n // 2]] = 4  # hub
+    true_idx = np.arange(n)
+    fast = M._ranks_of_true(piv, cand, true_idx, block_elems=block, query_rows=rows)
+    gathered = piv[rows]
+    per_query = []
+    for i in range(n):
+        scores = cand @ gathered[i]  # the true score from the same score vector, like the kernel
+        per_query.append(1 + np.count_nonzero(scores > scores[i]))
+    assert fast.tolist() == per_query
+    assert fast.tolist() == [slow_rank(piv[rows[i]], cand, i) for i in range(n)]
+    assert M._ranks_of_true(piv, cand, true_idx[:0], block_elems=block, query_rows=rows[:0]).shape == (0,)
