@@ -169,3 +169,19 @@ def test_bad_arguments():
         with pytest.raises(ValueError, match="no CUDA"):
             T.resolve_device("cuda")
         assert T.resolve_device("auto").type == "cpu"
+
+
+@pytest.mark.parametrize("block", [1, 64, T.DEFAULT_BLOCK_ELEMS])
+def test_shared_pivot_ranks_equal_numpy(block):
+    """The torch kernel scores each distinct back-retrieved pivot once, like the numpy one;
+    with a hub taken by half the queries both give identical ranks (exact dyadic data)."""
+    rng = np.random.default_rng(5)
+    piv, cand = M.normalize(dyadic(rng, 19, 32)), M.normalize(dyadic(rng, 41, 32))
+    rows = rng.integers(0, 19, size=41)
+    rows[rng.permutation(41)[:20]] = 3
+    true_idx = np.arange(41)
+    want = M._ranks_of_true(piv, cand, true_idx, query_rows=rows)
+    got = T._ranks_of_true(
+        torch.from_numpy(piv), torch.from_numpy(cand), torch.from_numpy(true_idx), block, query_idx=torch.from_numpy(rows)
+    )
+    assert got.numpy().tolist() == want.tolist()

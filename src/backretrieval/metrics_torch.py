@@ -128,20 +128,53 @@ def _ranks_of_true(
 ) -> torch.Tensor:
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, block by block (int64 tensor).
 
-    ``query_idx`` (optional): query i is row ``query_idx[i]`` of ``queries`` — gathered one
-    block at a time, so BkR never materialises the full gathered image matrix.
+    ``query_idx`` (optional): query i is row ``query_idx[i]`` of ``queries``; each distinct
+    row is scored once and shared by the queries that use it (as ``metrics._ranks_of_true_pivots``:
+    BkR's hub targets), never a full gathered image matrix.
     """
-    n = int(query_idx.shape[0]) if query_idx is not None else int(queries.shape[0])
+    if query_idx is not None:
+        return _ranks_of_true_pivots(queries, candidates, true_idx, query_idx, block_elems)
+    n = int(queries.shape[0])
     ranks = torch.empty(n, dtype=torch.int64, device=candidates.device)
     step = _block_rows(n, candidates.shape[0], block_elems)
     ct = candidates.T
     for start in range(0, n, step):
         stop = min(n, start + step)
-        q = queries[query_idx[start:stop]] if query_idx is not None else queries[start:stop]
-        scores = q @ ct
+        scores = queries[start:stop] @ ct
         rows = torch.arange(stop - start, device=scores.device)
         true_scores = scores[rows, true_idx[start:stop]]
         ranks[start:stop] = 1 + (scores > true_scores[:, None]).sum(dim=1)
+    return ranks
+
+
+@torch.no_grad()
+def _ranks_of_true_pivots(
+    pivots: torch.Tensor,
+    candidates: torch.Tensor,
+    true_idx: torch.Tensor,
+    query_idx: torch.Tensor,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+) -> torch.Tensor:
+    """rank[i] = 1 + #{j : <p_r, c_j> > <p_r, c_true[i]>}, r = query_idx[i]; distinct r scored once."""
+    n, n_c = int(query_idx.shape[0]), int(candidates.shape[0])
+    ranks = torch.empty(n, dtype=torch.int64, device=candidates.device)
+    if n == 0:
+        return ranks
+    uniq, inv = torch.unique(query_idx, return_inverse=True)
+    order = torch.argsort(inv, stable=True)
+    bounds = torch.searchsorted(inv[order], torch.arange(len(uniq) + 1, device=inv.device)).tolist()
+    step = _block_rows(len(uniq), n_c, block_elems)
+    qstep = _block_rows(n, n_c, block_elems)
+    ct = candidates.T
+    for us in range(0, len(uniq), step):
+        ue = min(len(uniq), us + step)
+        scores = pivots[uniq[us:ue]] @ ct
+        block_queries = order[bounds[us] : bounds[ue]]
+        for cs in range(0, len(block_queries), qstep):
+            sel = block_queries[cs : cs + qstep]
+            rows = scores[inv[sel] - us]
+            true_scores = rows[torch.arange(len(sel), device=rows.device), true_idx[sel]]
+            ranks[sel] = 1 + (rows > true_scores[:, None]).sum(dim=1)
     return ranks
 
 
