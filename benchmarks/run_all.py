@@ -78,7 +78,7 @@ def projection(k: dict, corr_res: list[dict] | None) -> str:
         f"{sd} samples (image index shared per seed×direction). Units = this run's measurements; "
         "embedding time excluded (see benchmarks/throughput.py).\n\n"
         + bench_common.md_table(
-            ["pipeline variant", "CORR", "projected wall (measured, loaded machine)", "hours", "CPU-hours"], rows)
+            ["pipeline variant", "CORR", "projected wall (from this run's wall times)", "hours", "CPU-hours"], rows)
     )
 
 
