@@ -324,3 +324,24 @@ def test_shared_pivot_ranks_equal_per_query_ranks(block):
     assert fast.tolist() == per_query
     assert fast.tolist() == [slow_rank(piv[rows[i]], cand, i) for i in range(n)]
     assert M._ranks_of_true(piv, cand, true_idx[:0], block_elems=block, query_rows=rows[:0]).shape == (0,)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    scores=hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 6), st.integers(1, 300)),
+        elements=st.sampled_from([-1.0, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(-1, 1, width=32),
+    ),
+    k=st.integers(1, 12),
+    groups=st.sampled_from([1, 4, 64]),
+)
+def test_top_k_members_equals_partition(scores, k, groups):
+    """The group-maximum shortcut selects exactly the entries >= each row's k-th largest value,
+    ties at the boundary included (compared with the plain np.partition formulation)."""
+    k = min(k, scores.shape[1])
+    kth = np.partition(scores, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k]
+    want = set(zip(*np.nonzero(scores >= kth[:, None])))
+    rows, cols = M._top_k_members(scores, k, groups=groups)
+    assert set(zip(rows.tolist(), cols.tolist())) == want
+    assert len(rows) == len(want)

@@ -312,11 +312,11 @@ class BkrImageIndex:
         parts = []
         st = s_img.T
         score_buf = _score_buffer(step, t_img, s_img)
+        mask_buf = np.empty(score_buf.shape, dtype=bool)
         for start in range(0, n_tgt, step):
             stop = min(n_tgt, start + step)
             scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
-            kth = np.partition(scores, n_src - kk, axis=1)[:, n_src - kk]
-            rows, cols = np.nonzero(scores >= kth[:, None])
+            rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
             parts.append((rows + start).astype(np.int64) * n_src + cols)
         codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
         return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes)
@@ -339,6 +339,33 @@ class BkrImageIndex:
                 f"({self.n_src}, {self.n_tgt})"
             )
         return float(np.mean(self.hits(backretrieve(src_text, tgt_text, block_elems))))
+
+
+def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the entries >= the k-th largest value of their row (ties included).
+
+    Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, about
+    3x faster for small k: the k-th largest of the row's column-group maxima is a lower bound
+    of the row's k-th largest (the k largest group maxima are k distinct entries), so only the
+    few entries above that bound are sorted. Falls back to the partition when a row has fewer
+    than k groups.
+    """
+    m, n = scores.shape
+    width = max(1, n // max(groups, k))
+    starts = np.arange(0, n, width)
+    if len(starts) < k or m == 0:
+        kth = np.partition(scores, n - k, axis=1)[:, n - k]
+        return np.nonzero(scores >= kth[:, None])
+    group_max = np.maximum.reduceat(scores, starts, axis=1)
+    g = group_max.shape[1]
+    low = np.partition(group_max, g - k, axis=1)[:, g - k]
+    rows, cols = np.nonzero(np.greater_equal(scores, low[:, None], out=mask_buf))
+    vals = scores[rows, cols]
+    by_row_desc = np.lexsort((-vals, rows))  # every row has >= k candidates
+    first = np.searchsorted(rows[by_row_desc], np.arange(m))
+    kth = vals[by_row_desc][first + k - 1]
+    keep = vals >= kth[rows]
+    return rows[keep], cols[keep]
 
 
 # --------------------------------------------------------------------------------------------
