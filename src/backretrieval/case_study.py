@@ -359,7 +359,12 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(1.3 * len(order) + 2, 4))
     sns.boxplot(data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#9ecae1", fliersize=0)
-    sns.stripplot(data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#08519c", size=3, jitter=0.15)
+    # the points, with horizontal jitter from a fixed-seed generator (seaborn's stripplot draws
+    # its jitter from numpy's global RNG, so the figure files differed between runs)
+    rng = np.random.default_rng(0)
+    for xi, lab in enumerate(order):
+        ys = per_pair.loc[per_pair["label"] == lab, "bkr_x1000"].to_numpy()
+        ax.scatter(xi + rng.uniform(-0.15, 0.15, size=len(ys)), ys, s=9, color="#08519c", zorder=3, linewidths=0)
     for xi, lab in enumerate(order):
         g = per_pair[per_pair["label"] == lab].nsmallest(n_annotate, "bkr_x1000")
         for _, r in g.iterrows():
