@@ -5,6 +5,7 @@ if CASE:
         input:
             DATASET_DIR,
             encoder_extra_inputs,
+            main_text_embeddings,
             [CASE["train_corpus"]] if CASE.get("train_corpus") else [],
         output:
             case_embed_outputs("{encoder}"),

@@ -133,6 +133,15 @@ if config.get("case_study"):
     def case_repr(model, lang):
         return str(_cs.repr_path(config, model, lang))
 
+    def main_text_embeddings(wildcards):
+        """The main embeddings of the same encoder: case-embed runs after them. Both jobs fill
+        the shared embedding cache, and for batch-sensitive encoders (USE-M's numpy forward
+        pass gives ~1 text in 70 a ~1e-7 different vector in another batch composition) the
+        cached vectors, and so CORR and the trained heads, would depend on which job ran first."""
+        if wildcards.encoder in config["encoders"]:
+            return [text_emb(wildcards.encoder, lang) for lang in config["languages"]]
+        return []
+
     def case_embed_outputs(encoder):
         return [case_field(encoder, lang, f) for lang in CASE["languages"] for f in ("title", "body")] + [
             case_repr(encoder, lang) for lang in CASE["languages"]
