@@ -43,37 +43,33 @@ def argsort_ranks(src: np.ndarray, tgt: np.ndarray, n_queries: int) -> np.ndarra
     return ranks
 
 
-def semantic_search_hits(src: np.ndarray, tgt: np.ndarray, k: int = K) -> np.ndarray:
+def _semantic_search(queries: np.ndarray, corpus: np.ndarray, k: int) -> list:
     import torch
     from sentence_transformers import util
 
-    res = util.semantic_search(torch.from_numpy(src), torch.from_numpy(tgt), top_k=k)
+    return util.semantic_search(torch.from_numpy(queries), torch.from_numpy(corpus), top_k=k)
+
+
+def _own_id_hits(res: list) -> np.ndarray:
+    """hit[i] = query i's own corpus id is among its results (the rank lookup)."""
     return np.array([any(h["corpus_id"] == i for h in hits) for i, hits in enumerate(res)])
+
+
+def semantic_search_hits(src: np.ndarray, tgt: np.ndarray, k: int = K) -> np.ndarray:
+    return _own_id_hits(_semantic_search(src, tgt, k))
+
+
+def semantic_search_top1(src, tgt2) -> np.ndarray:
+    return np.array([hits[0]["corpus_id"] for hits in _semantic_search(src, tgt2, 1)])
 
 
 def semantic_search_bkr_hits(src, tgt2, src_img, tgt_img, k: int = K) -> np.ndarray:
-    import torch
-    from sentence_transformers import util
-
-    top1 = util.semantic_search(torch.from_numpy(src), torch.from_numpy(tgt2), top_k=1)
-    t_star = np.array([hits[0]["corpus_id"] for hits in top1])
-    res = util.semantic_search(torch.from_numpy(tgt_img[t_star]), torch.from_numpy(src_img), top_k=k)
-    return np.array([any(h["corpus_id"] == i for h in hits) for i, hits in enumerate(res)])
+    return _own_id_hits(_semantic_search(tgt_img[semantic_search_top1(src, tgt2)], src_img, k))
 
 
 def semantic_search_image_topk(src_img, tgt_img, k: int = K) -> list:
     """The image side a careful semantic_search user would cache once per sample."""
-    import torch
-    from sentence_transformers import util
-
-    return util.semantic_search(torch.from_numpy(tgt_img), torch.from_numpy(src_img), top_k=k)
-
-
-def semantic_search_top1(src, tgt2) -> np.ndarray:
-    import torch
-    from sentence_transformers import util
-
-    return np.array([h[0]["corpus_id"] for h in util.semantic_search(torch.from_numpy(src), torch.from_numpy(tgt2), top_k=1)])
+    return _semantic_search(tgt_img, src_img, k)
 
 
 def _check_near_ties(mism, scores_of, true_of) -> None:

@@ -51,20 +51,19 @@ def normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
     # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow;
     # finiteness and row maxima per block (no full-size temporaries)
     scale = np.empty((arr.shape[0], 1), dtype=arr.dtype)
-    step0 = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
-    for start in range(0, arr.shape[0], step0):
-        blk = arr[start : start + step0]
+    step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
+    for start in range(0, arr.shape[0], step):
+        blk = arr[start : start + step]
         row_max = np.max(np.abs(blk), axis=1, keepdims=True) if blk.shape[1] else np.zeros((blk.shape[0], 1))
         if not np.isfinite(row_max).all():  # max propagates NaN and inf: one pass checks both
             raise ValueError("embedding matrix contains NaN or inf values")
-        scale[start : start + step0] = row_max
+        scale[start : start + step] = row_max
     scale[scale == 0] = 1
     if can_inplace:
         arr /= scale
     else:
         arr = arr / scale  # the only full-size copy; the rest is per block or in place
     norms = np.empty((arr.shape[0], 1), dtype=arr.dtype)
-    step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
     for start in range(0, arr.shape[0], step):  # row-wise reduction: same bits as one call
         norms[start : start + step] = np.linalg.norm(arr[start : start + step], axis=1, keepdims=True)
     norms[norms == 0] = 1
@@ -136,11 +135,14 @@ def _ranks_of_true(
     for start in range(0, n, step):
         stop = min(n, start + step)
         scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
-        rows = np.arange(stop - start)
-        true_scores = scores[rows, true_idx[start:stop]]
-        greater = np.greater(scores, true_scores[:, None], out=greater_buf[: stop - start])
-        ranks[start:stop] = 1 + np.count_nonzero(greater, axis=1)
+        ranks[start:stop] = _rank_in_rows(scores, true_idx[start:stop], greater_buf)
     return ranks
+
+
+def _rank_in_rows(scores: np.ndarray, true_cols: np.ndarray, greater_buf: np.ndarray) -> np.ndarray:
+    """1 + #{j : scores[r, j] > scores[r, true_cols[r]]} per row (``greater_buf``: reused mask)."""
+    true_scores = scores[np.arange(scores.shape[0]), true_cols]
+    return 1 + np.count_nonzero(np.greater(scores, true_scores[:, None], out=greater_buf[: scores.shape[0]]), axis=1)
 
 
 def _ranks_of_true_pivots(
@@ -178,9 +180,7 @@ def _ranks_of_true_pivots(
         for cs in range(0, len(block_queries), qstep):
             sel = block_queries[cs : cs + qstep]
             rows = np.take(scores, inv[sel] - us, axis=0, out=gather_buf[: len(sel)], mode="clip")
-            true_scores = rows[np.arange(len(sel)), true_idx[sel]]
-            greater = np.greater(rows, true_scores[:, None], out=greater_buf[: len(sel)])
-            ranks[sel] = 1 + np.count_nonzero(greater, axis=1)
+            ranks[sel] = _rank_in_rows(rows, true_idx[sel], greater_buf)
     return ranks
 
 

@@ -58,6 +58,11 @@ def text_emb(encoder, lang):
     return str(pipeline.text_emb_path(config, encoder, lang))
 
 
+def text_embs(encoder):
+    """All main text embeddings of one encoder (one per language): one embed_text job."""
+    return [text_emb(encoder, lang) for lang in config["languages"]]
+
+
 def image_emb():
     return str(pipeline.image_emb_path(config))
 
@@ -139,7 +144,7 @@ if config.get("case_study"):
         pass gives ~1 text in 70 a ~1e-7 different vector in another batch composition) the
         cached vectors, and so CORR and the trained heads, would depend on which job ran first."""
         if wildcards.encoder in config["encoders"]:
-            return [text_emb(wildcards.encoder, lang) for lang in config["languages"]]
+            return text_embs(wildcards.encoder)
         return []
 
     def case_embed_outputs(encoder):

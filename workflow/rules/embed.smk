@@ -3,7 +3,7 @@ rule embed_text:
         DATASET_DIR,
         encoder_extra_inputs,
     output:
-        [text_emb("{encoder}", lang) for lang in config["languages"]],
+        text_embs("{encoder}"),
     params:
         config=CONFIG,
         spec=lambda wc: json.dumps(config["encoders"][wc.encoder], sort_keys=True),
