@@ -4,7 +4,8 @@
                                  [--out report.md]
 
 Sections: machine, kernels (ours vs bare matrix products; shared image index), baselines
-(per-query argsort; sentence-transformers semantic_search), corr (exact vs max_pairs),
+(per-query argsort; sentence-transformers semantic_search; the fp32 ceiling), bf16screen (an
+evaluated alternative: bf16 product + exact re-check), corr (exact vs max_pairs),
 scaling (N = 1k..100k in subprocesses; --quick: 1k, 10k), projection (paper protocol from the
 measured units), gpu (only with --gpu: metrics_torch on CUDA vs numpy + accuracy check;
 prints "no CUDA device" without one). All inputs are SYNTHETIC normalised float32 embeddings.
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_common  # noqa: E402
 
-SECTIONS = ["machine", "kernels", "baselines", "corr", "scaling", "projection", "gpu"]
+SECTIONS = ["machine", "kernels", "baselines", "bf16screen", "corr", "scaling", "projection", "gpu"]
 SEEDS, ENCODERS, DIRECTIONS, N_PAPER = 25, 10, 8, 10_000
 
 
@@ -123,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
 
             body, all_units["baselines"] = bench_baselines.run(a.quick, a.n)
             emit("Baselines: per-query argsort, sentence-transformers semantic_search", body)
+        elif sec == "bf16screen":
+            import bench_bf16_screen
+
+            body, all_units["bf16screen"] = bench_bf16_screen.run(a.quick, a.n)
+            emit("Evaluated, not adopted: bf16 screening + exact re-check (XLR)", body)
         elif sec == "corr":
             import bench_corr
 
