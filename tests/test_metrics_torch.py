@@ -185,3 +185,46 @@ def test_shared_pivot_ranks_equal_numpy(block):
         torch.from_numpy(piv), torch.from_numpy(cand), torch.from_numpy(true_idx), block, query_idx=torch.from_numpy(rows)
     )
     assert got.numpy().tolist() == want.tolist()
+
+
+
+def _fp32_knobs() -> list[str]:
+    return [torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision]
+
+
+@pytest.mark.parametrize("mode", ["high", "medium"])
+def test_fp32_kernels_are_ieee_whatever_the_global_matmul_precision(mode, monkeypatch):
+    """A caller's torch.set_float32_matmul_precision("high"/"medium") (TF32 / bf16 products on
+    CUDA and oneDNN) must not reach the "fp32" kernels: every matrix product inside them runs
+    with the IEEE setting, and the caller's setting is back afterwards. (Recorded at each
+    product: on this CPU the reduced modes change float32 products only at the 1e-7 level, too
+    little to show in ranks reliably.)"""
+    if not hasattr(torch.backends.mkldnn, "matmul") or not hasattr(torch.backends.mkldnn.matmul, "fp32_precision"):
+        pytest.skip("this torch has no per-backend fp32_precision knobs")
+    rng = np.random.default_rng(7)
+    src, tgt = correlated(rng, 300, 64, 4.0)
+    s_img, t_img = correlated(rng, 300, 80, 1.0)
+    ref = (T.xlr_ranks(src, tgt, device=CPU), T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
+           T.build_image_index(s_img, t_img, device=CPU).codes)
+    seen: list[tuple[str, ...]] = []
+    matmul = torch.Tensor.__matmul__
+
+    def recording_matmul(self, other):
+        seen.append(tuple(_fp32_knobs()))
+        return matmul(self, other)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", recording_matmul)
+    before = _fp32_knobs()
+    torch.set_float32_matmul_precision(mode)
+    try:
+        set_by_mode = _fp32_knobs()
+        got = (T.xlr_ranks(src, tgt, device=CPU), T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
+               T.build_image_index(s_img, t_img, device=CPU).codes)
+        after = _fp32_knobs()
+    finally:
+        torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = before
+    assert set_by_mode != ["ieee", "ieee"]  # the mode does switch the knobs away from IEEE
+    assert len(seen) >= 4 and set(seen) == {("ieee", "ieee")}  # xlr, bkr (2), index
+    assert after == set_by_mode  # restored
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(g, r)

@@ -19,6 +19,9 @@ bit-identical normalised matrices — then moved to ``device`` in ``precision``:
     except where two scores differ by a few float32 ulps (different BLAS summation order);
     on data whose dot products are exact in float32 (e.g. entries ±1/2, ±1/4) they are
     identical, ties included (see tests/test_metrics_torch.py).
+    "fp32" means IEEE float32 even where the caller enabled TF32 or bf16 products with
+    ``torch.set_float32_matmul_precision("high"/"medium")`` (A100/H100/H200 users often do):
+    the kernels switch those modes off while they run and restore them after.
 ``"fp64"``
     float64 similarities (matches numpy's float64 path).
 ``"fp16"`` / ``"bf16"``
@@ -34,6 +37,8 @@ Half precision on CPU works but is slow (meant for testing the code path only).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,6 +113,38 @@ def _pair(a, b, what: str, device: torch.device, dtype: torch.dtype) -> tuple[to
     return _to_device(a_np, device, dtype), _to_device(b_np, device, dtype)
 
 
+@contextlib.contextmanager
+def _ieee_fp32() -> Iterator[None]:
+    """Inside: float32 matrix products are IEEE float32 on every backend, whatever the caller set.
+
+    ``torch.set_float32_matmul_precision("high"/"medium")`` (or the per-backend
+    ``fp32_precision`` knobs) make float32 products run in TF32 on CUDA and in TF32/bf16
+    through oneDNN on CPUs that have it — ~3 significant digits, which silently changes
+    ranks. The kernels switch those knobs to ``"ieee"`` and restore the caller's values on
+    exit (also used as a decorator). Half-precision paths are unaffected (their dtype is
+    explicit). torch without the per-backend knobs: the global setting is used instead.
+    """
+    knobs = [k for k in (getattr(torch.backends.cuda, "matmul", None),
+                         getattr(getattr(torch.backends, "mkldnn", None), "matmul", None))
+             if k is not None and hasattr(k, "fp32_precision")]
+    if knobs:
+        saved = [k.fp32_precision for k in knobs]
+        for k in knobs:
+            k.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            for k, v in zip(knobs, saved):
+                k.fp32_precision = v
+    else:  # pragma: no cover - older torch without the per-backend knobs
+        saved_global = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("highest")
+        try:
+            yield
+        finally:
+            torch.set_float32_matmul_precision(saved_global)
+
+
 def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
     if block_elems < 1:
         raise ValueError("block_elems must be >= 1")
@@ -119,6 +156,7 @@ def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
 
 
 @torch.no_grad()
+@_ieee_fp32()
 def _ranks_of_true(
     queries: torch.Tensor,
     candidates: torch.Tensor,
@@ -148,6 +186,7 @@ def _ranks_of_true(
 
 
 @torch.no_grad()
+@_ieee_fp32()
 def _ranks_of_true_pivots(
     pivots: torch.Tensor,
     candidates: torch.Tensor,
@@ -192,6 +231,7 @@ def _first_argmax(scores: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
+@_ieee_fp32()
 def _nearest(queries: torch.Tensor, candidates: torch.Tensor, block_elems: int = DEFAULT_BLOCK_ELEMS) -> torch.Tensor:
     n = int(queries.shape[0])
     out = torch.empty(n, dtype=torch.int64, device=candidates.device)
@@ -287,6 +327,7 @@ def bkr(
 
 
 @torch.no_grad()
+@_ieee_fp32()
 def build_image_index(
     src_img,
     tgt_img,
