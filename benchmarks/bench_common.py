@@ -202,6 +202,17 @@ def machine_info() -> dict[str, str]:
     return info
 
 
+def main_quick_n(doc: str | None, run: Callable[[bool, int], tuple[str, Any]]) -> None:
+    """``python benchmarks/<script>.py [--quick] [--n N]``: print the script's report."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n", type=int, default=10_000)
+    a = ap.parse_args()
+    print(run(a.quick, a.n)[0])
+
+
 def md_table(headers: list[str], rows: list[list[Any]]) -> str:
     def fmt(v: Any) -> str:
         if isinstance(v, float):

@@ -9,7 +9,6 @@ image ranking; same shape and cost as t_img[t_star]@src_img.T), each one full sg
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import make_data, md_table, measure  # noqa: E402
+from bench_common import main_quick_n, make_data, md_table, measure  # noqa: E402
 
 from backretrieval import metrics as M  # noqa: E402
 
@@ -86,8 +85,4 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--n", type=int, default=10_000)
-    a = ap.parse_args()
-    print(run(a.quick, a.n)[0])
+    main_quick_n(__doc__, run)
