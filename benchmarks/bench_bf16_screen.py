@@ -103,7 +103,7 @@ def bf16_screened_xlr_ranks(src: np.ndarray, tgt: np.ndarray, block_rows: int = 
 
 def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError as exc:
         return f"skipped: torch not importable ({exc})", {}
     d = make_data(n)
@@ -112,8 +112,6 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
     bf16_screened_xlr_ranks(src[:512], tgt[:512])  # warm-up (torch thread pool, oneDNN kernels)
     t_ours, c_ours, r_ours = measure(lambda: M.xlr_ranks(src, tgt), rep)
     t_bare, c_bare, _ = measure(lambda: src @ tgt.T, rep)
-    import torch
-
     qb, tb = torch.from_numpy(src).bfloat16(), torch.from_numpy(tgt).bfloat16()
     t_bf, c_bf, _ = measure(lambda: qb @ tb.T, rep)
     t_scr, c_scr, (r_scr, info) = measure(lambda: bf16_screened_xlr_ranks(src, tgt), rep)
@@ -135,7 +133,8 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
     ]
     text = (f"N={n:,}, d=768, float32 inputs, best of {rep}. Not used by the library; see the module docstring.\n\n"
             + md_table(["XLR ranks", "wall s", "CPU s", "× ours (wall)", "check"], rows))
-    units = {**{k: info[k] for k in ("product_s", "screen_s", "recheck_s")}, "ours_s": t_ours, "bare_fp32_s": t_bare, "bare_bf16_s": t_bf, "screened_s": t_scr,
+    units = {**{k: info[k] for k in ("product_s", "screen_s", "recheck_s")}, "ours_s": t_ours,
+             "bare_fp32_s": t_bare, "bare_bf16_s": t_bf, "screened_s": t_scr,
              "band_pairs": int(info["band_pairs"]), "eps0": info["eps0"], "differ": int(len(diff))}
     return text, units
 

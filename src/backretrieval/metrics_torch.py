@@ -38,9 +38,9 @@ Half precision on CPU works but is slow (meant for testing the code path only).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
@@ -48,6 +48,7 @@ import torch
 from . import metrics as M
 
 Precision = Literal["fp32", "fp64", "fp16", "bf16"]
+F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_BLOCK_ELEMS = M.DEFAULT_BLOCK_ELEMS
 _DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
@@ -145,6 +146,11 @@ def _ieee_fp32() -> Iterator[None]:
             torch.set_float32_matmul_precision(saved_global)
 
 
+def _kernel(fn: F) -> F:
+    """The kernels' common frame: no autograd, IEEE float32 products (``_ieee_fp32``)."""
+    return torch.no_grad()(_ieee_fp32()(fn))  # type: ignore[return-value]
+
+
 def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
     if block_elems < 1:
         raise ValueError("block_elems must be >= 1")
@@ -155,8 +161,7 @@ def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
 # core kernels (tensors already normalised and on the device)
 
 
-@torch.no_grad()
-@_ieee_fp32()
+@_kernel
 def _ranks_of_true(
     queries: torch.Tensor,
     candidates: torch.Tensor,
@@ -185,8 +190,7 @@ def _ranks_of_true(
     return ranks
 
 
-@torch.no_grad()
-@_ieee_fp32()
+@_kernel
 def _ranks_of_true_pivots(
     pivots: torch.Tensor,
     candidates: torch.Tensor,
@@ -230,8 +234,7 @@ def _first_argmax(scores: torch.Tensor) -> torch.Tensor:
     return idx
 
 
-@torch.no_grad()
-@_ieee_fp32()
+@_kernel
 def _nearest(queries: torch.Tensor, candidates: torch.Tensor, block_elems: int = DEFAULT_BLOCK_ELEMS) -> torch.Tensor:
     n = int(queries.shape[0])
     out = torch.empty(n, dtype=torch.int64, device=candidates.device)
@@ -326,8 +329,7 @@ def bkr(
     return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, device, precision), k)
 
 
-@torch.no_grad()
-@_ieee_fp32()
+@_kernel
 def build_image_index(
     src_img,
     tgt_img,
