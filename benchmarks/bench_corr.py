@@ -30,7 +30,7 @@ def _peak(hwm0: float | None) -> float:
 
 
 def child(n: int, pairs: str) -> dict:
-    from backretrieval import metrics as M
+    from backretrieval.metrics import kernels as M
 
     d = make_data(n)
     base = rss_mb()

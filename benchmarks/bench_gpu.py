@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import make_data, md_table, measure  # noqa: E402
 
-from backretrieval import metrics as M  # noqa: E402
+from backretrieval.metrics import kernels as M  # noqa: E402
 
 FP16_TOLERANCE = 0.01
 
@@ -37,7 +37,7 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
         return f"no CUDA device (torch not importable: {exc})", {}
     if device == "cuda" and not torch.cuda.is_available():
         return "no CUDA device", {}
-    from backretrieval import metrics_torch as T
+    from backretrieval.metrics import torch_kernels as T
 
     dev = device
     sizes = [n] if quick else sorted({n, 30_000})

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parts.append(tail)
     print(tail)
     if a.out:
-        from backretrieval.io import write_json, write_text
+        from backretrieval._util.io import write_json, write_text
 
         write_text(a.out, "\n".join(parts) + "\n")
         write_json(a.out.with_suffix(".json"), all_units)  # raw measured units

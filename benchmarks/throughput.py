@@ -23,7 +23,7 @@ import numpy as np
 
 from backretrieval.embedding import embed_images, embed_texts
 from backretrieval.encoders import build_text_encoder
-from backretrieval.image_features import build_image_backbone
+from backretrieval.images import build_image_backbone
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from backretrieval.datasets.byo import Problem, has_errors, validate_dataset
+from backretrieval.data.byo import Problem, has_errors, validate_dataset
 
 GOOD_ITEMS = (
     "item_id,lang,image_id,title,body\n"

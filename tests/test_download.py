@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from backretrieval.datasets import archive, download
-from backretrieval.datasets.download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url
+from backretrieval.data import archive, download
+from backretrieval.data.download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url
 from backretrieval.errors import InputError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
@@ -37,7 +37,7 @@ REL = "data/task1/raw/test_2016_flickr.en.gz"
 
 
 def _pins() -> dict[str, str]:
-    from backretrieval.datasets.multi30k import load_checksums
+    from backretrieval.data.sources.multi30k import load_checksums
 
     return load_checksums()
 

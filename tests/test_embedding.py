@@ -21,7 +21,7 @@ from backretrieval.embedding import (
     text_key,
 )
 from backretrieval.errors import InputError
-from backretrieval.io import load_npz
+from backretrieval._util.io import load_npz
 
 
 class CountingEncoder:
@@ -237,7 +237,7 @@ def test_embed_dataset_text(tmp_path: Path) -> None:
 
 def test_embed_dataset_images_files_and_precomputed(tmp_path: Path, monkeypatch) -> None:
     root = _dataset(tmp_path / "ds")
-    import backretrieval.image_features as imf
+    import backretrieval.images as imf
 
     bb = FakeBackbone()
     monkeypatch.setattr(imf, "build_image_backbone", lambda bb_id, spec: bb)

@@ -278,9 +278,9 @@ def test_callable_encoder(tmp_path: Path, monkeypatch) -> None:
 
 def test_wordvec_type_dispatches_lazily(monkeypatch) -> None:
     calls = []
-    fake = types.ModuleType("backretrieval.wordvec")
+    fake = types.ModuleType("backretrieval.encoders.wordvec")
     fake.build_wordvec_encoder = lambda enc_id, spec: calls.append((enc_id, spec)) or "built"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "backretrieval.wordvec", fake)
+    monkeypatch.setitem(sys.modules, "backretrieval.encoders.wordvec", fake)
     assert build_text_encoder("ft", {"type": "wordvec", "method": "procrustes"}) == "built"
     assert calls == [("ft", {"type": "wordvec", "method": "procrustes"})]
 

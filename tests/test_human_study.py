@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from backretrieval.errors import InputError
-from backretrieval.human_study import (
+from backretrieval.study.human_study import (
     HTML_NAME,
     KEY_FORMAT,
     KEY_NAME,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
 
-from backretrieval import metrics as M
+from backretrieval.metrics import kernels as M
 
 # ---------------------------------------------------------------------------------------------
 # slow references: one query at a time, written independently of the vectorised code

@@ -15,8 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not importable; metrics_torch untested")
 
-from backretrieval import metrics as M  # noqa: E402
-from backretrieval import metrics_torch as T  # noqa: E402
+from backretrieval.metrics import kernels as M  # noqa: E402
+from backretrieval.metrics import torch_kernels as T  # noqa: E402
 
 CPU = "cpu"
 

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backretrieval import dataset as ds
-from backretrieval.datasets import ikea, multi30k, stair
+from backretrieval.data import prepared as ds
+from backretrieval.data.sources import ikea, multi30k, stair
 from backretrieval.errors import InputError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"

@@ -90,7 +90,7 @@ def test_metrics_json_shape():
 
 def test_report_marks_significant_cells(tmp_path, monkeypatch):
     """build_report puts the Wilcoxon (Bonferroni) marker on the better cell of Table 1."""
-    from backretrieval import io
+    from backretrieval._util import io
     from backretrieval.report import build_report
 
     monkeypatch.chdir(tmp_path)

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from backretrieval.errors import InputError
-from backretrieval.sampling import Sample, draw_sample
+from backretrieval.data.sampling import Sample, draw_sample
 
 
 def _items(n, langs=("en", "de"), shared_images=False):

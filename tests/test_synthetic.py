@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 from scipy.stats import spearmanr
 
-from backretrieval import dataset, synthetic
+from backretrieval import synthetic
+from backretrieval.data import prepared as dataset
 from backretrieval.errors import InputError
 
 N = 40

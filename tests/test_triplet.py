@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from backretrieval.errors import InputError  # noqa: E402
-from backretrieval.triplet import (  # noqa: E402
+from backretrieval.study.triplet import (  # noqa: E402
     TripletConfig,
     build_head,
     encode,

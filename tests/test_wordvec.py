@@ -1,4 +1,4 @@
-"""Tests for backretrieval.dictionaries (FreeDict) and backretrieval.wordvec (fastText + maps)."""
+"""Tests for backretrieval.encoders.dictionaries (FreeDict) and backretrieval.encoders.wordvec (fastText + maps)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
-from backretrieval.dictionaries import (
+from backretrieval.encoders.dictionaries import (
     load_freedict_pairs,
     parse_article,
     rank_seed_pairs,
@@ -19,7 +19,7 @@ from backretrieval.dictionaries import (
     tokenize,
 )
 from backretrieval.errors import ConfigError, InputError
-from backretrieval.wordvec import (
+from backretrieval.encoders.wordvec import (
     align_cca,
     align_procrustes,
     align_rcsls,
@@ -376,7 +376,7 @@ needs_m30k = pytest.mark.skipif(
 def test_fasttext_training_is_bit_identical():
     # the end-to-end test's settings; NB: very short runs (2000 lines, 2 epochs) of
     # fasttext-numpy2 0.10.4 were seen to be non-deterministic and to fail with
-    # "Encountered NaN." now and then - see the module docstring of backretrieval.wordvec
+    # "Encountered NaN." now and then - see the module docstring of backretrieval.encoders.wordvec
     sents = _lines(M30K / "train.en.gz", 3000)
     a = train_fasttext(sents, dim=50, epochs=5, seed=0)
     b = train_fasttext(sents, dim=50, epochs=5, seed=0)

@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import io, stats
-from .dataset import load_image_table, load_items, read_meta
+from . import stats
+from ._util import io
+from .data.prepared import load_image_table, load_items, read_meta
 from .errors import ConfigError, InputError
-from .metrics import BkrImageIndex, backretrieve, normalize
+from .metrics.kernels import BkrImageIndex, backretrieve, normalize
 from .reporting import save_figure
-from .sampling import draw_sample
+from .data.sampling import draw_sample
 
 log = logging.getLogger("backretrieval")
 
@@ -228,7 +229,7 @@ def select_step(cfg: dict, dataset: Path, out_json: Path) -> str:
 
 
 def train_step(cfg: dict, dataset: Path, head: str, chosen_json: Path) -> None:
-    from .triplet import TripletConfig, encode, plot_loss_curves, save_head, train_heads
+    from .study.triplet import TripletConfig, encode, plot_loss_curves, save_head, train_heads
 
     if head not in HEADS:
         raise ConfigError(f"head must be one of {HEADS}, got {head!r}")
@@ -434,7 +435,7 @@ def _resolve_model(name: str, chosen: str) -> str:
 
 
 def sheets_step(cfg: dict, dataset: Path) -> None:
-    from .human_study import make_sheets, top_k_suggestions
+    from .study.human_study import make_sheets, top_k_suggestions
 
     cs, hs = case_cfg(cfg), human_cfg(cfg)
     chosen = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))["chosen"]
@@ -476,7 +477,7 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
 
 def simulate_step(cfg: dict, dataset: Path) -> Path:
     """SIMULATED ratings from the synthetic ground truth (scene similarity)."""
-    from .human_study import simulate_ratings
+    from .study.human_study import simulate_ratings
     from .synthetic import load_scenes, scene_similarity
 
     meta = read_meta(dataset)
@@ -498,7 +499,7 @@ def ratings_path(cfg: dict) -> Path:
 
 
 def tally_step(cfg: dict) -> None:
-    from .human_study import tally, tally_markdown
+    from .study.human_study import tally, tally_markdown
 
     hs = human_cfg(cfg)
     simulated = not hs.get("ratings")

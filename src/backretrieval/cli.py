@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, io, pipeline
+from . import __version__, pipeline
+from ._util import io
 from .config import load_config
 from .errors import BackretrievalError, ModelUnavailableError
 
@@ -39,7 +40,7 @@ def cmd_validate_config(args) -> int:
 
 def cmd_prepare(args) -> int:
     cfg = _cfg(args)
-    from .prepare import prepare_dataset
+    from .data.prepare import prepare_dataset
 
     if args.corpus:
         corpora = cfg.get("corpora") or {}
@@ -151,7 +152,7 @@ def cmd_case(args) -> int:
 
 def cmd_tally(args) -> int:
     """Tally any ratings file against its sealed key (no config needed)."""
-    from .human_study import tally, tally_markdown
+    from .study.human_study import tally, tally_markdown
 
     res = tally(Path(args.ratings), Path(args.key))
     md = tally_markdown(res)
@@ -162,7 +163,7 @@ def cmd_tally(args) -> int:
 
 
 def cmd_validate_dataset(args) -> int:
-    from .datasets.byo import validate_dataset
+    from .data.byo import validate_dataset
 
     problems = validate_dataset(Path(args.root))
     for p in problems:

@@ -101,7 +101,7 @@ class EmbeddingCache:
         """Write a new shard (atomic, unique name). Returns its path (None if nothing to add)."""
         if not len(keys):
             return None
-        from .io import atomic_path, write_json
+        from ._util.io import atomic_path, write_json
 
         self.dir.mkdir(parents=True, exist_ok=True)
         meta = self.dir / "fingerprint.json"
@@ -120,7 +120,7 @@ class EmbeddingCache:
 
     def compact(self) -> None:
         """Merge all shards into one (safe with concurrent readers and writers)."""
-        from .io import atomic_path
+        from ._util.io import atomic_path
 
         shards = self.shards()
         if len(shards) < 2:
@@ -273,9 +273,9 @@ def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, t
                        out_path: Path, cache_dir: Path | None, progress: bool = True) -> None:
     """Embed the ``text_field`` texts of ``lang`` in a prepared dataset; write ``out_path``
     (npz: ``emb`` float32 (n, d), ``ids`` item ids in items-file order)."""
-    from .dataset import load_items, texts_for
+    from .data.prepared import load_items, texts_for
     from .encoders import build_text_encoder
-    from .io import save_npz
+    from ._util.io import save_npz
 
     items = load_items(dataset_root)
     ids, texts = texts_for(items, lang, text_field)
@@ -292,9 +292,9 @@ def embed_dataset_images(dataset_root: Path, bb_id: str, spec: dict, out_path: P
                          cache_dir: Path | None, progress: bool = True) -> None:
     """Image features of a prepared dataset (``images.csv`` files, or for ``type: precomputed``
     ``features/<name>.npy``); write ``out_path`` (npz: ``emb`` float32 (m, d), ``ids`` image ids)."""
-    from .dataset import load_image_table, load_precomputed_features, resolve_inside
-    from .image_features import build_image_backbone
-    from .io import save_npz
+    from .data.prepared import load_image_table, load_precomputed_features, resolve_inside
+    from .images import build_image_backbone
+    from ._util.io import save_npz
 
     backbone = build_image_backbone(bb_id, spec)
     if spec.get("type") == "precomputed":

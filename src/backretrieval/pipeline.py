@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import io
-from .dataset import load_items, read_meta
+from ._util import io
+from .data.prepared import load_items, read_meta
 from .errors import InputError
-from .metrics import evaluate_sample
-from .sampling import Sample, draw_samples
+from .metrics.kernels import evaluate_sample
+from .data.sampling import Sample, draw_samples
 
 log = logging.getLogger("backretrieval")
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import io, pipeline, reporting, stats
-from .dataset import read_meta
+from . import pipeline, reporting, stats
+from ._util import io
+from .data.prepared import read_meta
 
 
 def software_versions() -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import io
+from ._util import io
 
 METHOD_LABEL = {"bkr_recall": "BkR", "corr": "CORR"}
 STAT_LABEL = {"pearson": "Pearson", "spearman": "Spearman"}

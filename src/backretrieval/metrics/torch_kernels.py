@@ -45,7 +45,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import torch
 
-from . import metrics as M
+from . import kernels as M
 
 Precision = Literal["fp32", "fp64", "fp16", "bf16"]
 F = TypeVar("F", bound=Callable[..., Any])

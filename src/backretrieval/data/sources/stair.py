@@ -31,10 +31,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..errors import InputError
+from ...errors import InputError
 from ._common import place_images, staged_dir, write_prepared
-from .archive import safe_extract
-from .download import fetch, resolve_url
+from ..archive import safe_extract
+from ..download import fetch, resolve_url
 
 STAIR_BASE = "https://github.com/STAIR-Lab-CIT/STAIR-captions/raw/master/"
 STAIR_ARCHIVE = "stair_captions_v1.2.tar.gz"

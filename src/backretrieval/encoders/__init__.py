@@ -27,7 +27,7 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
     rcsls:     {type: rcsls, vectors: {en: a.vec, de: b.vec}}      # wiki.<lang>.align.vec
     glove-mt:  {type: glove-translate, glove: glove.840B.300d.txt, translations: mt.tsv}
     mine:      {type: callable, target: "mypkg.mymod:embed"}
-    ft-procrustes: {type: wordvec, ...}                    # see backretrieval.wordvec
+    ft-procrustes: {type: wordvec, ...}                    # see backretrieval.encoders.wordvec
 
 Common optional keys: ``device`` (``auto``/``cpu``/``cuda``), ``batch_size`` (inside the model
 call), ``normalize`` (L2-normalise rows; default true for sentence encoders).
@@ -51,7 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ConfigError, InputError, ModelUnavailableError
+from ..errors import ConfigError, InputError, ModelUnavailableError
 
 
 @runtime_checkable
@@ -621,7 +621,7 @@ class LaserEncoder(_Base):
 
 def download_file(url: str, dest: Path, timeout: float = 30.0) -> Path:
     """Fetch ``url`` (http(s)/file) to ``dest`` atomically (temp file + rename)."""
-    from .io import atomic_path
+    from .._util.io import atomic_path
 
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp, atomic_path(dest) as tmp:

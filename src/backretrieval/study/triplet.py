@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from .errors import ConfigError, InputError
-from .io import atomic_path, write_json
+from ..errors import ConfigError, InputError
+from .._util.io import atomic_path, write_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

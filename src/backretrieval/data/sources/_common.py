@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pandas as pd
 
-from ..errors import InputError
-from ..io import write_csv, write_json
+from ...errors import InputError
+from ..._util.io import write_csv, write_json
 
 ITEM_COLUMNS = ["item_id", "lang", "image_id", "title", "body", "split"]
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Sample:
 
 
 def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed: int, parallel: bool) -> Sample:
-    """Draw one seed's sample from a prepared ``items`` table (see backretrieval.dataset)."""
+    """Draw one seed's sample from a prepared ``items`` table (see backretrieval.data.prepared)."""
     if n < 1:
         raise InputError(f"sample size N must be >= 1, got {n}")
     src = items[items["lang"] == src_lang]

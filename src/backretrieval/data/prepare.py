@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def prepare_dataset(cfg: dict, out_dir: Path) -> None:
@@ -12,7 +12,7 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
     source = ds["source"]
     opts = dict(ds.get("options") or {})
     if source == "synthetic":
-        from .synthetic import generate
+        from ..synthetic import generate
 
         syn = ds.get("synthetic") or {}
         generate(
@@ -25,7 +25,7 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
         return
     if source == "prepared":
         # a folder the user prepared in the documented format; validated, then linked
-        from .dataset import load_items, read_meta
+        from .prepared import load_items, read_meta
 
         src = Path(opts.get("path", ""))
         read_meta(src)
@@ -37,6 +37,6 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
             raise ConfigError(f"{out_dir} exists and is not {src}; remove it first")
         out_dir.symlink_to(src.resolve(), target_is_directory=True)
         return
-    from .datasets import prepare_from_config  # real datasets (download + prepare)
+    from .from_config import prepare_from_config  # real datasets (download + prepare)
 
     prepare_from_config(source, opts, cfg, out_dir)

@@ -14,10 +14,10 @@ fastText vectors per language, mapped into the English space with a seed diction
 
 Here the vectors are trained on the prepared dataset's *own* texts (a small corpus: ~30k
 captions per language for Multi30K), the seed dictionaries come from Debian's FreeDict
-packages (:mod:`backretrieval.dictionaries`), so nothing is downloaded.
+packages (:mod:`backretrieval.encoders.dictionaries`), so nothing is downloaded.
 
 Documents are the (optionally SIF-weighted, Arora et al. 2017) mean of their aligned word
-vectors; tokens are :func:`~backretrieval.dictionaries.tokenize` (Unicode letters/marks/digits,
+vectors; tokens are :func:`~backretrieval.encoders.dictionaries.tokenize` (Unicode letters/marks/digits,
 lowercased). Out-of-vocabulary tokens are skipped (a text of only unknown words gets a zero
 vector); with the default ``min_count: 1`` every word of the training corpus has a vector.
 
@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from . import io as bio
+from .._util import io as bio
 from .dictionaries import (
     DEFAULT_DICT_DIR,
     load_freedict_pairs,
@@ -85,7 +85,7 @@ from .dictionaries import (
     select_seed_pairs,
     tokenize,
 )
-from .errors import ConfigError, InputError, ModelUnavailableError
+from ..errors import ConfigError, InputError, ModelUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -593,7 +593,7 @@ class WordVecEncoder:
     # ---- corpus ----
     def _load_sentences(self) -> dict[str, list[str]]:
         if self._sentences is None:
-            from .dataset import load_items
+            from ..data.prepared import load_items
 
             root = Path(self.spec.corpus)
             if not root.exists():

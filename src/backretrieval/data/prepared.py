@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..errors import InputError
 
 REQUIRED_ITEM_COLUMNS = ("item_id", "lang", "image_id", "title", "body")
 TEXT_FIELDS = ("title", "body", "title_body")

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "TestResult",

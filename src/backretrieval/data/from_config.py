@@ -27,7 +27,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
     langs = list(cfg["languages"])
     mirror = opts.get("mirror")
     if source in ("multi30k_task1", "multi30k_task2", "flickr8k_multi30k"):
-        from . import multi30k as m
+        from .sources import multi30k as m
 
         dl = Path(opts.get("download_dir", "data/downloads/multi30k"))
         if source == "multi30k_task1":
@@ -51,7 +51,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         return m.prepare_flickr8k_subset(dl, opts["images_dir"], opts["mapping_csv"], out_dir, langs=langs,
                                          name=cfg["dataset"]["name"])
     if source == "stair":
-        from . import stair as s
+        from .sources import stair as s
 
         dl = Path(opts.get("download_dir", "data/downloads/stair"))
         stair = s.download_stair(dl, opts.get("stair_mirror", mirror))
@@ -61,7 +61,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
                                images_dir=images_dir or coco["val2014"],
                                max_images=opts.get("max_images"), name=cfg["dataset"]["name"])
     if source == "ikea":
-        from . import ikea as k
+        from .sources import ikea as k
 
         dl = Path(opts.get("download_dir", "data/downloads/ikea"))
         repo = k.download_ikea(dl, mirror)

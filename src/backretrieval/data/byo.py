@@ -1,7 +1,7 @@
 """Validation of bring-your-own corpora (e.g. recipes per language, no parallel texts).
 
 :func:`validate_dataset` checks a folder in the prepared format (see
-``backretrieval/dataset.py``) and returns *all* problems found instead of stopping at the
+``backretrieval/data/prepared.py``) and returns *all* problems found instead of stopping at the
 first one, each naming file, row (1-based line of the CSV, header = line 1) and field.
 ``error`` problems make the dataset unusable (the CLI exits 1); ``warning`` problems are
 worth a look (unknown language code, duplicate texts, unused images).
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS
+from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS
 
 _LANG_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 

@@ -32,10 +32,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..errors import InputError
+from ...errors import InputError
 from ._common import place_images, read_lines, staged_dir, write_prepared
-from .archive import safe_extract
-from .download import fetch, resolve_url
+from ..archive import safe_extract
+from ..download import fetch, resolve_url
 
 ARCHIVE_BASE = "https://github.com/sampalomad/IKEA-Dataset/archive/"
 PINS: dict[str, str | None] = {"master.zip": None}

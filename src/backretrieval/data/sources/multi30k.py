@@ -38,10 +38,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..io import atomic_path, write_text
+from ...errors import InputError
+from ..._util.io import atomic_path, write_text
 from ._common import place_images, read_lines, staged_dir, write_prepared
-from .download import fetch, resolve_url
+from ..download import fetch, resolve_url
 
 UPSTREAM_COMMIT = "a3d2e0d"  # short hash only (see module docstring)
 UPSTREAM_BASE = f"https://github.com/multi30k/dataset/raw/{UPSTREAM_COMMIT}/"

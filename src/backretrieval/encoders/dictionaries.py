@@ -16,7 +16,7 @@ An article looks like (eng-deu)::
 or (eng-fra) ``man /mein/\\n1. être humain, homme\\n2. mâle``. We keep the first line's headword
 and the translation lines (not examples, notes, synonyms or cross references), strip labels
 (``[zool.]``, ``<masc>``, ``(...)``, ``/pron/``, sense numbers), split on ``,``/``;`` and keep
-*single-token* words on both sides (token = :func:`backretrieval.wordvec.tokenize` rule),
+*single-token* words on both sides (token = :func:`backretrieval.encoders.wordvec.tokenize` rule),
 lowercased, since the seed dictionaries align word vectors.
 
 :func:`select_seed_pairs` picks the graded seed dictionaries (1K ⊂ 3K ⊂ 5K, Glavaš et al. 2019)
@@ -33,7 +33,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 DEFAULT_DICT_DIR = Path("/usr/share/dictd")
 

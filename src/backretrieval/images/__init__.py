@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ConfigError, InputError, ModelUnavailableError
+from ..errors import ConfigError, InputError, ModelUnavailableError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -330,7 +330,7 @@ class TorchvisionBackbone(_TorchBackbone):
 
 class PrecomputedBackbone:
     """Features shipped with the dataset (``features/<name>.npy`` + ``.ids.txt``). It cannot
-    encode image files; use :func:`backretrieval.dataset.load_precomputed_features`."""
+    encode image files; use :func:`backretrieval.data.prepared.load_precomputed_features`."""
 
     type_name = "precomputed"
 

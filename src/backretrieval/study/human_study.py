@@ -50,8 +50,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .io import write_csv, write_text
+from ..errors import InputError
+from .._util.io import write_csv, write_text
 
 RATING_LABELS: dict[int, str] = {
     1: "very relevant",
