@@ -18,9 +18,9 @@ import pytest
 from backretrieval.encoders import (
     ENCODER_TYPES,
     build_text_encoder,
-    folder_signature,
     uses_lang,
 )
+from backretrieval.encoders.base import folder_signature
 from backretrieval.errors import ConfigError, InputError, ModelUnavailableError
 
 
