@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from backretrieval.errors import ConfigError, InputError, ModelUnavailableError
-from backretrieval.images import build_image_backbone, load_rgb, preprocess, to_rgb
+from backretrieval.images import build_image_backbone
+from backretrieval.images.preprocess import load_rgb, preprocess, to_rgb
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 FLICKR = SHARED / "flickr8k-images"

@@ -1,0 +1,31 @@
+"""Features shipped with a dataset (no image files are encoded)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import _fingerprint_from
+
+
+class PrecomputedBackbone:
+    """Features shipped with the dataset (``features/<name>.npy`` + ``.ids.txt``). It cannot
+    encode image files; use :func:`backretrieval.data.prepared.load_precomputed_features`."""
+
+    type_name = "precomputed"
+
+    def __init__(self, bb_id: str, spec: dict) -> None:
+        self.id = bb_id
+        self.name = str(spec.get("name", bb_id))
+        self.dim = int(spec.get("dim", 0))
+
+    def fingerprint(self) -> str:
+        return _fingerprint_from({"type": self.type_name, "name": self.name})
+
+    def encode_images(self, paths: Sequence[Path]) -> np.ndarray:
+        raise ConfigError(
+            f"backbone '{self.id}' is precomputed (features/{self.name}.npy): it cannot encode image files"
+        )
