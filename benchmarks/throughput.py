@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backretrieval.embedding import embed_images, embed_texts
 from backretrieval.encoders import build_text_encoder
+from backretrieval.encoders.embed import embed_texts
 from backretrieval.images import build_image_backbone
+from backretrieval.images.embed import embed_images
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

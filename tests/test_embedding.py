@@ -11,15 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import backretrieval.embedding as emb_mod
-from backretrieval.embedding import (
-    EmbeddingCache,
-    embed_dataset_images,
-    embed_dataset_text,
-    embed_images,
-    embed_texts,
-    text_key,
-)
+import backretrieval._util.cache as cache_mod
+from backretrieval._util.cache import EmbeddingCache, text_key
+from backretrieval.encoders.embed import embed_texts
+from backretrieval.images.embed import embed_images
+from backretrieval.steps.embed import embed_dataset_images, embed_dataset_text
 from backretrieval.errors import InputError
 from backretrieval._util.io import load_npz
 
@@ -148,7 +144,7 @@ def test_concurrent_writers_and_compaction(tmp_path: Path, monkeypatch) -> None:
     probe = CountingEncoder()
     np.testing.assert_array_equal(embed_texts(probe, allt, tmp_path, progress=False), _expected(probe, allt))
     assert probe.seen == []
-    monkeypatch.setattr(emb_mod, "COMPACT_AT", 4)
+    monkeypatch.setattr(cache_mod, "COMPACT_AT", 4)
     embed_texts(probe, ["one more"], tmp_path, progress=False)  # 5th shard triggers compaction
     assert len(cache.shards()) == 1
     np.testing.assert_array_equal(embed_texts(probe, allt + ["one more"], tmp_path, progress=False),

@@ -29,7 +29,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def test_import_does_not_import_torch() -> None:
-    code = "import sys, backretrieval.encoders, backretrieval.embedding; print('torch' in sys.modules)"
+    code = "import sys, backretrieval.encoders, backretrieval.encoders.embed, backretrieval.images, backretrieval.images.embed; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

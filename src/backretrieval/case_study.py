@@ -144,7 +144,7 @@ def _concat_repr(title: np.ndarray, body: np.ndarray) -> np.ndarray:
 
 
 def embed_step(cfg: dict, dataset: Path, encoder: str) -> None:
-    from .embedding import embed_texts
+    from .encoders.embed import embed_texts
     from .encoders import build_text_encoder
 
     cs = case_cfg(cfg)

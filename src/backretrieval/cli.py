@@ -55,7 +55,7 @@ def cmd_prepare(args) -> int:
 
 def cmd_embed_text(args) -> int:
     cfg = _cfg(args)
-    from .embedding import embed_dataset_text
+    from .steps.embed import embed_dataset_text
 
     enc = args.encoder
     if enc not in cfg["encoders"]:
@@ -78,7 +78,7 @@ def cmd_embed_text(args) -> int:
 
 def cmd_embed_images(args) -> int:
     cfg = _cfg(args)
-    from .embedding import embed_dataset_images
+    from .steps.embed import embed_dataset_images
 
     bb = args.backbone or cfg["image_backbone"]
     embed_dataset_images(pipeline.dataset_root(cfg), bb, dict(cfg["backbones"][bb]),

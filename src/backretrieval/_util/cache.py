@@ -1,4 +1,4 @@
-"""Content-addressed embedding cache and "embed this dataset" functions.
+"""Content-addressed embedding cache and the cached encoding loop.
 
 Cache layout (``cache_dir`` is e.g. ``.cache/embeddings``)::
 
@@ -14,8 +14,10 @@ union of all shards. When a folder holds more than :data:`COMPACT_AT` shards, th
 them into one (the merged shard is written before the old ones are removed; readers skip
 shards that vanish between listing and reading).
 
-Only cache misses are encoded: texts are deduplicated, sorted by length and batched; each row
-of the result depends only on its own text (rows are placed back by index), never on order.
+The encoding loop is shared by :func:`backretrieval.encoders.embed.embed_texts` and
+:func:`backretrieval.images.embed.embed_images`. Only cache misses are encoded: texts are
+deduplicated, sorted by length and batched; each row of the result depends only on its own
+text (rows are placed back by index), never on order.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 COMPACT_AT = 64
 
@@ -101,7 +103,7 @@ class EmbeddingCache:
         """Write a new shard (atomic, unique name). Returns its path (None if nothing to add)."""
         if not len(keys):
             return None
-        from ._util.io import atomic_path, write_json
+        from .io import atomic_path, write_json
 
         self.dir.mkdir(parents=True, exist_ok=True)
         meta = self.dir / "fingerprint.json"
@@ -120,7 +122,7 @@ class EmbeddingCache:
 
     def compact(self) -> None:
         """Merge all shards into one (safe with concurrent readers and writers)."""
-        from ._util.io import atomic_path
+        from .io import atomic_path
 
         shards = self.shards()
         if len(shards) < 2:
@@ -148,7 +150,7 @@ class EmbeddingCache:
 
 
 # --------------------------------------------------------------------------------------------
-# embedding with the cache
+# encoding the misses
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -163,41 +165,6 @@ def _info(obj: Any) -> dict:
     with contextlib.suppress(Exception):
         return dict(fn()) if fn else {}
     return {}
-
-
-def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_size: int = 64,
-                progress: bool = True, lang: str | None = None) -> np.ndarray:
-    """Embeddings of ``texts`` (float32, one row per text, input order) with ``encoder``.
-
-    ``lang`` is passed to ``encoder.encode(texts, lang=...)`` when the encoder accepts it
-    (required by language-dependent encoders). Only texts missing from the cache are encoded.
-    """
-    from .encoders import accepts_lang, encoder_fingerprint, uses_lang
-
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
-    lang_dep = uses_lang(encoder)
-    key_lang = lang if lang_dep else None
-    keys = [text_key(t, key_lang) for t in texts]
-    first = _first_index(keys)
-
-    found: dict[str, np.ndarray] = {}
-    cache = None
-    if cache_dir is not None and first:
-        fp = encoder_fingerprint(encoder, lang if lang_dep else None)
-        cache = EmbeddingCache(Path(cache_dir), "text", fp, {"id": getattr(encoder, "id", ""), **_info(encoder)})
-        found = cache.lookup(list(first))
-
-    miss_keys = [k for k in first if k not in found]
-    # longest first: similar lengths share a batch (less padding); ties by key for determinism
-    miss_keys.sort(key=lambda k: (-len(texts[first[k]]), k))
-    kw = {"lang": lang} if lang is not None and accepts_lang(encoder) else {}
-    _encode_misses(
-        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), batch_size,
-        f"embed {getattr(encoder, 'id', 'texts')}", f"encoder {getattr(encoder, 'id', '?')}", "texts",
-        progress, cache, found,
-    )
-    return _assemble(keys, found)
 
 
 def _encode_misses(miss_keys: list[str], encode_chunk: Any, batch_size: int, desc: str, who: str, what: str,
@@ -239,72 +206,3 @@ def _assemble(keys: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
     for i, k in enumerate(keys):
         out[i] = found[k]
     return out
-
-
-def embed_images(backbone: Any, paths: list[Path], cache_dir: Path | None, batch_size: int = 32,
-                 progress: bool = True) -> np.ndarray:
-    """Features of the image files ``paths`` (float32, input order); identical files (same bytes)
-    are encoded once, cached files not at all."""
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
-    paths = [Path(p) for p in paths]
-    keys = [file_key(p) for p in paths]
-    first = _first_index(keys)
-    found: dict[str, np.ndarray] = {}
-    cache = None
-    if cache_dir is not None and first:
-        cache = EmbeddingCache(Path(cache_dir), "image", backbone.fingerprint(),
-                               {"id": getattr(backbone, "id", ""), **_info(backbone)})
-        found = cache.lookup(list(first))
-    miss_keys = sorted((k for k in first if k not in found), key=lambda k: first[k])
-    _encode_misses(
-        miss_keys, lambda chunk: backbone.encode_images([paths[first[k]] for k in chunk]), batch_size,
-        f"images {getattr(backbone, 'id', '')}", f"backbone {getattr(backbone, 'id', '?')}", "images",
-        progress, cache, found,
-    )
-    return _assemble(keys, found)
-
-
-# --------------------------------------------------------------------------------------------
-# datasets
-
-
-def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, text_field: str,
-                       out_path: Path, cache_dir: Path | None, progress: bool = True) -> None:
-    """Embed the ``text_field`` texts of ``lang`` in a prepared dataset; write ``out_path``
-    (npz: ``emb`` float32 (n, d), ``ids`` item ids in items-file order)."""
-    from .data.prepared import load_items, texts_for
-    from .encoders import build_text_encoder
-    from ._util.io import save_npz
-
-    items = load_items(dataset_root)
-    ids, texts = texts_for(items, lang, text_field)
-    if not len(ids):
-        raise InputError(f"{dataset_root}: no texts in language '{lang}' "
-                         f"(languages present: {sorted(items['lang'].unique())})")
-    encoder = build_text_encoder(enc_id, spec)
-    batch = int(spec.get("batch_size", 64)) if isinstance(spec, dict) else 64
-    emb = embed_texts(encoder, texts, cache_dir, batch_size=batch, progress=progress, lang=lang)
-    save_npz(out_path, emb=emb, ids=np.asarray(ids, dtype=str))
-
-
-def embed_dataset_images(dataset_root: Path, bb_id: str, spec: dict, out_path: Path,
-                         cache_dir: Path | None, progress: bool = True) -> None:
-    """Image features of a prepared dataset (``images.csv`` files, or for ``type: precomputed``
-    ``features/<name>.npy``); write ``out_path`` (npz: ``emb`` float32 (m, d), ``ids`` image ids)."""
-    from .data.prepared import load_image_table, load_precomputed_features, resolve_inside
-    from .images import build_image_backbone
-    from ._util.io import save_npz
-
-    backbone = build_image_backbone(bb_id, spec)
-    if spec.get("type") == "precomputed":
-        ids, emb = load_precomputed_features(dataset_root, getattr(backbone, "name", bb_id))
-    else:
-        table = load_image_table(dataset_root)
-        if not len(table):
-            raise InputError(f"{Path(dataset_root) / 'images.csv'}: no images listed")
-        paths = [resolve_inside(dataset_root, rel) for rel in table["path"]]
-        emb = embed_images(backbone, paths, cache_dir, batch_size=int(spec.get("batch_size", 32)),
-                           progress=progress)
-        ids = table["image_id"].to_numpy(dtype=str)
-    save_npz(out_path, emb=np.ascontiguousarray(emb, dtype=np.float32), ids=np.asarray(ids, dtype=str))

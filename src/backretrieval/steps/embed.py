@@ -1,0 +1,53 @@
+"""The embed steps: the texts of one language / the images of a prepared dataset → an
+embedding artifact (npz: ``emb`` float32 (n, d), ``ids``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..encoders.embed import embed_texts
+from ..errors import InputError
+from ..images.embed import embed_images
+
+
+def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, text_field: str,
+                       out_path: Path, cache_dir: Path | None, progress: bool = True) -> None:
+    """Embed the ``text_field`` texts of ``lang`` in a prepared dataset; write ``out_path``
+    (npz: ``emb`` float32 (n, d), ``ids`` item ids in items-file order)."""
+    from ..data.prepared import load_items, texts_for
+    from ..encoders import build_text_encoder
+    from .._util.io import save_npz
+
+    items = load_items(dataset_root)
+    ids, texts = texts_for(items, lang, text_field)
+    if not len(ids):
+        raise InputError(f"{dataset_root}: no texts in language '{lang}' "
+                         f"(languages present: {sorted(items['lang'].unique())})")
+    encoder = build_text_encoder(enc_id, spec)
+    batch = int(spec.get("batch_size", 64)) if isinstance(spec, dict) else 64
+    emb = embed_texts(encoder, texts, cache_dir, batch_size=batch, progress=progress, lang=lang)
+    save_npz(out_path, emb=emb, ids=np.asarray(ids, dtype=str))
+
+
+def embed_dataset_images(dataset_root: Path, bb_id: str, spec: dict, out_path: Path,
+                         cache_dir: Path | None, progress: bool = True) -> None:
+    """Image features of a prepared dataset (``images.csv`` files, or for ``type: precomputed``
+    ``features/<name>.npy``); write ``out_path`` (npz: ``emb`` float32 (m, d), ``ids`` image ids)."""
+    from ..data.prepared import load_image_table, load_precomputed_features, resolve_inside
+    from ..images import build_image_backbone
+    from .._util.io import save_npz
+
+    backbone = build_image_backbone(bb_id, spec)
+    if spec.get("type") == "precomputed":
+        ids, emb = load_precomputed_features(dataset_root, getattr(backbone, "name", bb_id))
+    else:
+        table = load_image_table(dataset_root)
+        if not len(table):
+            raise InputError(f"{Path(dataset_root) / 'images.csv'}: no images listed")
+        paths = [resolve_inside(dataset_root, rel) for rel in table["path"]]
+        emb = embed_images(backbone, paths, cache_dir, batch_size=int(spec.get("batch_size", 32)),
+                           progress=progress)
+        ids = table["image_id"].to_numpy(dtype=str)
+    save_npz(out_path, emb=np.ascontiguousarray(emb, dtype=np.float32), ids=np.asarray(ids, dtype=str))
