@@ -8,6 +8,7 @@ import pytest
 from scipy import stats as ss
 
 from backretrieval import pipeline, reporting
+from backretrieval.stats import correlate
 from backretrieval.report import significance_table
 
 
@@ -28,7 +29,7 @@ def _metrics(seed_count=4, encoders=("a", "b", "c", "d", "e"), directions=("en-d
 
 def test_correlate_matches_scipy():
     m = _metrics()
-    c = pipeline.correlate(m)
+    c = correlate(m)
     g = m[(m.direction == "en-de") & (m.seed == 2)].pivot(index="encoder", columns="metric", values="value")
     row = c[(c.direction == "en-de") & (c.seed == 2) & (c.method == "bkr_recall")]
     assert row[row.stat == "pearson"].value.iloc[0] == pytest.approx(ss.pearsonr(g.bkr_recall, g.xlr_recall).statistic)
@@ -41,11 +42,11 @@ def test_correlate_needs_three_encoders():
     from backretrieval.errors import InputError
 
     with pytest.raises(InputError, match=">= 3 encoders"):
-        pipeline.correlate(_metrics(encoders=("a", "b")))
+        correlate(_metrics(encoders=("a", "b")))
 
 
 def test_table1_bold_marks_better_method_and_sd():
-    c = pipeline.correlate(_metrics())
+    c = correlate(_metrics())
     md = reporting.table1_markdown(c, "T", "cap", marks={("en-de", "pearson"): "*"})
     line = next(l for l in md.splitlines() if l.startswith("| en→de"))
     cells = [x.strip() for x in line.strip("|").split("|")]
@@ -62,7 +63,7 @@ def test_table1_bold_marks_better_method_and_sd():
 
 def test_significance_table_prefers_bkr_here():
     m = _metrics(seed_count=8)
-    sig = significance_table(pipeline.correlate(m), m)
+    sig = significance_table(correlate(m), m)
     w = sig[(sig.test.str.contains("Wilcoxon", case=False)) & (sig["stat"] == "pearson")]
     assert len(w) == 2
     assert (w.mean_bkr > w.mean_corr).all()
@@ -82,7 +83,7 @@ def test_seed_cis_contains_mean_and_is_seeded():
 
 def test_metrics_json_shape():
     m = _metrics()
-    mj = reporting.metrics_json(pipeline.correlate(m), m, {"run_name": "x"})
+    mj = reporting.metrics_json(correlate(m), m, {"run_name": "x"})
     json.dumps(mj)
     assert set(mj["correlation_with_xlr"]) == {"bkr_pearson", "bkr_spearman", "corr_pearson", "corr_spearman"}
     assert mj["encoders"]["e"]["xlr_recall"] == pytest.approx(0.9)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ._util import io
 from .data.prepared import load_items, read_meta
@@ -176,32 +175,6 @@ def metrics_step(
     df = pd.DataFrame(rows, columns=METRIC_COLUMNS).sort_values(["seed", "encoder", "metric"], kind="stable")
     io.save_npz(ranks_path(out), **per_query)
     io.write_csv(out, df)
-
-
-# -------------------------------------------------------------------------------------------
-# correlations across encoders
-
-
-def correlate(metrics: pd.DataFrame, reference: str = "xlr_recall", candidates=("bkr_recall", "corr")) -> pd.DataFrame:
-    """Per (direction, seed): Pearson and Spearman across encoders of each candidate metric
-    with the reference metric (XLR). Returns tidy rows direction, seed, method, stat, value, n_encoders."""
-    wide = metrics.pivot_table(index=["direction", "seed", "encoder"], columns="metric", values="value")
-    out = []
-    for (direction, seed), g in wide.groupby(level=["direction", "seed"]):
-        if reference not in g or g[reference].isna().all():
-            continue
-        for cand in candidates:
-            x, y = g[cand].to_numpy(float), g[reference].to_numpy(float)
-            n = len(x)
-            if n < 3:
-                raise InputError(f"correlation across encoders needs >= 3 encoders, got {n} ({direction})")
-            for stat_name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr)):
-                if np.ptp(x) == 0 or np.ptp(y) == 0:
-                    val = float("nan")
-                else:
-                    val = float(fn(x, y).statistic)
-                out.append(dict(direction=direction, seed=int(seed), method=cand, stat=stat_name, value=val, n_encoders=n))
-    return pd.DataFrame(out, columns=["direction", "seed", "method", "stat", "value", "n_encoders"])
 
 
 def read_metrics(paths: list[Path]) -> pd.DataFrame:

@@ -88,7 +88,7 @@ def build_report(cfg: dict) -> None:
     reports = Path(cfg["reports_dir"])
     meta = read_meta(pipeline.dataset_root(cfg))
     metrics = pipeline.read_metrics([pipeline.metrics_path(cfg, d) for d in cfg["directions"]])
-    correlations = pipeline.correlate(metrics)
+    correlations = stats.correlate(metrics)
     io.write_csv(run / "correlations.csv", correlations)
 
     sig = significance_table(correlations, metrics)
