@@ -4,8 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backretrieval import case_study as cs
 from backretrieval import stats
+from backretrieval.reporting.figures import fig3_boxplot
+from backretrieval.reporting.tables import table2_latex, table2_markdown
+from backretrieval.steps.human_study import simulate_step
+from backretrieval.study import case_study as cs
 from backretrieval.errors import ConfigError, InputError
 
 
@@ -62,18 +65,18 @@ def test_table2_statistics_match_direct_calls(tmp_path):
     assert row["mcnemar_p"] == pytest.approx(stats.mcnemar_exact(a, b).pvalue)
     assert row["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, row["mcnemar_p"] * (len(t) - 1)))
     assert row["diff_x1000"] == pytest.approx((a.mean() - b.mean()) * 1000)
-    md = cs.table2_markdown(t, sig, "caption")
+    md = table2_markdown(t, sig, "caption")
     assert "**" in md and "TRIPLETXL (e5)" in md
-    tex = cs.table2_latex(t)
+    tex = table2_latex(t)
     assert "\\textbf{" in tex and "\\bottomrule" in tex
-    cs.fig3_boxplot(df, t, tmp_path / "fig3", "title")
+    fig3_boxplot(df, t, tmp_path / "fig3", "title")
     for ext in ("png", "svg", "pdf"):
         assert (tmp_path / f"fig3.{ext}").stat().st_size > 1000
     # regenerated figures are byte-identical (the point jitter is seeded), even when something
     # else has used numpy's global RNG in between
     np.random.seed(12345)
     np.random.uniform(size=7)
-    cs.fig3_boxplot(df, t, tmp_path / "fig3b", "title")
+    fig3_boxplot(df, t, tmp_path / "fig3b", "title")
     for ext in ("png", "svg", "pdf"):
         assert (tmp_path / f"fig3.{ext}").read_bytes() == (tmp_path / f"fig3b.{ext}").read_bytes(), ext
 
@@ -82,4 +85,4 @@ def test_simulated_rater_refuses_real_data(tmp_path, monkeypatch):
     (tmp_path / "dataset.json").write_text('{"name": "real", "languages": ["en", "de"], "synthetic": false}')
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="simulated rater"):
-        cs.simulate_step(_cfg(), tmp_path)
+        simulate_step(_cfg(), tmp_path)

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats as ss
 
-from backretrieval import pipeline, reporting
+from backretrieval.reporting import tables
+from backretrieval.reporting.significance import significance_table
 from backretrieval.stats import correlate
-from backretrieval.report import significance_table
+from backretrieval.steps import layout
 
 
 def _metrics(seed_count=4, encoders=("a", "b", "c", "d", "e"), directions=("en-de", "de-en")):
@@ -47,17 +48,17 @@ def test_correlate_needs_three_encoders():
 
 def test_table1_bold_marks_better_method_and_sd():
     c = correlate(_metrics())
-    md = reporting.table1_markdown(c, "T", "cap", marks={("en-de", "pearson"): "*"})
+    md = tables.table1_markdown(c, "T", "cap", marks={("en-de", "pearson"): "*"})
     line = next(l for l in md.splitlines() if l.startswith("| en→de"))
     cells = [x.strip() for x in line.strip("|").split("|")]
     assert cells[1].startswith("**") and cells[1].endswith("*")  # BkR Pearson bold + mark
     assert not cells[2].startswith("**")
-    t = reporting.table1_frame(c)
+    t = tables.table1_frame(c)
     r = t[(t.direction == "en-de") & (t.method == "bkr_recall") & (t.stat == "pearson")].iloc[0]
     vals = c[(c.direction == "en-de") & (c.method == "bkr_recall") & (c.stat == "pearson")].value
     assert r["sd"] == pytest.approx(np.std(vals, ddof=1))
     assert f"{r['mean']:.3f} ± {r['sd']:.3f}" in cells[1]
-    tex = reporting.table1_latex(c, "a_b 50%")
+    tex = tables.table1_latex(c, "a_b 50%")
     assert "\\toprule" in tex and "\\textbf{" in tex and "a\\_b 50\\%" in tex
 
 
@@ -75,15 +76,15 @@ def test_significance_table_prefers_bkr_here():
 
 def test_seed_cis_contains_mean_and_is_seeded():
     m = _metrics(seed_count=6)
-    a = reporting.seed_cis(m, ["direction", "encoder", "metric"], "value", B=200, seed=1)
-    b = reporting.seed_cis(m, ["direction", "encoder", "metric"], "value", B=200, seed=1)
+    a = tables.seed_cis(m, ["direction", "encoder", "metric"], "value", B=200, seed=1)
+    b = tables.seed_cis(m, ["direction", "encoder", "metric"], "value", B=200, seed=1)
     pd.testing.assert_frame_equal(a, b)
     assert ((a.ci_low <= a["mean"] + 1e-12) & (a["mean"] <= a.ci_high + 1e-12)).all()
 
 
 def test_metrics_json_shape():
     m = _metrics()
-    mj = reporting.metrics_json(correlate(m), m, {"run_name": "x"})
+    mj = tables.metrics_json(correlate(m), m, {"run_name": "x"})
     json.dumps(mj)
     assert set(mj["correlation_with_xlr"]) == {"bkr_pearson", "bkr_spearman", "corr_pearson", "corr_spearman"}
     assert mj["encoders"]["e"]["xlr_recall"] == pytest.approx(0.9)
@@ -92,7 +93,7 @@ def test_metrics_json_shape():
 def test_report_marks_significant_cells(tmp_path, monkeypatch):
     """build_report puts the Wilcoxon (Bonferroni) marker on the better cell of Table 1."""
     from backretrieval._util import io
-    from backretrieval.report import build_report
+    from backretrieval.steps.report import build_report
 
     monkeypatch.chdir(tmp_path)
     cfg = {"run_name": "r", "dataset": {"name": "d", "source": "synthetic"}, "directions": ["en-de", "de-en"],
@@ -102,7 +103,7 @@ def test_report_marks_significant_cells(tmp_path, monkeypatch):
     (tmp_path / "data/prepared/d/dataset.json").write_text('{"name": "d", "languages": ["en", "de"], "synthetic": true}')
     m = _metrics(seed_count=8)
     for d in cfg["directions"]:
-        io.write_csv(pipeline.metrics_path(cfg, d), m[m.direction == d])
+        io.write_csv(layout.metrics_path(cfg, d), m[m.direction == d])
     build_report(cfg)
     table = (tmp_path / "reports/table1.md").read_text()
     line = next(l for l in table.splitlines() if l.startswith("| en→de"))

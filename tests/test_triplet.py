@@ -11,12 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from backretrieval.errors import InputError  # noqa: E402
+from backretrieval.reporting.figures import plot_loss_curves  # noqa: E402
 from backretrieval.study.triplet import (  # noqa: E402
     TripletConfig,
     build_head,
     encode,
     load_head,
-    plot_loss_curves,
     sample_negatives,
     save_head,
     train_heads,

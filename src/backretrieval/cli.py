@@ -1,7 +1,7 @@
 """Command-line interface: one subcommand per pipeline step (thin wrapper over the library).
 
 Every step takes ``--config`` (params.yaml or a named config) and derives its input/output
-paths from it (backretrieval.pipeline), so Snakemake rules and DVC stages only name the step.
+paths from it (backretrieval.steps.layout), so Snakemake rules and DVC stages only name the step.
 User-fixable problems print ``backretrieval: error: ...`` and exit with code 2.
 """
 
@@ -13,12 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
-from . import __version__, pipeline
+from . import __version__
 from ._util import io
 from .config import load_config
-from .errors import BackretrievalError, ModelUnavailableError
+from .errors import BackretrievalError
+from .steps import layout
 
 log = logging.getLogger("backretrieval")
 
@@ -40,39 +40,17 @@ def cmd_validate_config(args) -> int:
 
 def cmd_prepare(args) -> int:
     cfg = _cfg(args)
-    from .data.prepare import prepare_dataset
+    from .steps.prepare import prepare_step
 
-    if args.corpus:
-        corpora = cfg.get("corpora") or {}
-        if args.corpus not in corpora:
-            raise BackretrievalError(f"corpus {args.corpus!r} is not configured (known: {sorted(corpora)})")
-        sub = dict(cfg, dataset={"name": args.corpus, **corpora[args.corpus]})
-        prepare_dataset(sub, Path("data/prepared") / args.corpus)
-    else:
-        prepare_dataset(cfg, pipeline.dataset_root(cfg))
+    prepare_step(cfg, args.corpus)
     return 0
 
 
 def cmd_embed_text(args) -> int:
     cfg = _cfg(args)
-    from .steps.embed import embed_dataset_text
+    from .steps.embed import embed_text_step
 
-    enc = args.encoder
-    if enc not in cfg["encoders"]:
-        raise BackretrievalError(f"encoder {enc!r} is not configured (known: {sorted(cfg['encoders'])})")
-    langs = args.langs or cfg["languages"]
-    spec = dict(cfg["encoders"][enc])
-    for lang in langs:
-        out = pipeline.text_emb_path(cfg, enc, lang)
-        try:
-            embed_dataset_text(pipeline.dataset_root(cfg), enc, spec, lang, cfg["text_field"], out, Path(cfg["cache_dir"]))
-        except ModelUnavailableError as exc:
-            if not cfg.get("skip_unavailable", False):
-                raise
-            log.warning("skipping encoder %s: %s", enc, exc)
-            for lang2 in langs:
-                io.save_npz(pipeline.text_emb_path(cfg, enc, lang2), skipped=np.array(str(exc)))
-            return 0
+    embed_text_step(cfg, args.encoder, args.langs)
     return 0
 
 
@@ -81,36 +59,40 @@ def cmd_embed_images(args) -> int:
     from .steps.embed import embed_dataset_images
 
     bb = args.backbone or cfg["image_backbone"]
-    embed_dataset_images(pipeline.dataset_root(cfg), bb, dict(cfg["backbones"][bb]),
-                         pipeline.image_emb_path(cfg, bb), Path(cfg["cache_dir"]))
+    embed_dataset_images(layout.dataset_root(cfg), bb, dict(cfg["backbones"][bb]),
+                         layout.image_emb_path(cfg, bb), Path(cfg["cache_dir"]))
     return 0
 
 
 def cmd_sample(args) -> int:
     cfg = _cfg(args)
+    from .steps.sample import sample_step
+
     for d in args.direction or cfg["directions"]:
-        pipeline.sample_step(pipeline.dataset_root(cfg), d, cfg["sample_size"], cfg["seeds"], pipeline.samples_path(cfg, d))
+        sample_step(layout.dataset_root(cfg), d, cfg["sample_size"], cfg["seeds"], layout.samples_path(cfg, d))
     return 0
 
 
 def cmd_metrics(args) -> int:
     cfg = _cfg(args)
+    from .steps.metrics import metrics_step
+
     for d in args.direction or cfg["directions"]:
         src, tgt = d.split("-")
         t0 = time.perf_counter()
-        pipeline.metrics_step(
-            dataset=pipeline.dataset_root(cfg),
+        metrics_step(
+            dataset=layout.dataset_root(cfg),
             dataset_name=cfg["dataset"]["name"],
             direction=d,
-            samples_file=pipeline.samples_path(cfg, d),
-            image_file=pipeline.image_emb_path(cfg),
+            samples_file=layout.samples_path(cfg, d),
+            image_file=layout.image_emb_path(cfg),
             backbone=cfg["image_backbone"],
-            text_files={e: (pipeline.text_emb_path(cfg, e, src), pipeline.text_emb_path(cfg, e, tgt)) for e in cfg["encoders"]},
+            text_files={e: (layout.text_emb_path(cfg, e, src), layout.text_emb_path(cfg, e, tgt)) for e in cfg["encoders"]},
             text_field=cfg["text_field"],
             k=cfg["k"],
             corr_max_pairs=cfg.get("corr_max_pairs"),
             full_bkr_ranks=cfg.get("full_bkr_ranks", True),
-            out=pipeline.metrics_path(cfg, d),
+            out=layout.metrics_path(cfg, d),
         )
         log.info("metrics %s: %.1fs", d, time.perf_counter() - t0)
     return 0
@@ -118,7 +100,7 @@ def cmd_metrics(args) -> int:
 
 def cmd_report(args) -> int:
     cfg = _cfg(args)
-    from .report import build_report
+    from .steps.report import build_report
 
     build_report(cfg)
     return 0
@@ -127,26 +109,27 @@ def cmd_report(args) -> int:
 def cmd_case(args) -> int:
     """Case-study steps (Section 3.2): embed, select, train, evaluate, report."""
     cfg = _cfg(args)
-    from . import case_study as cs
+    from .steps import case_study as cs
+    from .steps import human_study as hs
 
-    ds = pipeline.dataset_root(cfg)
+    ds = layout.dataset_root(cfg)
     if args.cmd == "case-embed":
         cs.embed_step(cfg, ds, args.encoder)
     elif args.cmd == "case-select":
-        chosen = cs.select_step(cfg, ds, cs.case_root(cfg) / "chosen_base.json")
+        chosen = cs.select_step(cfg, ds, layout.case_root(cfg) / "chosen_base.json")
         log.info("case study: heads will be trained on %s", chosen)
     elif args.cmd == "case-train":
-        cs.train_step(cfg, ds, args.head, cs.case_root(cfg) / "chosen_base.json")
+        cs.train_step(cfg, ds, args.head, layout.case_root(cfg) / "chosen_base.json")
     elif args.cmd == "case-evaluate":
         cs.evaluate_step(cfg, ds)
     elif args.cmd == "case-report":
         cs.report_step(cfg, ds)
     elif args.cmd == "human-sheets":
-        cs.sheets_step(cfg, ds)
+        hs.sheets_step(cfg, ds)
     elif args.cmd == "human-simulate":
-        print(cs.simulate_step(cfg, ds))
+        print(hs.simulate_step(cfg, ds))
     elif args.cmd == "human-tally":
-        cs.tally_step(cfg)
+        hs.tally_step(cfg)
     return 0
 
 
@@ -174,7 +157,7 @@ def cmd_validate_dataset(args) -> int:
 
 
 def cmd_versions(args) -> int:
-    from .report import software_versions
+    from .reporting.versions import software_versions
 
     for k, v in software_versions().items():
         print(f"{k}: {v}")

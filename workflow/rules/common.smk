@@ -1,4 +1,4 @@
-# Helpers shared by the rules. Paths come from backretrieval.pipeline so that Snakemake,
+# Helpers shared by the rules. Paths come from backretrieval.steps.layout so that Snakemake,
 # DVC and the CLI agree on one artifact layout.
 import hashlib
 import json
@@ -7,14 +7,14 @@ from pathlib import Path
 import yaml
 from snakemake.utils import validate
 
-from backretrieval import pipeline
+from backretrieval.steps import layout
 from backretrieval.config import validate_config
 
 validate(config, schema="../schemas/config.schema.yaml")
 validate_config(config, "config")
 
 RUN = config["run_name"]
-DATASET_DIR = str(pipeline.dataset_root(config))
+DATASET_DIR = str(layout.dataset_root(config))
 REPORTS = config["reports_dir"]
 LOGS = f"logs/{RUN}"
 # Reports are committed to git, so a fresh clone already has them; rules whose outputs are
@@ -55,7 +55,7 @@ def slice_hash(*keys):
 
 
 def text_emb(encoder, lang):
-    return str(pipeline.text_emb_path(config, encoder, lang))
+    return str(layout.text_emb_path(config, encoder, lang))
 
 
 def text_embs(encoder):
@@ -64,19 +64,19 @@ def text_embs(encoder):
 
 
 def image_emb():
-    return str(pipeline.image_emb_path(config))
+    return str(layout.image_emb_path(config))
 
 
 def samples_file(direction):
-    return str(pipeline.samples_path(config, direction))
+    return str(layout.samples_path(config, direction))
 
 
 def metrics_file(direction):
-    return str(pipeline.metrics_path(config, direction))
+    return str(layout.metrics_path(config, direction))
 
 
 def ranks_file(direction):
-    return str(pipeline.ranks_path(pipeline.metrics_path(config, direction)))
+    return str(layout.ranks_path(layout.metrics_path(config, direction)))
 
 
 def encoder_extra_inputs(wildcards):
@@ -119,24 +119,24 @@ def all_outputs():
 CASE = None
 HUMAN = None
 if config.get("case_study"):
-    from backretrieval import case_study as _cs
+    from backretrieval.study import case_study as _cs
 
     CASE = _cs.case_cfg(config)
     HUMAN = _cs.human_cfg(config)
-    CASE_ROOT = str(_cs.case_root(config))
-    CASE_REPORTS = str(_cs.case_reports(config))
+    CASE_ROOT = str(layout.case_root(config))
+    CASE_REPORTS = str(layout.case_reports(config))
     CASE_MODELS = _cs.models(CASE)
     CASE_EMBED_ENCODERS = list(dict.fromkeys([*CASE["base_encoders"], CASE["baseline"]]))
-    HUMAN_RATINGS = str(_cs.ratings_path(config))
+    HUMAN_RATINGS = str(layout.ratings_path(config))
     # a tally needs ratings: human ones (human_study.ratings) or, on the synthetic dataset only,
     # the SIMULATED rater; on real data without ratings only the blinded sheets are produced
     HUMAN_TALLY = bool(HUMAN.get("ratings")) or config["dataset"]["source"] == "synthetic"
 
     def case_field(encoder, lang, field):
-        return str(_cs.field_path(config, encoder, lang, field))
+        return str(layout.field_path(config, encoder, lang, field))
 
     def case_repr(model, lang):
-        return str(_cs.repr_path(config, model, lang))
+        return str(layout.repr_path(config, model, lang))
 
     def main_text_embeddings(wildcards):
         """The main embeddings of the same encoder: case-embed runs after them. Both jobs fill

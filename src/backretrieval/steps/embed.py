@@ -3,13 +3,39 @@ embedding artifact (npz: ``emb`` float32 (n, d), ``ids``)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 
+from .._util import io
 from ..encoders.embed import embed_texts
-from ..errors import InputError
+from ..errors import BackretrievalError, InputError, ModelUnavailableError
 from ..images.embed import embed_images
+from . import layout
+
+log = logging.getLogger("backretrieval")
+
+
+def embed_text_step(cfg: dict, enc: str, langs: list[str] | None = None) -> None:
+    """The configured text field of every language in ``langs`` (default: all) embedded with
+    encoder ``enc``. Where the model is unavailable and ``skip_unavailable`` is set, every
+    language gets a ``skipped`` marker artifact instead (the metrics step leaves it out)."""
+    if enc not in cfg["encoders"]:
+        raise BackretrievalError(f"encoder {enc!r} is not configured (known: {sorted(cfg['encoders'])})")
+    langs = langs or cfg["languages"]
+    spec = dict(cfg["encoders"][enc])
+    for lang in langs:
+        out = layout.text_emb_path(cfg, enc, lang)
+        try:
+            embed_dataset_text(layout.dataset_root(cfg), enc, spec, lang, cfg["text_field"], out, Path(cfg["cache_dir"]))
+        except ModelUnavailableError as exc:
+            if not cfg.get("skip_unavailable", False):
+                raise
+            log.warning("skipping encoder %s: %s", enc, exc)
+            for lang2 in langs:
+                io.save_npz(layout.text_emb_path(cfg, enc, lang2), skipped=np.array(str(exc)))
+            return
 
 
 def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, text_field: str,

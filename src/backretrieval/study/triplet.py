@@ -505,30 +505,3 @@ def load_head(path: str | Path) -> TrainResult:
     except RuntimeError as exc:
         raise InputError(f"{path}: state dict does not fit the head in {meta_path.name}: {exc}") from exc
     return res
-
-
-def plot_loss_curves(history: dict[str, list[float]], path_png: str | Path, title: str = "") -> None:
-    """Train / validation loss per epoch (best validation epoch marked), PNG via Agg, atomic."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    for key in ("epoch", "train_loss", "val_loss"):
-        if key not in history:
-            raise InputError(f"plot_loss_curves: history lacks '{key}'")
-    ep, tr, va = history["epoch"], history["train_loss"], history["val_loss"]
-    fig = Figure(figsize=(5, 3.2), dpi=120)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot(ep, tr, label="train", marker=".")
-    ax.plot(ep, va, label="validation", marker=".")
-    if va:
-        i = int(np.argmin(va))
-        ax.axvline(ep[i], color="grey", linestyle="--", linewidth=0.8, label=f"best epoch {int(ep[i])}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("loss")
-    if title:
-        ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    with atomic_path(path_png, suffix=".png") as tmp:
-        fig.savefig(tmp, format="png")

@@ -1,17 +1,19 @@
-"""Tables and figures of the paper, regenerated from metric artifacts (never edited by hand)."""
+"""Tables of the paper: Table 1 (BkR and CORR vs XLR) and Table 2 (case study) in Markdown
+and LaTeX, bootstrap CIs over seeds, per-encoder means and the DVC metrics file."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._util import io
+from .. import stats
+
 
 METHOD_LABEL = {"bkr_recall": "BkR", "corr": "CORR"}
+
 STAT_LABEL = {"pearson": "Pearson", "spearman": "Spearman"}
 
 
@@ -40,25 +42,6 @@ def _method_cells(t: pd.DataFrame, direction: str, stat: str) -> tuple[dict[str,
         vals[m] = (float(r["mean"].iloc[0]), float(r["sd"].iloc[0])) if len(r) else (float("nan"), 0.0)
     best = max(vals, key=lambda m: -np.inf if math.isnan(vals[m][0]) else vals[m][0])
     return vals, best
-
-
-def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
-    """PNG, SVG and PDF of a figure, atomically, without timestamps (reproducible bytes)."""
-    import matplotlib
-
-    matplotlib.rcParams["svg.hashsalt"] = "backretrieval"  # stable SVG element ids
-    written = []
-    for ext in ("png", "svg", "pdf"):
-        p = Path(f"{out_base}.{ext}")
-        kw: dict[str, Any] = {"dpi": dpi} if ext == "png" else {}
-        if ext == "svg":
-            kw["metadata"] = {"Date": None}
-        if ext == "pdf":
-            kw["metadata"] = {"CreationDate": None, "ModDate": None}
-        with io.atomic_path(p) as tmp:
-            fig.savefig(tmp, format=ext, **kw)
-        written.append(p)
-    return written
 
 
 def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks: dict | None = None) -> str:
@@ -108,51 +91,6 @@ def metrics_json(correlations: pd.DataFrame, metrics: pd.DataFrame, meta: dict[s
     return out
 
 
-def fig2_frame(metrics: pd.DataFrame, seed: int) -> pd.DataFrame:
-    sub = metrics[metrics.seed == seed]
-    wide = sub.pivot_table(index=["direction", "encoder"], columns="metric", values="value").reset_index()
-    return wide[["direction", "encoder", "xlr_recall", "bkr_recall"]].sort_values(["direction", "encoder"])
-
-
-def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str) -> list[Path]:
-    """XLR vs BkR per encoder for one seed; one panel per direction; Pearson/Spearman in legend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    frame = fig2_frame(metrics, seed)
-    directions = _direction_order(frame["direction"].unique().tolist())
-    ncol = min(4, len(directions))
-    nrow = math.ceil(len(directions) / ncol)
-    sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False)
-    encoders = sorted(frame["encoder"].unique())
-    palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
-    for ax, d in zip(axes.flat, directions):
-        f = frame[frame.direction == d]
-        sns.scatterplot(data=f, x="xlr_recall", y="bkr_recall", hue="encoder", palette=palette, ax=ax, legend=False, s=40)
-        for _, r in f.iterrows():
-            ax.annotate(r["encoder"], (r["xlr_recall"], r["bkr_recall"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
-        c = correlations[(correlations.direction == d) & (correlations.seed == seed) & (correlations.method == "bkr_recall")]
-        pr = c[c.stat == "pearson"]["value"]
-        sr = c[c.stat == "spearman"]["value"]
-        label = f"r={pr.iloc[0]:.2f}, ρ={sr.iloc[0]:.2f}" if len(pr) and len(sr) else ""
-        ax.plot([], [], " ", label=label)
-        ax.legend(loc="lower right", fontsize=7, handlelength=0, frameon=True)
-        ax.set_title(d.replace("-", "→"), fontsize=9)
-        ax.set_xlabel("XLR (Recall@10)")
-        ax.set_ylabel("BkR (Recall@10)")
-    for ax in list(axes.flat)[len(directions):]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
-
-
 def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr") -> str:
     """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold)."""
     t = table1_frame(correlations)
@@ -176,8 +114,6 @@ def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr
 
 def seed_cis(frame: pd.DataFrame, group_cols: list[str], value_col: str, B: int, seed: int) -> pd.DataFrame:
     """Mean over seeds with a seeded percentile-bootstrap CI (over seeds) per group."""
-    from . import stats
-
     rows = []
     for key, g in frame.groupby(group_cols):
         vals = g[value_col].to_numpy(float)
@@ -193,3 +129,35 @@ def seed_cis(frame: pd.DataFrame, group_cols: list[str], value_col: str, B: int,
         rows.append({**dict(zip(group_cols, key)), "mean": float(vals.mean()), "ci_low": low, "ci_high": high,
                      "n_seeds": len(vals)})
     return pd.DataFrame(rows)
+
+
+def table2_markdown(t: pd.DataFrame, sig: pd.DataFrame, caption: str) -> str:
+    lines = ["### Table 2 — case study: BkR ×1000 per model, averaged over language pairs", "", caption, "",
+             "| model | BkR ×1000 | 95% CI (pairs) | worst pair | best vs this: Δ×1000 [CI] | McNemar p (Bonf.) |",
+             "|---|---|---|---|---|---|"]
+    best = t.loc[0, "model"]
+    for _, r in t.iterrows():
+        txt = f"{r['bkr_x1000']:.1f}"
+        if r["model"] == best:
+            txt = f"**{txt}**"
+            cmp_txt, p_txt = "—", "—"
+        else:
+            s = sig[sig["other"] == r["model"]].iloc[0]
+            cmp_txt = f"{s['diff_x1000']:+.1f} [{s['diff_ci_low']:+.1f}, {s['diff_ci_high']:+.1f}]"
+            p_txt = stats.format_p(s["mcnemar_p_bonferroni"]) + stats.significance_marker(s["mcnemar_p_bonferroni"])
+        lines.append(f"| {r['label']} | {txt} | [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | {r['worst_pair'].replace('-', '→')} | {cmp_txt} | {p_txt} |")
+    return "\n".join(lines) + "\n"
+
+
+def table2_latex(t: pd.DataFrame) -> str:
+    best = t.loc[0, "model"]
+    out = ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{lrr}", "\\toprule",
+           "Model & BkR$\\times$1000 & 95\\% CI \\\\", "\\midrule"]
+    for _, r in t.iterrows():
+        v = f"{r['bkr_x1000']:.1f}"
+        v = f"\\textbf{{{v}}}" if r["model"] == best else v
+        label = str(r["label"]).replace("_", "\\_")
+        out.append(f"{label} & {v} & [{r['ci_low']:.1f}, {r['ci_high']:.1f}] \\\\")
+    out += ["\\bottomrule", "\\end{tabular}", "\\caption{BkR$\\times$1000 per model averaged over language pairs.}",
+            "\\label{tab:bkr-case-study}", "\\end{table}"]
+    return "\n".join(out) + "\n"

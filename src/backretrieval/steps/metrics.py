@@ -1,12 +1,8 @@
-"""Pipeline steps as library functions (the CLI and the workflow call these).
-
-Each step reads explicit inputs, writes explicit outputs atomically and returns nothing
-surprising. Paths follow docs/ARCHITECTURE.md.
-"""
+"""The metrics step: XLR, BkR and CORR of every encoder for one direction and every seed →
+a tidy CSV plus per-query ranks (paths follow docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,83 +10,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._util import io
-from .data.prepared import load_items, read_meta
-from .errors import InputError
-from .metrics.kernels import evaluate_sample
-from .data.sampling import Sample, draw_samples
+from .._util import io
+from ..data.prepared import load_items
+from ..errors import InputError
+from ..metrics.kernels import evaluate_sample
+from .layout import load_embedding, ranks_path, skipped_reason
+from .sample import read_samples
 
 log = logging.getLogger("backretrieval")
 
+
 METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]
-
-
-# -------------------------------------------------------------------------------------------
-# paths
-
-
-def dataset_root(cfg: dict) -> Path:
-    return Path("data/prepared") / cfg["dataset"]["name"]
-
-
-def artifacts_root(cfg: dict) -> Path:
-    return Path("artifacts") / cfg["run_name"]
-
-
-def text_emb_path(cfg: dict, encoder: str, lang: str) -> Path:
-    return artifacts_root(cfg) / "text" / encoder / f"{lang}.{cfg['text_field']}.npz"
-
-
-def image_emb_path(cfg: dict, backbone: str | None = None) -> Path:
-    return artifacts_root(cfg) / "image" / f"{backbone or cfg['image_backbone']}.npz"
-
-
-def samples_path(cfg: dict, direction: str) -> Path:
-    return artifacts_root(cfg) / "samples" / f"{direction}.json"
-
-
-def metrics_path(cfg: dict, direction: str) -> Path:
-    return artifacts_root(cfg) / "metrics" / f"{direction}.csv"
-
-
-def ranks_path(metrics_csv: Path) -> Path:
-    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
-    return Path(metrics_csv).with_suffix(".ranks.npz")
-
-
-# -------------------------------------------------------------------------------------------
-# sample
-
-
-def sample_step(dataset: Path, direction: str, n: int, seeds: list[int], out: Path) -> None:
-    items = load_items(dataset)
-    meta = read_meta(dataset)
-    src, tgt = direction.split("-")
-    samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
-    io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
-
-
-def read_samples(path: Path) -> list[Sample]:
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    return [Sample.from_dict(s) for s in raw["samples"]]
-
-
-# -------------------------------------------------------------------------------------------
-# embeddings lookup
-
-
-def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
-    """(id → row, matrix) of an embedding artifact; None if the model was skipped."""
-    z = io.load_npz(path)
-    if "skipped" in z:
-        return None
-    ids = [str(x) for x in z["ids"]]
-    return {x: i for i, x in enumerate(ids)}, z["emb"]
-
-
-def skipped_reason(path: Path) -> str | None:
-    z = io.load_npz(path)
-    return str(z["skipped"]) if "skipped" in z else None
 
 
 def _rows(lookup: tuple[dict[str, int], np.ndarray], ids: list[str], what: str) -> np.ndarray:
@@ -99,10 +29,6 @@ def _rows(lookup: tuple[dict[str, int], np.ndarray], ids: list[str], what: str) 
         return emb[[index[i] for i in ids]]
     except KeyError as exc:
         raise InputError(f"{what}: no embedding for item/image id {exc.args[0]!r}") from exc
-
-
-# -------------------------------------------------------------------------------------------
-# metrics
 
 
 def metrics_step(

@@ -1,0 +1,103 @@
+"""The human-study steps of the case study (Section 3.2).
+
+``sheets`` (blinded top-k suggestions of model A and B), ``simulate`` (a SIMULATED rater from
+the synthetic scenes' ground truth, only where no human ratings exist), ``tally``. The sheets,
+key, HTML page and tally themselves are :mod:`backretrieval.study.human_study`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._util import io
+from ..data.prepared import load_image_table, read_meta
+from ..errors import InputError
+from ..study.case_study import case_cfg, case_items, human_cfg
+from .layout import _load, case_reports, case_root, human_dir, ratings_path, repr_path
+
+log = logging.getLogger("backretrieval")
+
+
+def _resolve_model(name: str, chosen: str) -> str:
+    return chosen if name == "base" else name
+
+
+def sheets_step(cfg: dict, dataset: Path) -> None:
+    from ..study.human_study import make_sheets, top_k_suggestions
+
+    cs, hs = case_cfg(cfg), human_cfg(cfg)
+    chosen = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))["chosen"]
+    ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
+    items = case_items(dataset, cs)
+    ev = items[items["split"].isin(cs["eval_splits"])]
+    src, tgt = hs["source_lang"], hs["target_lang"]
+    rng = np.random.default_rng(int(hs["seed"]))
+    src_items = ev[ev["lang"] == src].reset_index(drop=True)
+    q = src_items.iloc[np.sort(rng.choice(len(src_items), size=int(hs["n_queries"]), replace=False))]
+    qids = set(q["item_id"])
+    cands = ev[(ev["lang"] == tgt) & ~ev["item_id"].isin(qids)].reset_index(drop=True)
+    if (Path(dataset) / "images.csv").is_file():
+        images = load_image_table(dataset)
+        img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
+    else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
+        log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
+        img_path = {}
+    sugg = {}
+    for m in (ma, mb):
+        qi, qe = _load(repr_path(cfg, m, src))
+        ci, ce = _load(repr_path(cfg, m, tgt))
+        top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=int(hs["top_k"]))
+        sugg[m] = {
+            qid: [(cands.loc[j, "item_id"], f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
+                   img_path.get(cands.loc[j, "image_id"])) for j in row]
+            for qid, row in zip(q["item_id"], top)
+        }
+    queries = pd.DataFrame({
+        "query_id": q["item_id"].tolist(),
+        "text": (q["title"] + "\n" + q["body"]).str.strip().tolist(),
+        "image_path": [img_path.get(i) for i in q["image_id"]],
+    })
+    make_sheets(queries, sugg[ma], sugg[mb], human_dir(cfg), seed=int(hs["seed"]), model_names=(ma, mb),
+                title=f"Relevance rating: {src} queries, {tgt} suggestions")
+    out = case_reports(cfg) / "rating_sheet.html"
+    io.write_text(out, (human_dir(cfg) / "rating_sheet.html").read_text(encoding="utf-8"))
+
+
+def simulate_step(cfg: dict, dataset: Path) -> Path:
+    """SIMULATED ratings from the synthetic ground truth (scene similarity)."""
+    from ..study.human_study import simulate_ratings
+    from ..synthetic import load_scenes, scene_similarity
+
+    meta = read_meta(dataset)
+    if not meta.synthetic:
+        raise InputError(
+            f"{dataset}: the simulated rater needs the synthetic dataset's ground-truth scenes; for real data "
+            "collect human ratings with rating_sheet.html and set human_study.ratings"
+        )
+    scenes = load_scenes(dataset)
+    out = human_dir(cfg) / "ratings.simulated.csv"
+    simulate_ratings(human_dir(cfg) / "ratings_template.csv", lambda qid, cid: scene_similarity(scenes[qid], scenes[cid]),
+                     out, seed=int(human_cfg(cfg)["seed"]), key_path=human_dir(cfg) / "key.sealed.json")
+    return out
+
+
+def tally_step(cfg: dict) -> None:
+    from ..study.human_study import tally, tally_markdown
+
+    hs = human_cfg(cfg)
+    simulated = not hs.get("ratings")
+    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json")
+    md = tally_markdown(res, simulated=simulated)
+    out = case_reports(cfg)
+    io.write_text(out / "human_study.md", md)
+    d = res.to_dict()
+    for k, v in list(d.items()):
+        if isinstance(v, float) and not math.isfinite(v):
+            d[k] = str(v)
+    io.write_json(out / "human_study.json", d)

@@ -1,0 +1,159 @@
+"""The paper's case study (Section 3.2) as library code: the ``case_study`` / ``human_study``
+config sections with their defaults, the case-study items (training + evaluation), the
+evaluated base representation and the statistics of Table 2. The steps that read and write
+artifacts are in :mod:`backretrieval.steps.case_study` and :mod:`backretrieval.steps.human_study`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..data.prepared import load_items
+from ..errors import ConfigError, InputError
+from ..metrics.kernels import normalize
+
+
+HEADS = ("triplet", "tripletxl")
+
+HEAD_LABEL = {"triplet": "TRIPLET", "tripletxl": "TRIPLETXL"}
+
+
+# -------------------------------------------------------------------------------------------
+# configuration
+
+
+def case_cfg(cfg: dict) -> dict:
+    cs = dict(cfg.get("case_study") or {})
+    if not cs:
+        raise ConfigError("params: section 'case_study' is missing")
+    langs = cs.get("languages", cfg["languages"])
+    for lang in langs:
+        if lang not in cfg["languages"]:
+            raise ConfigError(f"case_study.languages: {lang!r} is not in 'languages'")
+    for e in list(cs.get("base_encoders", [])) + [cs.get("baseline", "random")]:
+        if e not in cfg["encoders"]:
+            raise ConfigError(f"case_study: encoder {e!r} is not a key of 'encoders'")
+    hb = cs.get("head_base", "auto")
+    if hb != "auto" and hb not in cs.get("base_encoders", []):
+        raise ConfigError("case_study.head_base must be 'auto' or one of case_study.base_encoders")
+    cs.setdefault("languages", langs)
+    cs.setdefault("head_base", "auto")
+    cs.setdefault("baseline", "random")
+    cs.setdefault("train_splits", ["train"])
+    cs.setdefault("train_corpus", None)
+    cs.setdefault("eval_splits", ["val", "test"])
+    cs.setdefault("max_train_items", None)
+    cs.setdefault("sample_size", 200)
+    cs.setdefault("seeds", [0, 1, 2, 3, 4])
+    cs.setdefault("k", cfg.get("k", 10))
+    cs.setdefault("triplet", {})
+    cs.setdefault("bootstrap", {"B": 1000, "seed": 0})
+    return cs
+
+
+def human_cfg(cfg: dict) -> dict:
+    hs = dict(cfg.get("human_study") or {})
+    cs = case_cfg(cfg)
+    hs.setdefault("source_lang", cs["languages"][0])
+    hs.setdefault("target_lang", cs["languages"][1])
+    hs.setdefault("n_queries", 20)
+    hs.setdefault("top_k", 5)
+    hs.setdefault("model_a", "tripletxl")
+    hs.setdefault("model_b", "base")
+    hs.setdefault("seed", 0)
+    hs.setdefault("ratings", None)
+    return hs
+
+
+def directions(cs: dict) -> list[str]:
+    langs = cs["languages"]
+    return [f"{a}-{b}" for a in langs for b in langs if a != b]
+
+
+def models(cs: dict) -> list[str]:
+    return [cs["baseline"], *cs["base_encoders"], *HEADS]
+
+
+# -------------------------------------------------------------------------------------------
+# item selection and the evaluated representation
+
+
+def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
+    """The case-study items: training items (capped per language) + evaluation items.
+
+    Training items come from ``case_study.train_corpus`` (a prepared, possibly text-only
+    dataset) when set, else from the main dataset's ``train_splits``.
+    """
+    items = load_items(dataset)
+    items = items[items["lang"].isin(cs["languages"])]
+    if cs.get("train_corpus"):
+        tc = load_items(Path(cs["train_corpus"]))
+        tc = tc[tc["lang"].isin(cs["languages"])]
+        train = tc[tc["split"].isin(cs["train_splits"])]
+        clash = set(train["item_id"]) & set(items["item_id"])
+        if clash:
+            raise InputError(f"case_study.train_corpus shares item ids with the dataset (e.g. {sorted(clash)[:2]})")
+    else:
+        train = items[items["split"].isin(cs["train_splits"])]
+    cap = cs.get("max_train_items")
+    if cap:
+        keep = sorted(train["item_id"].unique())[: int(cap)]
+        train = train[train["item_id"].isin(set(keep))]
+    ev = items[items["split"].isin(cs["eval_splits"])]
+    if ev.empty:
+        raise InputError(f"{dataset}: no items in evaluation splits {cs['eval_splits']}")
+    if train.empty:
+        raise InputError(f"{dataset}: no items in training splits {cs['train_splits']}")
+    return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
+
+
+def _concat_repr(title: np.ndarray, body: np.ndarray) -> np.ndarray:
+    return np.hstack([normalize(title.astype(np.float32)), normalize(body.astype(np.float32))]).astype(np.float32)
+
+
+# -------------------------------------------------------------------------------------------
+# Table 2 statistics
+
+
+def _label(m: str, chosen: str) -> str:
+    if m in HEAD_LABEL:
+        return f"{HEAD_LABEL[m]} ({chosen})"
+    return m
+
+
+def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per model: BkR×1000 averaged over pairs with a bootstrap CI over pairs; best vs rest."""
+    b = cs.get("bootstrap", {})
+    B, seed = int(b.get("B", 1000)), int(b.get("seed", 0))
+    per_pair = df.groupby(["model", "direction"])["bkr_recall"].mean().reset_index()
+    rows = []
+    for m, g in per_pair.groupby("model"):
+        vals = g["bkr_recall"].to_numpy() * 1000
+        ci = stats.bootstrap_ci(vals, B=B, seed=seed)
+        rows.append(dict(model=m, label=_label(m, chosen), bkr_x1000=float(vals.mean()), ci_low=ci.low, ci_high=ci.high,
+                         worst_pair=g.loc[g["bkr_recall"].idxmin(), "direction"], n_pairs=len(g)))
+    t = pd.DataFrame(rows).sort_values("bkr_x1000", ascending=False).reset_index(drop=True)
+    best = t.loc[0, "model"]
+    keys = sorted({k.split("/", 1)[1] for k in hits})
+    pooled = {m: np.concatenate([hits[f"{m}/{k}"] for k in keys]) for m in t["model"]}
+    sig = []
+    for m in t["model"][1:]:
+        mc = stats.mcnemar_exact(pooled[best], pooled[m])
+        bs = stats.paired_bootstrap_diff(pooled[best], pooled[m], B=B, seed=seed)
+        per_pair_p = []
+        for d in directions(cs):
+            a = np.concatenate([hits[f"{best}/{d}/{s}"] for s in cs["seeds"]])
+            c = np.concatenate([hits[f"{m}/{d}/{s}"] for s in cs["seeds"]])
+            per_pair_p.append(stats.mcnemar_exact(a, c).pvalue)
+        adj = stats.adjust_pvalues(np.array(per_pair_p), method="bonferroni")
+        sig.append(dict(best=best, other=m, n_queries=len(pooled[m]), diff_x1000=bs.diff * 1000,
+                        diff_ci_low=bs.low * 1000, diff_ci_high=bs.high * 1000,
+                        mcnemar_p=mc.pvalue, bootstrap_p=bs.pvalue,
+                        pairs_best_better_p05_bonf=int(np.sum((adj < 0.05))), n_pairs=len(per_pair_p)))
+    sig_df = pd.DataFrame(sig)
+    if len(sig_df):
+        sig_df["mcnemar_p_bonferroni"] = stats.adjust_pvalues(sig_df["mcnemar_p"].to_numpy(), method="bonferroni")
+    return t, sig_df
