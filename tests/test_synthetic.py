@@ -1,4 +1,4 @@
-"""Tests of the SYNTHETIC scenes dataset generator (backretrieval.synthetic)."""
+"""Tests of the SYNTHETIC scenes dataset generator (backretrieval.data.synthetic)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from PIL import Image
 from scipy.stats import spearmanr
 
-from backretrieval import synthetic
 from backretrieval.data import prepared as dataset
+from backretrieval.data import synthetic
+from backretrieval.data.synthetic import dataset as syn_dataset
+from backretrieval.data.synthetic import render as syn_render
 from backretrieval.errors import InputError
 
 N = 40
@@ -120,7 +122,7 @@ def test_titles_are_shorter_than_bodies(items):
 def test_split_values_and_proportions(items):
     assert set(items["split"]) <= {"train", "val", "test"}
     # the split rule itself over the default size (cheap: no drawing)
-    splits = [synthetic._split(0, i) for i in range(2400)]
+    splits = [syn_dataset._split(0, i) for i in range(2400)]
     frac = {s: splits.count(s) / len(splits) for s in ("train", "val", "test")}
     assert 0.77 < frac["train"] < 0.83 and 0.08 < frac["val"] < 0.12 and 0.08 < frac["test"] < 0.12
 
@@ -146,7 +148,7 @@ def test_language_subset(tmp_path):
 
 def test_failure_mid_generation_leaves_no_output(tmp_path, monkeypatch):
     calls = {"n": 0}
-    real = synthetic._draw_object
+    real = syn_render._draw_object
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
@@ -154,7 +156,7 @@ def test_failure_mid_generation_leaves_no_output(tmp_path, monkeypatch):
             raise RuntimeError("boom")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(synthetic, "_draw_object", flaky)
+    monkeypatch.setattr(syn_render, "_draw_object", flaky)
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="boom"):
         synthetic.generate(out, n_items=N)
@@ -170,7 +172,7 @@ def test_failure_keeps_previous_dataset_intact(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(synthetic, "_draw_object", boom)
+    monkeypatch.setattr(syn_render, "_draw_object", boom)
     with pytest.raises(RuntimeError):
         synthetic.generate(out, n_items=8)
     assert _hashes(out) == before
@@ -212,11 +214,11 @@ def test_same_scene_gets_paraphrased_titles():
         assert len({t for t, _ in texts}) >= 5, lang
         assert len({b for _, b in texts}) >= 20, lang
     # and inside the dataset: re-staged items copy an earlier scene (cheap: no drawing)
-    copies = [(i, synthetic._scene_for(0, i)) for i in range(400)]
+    copies = [(i, syn_dataset._scene_for(0, i)) for i in range(400)]
     restaged = [(i, sc, j) for i, (sc, j) in copies if j is not None]
     assert 0.01 * 400 <= len(restaged) <= 0.08 * 400
     for i, sc, j in restaged:
-        assert synthetic.scene_similarity(sc, synthetic._scene_for(0, j)[0]) == 1.0
+        assert synthetic.scene_similarity(sc, syn_dataset._scene_for(0, j)[0]) == 1.0
     titles = {synthetic.describe_scene(sc, "en", f"0|{i}")[0] for i, sc, _ in restaged}
     assert len(titles) > 1
 

@@ -12,7 +12,7 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
     source = ds["source"]
     opts = dict(ds.get("options") or {})
     if source == "synthetic":
-        from ..synthetic import generate
+        from .synthetic import generate
 
         syn = ds.get("synthetic") or {}
         generate(

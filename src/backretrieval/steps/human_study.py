@@ -72,7 +72,7 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
 def simulate_step(cfg: dict, dataset: Path) -> Path:
     """SIMULATED ratings from the synthetic ground truth (scene similarity)."""
     from ..study.human_study import simulate_ratings
-    from ..synthetic import load_scenes, scene_similarity
+    from ..data.synthetic import load_scenes, scene_similarity
 
     meta = read_meta(dataset)
     if not meta.synthetic:
