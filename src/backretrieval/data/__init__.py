@@ -10,7 +10,7 @@ per real dataset) and the embedded SYNTHETIC dataset generator. See docs/DATASET
 from .archive import safe_extract
 from .byo import Problem, has_errors, validate_dataset
 from .download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url, sha256_file
-from .from_config import prepare_from_config
+from .prepare import prepare_dataset, prepare_from_config
 
 __all__ = [
     "DownloadError",
@@ -18,6 +18,7 @@ __all__ = [
     "UnpinnedDownloadWarning",
     "fetch",
     "has_errors",
+    "prepare_dataset",
     "prepare_from_config",
     "resolve_url",
     "safe_extract",

@@ -1,10 +1,29 @@
-"""Dispatch "prepare the configured dataset" to the generator or the dataset's preparer."""
+"""The configured dataset → a prepared folder: the SYNTHETIC generator, a user-prepared folder
+(validated, then linked), or a real dataset (download or mirror + prepare).
+
+Real datasets (:func:`prepare_from_config`): ``dataset.source`` + ``dataset.options``.
+Options per source (all paths relative to the repository root):
+
+* ``multi30k_task1``: ``splits`` (default [test_2016_flickr]), ``mirror`` (local folder or
+  URL replacing the upstream base; null = GitHub), ``download_dir`` (default
+  data/downloads/multi30k), ``image_source`` (see multi30k.prepare_task1: precomputed
+  features, a folder of Flickr30k images, or none).
+* ``multi30k_task2``: ``split`` (default test_2016), ``mirror``, ``download_dir``, ``image_source``.
+* ``flickr8k_multi30k``: ``images_dir`` and ``mapping_csv`` (the Flickr8k JPEGs that are
+  Multi30K images), ``mirror``, ``download_dir``.
+* ``stair``: ``mirror``, ``download_dir``, ``images_dir`` (COCO val2014 folder), ``max_images``.
+* ``ikea``: ``mirror``, ``download_dir``, ``pair`` (en-de | en-fr), ``images_dir``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
+
+
+MULTI30K_SPLITS_FOR_FLICKR8K = ("train", "val", "test_2016_flickr")
 
 
 def prepare_dataset(cfg: dict, out_dir: Path) -> None:
@@ -37,6 +56,50 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
             raise ConfigError(f"{out_dir} exists and is not {src}; remove it first")
         out_dir.symlink_to(src.resolve(), target_is_directory=True)
         return
-    from .from_config import prepare_from_config  # real datasets (download + prepare)
-
     prepare_from_config(source, opts, cfg, out_dir)
+
+
+def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: Path) -> Path:
+    langs = list(cfg["languages"])
+    mirror = opts.get("mirror")
+    if source in ("multi30k_task1", "multi30k_task2", "flickr8k_multi30k"):
+        from .sources import multi30k as m
+
+        dl = Path(opts.get("download_dir", "data/downloads/multi30k"))
+        if source == "multi30k_task1":
+            splits = list(opts.get("splits", ["test_2016_flickr"]))
+            m.download_multi30k(dl, mirror, splits=splits, langs=langs, task2=False)
+            return m.prepare_task1(dl, out_dir, splits=splits, langs=langs, image_source=opts.get("image_source"),
+                                   name=cfg["dataset"]["name"])
+        if source == "multi30k_task2":
+            split = str(opts.get("split", "test_2016"))
+            if split not in m.TASK2_SPLITS:
+                raise ConfigError(f"dataset.options.split must be one of {sorted(m.TASK2_SPLITS)} for multi30k_task2")
+            m.download_multi30k(dl, mirror, splits=[m.TASK2_SPLITS[split]], langs=langs, task2=True)
+            if opts.get("text_only_training"):
+                return m.prepare_task2_training(dl, out_dir, split=split, langs=langs, name=cfg["dataset"]["name"])
+            return m.prepare_task2(dl, out_dir, split=split, image_source=opts.get("image_source"), langs=langs,
+                                   name=cfg["dataset"]["name"])
+        for key in ("images_dir", "mapping_csv"):
+            if key not in opts:
+                raise ConfigError(f"dataset.options.{key} is required for source flickr8k_multi30k")
+        m.download_multi30k(dl, mirror, splits=MULTI30K_SPLITS_FOR_FLICKR8K, langs=langs, task2=False)
+        return m.prepare_flickr8k_subset(dl, opts["images_dir"], opts["mapping_csv"], out_dir, langs=langs,
+                                         name=cfg["dataset"]["name"])
+    if source == "stair":
+        from .sources import stair as s
+
+        dl = Path(opts.get("download_dir", "data/downloads/stair"))
+        stair = s.download_stair(dl, opts.get("stair_mirror", mirror))
+        images_dir = opts.get("images_dir")
+        coco = s.download_coco(dl, opts.get("coco_mirror", mirror), image_splits=() if images_dir else ("val2014",))
+        return s.prepare_stair(stair["val"], coco["captions_val2014"], out_dir,
+                               images_dir=images_dir or coco["val2014"],
+                               max_images=opts.get("max_images"), name=cfg["dataset"]["name"])
+    if source == "ikea":
+        from .sources import ikea as k
+
+        dl = Path(opts.get("download_dir", "data/downloads/ikea"))
+        repo = k.download_ikea(dl, mirror)
+        return k.prepare_ikea(repo, out_dir, pair=str(opts.get("pair", "en-de")), images_dir=opts.get("images_dir"))
+    raise ConfigError(f"dataset.source {source!r} has no preparer")
