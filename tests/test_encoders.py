@@ -20,7 +20,7 @@ from backretrieval.encoders import (
     build_text_encoder,
     uses_lang,
 )
-from backretrieval.encoders.base import folder_signature
+from backretrieval._util.hashing import folder_signature
 from backretrieval.errors import ConfigError, InputError, ModelUnavailableError
 
 

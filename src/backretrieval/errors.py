@@ -15,3 +15,8 @@ class ConfigError(BackretrievalError):
 
 class ModelUnavailableError(BackretrievalError):
     """A model's weights cannot be obtained (e.g. offline). Message says how to provide them."""
+
+
+class DeviceUnavailableError(ConfigError, ValueError):
+    """A CUDA device is configured (or passed) where torch sees none. Also a ValueError, the
+    error of an invalid argument for callers of the library functions."""

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .hashing import sha256_file
 
 COMPACT_AT = 64
 
@@ -51,14 +52,10 @@ def text_key(text: str, lang: str | None = None) -> str:
 
 def file_key(path: Path) -> str:
     """sha256 of a file's bytes; InputError naming the file if it cannot be read."""
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
+        return sha256_file(path)
     except OSError as exc:
         raise InputError(f"{path}: image file cannot be read ({exc.strerror or exc})") from exc
-    return h.hexdigest()
 
 
 class EmbeddingCache:

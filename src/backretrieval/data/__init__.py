@@ -9,7 +9,7 @@ per real dataset) and the embedded SYNTHETIC dataset generator. See docs/DATASET
 
 from .archive import safe_extract
 from .byo import Problem, has_errors, validate_dataset
-from .download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url, sha256_file
+from .download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url
 from .prepare import prepare_dataset, prepare_from_config
 
 __all__ = [
@@ -22,6 +22,5 @@ __all__ = [
     "prepare_from_config",
     "resolve_url",
     "safe_extract",
-    "sha256_file",
     "validate_dataset",
 ]

@@ -24,7 +24,6 @@ relative path is kept.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import http.client
 import logging
 import os
@@ -38,6 +37,7 @@ import urllib.request
 import warnings
 from pathlib import Path
 
+from .._util.hashing import sha256_file
 from ..errors import InputError
 
 log = logging.getLogger(__name__)
@@ -52,14 +52,6 @@ class DownloadError(InputError):
 
 class UnpinnedDownloadWarning(UserWarning):
     """A file was downloaded without a pinned sha256 (the computed hash is in the message)."""
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def resolve_url(upstream_base: str, rel_path: str, mirror: str | os.PathLike[str] | None) -> str:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import socket
 import threading
@@ -14,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .._util.hashing import fingerprint_from
 from ..errors import InputError, ModelUnavailableError
 
 
@@ -35,24 +34,6 @@ def _pkg_version(dist: str) -> str:
         return "unknown"
 
 
-def folder_signature(path: str | os.PathLike[str]) -> str:
-    """Cheap signature of a weights folder or file: sha256 over relative names and sizes."""
-    p = Path(path)
-    h = hashlib.sha256()
-    files = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
-    for f in files:
-        rel = f.name if p.is_file() else f.relative_to(p).as_posix()
-        if rel.startswith(".git/"):
-            continue
-        h.update(f"{rel}\0{f.stat().st_size}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def _fingerprint_from(parts: dict[str, Any]) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
-    return f"{parts.get('type', 'enc')}-{hashlib.sha256(blob.encode()).hexdigest()[:24]}"
-
-
 def _as_matrix(x: Any, n: int, what: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.float32)
     if arr.ndim == 1 and n == 1:
@@ -67,16 +48,7 @@ def _l2(x: np.ndarray) -> np.ndarray:
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def _resolve_device(device: str | None) -> str:
-    if device in (None, "auto"):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return str(device)
-
-
 _OFFLINE_LOCK = threading.Lock()
-
 _OFFLINE_CACHE: dict[str, bool] = {}
 
 
@@ -149,7 +121,7 @@ class _Base:
         return {"type": self.type_name}
 
     def fingerprint(self) -> str:
-        return _fingerprint_from(self._fp_parts())
+        return fingerprint_from(self._fp_parts(), "enc")
 
     def fingerprint_info(self) -> dict[str, Any]:
         """The human-readable parts the fingerprint is a hash of."""

@@ -7,15 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from .._util.device import resolve_device
+from .._util.hashing import folder_signature
 from ..errors import ConfigError
 from .base import (
     _Base,
     _l2,
     _local_snapshot,
     _pkg_version,
-    _resolve_device,
     _unavailable,
-    folder_signature,
     hub_offline,
 )
 
@@ -69,7 +69,7 @@ class HFMeanPoolEncoder(_Base):
                 model = AutoModel.from_pretrained(src, local_files_only=local is not None)
             except OSError as exc:
                 raise _unavailable(self.id, self.model_name, str(exc).splitlines()[0][:200]) from exc
-            self._dev = _resolve_device(self.device)
+            self._dev = resolve_device(self.device, f"encoder '{self.id}'")
             self._model = model.eval().to(self._dev)
             if local is None:
                 self._path = _local_snapshot(self.model_name)

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from .._util.device import resolve_device
+from .._util.hashing import file_signature
 from ..errors import ModelUnavailableError
-from .base import _as_matrix, _Base, _pkg_version, _require_lang, _resolve_device
+from .base import _as_matrix, _Base, _pkg_version, _require_lang
 
 
 class LaserEncoder(_Base):
@@ -50,7 +52,7 @@ class LaserEncoder(_Base):
     def _fp_parts(self) -> dict[str, Any]:
         files = self._files()
         return {"type": self.type_name, "version": _pkg_version("laserembeddings"),
-                "files": {k: f"{p.name}:{p.stat().st_size}" for k, p in files.items()}}
+                "files": {k: file_signature(p) for k, p in files.items()}}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
@@ -58,7 +60,7 @@ class LaserEncoder(_Base):
             from laserembeddings import Laser
 
             f = self._files()
-            cpu = _resolve_device(self.device) == "cpu"
+            cpu = resolve_device(self.device, f"encoder '{self.id}'") == "cpu"
             self._model = Laser(bpe_codes=str(f["bpe_codes"]), bpe_vocab=str(f["bpe_vocab"]),
                                 encoder=str(f["encoder"]), embedding_options={"cpu": cpu})
         if not texts:

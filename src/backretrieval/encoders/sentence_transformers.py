@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .._util.device import resolve_device
+from .._util.hashing import folder_signature
 from ..errors import ConfigError, ModelUnavailableError
 from .base import (
     _as_matrix,
@@ -15,9 +17,7 @@ from .base import (
     _local_snapshot,
     _pkg_version,
     _require,
-    _resolve_device,
     _unavailable,
-    folder_signature,
     hub_offline,
 )
 
@@ -69,7 +69,7 @@ class SentenceTransformerEncoder(_Base):
             return self._model
         from sentence_transformers import SentenceTransformer
 
-        device = _resolve_device(self.device)
+        device = resolve_device(self.device, f"encoder '{self.id}'")
         local = self._local_path()
         try:
             if local is not None:

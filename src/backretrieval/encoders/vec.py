@@ -3,7 +3,6 @@ GloVe after translation to English (``glove-translate``); the ``.vec`` / GloVe r
 
 from __future__ import annotations
 
-import hashlib
 import re
 import urllib.request
 from collections.abc import Sequence
@@ -12,16 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from .._util.device import resolve_device
+from .._util.hashing import fingerprint_from, folder_signature, sha256_file
 from ..errors import ConfigError, InputError, ModelUnavailableError
 from .base import (
     _Base,
-    _fingerprint_from,
     _local_snapshot,
     _pkg_version,
     _require_lang,
-    _resolve_device,
     _unavailable,
-    folder_signature,
     hub_offline,
 )
 
@@ -146,7 +144,7 @@ class AlignedVecEncoder(_Base):
 
     def fingerprint_for(self, lang: str) -> str:
         p = self._ensure(lang)
-        return _fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p)})
+        return fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p)}, "enc")
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
@@ -182,7 +180,7 @@ class GloveTranslateEncoder(_Base):
         parts = {"type": self.type_name, "glove": str(self.glove), "max_vocab": self.max_vocab,
                  "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing"}
         if self.translations is not None:
-            parts["translations_sha256"] = hashlib.sha256(self.translations.read_bytes()).hexdigest() \
+            parts["translations_sha256"] = sha256_file(self.translations) \
                 if self.translations.is_file() else "missing"
         else:
             parts["mt_model"] = self.mt_model
@@ -221,7 +219,7 @@ class GloveTranslateEncoder(_Base):
             try:
                 src = str(local) if local else name
                 tok = MarianTokenizer.from_pretrained(src)
-                model = MarianMTModel.from_pretrained(src).eval().to(_resolve_device(self.device))
+                model = MarianMTModel.from_pretrained(src).eval().to(resolve_device(self.device, f"encoder '{self.id}'"))
             except OSError as exc:
                 raise _unavailable(self.id, name, str(exc).splitlines()[0][:200]) from exc
             self._mt[name] = (tok, model)

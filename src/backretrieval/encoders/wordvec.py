@@ -78,6 +78,7 @@ import numpy as np
 import scipy.linalg
 
 from .._util import io as bio
+from .._util.hashing import json_sha256
 from .dictionaries import (
     DEFAULT_DICT_DIR,
     load_freedict_pairs,
@@ -546,11 +547,6 @@ class WordVecSpec:
         return cls(**kw)
 
 
-def _sha(obj: Any) -> str:
-    blob = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
 def _dict_files_signature(dict_dir: Path, hub: str, lang: str) -> list[tuple[str, int]]:
     from .dictionaries import iso3
 
@@ -634,7 +630,7 @@ class WordVecEncoder:
     # ---- keys ----
     def _mono_key(self, lang: str) -> str:
         s = self.spec
-        return _sha({
+        return json_sha256({
             "v": WORDVEC_VERSION, "corpus": self._corpus_hashes()[lang], "dim": s.dim,
             "epochs": s.epochs, "min_count": s.min_count, "seed": s.seed, "bucket": s.bucket,
             "fasttext": _fasttext_version(),
@@ -642,7 +638,7 @@ class WordVecEncoder:
 
     def _dict_key(self, lang: str) -> str:
         s = self.spec
-        return _sha({
+        return json_sha256({
             "mono": [self._mono_key(s.hub), self._mono_key(lang)], "size": s.dict_size,
             "max_per_word": s.max_per_word,
             "files": _dict_files_signature(Path(s.dict_dir), s.hub, lang),
@@ -658,7 +654,7 @@ class WordVecEncoder:
                 epochs=s.rcsls_epochs, lr=s.rcsls_lr, k=s.rcsls_k, spectral=s.rcsls_spectral,
                 maxneg=s.rcsls_maxneg, seed=s.seed,
             )
-        return _sha(parts)[:20]
+        return json_sha256(parts)[:20]
 
     def fingerprint(self) -> str:
         if self._fp is None:
@@ -672,7 +668,7 @@ class WordVecEncoder:
             s["corpus"] = self._corpus_hashes()
             s["v"] = WORDVEC_VERSION
             s["fasttext"] = _fasttext_version()
-            self._fp = f"wordvec-{_sha(s)[:24]}"
+            self._fp = f"wordvec-{json_sha256(s)[:24]}"
         return self._fp
 
     # ---- training steps (each cached on disk) ----

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .._util.device import resolve_device
+from .._util.hashing import fingerprint_from
 from .preprocess import load_rgb, preprocess
 
 
@@ -21,23 +21,6 @@ class ImageBackbone(Protocol):
     def fingerprint(self) -> str: ...
 
     def encode_images(self, paths: list[Path]) -> np.ndarray: ...
-
-
-def _fingerprint_from(parts: dict[str, Any]) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str)
-    return f"{parts.get('type', 'img')}-{hashlib.sha256(blob.encode()).hexdigest()[:24]}"
-
-
-def _file_sig(path: Path) -> str:
-    return f"{path.name}:{path.stat().st_size}" if path.is_file() else f"{path.name}:missing"
-
-
-def _resolve_device(device: str | None) -> str:
-    import torch
-
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return str(device)
 
 
 class _TorchBackbone:
@@ -65,7 +48,7 @@ class _TorchBackbone:
         return {"type": self.type_name, "memory_format": "channels_last"}
 
     def fingerprint(self) -> str:
-        return _fingerprint_from(self._fp_parts())
+        return fingerprint_from(self._fp_parts(), "img", ensure_ascii=True)
 
     def fingerprint_info(self) -> dict[str, Any]:
         return self._fp_parts()
@@ -74,7 +57,7 @@ class _TorchBackbone:
         if self._model is None:
             import torch
 
-            self._device = _resolve_device(self.device_spec)
+            self._device = resolve_device(self.device_spec, f"backbone '{self.id}'")
             torch.backends.cudnn.benchmark = False
             # channels-last runs the depthwise/pointwise convolutions ~1.8x faster on CPU
             # (measured on EfficientNet-Lite0, 2 cores); part of the fingerprint

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ModelUnavailableError
-from .base import _file_sig, _TorchBackbone
+from .._util.hashing import file_signature
+from .base import _TorchBackbone
 
 
 class EfficientNetLite(_TorchBackbone):
@@ -56,7 +57,7 @@ class EfficientNetLite(_TorchBackbone):
 
     def _fp_parts(self) -> dict[str, Any]:
         return {"type": self.type_name, "variant": self.variant, "res": self.res,
-                "normalize": self.normalize, "weights": _file_sig(self.weights_path()),
+                "normalize": self.normalize, "weights": file_signature(self.weights_path()),
                 "preprocess": "short-side-bicubic-crop0.875-v1", "pool": "gap-last-conv",
                 "memory_format": "channels_last"}
 

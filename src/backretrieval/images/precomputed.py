@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._util.hashing import fingerprint_from
 from ..errors import ConfigError
-from .base import _fingerprint_from
 
 
 class PrecomputedBackbone:
@@ -23,7 +23,7 @@ class PrecomputedBackbone:
         self.dim = int(spec.get("dim", 0))
 
     def fingerprint(self) -> str:
-        return _fingerprint_from({"type": self.type_name, "name": self.name})
+        return fingerprint_from({"type": self.type_name, "name": self.name}, "img", ensure_ascii=True)
 
     def encode_images(self, paths: Sequence[Path]) -> np.ndarray:
         raise ConfigError(

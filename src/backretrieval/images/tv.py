@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ModelUnavailableError
-from .base import _file_sig, _TorchBackbone
+from .._util.hashing import file_signature
+from .base import _TorchBackbone
 
 
 class TorchvisionBackbone(_TorchBackbone):
@@ -45,7 +46,7 @@ class TorchvisionBackbone(_TorchBackbone):
         except PackageNotFoundError:
             tv = "missing"
         return {"type": self.type_name, "arch": self.arch, "weights_name": self.weights_name,
-                "weights": _file_sig(self.weights) if self.weights else "torchvision-default",
+                "weights": file_signature(self.weights) if self.weights else "torchvision-default",
                 "torchvision": tv, "preprocess": "short-side-bicubic-crop0.875-v1"}
 
     def _load_model(self) -> Any:

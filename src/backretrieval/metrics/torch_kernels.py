@@ -45,6 +45,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import torch
 
+from .._util.device import resolve_device as _resolve_device
 from . import kernels as M
 
 Precision = Literal["fp32", "fp64", "fp16", "bf16"]
@@ -80,16 +81,12 @@ recall_at_k = M.recall_at_k
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` → CUDA if available else CPU; anything else is passed to ``torch.device``.
+    """``"auto"`` → CUDA if available else CPU; anything else is passed to ``torch.device``
+    (:func:`backretrieval._util.device.resolve_device`).
 
     Asking for CUDA where there is none raises ``ValueError`` (instead of a late CUDA error).
     """
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but no CUDA device is available")
-    return dev
+    return torch.device(_resolve_device(str(device) if isinstance(device, torch.device) else device))
 
 
 def _dtype(precision: str) -> torch.dtype:

@@ -40,7 +40,6 @@ optional early stopping (``patience``). On CPU, the same seed gives a bit-identi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
@@ -50,6 +49,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from .._util.device import resolve_device
+from .._util.hashing import sha256_file
 from .._util.io import atomic_path, write_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,16 +237,6 @@ def _objective(model, t, b, codes, neg, config: TripletConfig, xl: bool):  # typ
 # --------------------------------------------------------------------------- training
 
 
-def _resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"TripletConfig.device={device!r} but CUDA is not available")
-    return device
-
-
 @contextlib.contextmanager
 def _deterministic() -> Iterator[None]:
     import torch
@@ -316,7 +307,7 @@ def train_heads(
             f"train_heads: {n} items give {n_train} train / {n_val} validation items with "
             f"val_fraction={config.val_fraction}; both need at least 2 (in-batch negatives)"
         )
-    device = _resolve_device(config.device)
+    device = resolve_device(config.device, "TripletConfig.device")
     sampler = negative_sampler or sample_negatives
     _, codes_np = np.unique(langs, return_inverse=True)
 
@@ -447,7 +438,7 @@ def save_head(result: TrainResult, path: str | Path) -> None:
         raise InputError(f"{path}: the weights path must not end in .json (the metadata goes there)")
     with atomic_path(path) as tmp:
         torch.save({k: v.detach().cpu() for k, v in result.state_dict.items()}, tmp)
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        digest = sha256_file(tmp)
     meta = {
         "format_version": HEAD_FORMAT_VERSION,
         "weights_file": path.name,
@@ -481,7 +472,7 @@ def load_head(path: str | Path) -> TrainResult:
     for key in ("config", "in_dim", "xl", "weights_sha256"):
         if key not in meta:
             raise InputError(f"{meta_path}: field '{key}' is required")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = sha256_file(path)
     if digest != meta["weights_sha256"]:
         raise InputError(
             f"{path}: sha256 {digest} does not match weights_sha256 in {meta_path.name} "

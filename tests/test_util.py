@@ -1,0 +1,64 @@
+"""The shared leaf helpers (backretrieval._util): one device resolver, one set of hashes, and
+model fingerprints that stay what they were (they name the embedding-cache folders)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from backretrieval._util.device import resolve_device
+from backretrieval._util.hashing import file_signature, fingerprint_from, folder_signature, json_sha256, sha256_file
+from backretrieval.encoders import build_text_encoder
+from backretrieval.errors import ConfigError, DeviceUnavailableError
+from backretrieval.images import build_image_backbone
+
+
+def test_resolve_device_passes_explicit_devices_and_picks_auto():
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("mps") == "mps"
+    torch = pytest.importorskip("torch")
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto") == want
+    assert resolve_device(None) == want
+
+
+def test_resolve_device_refuses_missing_cuda_with_a_config_and_value_error():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(DeviceUnavailableError, match="TripletConfig.device: device 'cuda:1'.*no CUDA") as info:
+        resolve_device("cuda:1", "TripletConfig.device")
+    assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)
+
+
+def test_hashes(tmp_path):
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"x" * (3 << 20) + b"tail")  # more than one read chunk
+    assert sha256_file(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert file_signature(f) == f"w.bin:{(3 << 20) + 4}"
+    assert file_signature(tmp_path / "nope.pt") == "nope.pt:missing"
+    assert json_sha256({"b": 1, "a": "ü"}) == hashlib.sha256('{"a": "ü", "b": 1}'.encode()).hexdigest()
+    d = tmp_path / "model"
+    (d / ".git").mkdir(parents=True)
+    (d / "a.bin").write_bytes(b"12")
+    before = folder_signature(d)
+    (d / ".git" / "HEAD").write_text("ref")  # git metadata is not part of the weights
+    assert folder_signature(d) == before
+    (d / "b.bin").write_bytes(b"1")
+    assert folder_signature(d) != before
+
+
+def test_fingerprints_are_unchanged():
+    """Values computed by the code before the restructure (flat modules): a change here moves
+    every cached embedding of that model to a new cache folder."""
+    assert build_text_encoder("c", {"type": "char_ngram", "dim": 64, "n": [3]}).fingerprint() == \
+        "char_ngram-68670cf70e88d988b0783217"
+    assert build_text_encoder("r", {"type": "random", "dim": 8, "seed": 1}).fingerprint() == \
+        "random-bc4afa73ac1a264b8e917771"
+    # non-ASCII parts: text encoders hash them as UTF-8, image backbones ASCII-escaped
+    assert build_text_encoder("f", {"type": "callable", "target": "json:dumps", "version": "ü"}).fingerprint() == \
+        "callable-2bf301dce6a0b6a572dd28be"
+    assert build_image_backbone("p", {"type": "precomputed", "name": "résnet"}).fingerprint() == \
+        "precomputed-e915096506e9026bfb575462"
+    assert fingerprint_from({"x": 1}, "img") == f"img-{json_sha256({'x': 1})[:24]}"
