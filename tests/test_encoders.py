@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backretrieval._util.hashing import folder_signature
+from backretrieval.data.download import UnpinnedDownloadWarning
 from backretrieval.encoders import (
     ENCODER_TYPES,
     build_text_encoder,
     uses_lang,
 )
-from backretrieval._util.hashing import folder_signature
 from backretrieval.errors import ConfigError, InputError, ModelUnavailableError
 
 
@@ -231,11 +232,21 @@ def test_muse_averages_and_downloads(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailableError, match="wiki.multi.de.vec"):
         enc.encode(["ein Hund"], lang="de")
     url = (src.as_uri() + "/wiki.multi.{lang}.vec")
-    enc = build_text_encoder("muse", {**spec, "download": True, "url_template": url})
+    # downloads go through the verified downloader: a wrong pin fails, leaving no file behind
+    bad = build_text_encoder("muse", {**spec, "download": True, "url_template": url, "sha256": {"de": "0" * 64}})
+    with pytest.raises(ModelUnavailableError, match="sha256 mismatch"):
+        bad.encode(["ein Hund"], lang="de")
+    assert not (vdir / "wiki.multi.de.vec").exists()
+    pin = hashlib.sha256((src / "wiki.multi.de.vec").read_bytes()).hexdigest()
+    enc = build_text_encoder("muse", {**spec, "download": True, "url_template": url, "sha256": {"de": pin}})
     v = enc.encode(["Ein Hund!", "Katze", "ein Auto auto"], lang="de")
     np.testing.assert_allclose(v, [[0.5, 1, 0], [0, 0, 0], [1 / 3, 0, 8 / 3]], rtol=1e-6)
     assert (vdir / "wiki.multi.de.vec").is_file()
     assert enc.fingerprint_for("de") != build_text_encoder("m", {**spec, "max_vocab": 1}).fingerprint_for("de")
+    # unpinned: downloaded, and the hash to pin is reported
+    (vdir / "wiki.multi.de.vec").unlink()
+    with pytest.warns(UnpinnedDownloadWarning, match=pin):
+        build_text_encoder("muse", {**spec, "download": True, "url_template": url}).encode(["Hund"], lang="de")
 
 
 def test_rcsls_with_explicit_paths(tmp_path: Path) -> None:

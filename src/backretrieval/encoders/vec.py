@@ -4,7 +4,6 @@ GloVe after translation to English (``glove-translate``); the ``.vec`` / GloVe r
 from __future__ import annotations
 
 import re
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 
 from .._util.device import resolve_device
 from .._util.hashing import fingerprint_from, folder_signature, sha256_file
+from ..data.download import DownloadError, fetch
 from ..errors import ConfigError, InputError, ModelUnavailableError
 from .base import (
     _Base,
@@ -26,20 +26,6 @@ from .base import (
 
 def _tokens(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
-
-
-def download_file(url: str, dest: Path, timeout: float = 30.0) -> Path:
-    """Fetch ``url`` (http(s)/file) to ``dest`` atomically (temp file + rename)."""
-    from .._util.io import atomic_path
-
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, atomic_path(dest) as tmp:
-            with open(tmp, "wb") as fh:
-                while chunk := resp.read(1 << 20):
-                    fh.write(chunk)
-    except OSError as exc:
-        raise ModelUnavailableError(f"could not download {url} to {dest}: {exc}") from exc
-    return dest
 
 
 def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True,
@@ -92,7 +78,9 @@ class AlignedVecEncoder(_Base):
     """Averaged aligned fastText vectors: MUSE (``type: muse``, wiki.multi.<lang>.vec) or RCSLS
     (``type: rcsls``, wiki.<lang>.align.vec). Keys: ``vectors`` ({lang: path}) and/or
     ``vectors_dir`` (folder with the official file names), ``download`` (false: fetch missing
-    files from ``url_template`` into ``vectors_dir``), ``max_vocab`` (200000)."""
+    files from ``url_template`` into ``vectors_dir`` with :func:`backretrieval.data.download.fetch`:
+    resumed, retried, atomic), ``sha256`` ({lang: hex}: pins the downloaded files; an unpinned
+    download reports the hash to pin), ``max_vocab`` (200000)."""
 
     type_name = "muse"
     uses_lang = True
@@ -112,6 +100,7 @@ class AlignedVecEncoder(_Base):
         self.vectors = {str(k): Path(v) for k, v in (spec.get("vectors") or {}).items()}
         self.vectors_dir = Path(spec["vectors_dir"]) if spec.get("vectors_dir") else None
         self.download = bool(spec.get("download", False))
+        self.sha256 = {str(k): str(v) for k, v in (spec.get("sha256") or {}).items()}
         self.max_vocab = spec.get("max_vocab", 200_000)
         self._loaded: dict[str, tuple[dict[str, int], np.ndarray]] = {}
 
@@ -134,7 +123,10 @@ class AlignedVecEncoder(_Base):
                     f"model '{self.id}' ({self.type_name}): {p} missing; download {url} there or set "
                     "`download: true`"
                 )
-            download_file(url, p)
+            try:
+                fetch(url, p, self.sha256.get(lang))
+            except DownloadError as exc:
+                raise ModelUnavailableError(f"model '{self.id}' ({self.type_name}): {exc}") from exc
         return p
 
     def _fp_parts(self) -> dict[str, Any]:
