@@ -1,0 +1,109 @@
+"""The layers of src/backretrieval and the one direction of imports between them
+(docs/ARCHITECTURE.md): every import, at module level or inside a function, points to the
+same or a lower layer, and the subpackages of one layer import each other without cycles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "backretrieval"
+
+# unit (top-level module or subpackage of backretrieval) -> layer; imports only point down
+LAYERS: dict[str, int] = {
+    "__init__": 5, "cli": 5, "config": 5,
+    "steps": 4,
+    "study": 3, "reporting": 3,
+    "encoders": 2, "images": 2, "data": 2,
+    "metrics": 1, "stats": 1,
+    "_util": 0, "errors": 0,
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split(".")[1:]) if "." in name else Path()
+    return (PKG / rel).with_suffix(".py").is_file() or (PKG / rel / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every backretrieval import in ``path``, at any depth."""
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "backretrieval"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "backretrieval":
+                continue
+            for a in node.names:  # "from pkg import name": name may be a submodule of pkg
+                sub = f"{target}.{a.name}"
+                out.append((node.lineno, sub if _is_module(sub) else target))
+    return out
+
+
+def _edges() -> list[tuple[str, str, str]]:
+    """(importing unit, imported unit, where) for imports that cross units."""
+    edges = []
+    for path in sorted(PKG.rglob("*.py")):
+        src = _unit(_module_name(path))
+        for line, target in _imports(path):
+            dst = _unit(target)
+            if dst != src:
+                edges.append((src, dst, f"{path.relative_to(PKG.parent)}:{line} imports {target}"))
+    return edges
+
+
+def test_every_unit_has_a_layer():
+    units = {_unit(_module_name(p)) for p in PKG.rglob("*.py")}
+    assert units <= set(LAYERS), f"give these a layer in LAYERS and docs/ARCHITECTURE.md: {sorted(units - set(LAYERS))}"
+    assert {"steps", "study", "encoders", "metrics", "_util"} <= units  # the walk found the tree
+
+
+def test_imports_point_down():
+    edges = _edges()
+    assert edges  # the parser sees the cross-unit imports
+    upward = [where for src, dst, where in edges if LAYERS[dst] > LAYERS.get(src, -1)]
+    assert not upward, "imports pointing to a higher layer:\n" + "\n".join(upward)
+
+
+def test_no_cycles_between_subpackages():
+    graph: dict[str, set[str]] = {}
+    for src, dst, _ in _edges():
+        graph.setdefault(src, set()).add(dst)
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+
+    def visit(node: str, stack: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt]
+            if nxt not in state:
+                cycle = visit(nxt, stack + [nxt])
+                if cycle:
+                    return cycle
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start, [start])
+            assert cycle is None, "import cycle between units: " + " -> ".join(cycle)
