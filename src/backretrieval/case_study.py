@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -65,6 +66,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("train_corpus", None)
     cs.setdefault("eval_splits", ["val", "test"])
     cs.setdefault("max_train_items", None)
+    cs.setdefault("train_items_seed", 0)
     cs.setdefault("sample_size", 200)
     cs.setdefault("seeds", [0, 1, 2, 3, 4])
     cs.setdefault("k", cfg.get("k", 10))
@@ -105,32 +107,51 @@ def models(cs: dict) -> list[str]:
 # item selection
 
 
+def _cap_per_language(train: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
+    """At most ``cap`` training items per language, a seeded random subset of each language.
+
+    Every item gets the key ``sha256(f"{seed}:{item_id}")``; each language keeps its ``cap``
+    items with the smallest keys (ties: the smaller id). A language's subset depends only on
+    its own ids and the seed; on a parallel corpus (the same item_id in several languages)
+    every language keeps the same ids, on a non-parallel one each language its own share.
+    """
+    key = train["item_id"].map(lambda i: hashlib.sha256(f"{seed}:{i}".encode("utf-8")).hexdigest())
+    ranked = train.assign(_key=key).sort_values(["lang", "_key", "item_id"], kind="stable")
+    return ranked.groupby("lang", sort=False).head(int(cap)).drop(columns="_key")
+
+
 def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     """The case-study items: training items (capped per language) + evaluation items.
 
     Training items come from ``case_study.train_corpus`` (a prepared, possibly text-only
-    dataset) when set, else from the main dataset's ``train_splits``.
+    dataset) when set, else from the main dataset's ``train_splits``. ``max_train_items``
+    caps each language separately (:func:`_cap_per_language`, seed ``train_items_seed``).
+    Every case-study language needs training and evaluation items.
     """
     items = load_items(dataset)
     items = items[items["lang"].isin(cs["languages"])]
     if cs.get("train_corpus"):
-        tc = load_items(Path(cs["train_corpus"]))
+        source = Path(cs["train_corpus"])
+        tc = load_items(source)
         tc = tc[tc["lang"].isin(cs["languages"])]
         train = tc[tc["split"].isin(cs["train_splits"])]
         clash = set(train["item_id"]) & set(items["item_id"])
         if clash:
             raise InputError(f"case_study.train_corpus shares item ids with the dataset (e.g. {sorted(clash)[:2]})")
     else:
+        source = Path(dataset)
         train = items[items["split"].isin(cs["train_splits"])]
     cap = cs.get("max_train_items")
     if cap:
-        keep = sorted(train["item_id"].unique())[: int(cap)]
-        train = train[train["item_id"].isin(set(keep))]
+        train = _cap_per_language(train, int(cap), int(cs.get("train_items_seed", 0)))
     ev = items[items["split"].isin(cs["eval_splits"])]
-    if ev.empty:
-        raise InputError(f"{dataset}: no items in evaluation splits {cs['eval_splits']}")
-    if train.empty:
-        raise InputError(f"{dataset}: no items in training splits {cs['train_splits']}")
+    for name, part, where, splits in (("training", train, source, cs["train_splits"]),
+                                      ("evaluation", ev, Path(dataset), cs["eval_splits"])):
+        missing = [lang for lang in cs["languages"] if not (part["lang"] == lang).any()]
+        if missing:
+            raise InputError(
+                f"{where}: no {name} items for case_study.languages {missing} in splits {list(splits)}"
+            )
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 
@@ -412,16 +433,41 @@ def report_step(cfg: dict, dataset: Path) -> None:
 
 
 def human_cfg(cfg: dict) -> dict:
+    """The ``human_study`` section with defaults, checked against ``case_study``.
+
+    Defaults follow the paper: English queries, Russian suggestions (``en`` → ``ru``), 20
+    queries, the top 5 suggestions of TRIPLETXL and of its base encoder, texts only.
+    """
     hs = dict(cfg.get("human_study") or {})
     cs = case_cfg(cfg)
-    hs.setdefault("source_lang", cs["languages"][0])
-    hs.setdefault("target_lang", cs["languages"][1])
+    explicit = {f for f in ("source_lang", "target_lang") if f in hs}
+    hs.setdefault("source_lang", "en")
+    hs.setdefault("target_lang", "ru")
     hs.setdefault("n_queries", 20)
     hs.setdefault("top_k", 5)
     hs.setdefault("model_a", "tripletxl")
     hs.setdefault("model_b", "base")
     hs.setdefault("seed", 0)
     hs.setdefault("ratings", None)
+    hs.setdefault("show_images", False)
+    hs.setdefault("allow_unverified_key", False)
+    for f in ("source_lang", "target_lang"):
+        if hs[f] not in cs["languages"]:
+            how = "" if f in explicit else " (the default, the paper's en → ru pair; set it in params.yaml)"
+            raise ConfigError(
+                f"human_study.{f}: {hs[f]!r}{how} is not one of case_study.languages {list(cs['languages'])}"
+            )
+    if hs["source_lang"] == hs["target_lang"]:
+        raise ConfigError(
+            f"human_study.target_lang: must differ from source_lang ({hs['source_lang']!r}); the study "
+            "rates cross-lingual suggestions"
+        )
+    allowed = ["base", *models(cs)]
+    for f in ("model_a", "model_b"):
+        if hs[f] not in allowed:
+            raise ConfigError(f"human_study.{f}: {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)")
+    if hs["model_a"] == hs["model_b"]:
+        raise ConfigError(f"human_study.model_b: must differ from model_a ({hs['model_a']!r})")
     return hs
 
 
@@ -439,25 +485,42 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
     cs, hs = case_cfg(cfg), human_cfg(cfg)
     chosen = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))["chosen"]
     ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
+    if ma == mb:
+        raise ConfigError(
+            f"human_study.model_a ({hs['model_a']!r}) and model_b ({hs['model_b']!r}) are the same model "
+            f"{ma!r} (the chosen base encoder); compare two different models"
+        )
     items = case_items(dataset, cs)
     ev = items[items["split"].isin(cs["eval_splits"])]
     src, tgt = hs["source_lang"], hs["target_lang"]
-    rng = np.random.default_rng(int(hs["seed"]))
+    n_q, top_k = int(hs["n_queries"]), int(hs["top_k"])
     src_items = ev[ev["lang"] == src].reset_index(drop=True)
-    q = src_items.iloc[np.sort(rng.choice(len(src_items), size=int(hs["n_queries"]), replace=False))]
+    if n_q > len(src_items):
+        raise ConfigError(
+            f"human_study.n_queries: {n_q} is more than the {len(src_items)} evaluation items of "
+            f"source_lang {src!r} in {dataset} (splits {list(cs['eval_splits'])}); lower n_queries"
+        )
+    rng = np.random.default_rng(int(hs["seed"]))
+    q = src_items.iloc[np.sort(rng.choice(len(src_items), size=n_q, replace=False))]
     qids = set(q["item_id"])
     cands = ev[(ev["lang"] == tgt) & ~ev["item_id"].isin(qids)].reset_index(drop=True)
-    if (Path(dataset) / "images.csv").is_file():
-        images = load_image_table(dataset)
-        img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
-    else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
-        log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
-        img_path = {}
+    if top_k > len(cands):
+        raise ConfigError(
+            f"human_study.top_k: {top_k} is more than the {len(cands)} candidate items of target_lang "
+            f"{tgt!r} in {dataset} (evaluation items, the queries' own items excluded); lower top_k"
+        )
+    img_path: dict[str, str] = {}
+    if hs["show_images"]:
+        if (Path(dataset) / "images.csv").is_file():
+            images = load_image_table(dataset)
+            img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
+        else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
+            log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
     sugg = {}
     for m in (ma, mb):
         qi, qe = _load(repr_path(cfg, m, src))
         ci, ce = _load(repr_path(cfg, m, tgt))
-        top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=int(hs["top_k"]))
+        top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=top_k)
         sugg[m] = {
             qid: [(cands.loc[j, "item_id"], f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
                    img_path.get(cands.loc[j, "image_id"])) for j in row]
@@ -469,7 +532,8 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
         "image_path": [img_path.get(i) for i in q["image_id"]],
     })
     make_sheets(queries, sugg[ma], sugg[mb], human_dir(cfg), seed=int(hs["seed"]), model_names=(ma, mb),
-                title=f"Relevance rating: {src} queries, {tgt} suggestions")
+                title=f"Relevance rating: {src} queries, {tgt} suggestions", query_lang=src, suggestion_lang=tgt,
+                show_images=bool(hs["show_images"]))
     out = case_reports(cfg) / "rating_sheet.html"
     io.write_text(out, (human_dir(cfg) / "rating_sheet.html").read_text(encoding="utf-8"))
 
@@ -501,9 +565,9 @@ def tally_step(cfg: dict) -> None:
     from .human_study import tally, tally_markdown
 
     hs = human_cfg(cfg)
-    simulated = not hs.get("ratings")
-    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json")
-    md = tally_markdown(res, simulated=simulated)
+    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json",
+                allow_unverified_key=bool(hs["allow_unverified_key"]))
+    md = tally_markdown(res, simulated=res.simulated or not hs.get("ratings"))
     out = case_reports(cfg)
     io.write_text(out / "human_study.md", md)
     d = res.to_dict()
