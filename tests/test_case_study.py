@@ -7,6 +7,7 @@ import pytest
 from backretrieval import stats
 from backretrieval.reporting.figures import fig3_boxplot
 from backretrieval.reporting.tables import table2_latex, table2_markdown
+from backretrieval.steps import human_study as hsteps, layout
 from backretrieval.steps.human_study import simulate_step
 from backretrieval.study import case_study as cs
 from backretrieval.errors import ConfigError, InputError
@@ -86,3 +87,113 @@ def test_simulated_rater_refuses_real_data(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="simulated rater"):
         simulate_step(_cfg(), tmp_path)
+
+
+# ------------------------------------------------------------------------------ case items
+
+
+def _dataset(root, rows, parallel=True):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "dataset.json").write_text(
+        f'{{"name": "toy", "languages": ["en", "de", "fr"], "synthetic": false, "parallel": {str(parallel).lower()}}}'
+    )
+    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
+        root / "items.csv", index=False)
+    return root
+
+
+def _non_parallel(root, n_train=40, n_eval=6):
+    """A non-parallel corpus: every language has its own items, ids prefixed by the language."""
+    rows = []
+    for lang in ("en", "de", "fr"):
+        for i in range(n_train + n_eval):
+            split = "train" if i < n_train else "test"
+            rows.append((f"{lang}-{i:03d}", lang, f"img-{lang}-{i}", f"{lang} title {i}", "", split))
+    return _dataset(root, rows, parallel=False)
+
+
+def test_max_train_items_is_per_language_on_a_non_parallel_corpus(tmp_path):
+    ds = _non_parallel(tmp_path / "np")
+    c = cs.case_cfg(_cfg(max_train_items=12, eval_splits=["test"]))
+    items = cs.case_items(ds, c)
+    train = items[items.split == "train"]
+    # every language gets its share (the old global cap over sorted ids kept 12 'de-' items)
+    assert train.groupby("lang").size().to_dict() == {"de": 12, "en": 12, "fr": 12}
+    assert (items[items.split == "test"].groupby("lang").size() == 6).all()
+    # a seeded random subset, not the first ids: reproducible, and another seed picks others
+    again = cs.case_items(ds, c)
+    pd.testing.assert_frame_equal(items, again)
+    assert set(train["item_id"]) != {f"{lang}-{i:03d}" for lang in ("en", "de", "fr") for i in range(12)}
+    other = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=12, eval_splits=["test"], train_items_seed=1)))
+    assert set(other[other.split == "train"]["item_id"]) != set(train["item_id"])
+
+
+def test_max_train_items_keeps_the_same_ids_in_a_parallel_corpus(tmp_path):
+    rows = [(f"it{i:03d}", lang, f"img{i}", f"{lang} {i}", "", "train" if i < 30 else "test")
+            for lang in ("en", "de", "fr") for i in range(36)]
+    ds = _dataset(tmp_path / "par", rows)
+    items = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=10, eval_splits=["test"])))
+    train = items[items.split == "train"]
+    per_lang = {lang: set(g["item_id"]) for lang, g in train.groupby("lang")}
+    assert all(len(v) == 10 for v in per_lang.values())
+    assert per_lang["en"] == per_lang["de"] == per_lang["fr"]
+
+
+def test_case_items_names_a_language_without_items(tmp_path):
+    ds = _non_parallel(tmp_path / "np")
+    items = pd.read_csv(ds / "items.csv", dtype=str, keep_default_na=False)
+    items[~((items.lang == "fr") & (items.split == "train"))].to_csv(ds / "items.csv", index=False)
+    with pytest.raises(InputError, match=r"no training items for case_study.languages \['fr'\]"):
+        cs.case_items(ds, cs.case_cfg(_cfg(eval_splits=["test"])))
+
+
+# ------------------------------------------------------------------------------ human study config
+
+
+def test_human_cfg_defaults_are_the_papers_and_fields_are_checked():
+    cfg = _cfg(languages=["en", "de", "ru"])
+    cfg["languages"] = ["en", "de", "fr", "ru"]
+    hs = cs.human_cfg(cfg)
+    assert (hs["source_lang"], hs["target_lang"], hs["n_queries"], hs["top_k"]) == ("en", "ru", 20, 5)
+    assert hs["show_images"] is False and hs["allow_unverified_key"] is False
+    # the default target 'ru' is not a case-study language of _cfg(): named, with the remedy
+    with pytest.raises(ConfigError, match=r"human_study.target_lang: 'ru' \(the default.*\) is not one of"):
+        cs.human_cfg(_cfg())
+    for over, field in ((dict(source_lang="ja", target_lang="de"), "source_lang"),
+                        (dict(source_lang="en", target_lang="en"), "target_lang"),
+                        (dict(target_lang="de", model_a="labse"), "model_a"),
+                        (dict(target_lang="de", model_b="tripletxl"), "model_b")):
+        bad = _cfg()
+        bad["human_study"] = over
+        with pytest.raises(ConfigError, match=f"human_study.{field}"):
+            cs.human_cfg(bad)
+
+
+def _sheets_setup(tmp_path, monkeypatch, **hs):
+    ds = _non_parallel(tmp_path / "np", n_eval=6)
+    monkeypatch.chdir(tmp_path)
+    cfg = _cfg(eval_splits=["test"])
+    cfg["human_study"] = {"source_lang": "en", "target_lang": "de", **hs}
+    chosen = layout.case_root(cfg) / "chosen_base.json"
+    chosen.parent.mkdir(parents=True)
+    chosen.write_text('{"chosen": "e5"}')
+    return cfg, ds
+
+
+def test_human_sheets_clear_errors_before_any_work(tmp_path, monkeypatch):
+    cfg, ds = _sheets_setup(tmp_path, monkeypatch, n_queries=7)
+    with pytest.raises(ConfigError, match=r"human_study.n_queries: 7 is more than the 6 evaluation items of source_lang 'en'"):
+        hsteps.sheets_step(cfg, ds)
+    cfg, ds = _sheets_setup(tmp_path / "b", monkeypatch, n_queries=3, top_k=7)
+    with pytest.raises(ConfigError, match=r"human_study.top_k: 7 is more than the 6 candidate items of target_lang 'de'"):
+        hsteps.sheets_step(cfg, ds)
+    cfg, ds = _sheets_setup(tmp_path / "c", monkeypatch, n_queries=3, model_a="e5")
+    with pytest.raises(ConfigError, match="same model 'e5'"):
+        hsteps.sheets_step(cfg, ds)
+    assert not layout.human_dir(cfg).exists()  # nothing written
+    # the source language has no evaluation items in the data: named
+    cfg, ds = _sheets_setup(tmp_path / "d", monkeypatch, n_queries=3)
+    items = pd.read_csv(ds / "items.csv", dtype=str, keep_default_na=False)
+    items[~((items.lang == "en") & (items.split == "test"))].to_csv(ds / "items.csv", index=False)
+    with pytest.raises(InputError, match=r"no evaluation items for case_study.languages \['en'\]"):
+        hsteps.sheets_step(cfg, ds)

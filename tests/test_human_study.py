@@ -1,9 +1,11 @@
-"""Blinded human-study material: blinding, escaping, self-containment, tally, simulated rater."""
+"""Blinded human-study material: blinding, escaping, self-containment, languages, tally
+(pooled and per-query paired tests, raters, key hash), simulated rater."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import io
 import json
 import math
@@ -21,7 +23,9 @@ from backretrieval.study.human_study import (
     KEY_FORMAT,
     KEY_NAME,
     TEMPLATE_NAME,
+    RATING_DEFINITIONS,
     make_sheets,
+    paired_query_tests,
     relevance_to_rating,
     simulate_ratings,
     tally,
@@ -61,7 +65,8 @@ def study(tmp_path):
         "q3": [(f"b3_{i}", f"B text {i}") for i in range(5)],
     }
     out = tmp_path / "sheets"
-    sheets = make_sheets(queries, sa, sb, out, seed=11, model_names=NAMES, image_root=img_dir)
+    sheets = make_sheets(queries, sa, sb, out, seed=11, model_names=NAMES, image_root=img_dir, show_images=True,
+                         query_lang="en", suggestion_lang="ar")
     return dict(queries=queries, sa=sa, sb=sb, out=out, sheets=sheets, img_dir=img_dir)
 
 
@@ -93,7 +98,8 @@ def test_files_written_and_key_hash(study):
     sha = hashlib.sha256((out / KEY_NAME).read_bytes()).hexdigest()
     assert sheets.key_sha256 == sha
     tpl = pd.read_csv(out / TEMPLATE_NAME, dtype=str, keep_default_na=False)
-    assert list(tpl.columns) == ["suggestion_id", "query_id", "query_text", "suggestion_text", "rating", "key_sha256"]
+    assert list(tpl.columns) == ["suggestion_id", "query_id", "query_text", "suggestion_text", "rating", "rater",
+                                 "key_sha256"]
     assert set(tpl["key_sha256"]) == {sha}
     assert (tpl["rating"] == "").all()
     assert sha in (out / HTML_NAME).read_text()
@@ -122,7 +128,8 @@ def test_blinding(study, tmp_path):
     assert sheets.n_shared == 2 and sheets.n_suggestions == 28
     # the same seed gives identical files; another seed gives other ids and another order
     again = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / "again", seed=11,
-                        model_names=NAMES, image_root=study["img_dir"])
+                        model_names=NAMES, image_root=study["img_dir"], show_images=True,
+                        query_lang="en", suggestion_lang="ar")
     for name in (TEMPLATE_NAME, HTML_NAME, KEY_NAME):
         assert (out / name).read_bytes() == (again.html.parent / name).read_bytes()
     firsts = set()
@@ -168,6 +175,30 @@ def test_html_is_self_contained(study):
     assert 'id="save"' in page and 'id="counter"' in page and "ratings.csv" in page
 
 
+def test_page_defines_scale_marks_languages_and_asks_rater(study):
+    page = (study["out"] / HTML_NAME).read_text()
+    for level, definition in RATING_DEFINITIONS.items():  # every level is defined on the page
+        assert html.escape(definition) in page, level
+    # every query text is marked English / left-to-right, every suggestion Arabic / right-to-left
+    assert page.count('class="qtext" lang="en" dir="ltr"') == 3
+    assert page.count('class="stext" lang="ar" dir="rtl"') == 28
+    assert 'class="stext">' not in page and 'class="qtext">' not in page
+    assert 'id="rater"' in page and "rater,key_sha256" in page
+
+
+def test_texts_only_by_default(study, tmp_path):
+    # the same inputs with image paths, without show_images: no image on the page (the image
+    # files are not even opened: a missing one is no error), no language given: dir="auto"
+    sheets = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / "plain", seed=11,
+                         model_names=NAMES, image_root=tmp_path / "nowhere")
+    page = sheets.html.read_text()
+    assert "<img" not in page and "data:image" not in page
+    assert page.count('class="qtext" dir="auto"') == 3
+    key = json.loads(sheets.key.read_text())
+    assert key["show_images"] is False and key["query_lang"] is None
+    assert json.loads(study["sheets"].key.read_text())["show_images"] is True
+
+
 def test_make_sheets_bad_inputs(study, tmp_path):
     q, sa, sb = study["queries"], study["sa"], study["sb"]
     with pytest.raises(InputError, match="no suggestions for query_id 'q3'"):
@@ -175,7 +206,9 @@ def test_make_sheets_bad_inputs(study, tmp_path):
     with pytest.raises(InputError, match="unknown query_id"):
         make_sheets(q, sa, {**sb, "q9": [("z", "z")]}, tmp_path / "x", seed=0)
     with pytest.raises(InputError, match="not found"):
-        make_sheets(q, sa, sb, tmp_path / "x", seed=0, image_root=tmp_path / "nowhere")
+        make_sheets(q, sa, sb, tmp_path / "x", seed=0, image_root=tmp_path / "nowhere", show_images=True)
+    with pytest.raises(InputError, match="suggestion_lang"):
+        make_sheets(q, sa, sb, tmp_path / "x", seed=0, suggestion_lang="Arabic")
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
 
 
@@ -201,8 +234,18 @@ def _hand_key(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     return path, ratings
 
 
-def _write_ratings(path: Path, rows: list[tuple[str, str]], extra: dict | None = None) -> Path:
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_ratings(path: Path, rows: list[tuple[str, str]], extra: dict | None = None, rater: str | None = "r1",
+                   key_path: Path | None = None) -> Path:
+    """rows of (suggestion_id, rating) by one rater; ``key_path`` adds that key's sha256."""
     df = pd.DataFrame(rows, columns=["suggestion_id", "rating"])
+    if rater is not None:
+        df["rater"] = rater
+    if key_path is not None:
+        df["key_sha256"] = _sha(key_path)
     for k, v in (extra or {}).items():
         df[k] = v
     df.to_csv(path, index=False)
@@ -223,7 +266,7 @@ def fisher_two_sided_by_hand(a: int, b: int, c: int, d: int) -> float:
 
 def test_tally_hand_computed(tmp_path):
     key_path, ratings = _hand_key(tmp_path)
-    csv = _write_ratings(tmp_path / "ratings.csv", [(k, str(v)) for k, v in ratings.items()])
+    csv = _write_ratings(tmp_path / "ratings.csv", [(k, str(v)) for k, v in ratings.items()], key_path=key_path)
     res = tally(csv, key_path, ("A", "B"))
     # A: 12 own + shared(1) -> ones 8, twos 3, threes 1, fours 1; B: 10 own + shared
     assert res.counts["A"] == {1: 8, 2: 3, 3: 1, 4: 1}
@@ -240,52 +283,157 @@ def test_tally_hand_computed(tmp_path):
     assert res.mannwhitney_u == pytest.approx(u_by_pairs)
     assert 0 < res.mannwhitney_p < 1
     assert res.n_suggestions == 23 and res.n_shared == 1 and res.n_queries == 2
-    assert not res.simulated and not res.key_verified
+    assert not res.simulated and res.key_verified and res.raters == ["r1"]
+    # per query (the shared suggestion, rated 1, counts for both): q0: A 4 + 1, B 2 + 1;
+    # q1: A 3, B 1 -> A more in both queries
+    assert res.per_query == [{"query_id": "q0", "very_relevant_a": 5, "very_relevant_b": 3},
+                             {"query_id": "q1", "very_relevant_a": 3, "very_relevant_b": 1}]
+    assert (res.queries_a_more, res.queries_b_more, res.queries_equal) == (2, 0, 0)
+    # two tied differences (2, 2): exhaustive sign flips give T+ = 0, 1.5, 1.5, 3 (midranks
+    # 1.5, 1.5): P(T+ <= 0) = 1/4, two-sided 1/2; sign test: 2 of 2 positive, p = 2/4
+    assert res.wilcoxon_p == pytest.approx(0.5) and res.sign_test_p == pytest.approx(0.5)
     # swapping the model order swaps the ratio and leaves the p-values
     swapped = tally(csv, key_path, ("B", "A"))
     assert swapped.ratio_very_relevant == pytest.approx(0.5)
     assert swapped.fisher_p == pytest.approx(res.fisher_p)
     assert swapped.mannwhitney_p == pytest.approx(res.mannwhitney_p)
+    assert swapped.wilcoxon_p == pytest.approx(res.wilcoxon_p) and swapped.queries_b_more == 2
     md = tally_markdown(res)
     assert "2.00×" in md and "SIMULATED" not in md and "| A | 13 | 8 | 3 | 1 | 1 |" in md
+    assert "counts for both models" in md and "Wilcoxon signed-rank" in md and "| q0 | 5 | 3 |" in md
+    assert "1 rater(s) (r1)" in md and "verified against every row" in md
     assert "SIMULATED" in tally_markdown(res, simulated=True)
     with pytest.raises(InputError, match="model_names"):
         tally(csv, key_path, ("A", "C"))
 
 
+def signed_rank_p_by_enumeration(d: list[float]) -> float:
+    """Two-sided Wilcoxon p from all 2^n sign flips of the midranks of |d| (zeros dropped):
+    2 * min(P(T+ <= t), P(T+ >= t)), capped at 1."""
+    d = [x for x in d if x != 0]
+    absd = sorted(abs(x) for x in d)
+    rank = {v: np.mean([i + 1 for i, w in enumerate(absd) if w == v]) for v in set(absd)}
+    ranks = [rank[abs(x)] for x in d]
+    t_obs = sum(r for r, x in zip(ranks, d) if x > 0)
+    sums = [sum(r for r, bit in zip(ranks, range(len(ranks))) if (mask >> bit) & 1) for mask in range(2 ** len(ranks))]
+    sums = np.array(sums)
+    eps = 1e-9
+    return min(1.0, 2 * min(np.mean(sums <= t_obs + eps), np.mean(sums >= t_obs - eps)))
+
+
+def signed_rank_p_normal(d: list[float]) -> float:
+    """Normal approximation with tie correction, no continuity correction (zeros dropped)."""
+    from scipy.stats import norm
+
+    d = np.array([x for x in d if x != 0])
+    n = len(d)
+    absd = np.abs(d)
+    ranks = np.array([np.mean(np.flatnonzero(np.sort(absd) == v) + 1) for v in absd])
+    t_plus = ranks[d > 0].sum()
+    _, t = np.unique(absd, return_counts=True)
+    var = n * (n + 1) * (2 * n + 1) / 24 - (t ** 3 - t).sum() / 48
+    z = (t_plus - n * (n + 1) / 4) / math.sqrt(var)
+    return float(2 * norm.sf(abs(z)))
+
+
+def sign_test_p_by_hand(k: int, n: int) -> float:
+    probs = [math.comb(n, i) / 2 ** n for i in range(n + 1)]
+    return min(1.0, sum(p for p in probs if p <= probs[k] * (1 + 1e-9)))
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([5, 3, 4, 0, 2, 1, 3, 5, 2, 4], [1, 3, 0, 0, 1, 2, 0, 1, 0, 2]),  # ties and zeros, 8 nonzero
+        ([9, 1, 7, 2, 8, 0, 3, 6], [0, 3, 1, 1, 1, 4, 0, 1]),  # distinct |d|: exact distribution
+        ([3, 0, 2, 5, 1, 4, 2, 3, 0, 1, 5, 4, 2, 3, 1, 0, 2, 4, 5, 3],  # 20 queries with ties
+         [1, 0, 2, 1, 0, 2, 3, 1, 1, 0, 2, 1, 0, 1, 2, 0, 1, 1, 2, 0]),
+    ],
+)
+def test_paired_query_tests_against_slow_references(a, b):
+    stat, p, method, sign_p = paired_query_tests(a, b)
+    d = [x - y for x, y in zip(a, b)]
+    nz = [x for x in d if x != 0]
+    ties = len(set(map(abs, nz))) < len(nz)
+    if len(nz) <= 13:
+        assert method == ("exact (exhaustive sign-flip permutation, tied differences)" if ties else "exact")
+        assert p == pytest.approx(signed_rank_p_by_enumeration(d), rel=1e-9), method
+    else:
+        assert "normal approximation" in method
+        assert p == pytest.approx(signed_rank_p_normal(d), rel=1e-9)
+    assert sign_p == pytest.approx(sign_test_p_by_hand(sum(x > 0 for x in nz), len(nz)), rel=1e-9)
+    assert paired_query_tests([1, 2], [1, 2]) == (0.0, 1.0, "all differences zero", 1.0)
+
+
+def test_tally_multiple_raters(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    rows1 = [(k, str(v)) for k, v in ratings.items()]
+    rows2 = [(k, "2" if k.startswith("a") else str(v)) for k, v in ratings.items()]  # r2: A's own never 1
+    df = pd.concat([pd.DataFrame(rows1, columns=["suggestion_id", "rating"]).assign(rater="r1"),
+                    pd.DataFrame(rows2, columns=["suggestion_id", "rating"]).assign(rater="r2")])
+    df["key_sha256"] = _sha(key_path)
+    df.to_csv(tmp_path / "two.csv", index=False)
+    res = tally(tmp_path / "two.csv", key_path, ("A", "B"))
+    assert res.raters == ["r1", "r2"]
+    assert res.n_ratings == {"A": 26, "B": 22}  # every rater's rating counts
+    assert res.very_relevant == {"A": 8 + 1, "B": 4 + 4}
+    # per query, summed over raters: q0 A (4+1) + (0+1), B 3 + 3; q1 A 3 + 0, B 1 + 1
+    assert [(r["very_relevant_a"], r["very_relevant_b"]) for r in res.per_query] == [(6, 6), (3, 2)]
+    assert "2 rater(s) (r1, r2)" in tally_markdown(res) and "summed over raters" in tally_markdown(res)
+    # a rater who skipped a suggestion is named
+    df[~((df.rater == "r2") & (df.suggestion_id == "b03"))].to_csv(tmp_path / "gap.csv", index=False)
+    with pytest.raises(InputError, match=r"rater 'r2': 1 suggestion\(s\) of the key have no row"):
+        tally(tmp_path / "gap.csv", key_path)
+    # the SIMULATED rater is never pooled with humans
+    df.assign(rater=df.rater.replace("r2", "simulated")).to_csv(tmp_path / "mix.csv", index=False)
+    with pytest.raises(InputError, match="SIMULATED rater"):
+        tally(tmp_path / "mix.csv", key_path)
+
+
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda rows: rows[1:], r"1 suggestion\(s\) of the key have no row"),
-        (lambda rows: [(rows[0][0], "5")] + rows[1:], r"row 1 \(suggestion_id 'a00'\): rating 5 outside 1-4"),
+        (lambda rows: rows[1:], r"rater 'r1': 1 suggestion\(s\) of the key have no row"),
+        (lambda rows: [(rows[0][0], "5")] + rows[1:], r"row 1 \(suggestion_id 'a00', rater 'r1'\): rating 5 outside 1-4"),
         (lambda rows: [(rows[0][0], "0")] + rows[1:], "rating 0 outside 1-4"),
         (lambda rows: [(rows[0][0], "2.5")] + rows[1:], "'2.5' is not an integer"),
         (lambda rows: [(rows[0][0], "very")] + rows[1:], "'very' is not an integer"),
         (lambda rows: [(rows[0][0], "")] + rows[1:], "no rating"),
         (lambda rows: rows + [("deadbeef", "1")], "'deadbeef'.*not in the key"),
-        (lambda rows: rows + [rows[3]], r"row 24 .*duplicate suggestion_id \(first at row 4\)"),
+        (lambda rows: rows + [rows[3]], r"row 24 .*duplicate suggestion_id for this rater \(first at row 4\)"),
     ],
 )
 def test_tally_validation_errors(tmp_path, mutate, message):
     key_path, ratings = _hand_key(tmp_path)
     rows = [(k, str(v)) for k, v in ratings.items()]
-    csv = _write_ratings(tmp_path / "bad.csv", mutate(rows))
+    csv = _write_ratings(tmp_path / "bad.csv", mutate(rows), key_path=key_path)
     with pytest.raises(InputError, match=message) as exc:
         tally(csv, key_path, ("A", "B"))
     assert "bad.csv" in str(exc.value) and "nothing tallied" in str(exc.value)
+
+
+def test_tally_requires_rater_ids(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    rows = [(k, str(v)) for k, v in ratings.items()]
+    with pytest.raises(InputError, match="missing column 'rater'"):
+        tally(_write_ratings(tmp_path / "a.csv", rows, rater=None, key_path=key_path), key_path)
+    with pytest.raises(InputError, match="rater id must be"):
+        tally(_write_ratings(tmp_path / "b.csv", rows, rater="a,b", key_path=key_path), key_path)
 
 
 def test_filled_template_tallies(study):
     sheets = study["sheets"]
     tpl = pd.read_csv(sheets.template, dtype=str, keep_default_na=False)
     tpl["rating"] = "2"
+    tpl["rater"] = "ana"
     tpl.to_csv(sheets.template.with_name("filled.csv"), index=False)
     res = tally(sheets.template.with_name("filled.csv"), sheets.key)
-    assert res.key_verified and res.model_names == NAMES
+    assert res.key_verified and res.model_names == NAMES and res.raters == ["ana"]
     assert res.counts[NAMES[0]][2] == 15 and res.counts[NAMES[1]][2] == 15
     assert math.isnan(res.ratio_very_relevant) and res.mannwhitney_p == 1.0 and res.fisher_p == 1.0
+    assert res.wilcoxon_p == 1.0 and res.queries_equal == 3
     assert "n/a" in tally_markdown(res)
-    # the untouched template is refused: every rating is missing
+    # the untouched template is refused: no rater id and no rating on any row
     with pytest.raises(InputError, match="28 problem"):
         tally(sheets.template, sheets.key)
 
@@ -296,14 +444,41 @@ def test_tally_rejects_ratings_for_another_key(tmp_path):
     csv = _write_ratings(tmp_path / "r.csv", rows, {"key_sha256": "0" * 64})
     with pytest.raises(InputError, match="does not match the key"):
         tally(csv, key_path)
-    good_sha = hashlib.sha256(key_path.read_bytes()).hexdigest()
-    csv = _write_ratings(tmp_path / "r.csv", rows, {"key_sha256": good_sha})
+    with pytest.raises(InputError, match="does not match the key"):  # the flag never excuses a wrong hash
+        tally(csv, key_path, allow_unverified_key=True)
+    csv = _write_ratings(tmp_path / "r.csv", rows, key_path=key_path)
     assert tally(csv, key_path).key_verified
     pd.DataFrame({"suggestion_id": ["a00"]}).to_csv(tmp_path / "r3.csv", index=False)
     with pytest.raises(InputError, match="missing column 'rating'"):
         tally(tmp_path / "r3.csv", key_path)
     with pytest.raises(InputError, match="not found"):
         tally(tmp_path / "absent.csv", key_path)
+
+
+def test_tally_refuses_an_unverifiable_key_unless_allowed(tmp_path, capsys):
+    from backretrieval.cli import main
+
+    key_path, ratings = _hand_key(tmp_path)
+    rows = [(k, str(v)) for k, v in ratings.items()]
+    no_hash = _write_ratings(tmp_path / "nohash.csv", rows)  # no key_sha256 column at all
+    with pytest.raises(InputError, match="no column key_sha256.*--allow-unverified-key"):
+        tally(no_hash, key_path)
+    partial = _write_ratings(tmp_path / "partial.csv", rows, key_path=key_path)
+    df = pd.read_csv(partial, dtype=str, keep_default_na=False)
+    df.loc[2, "key_sha256"] = ""
+    df.to_csv(partial, index=False)
+    with pytest.raises(InputError, match="1 row\\(s\\) without key_sha256"):
+        tally(partial, key_path)
+    res = tally(no_hash, key_path, allow_unverified_key=True)
+    assert not res.key_verified and res.counts["A"][1] == 8
+    assert "not verified" in tally_markdown(res)
+    # the CLI: refused (exit 2, nothing written) without the flag, tallied with it
+    out = tmp_path / "report.md"
+    assert main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out)]) == 2
+    assert "--allow-unverified-key" in capsys.readouterr().err and not out.exists()
+    assert main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out),
+                 "--allow-unverified-key"]) == 0
+    assert "not verified" in out.read_text()
 
 
 # --------------------------------------------------------------------------- simulated rater
@@ -325,7 +500,7 @@ def test_simulated_ratings_round_trip(study, tmp_path):
     df = simulate_ratings(sheets.template, relevance, out, seed=0)
     assert (df["rater"] == "simulated").all()
     res = tally(out, sheets.key, NAMES)
-    assert res.simulated and res.key_verified
+    assert res.simulated and res.key_verified and res.raters == ["simulated"]
     # A: 15 suggestions all rated 1; B: 15 of which 2 shared with A (rated 1), 13 rated 2
     assert res.counts[NAMES[0]] == {1: 15, 2: 0, 3: 0, 4: 0}
     assert res.counts[NAMES[1]] == {1: 2, 2: 13, 3: 0, 4: 0}

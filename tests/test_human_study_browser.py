@@ -75,10 +75,11 @@ def test_rate_in_browser_save_and_tally(driver, tmp_path):
     from selenium.webdriver.common.by import By
 
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["<script>alert(1)</script> soup", "cake"]})
-    sa = {"q1": [(f"a{i}", f"a text {i}") for i in range(5)], "q2": [(f"c{i}", f"c text {i}") for i in range(5)]}
-    sb = {"q1": [("a0", "a text 0")] + [(f"b{i}", f"b text {i}") for i in range(4)],
+    sa = {"q1": [(f"a{i}", f"نص {i}") for i in range(5)], "q2": [(f"c{i}", f"c text {i}") for i in range(5)]}
+    sb = {"q1": [("a0", "نص 0")] + [(f"b{i}", f"b text {i}") for i in range(4)],
           "q2": [(f"d{i}", f"d text {i}") for i in range(5)]}
-    sheets = make_sheets(queries, sa, sb, tmp_path / "sheet", seed=3, model_names=NAMES)
+    sheets = make_sheets(queries, sa, sb, tmp_path / "sheet", seed=3, model_names=NAMES,
+                         query_lang="en", suggestion_lang="ar")
     key = json.loads(sheets.key.read_text())["suggestions"]
     assert len(key) == 19
 
@@ -89,6 +90,9 @@ def test_rate_in_browser_save_and_tally(driver, tmp_path):
     assert "<script>alert(1)</script> soup" in texts
     counter = driver.find_element(By.ID, "counter")
     assert counter.text.startswith("0 rated, 19 unrated")
+    # the browser lays the Arabic suggestions out right to left, the English query left to right
+    assert driver.find_element(By.CSS_SELECTOR, ".stext").value_of_css_property("direction") == "rtl"
+    assert driver.find_element(By.CSS_SELECTOR, ".qtext").value_of_css_property("direction") == "ltr"
 
     # the rater: 1 for every suggestion ModelA proposed (incl. the shared one), 3 for the rest
     expected: dict[str, int] = {}
@@ -100,16 +104,23 @@ def test_rate_in_browser_save_and_tally(driver, tmp_path):
     assert len(expected) == 19
     assert counter.text.startswith("19 rated, 0 unrated")
 
+    # without a rater id the page refuses to save
+    driver.find_element(By.ID, "save").click()
+    assert "rater id" in driver.find_element(By.ID, "status").text
+    time.sleep(0.5)
+    assert not list(driver.downloads.iterdir())
+    driver.find_element(By.ID, "rater").send_keys("rater-07")
     driver.find_element(By.ID, "save").click()
     out = driver.downloads / "ratings.csv"
     _wait_for(out)
     got = pd.read_csv(out, dtype=str)
-    assert list(got.columns) == ["suggestion_id", "rating", "key_sha256"]
+    assert list(got.columns) == ["suggestion_id", "rating", "rater", "key_sha256"]
+    assert set(got["rater"]) == {"rater-07"}
     assert dict(zip(got["suggestion_id"], got["rating"].astype(int))) == expected
     assert "all suggestions rated" in driver.find_element(By.ID, "status").text
 
     res = tally(out, sheets.key, NAMES)
-    assert res.key_verified and not res.simulated
+    assert res.key_verified and not res.simulated and res.raters == ["rater-07"]
     assert res.counts[NAMES[0]] == {1: 10, 2: 0, 3: 0, 4: 0}
     assert res.counts[NAMES[1]] == {1: 1, 2: 0, 3: 9, 4: 0}
     assert res.ratio_very_relevant == pytest.approx(10.0)

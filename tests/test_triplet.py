@@ -31,6 +31,39 @@ def t(x):
     return torch.tensor(x, dtype=torch.float64)
 
 
+# --------------------------------------------------------------------------- slow loops (Eq. 1, Eq. 2)
+
+
+def cos_dist(a, b):
+    """d = 1 - cos, one pair, straight from the definition (torch, differentiable)."""
+    return 1 - (a @ b) / (torch.linalg.vector_norm(a) * torch.linalg.vector_norm(b))
+
+
+def triplet_reference(x_rt, x_rb, neg, alpha):
+    """Eq. 1 item by item: mean_r max(0, d(x_rb, x_rt) - d(x_rb, x_nt) + alpha)."""
+    terms = [torch.clamp(cos_dist(x_rb[r], x_rt[r]) - cos_dist(x_rb[r], x_rt[int(neg[r])]) + alpha, min=0)
+             for r in range(len(x_rt))]
+    return torch.stack(terms).mean()
+
+
+def xl_reference(x_rt, x_rb, langs, k):
+    """Eq. 2 item by item, mean over r. N_l(r): the min(K, available) items n != r of language
+    l with the smallest d(x_rb, x_nt), ties to the lower position; the 1/K of the formula is
+    the mean over that set. Returns a differentiable torch scalar."""
+    n = len(langs)
+    per_item = []
+    for r in range(n):
+        def knn_mean(lang):
+            cand = sorted(
+                ((cos_dist(x_rb[r], x_rt[j]).item(), j) for j in range(n) if langs[j] == lang and j != r)
+            )[:k]
+            return torch.stack([cos_dist(x_rb[r], x_rt[j]) for _, j in cand]).mean()
+
+        own = knn_mean(langs[r])
+        per_item.append(sum(knn_mean(lang) - own for lang in sorted(set(langs)) if lang != langs[r]))
+    return torch.stack(per_item).mean()
+
+
 # --------------------------------------------------------------------------- triplet loss
 
 
@@ -46,6 +79,22 @@ def test_triplet_loss_hand_computed():
     # a larger margin activates the first item too: max(0, 0 - 1 + 1.5) = 0.5
     expected_big = (0.5 + 2 * (1.5 + R2)) / 3
     assert float(triplet_loss(x_rt, x_rb, neg, alpha=1.5)) == pytest.approx(expected_big, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_triplet_loss_matches_slow_loop(seed):
+    rng = np.random.default_rng(seed)
+    x_rt = torch.from_numpy(rng.normal(size=(17, 5))).requires_grad_()
+    x_rb = torch.from_numpy(rng.normal(size=(17, 5))).requires_grad_()
+    neg = sample_negatives(17, torch.Generator().manual_seed(seed))
+    for alpha in (0.0, 0.1, 1.0):
+        fast = triplet_loss(x_rt, x_rb, neg, alpha)
+        slow = triplet_reference(x_rt, x_rb, neg, alpha)
+        assert fast.item() == pytest.approx(slow.item(), abs=1e-12)
+        g_fast = torch.autograd.grad(fast, (x_rt, x_rb))
+        g_slow = torch.autograd.grad(slow, (x_rt, x_rb))
+        for a, b in zip(g_fast, g_slow):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
 
 
 def test_triplet_loss_rejects_self_negative():
@@ -64,68 +113,106 @@ def test_sample_negatives_never_self_and_covers_others():
         sample_negatives(1, g)
 
 
-# --------------------------------------------------------------------------- XL term
+# --------------------------------------------------------------------------- XL term (Eq. 2)
 
-
-def xl_reference(z: np.ndarray, langs: np.ndarray, k: int) -> float:
-    """Slow loop version of the L_XL definition in the module docstring."""
-    zn = z / np.linalg.norm(z, axis=1, keepdims=True)
-    vals = []
-    for i in range(len(z)):
-        d_other = sorted(1 - zn[i] @ zn[j] for j in range(len(z)) if langs[j] != langs[i])
-        d_own = sorted(1 - zn[i] @ zn[j] for j in range(len(z)) if langs[j] == langs[i] and j != i)
-        if not d_other or not d_own:
-            continue
-        vals.append(abs(np.mean(d_other[:k]) - np.mean(d_own[:k])))
-    return float(np.mean(vals)) if vals else 0.0
+# en: items 0, 1; de: items 2, 3; each item's title and body are the same 2-d vector
+HAND = t([[1, 0], [0, 1], [1, 1], [-1, 0]])
+HAND_CODES = torch.tensor([0, 0, 1, 1])
 
 
 def test_xl_loss_hand_computed_k1():
-    # en: a=[1,0], b=[0,1]; de: c=[1,1], d=[-1,0]
-    z = t([[1, 0], [0, 1], [1, 1], [-1, 0]])
-    codes = torch.tensor([0, 0, 1, 1])
-    # K=1 per point |nearest other - nearest own|:
-    # a: |(1-1/sqrt2) - 1| = 1/sqrt2; b: same; c: |(1-1/sqrt2) - (1+1/sqrt2)| = sqrt2;
-    # d: |1 - (1+1/sqrt2)| = 1/sqrt2            -> mean = 5 / (4 sqrt2)
-    assert float(xl_loss(z, codes, k=1)) == pytest.approx(5 / (4 * math.sqrt(2)), abs=1e-12)
-    # K=5 is capped by the neighbours available (1 own, 2 other); check against the loop
-    assert float(xl_loss(z, codes, k=5)) == pytest.approx(
-        xl_reference(z.numpy(), np.array([0, 0, 1, 1]), 5), abs=1e-12
-    )
+    # K=1; L_XL(r) = d(body_r, nearest other-language title) - d(body_r, nearest own title):
+    # r=0 [1,0]:  de titles at 1-1/sqrt2 and 2, en title [0,1] at 1       -> -1/sqrt2
+    # r=1 [0,1]:  de titles at 1-1/sqrt2 and 1, en title [1,0] at 1       -> -1/sqrt2
+    # r=2 [1,1]:  en titles both at 1-1/sqrt2, de title [-1,0] at 1+1/sqrt2 -> -sqrt2
+    # r=3 [-1,0]: en titles at 2 and 1, de title [1,1] at 1+1/sqrt2       -> -1/sqrt2
+    # no absolute value: the mean is negative, -5 / (4 sqrt2)
+    got = float(xl_loss(HAND, HAND, HAND_CODES, k=1))
+    assert got == pytest.approx(-5 / (4 * math.sqrt(2)), abs=1e-12)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_xl_loss_matches_reference_loop(seed):
+def test_xl_loss_fewer_than_k_neighbours_use_the_available_ones():
+    # K=5 but a language has 2 items here: N_l(r) holds the min(K, available) nearest and the
+    # 1/K of Eq. 2 is the mean over that set (1/|N_l(r)|), not 1/5:
+    # r=0: de mean (1-1/sqrt2 + 2)/2, own (en) 1          -> 1/2 - 1/(2 sqrt2)
+    # r=1: de mean (1-1/sqrt2 + 1)/2, own 1               -> -1/(2 sqrt2)
+    # r=2: en mean 1-1/sqrt2, own 1+1/sqrt2               -> -sqrt2
+    # r=3: en mean (2 + 1)/2, own 1+1/sqrt2               -> 1/2 - 1/sqrt2
+    expected = (1 - 2 * math.sqrt(2)) / 4
+    assert float(xl_loss(HAND, HAND, HAND_CODES, k=5)) == pytest.approx(expected, abs=1e-12)
+    assert float(xl_reference(HAND, HAND, HAND_CODES.tolist(), 5)) == pytest.approx(expected, abs=1e-12)
+
+
+def _random_batch(seed, n=26, dim=6, n_langs=4):
+    """Random titles/bodies in several languages; language 3 has only 2 items (< K = 5), and
+    a few titles are exact copies of others (tied distances)."""
     rng = np.random.default_rng(seed)
-    z = rng.normal(size=(23, 6))
-    langs = rng.integers(0, 3, size=23)
-    got = float(xl_loss(torch.from_numpy(z), torch.from_numpy(langs), k=5))
-    assert got == pytest.approx(xl_reference(z, langs, 5), abs=1e-10)
+    langs = rng.integers(0, n_langs - 1, size=n)
+    langs[rng.choice(n, size=2, replace=False)] = n_langs - 1
+    x_rt = rng.normal(size=(n, dim))
+    x_rb = rng.normal(size=(n, dim))
+    for a, b in rng.choice(n, size=(3, 2), replace=False):
+        x_rt[b] = x_rt[a]
+    return x_rt, x_rb, langs
 
 
-def test_xl_zero_when_languages_indistinguishable():
-    # equidistant points (orthonormal basis): every neighbour is at distance 1 whatever its
-    # language, so the languages are perfectly mixed and L_XL is exactly 0
-    z = torch.eye(12, dtype=torch.float64)
-    codes = torch.tensor([0, 1] * 6)
-    assert float(xl_loss(z, codes, k=5)) == pytest.approx(0.0, abs=1e-12)
-    # a single-language batch has no cross-language pair: defined as 0
-    assert float(xl_loss(z, torch.zeros(12, dtype=torch.long), k=5)) == 0.0
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_xl_loss_matches_slow_loop(seed, k):
+    x_rt, x_rb, langs = _random_batch(seed)
+    assert np.bincount(langs).min() < k or k < 5  # some language has fewer than K items at K=5
+    rt = torch.from_numpy(x_rt).requires_grad_()
+    rb = torch.from_numpy(x_rb).requires_grad_()
+    fast = xl_loss(rt, rb, torch.from_numpy(langs), k=k)
+    slow = xl_reference(rt, rb, langs.tolist(), k)
+    assert fast.item() == pytest.approx(slow.item(), abs=1e-12)
+    for a, b in zip(torch.autograd.grad(fast, (rt, rb)), torch.autograd.grad(slow, (rt, rb))):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
 
 
-def test_xl_positive_and_larger_when_languages_separated():
+def test_xl_loss_ties_go_to_the_lower_position():
+    # unit vectors with dyadic entries: every cosine is exact, so the ties below are exact.
+    # Items 1, 2 and 3 (de) have the same title: for r=0 they tie at the same distance; with
+    # K=1 the gradient of the de term must reach only the title of item 1 (lower position).
+    half = [0.5, 0.5, 0.5, 0.5]
+    x_rt = t([[1, 0, 0, 0], half, half, half, [0, 1, 0, 0], [0, 0, 1, 0]]).requires_grad_()
+    x_rb = t([[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0]]).requires_grad_()
+    langs = [0, 1, 1, 1, 0, 0]
+    fast = xl_loss(x_rt, x_rb, torch.tensor(langs), k=1)
+    slow = xl_reference(x_rt, x_rb, langs, 1)
+    assert fast.item() == slow.item()
+    g_fast = torch.autograd.grad(fast, x_rt)[0]
+    g_slow = torch.autograd.grad(slow, x_rt)[0]
+    np.testing.assert_allclose(g_fast.numpy(), g_slow.numpy(), atol=1e-15)
+    # the same call twice gives the same gradient bit for bit
+    again = torch.autograd.grad(xl_loss(x_rt, x_rb, torch.tensor(langs), k=1), x_rt)[0]
+    assert torch.equal(g_fast, again)
+
+
+def test_xl_loss_single_language_and_lonely_item():
+    z = torch.eye(6, dtype=torch.float64)
+    # a single-language batch has no other-language term: 0
+    assert float(xl_loss(z, z, torch.zeros(6, dtype=torch.long), k=5)) == 0.0
+    # an item alone in its language has no own-language neighbour: L_XL(r) is undefined
+    with pytest.raises(InputError, match="single item"):
+        xl_loss(z, z, torch.tensor([0, 0, 0, 1, 1, 2]), k=5)
+
+
+def test_xl_larger_when_one_language_sits_apart():
     rng = np.random.default_rng(0)
-    cloud = rng.normal(size=(40, 8))
-    mixed_langs = torch.tensor([0] * 20 + [1] * 20)
-    # same distribution for both languages (interleaved samples of one cloud): mixed
-    mixed = float(xl_loss(torch.from_numpy(cloud), mixed_langs, k=5))
-    # languages pushed apart by a large language-specific offset: separated
-    sep = cloud.copy()
-    sep[:20, 0] += 10.0
-    sep[20:, 0] -= 10.0
-    separated = float(xl_loss(torch.from_numpy(sep), mixed_langs, k=5))
-    assert separated > 0.5
-    assert separated > 10 * mixed
+    n = 60
+    langs = np.repeat([0, 1, 2], n // 3)
+    base_t = rng.normal(size=(n, 8))
+    base_b = base_t + 0.3 * rng.normal(size=(n, 8))
+    codes = torch.from_numpy(langs)
+    # mixed: the three languages are samples of one distribution
+    mixed = float(xl_loss(torch.from_numpy(base_t), torch.from_numpy(base_b), codes, k=5))
+    # apart: language 2 (titles and bodies) is moved far away along a new axis
+    far = np.zeros((n, 8))
+    far[langs == 2, 0] = 10.0
+    apart = float(xl_loss(torch.from_numpy(base_t + far), torch.from_numpy(base_b + far), codes, k=5))
+    assert apart > mixed + 0.5
+    assert abs(mixed) < 0.2
 
 
 def test_gradients_reach_both_layers():
@@ -139,7 +226,7 @@ def test_gradients_reach_both_layers():
     x_rt, x_rb = head(tt), head(bb)
     for loss in (
         triplet_loss(x_rt, x_rb, neg, alpha=0.5),
-        xl_loss(torch.cat([x_rt, x_rb], dim=1), codes, k=3),
+        xl_loss(x_rt, x_rb, codes, k=3),
     ):
         head.zero_grad()
         loss.backward(retain_graph=True)
@@ -171,7 +258,9 @@ SMALL = dict(epochs=12, hidden=32, out_dim=16, batch_size=32, lr=0.01, device="c
 def test_training_reduces_validation_loss_on_synthetic_toy():
     title, body, langs = synthetic_toy()
     res = train_heads(title, body, langs, TripletConfig(seed=3, **SMALL), xl=False)
-    assert res.n_train == 216 and res.n_val == 24
+    # the validation split is stratified by language: ceil(10 %) of each language
+    n_val = sum(math.ceil(0.1 * np.sum(langs == lang)) for lang in ("en", "de"))
+    assert res.n_val == n_val and res.n_train == 240 - n_val
     assert len(res.history["val_loss"]) == 12
     assert res.best_val_loss == min(res.history["val_loss"])
     assert res.history["val_loss"][res.best_epoch - 1] == res.best_val_loss
@@ -183,10 +272,14 @@ def test_tripletxl_mixes_languages_more_than_triplet():
     cfg = TripletConfig(seed=0, beta=1.0, **SMALL)
     plain = train_heads(title, body, langs, cfg, xl=False)
     mixed = train_heads(title, body, langs, cfg, xl=True)
-    z_plain = torch.from_numpy(encode(plain, title, body))
-    z_mixed = torch.from_numpy(encode(mixed, title, body))
     codes = torch.from_numpy((langs == "en").astype(np.int64))
-    assert float(xl_loss(z_mixed, codes, 5)) < 0.5 * float(xl_loss(z_plain, codes, 5))
+
+    def xl_of(res):  # L_XL of the whole (train + validation) set in the head's output space
+        z = torch.from_numpy(encode(res, title, body))
+        return float(xl_loss(z[:, :16], z[:, 16:], codes, 5))
+
+    print("L_XL plain", xl_of(plain), "mixed", xl_of(mixed))
+    assert xl_of(mixed) < xl_of(plain) - 0.1
 
 
 def test_training_is_deterministic_and_seed_dependent():
@@ -213,14 +306,61 @@ def test_injected_negative_sampler_is_used():
     cfg = TripletConfig(seed=0, **{**SMALL, "epochs": 2})
     a = train_heads(title, body, langs, cfg, xl=False, negative_sampler=shift_by_one)
     b = train_heads(title, body, langs, cfg, xl=False)
-    assert sorted(set(calls)) == [6, 22, 32]  # val batch (6) + train batches (32 + 22) per epoch
+    # 60 items (32 de, 28 en): validation ceil(3.2) + ceil(2.8) = 7 items in one batch; the 53
+    # training items make ceil(53 / 32) = 2 stratified batches of 27 and 26 items per epoch
+    assert sorted(set(calls)) == [7, 26, 27]
+    assert len(calls) == 1 + 2 * 2
     assert not torch.equal(a.state_dict["layer1.weight"], b.state_dict["layer1.weight"])
+
+
+def test_batches_hold_every_language(monkeypatch):
+    """Every training and validation batch of TRIPLETXL holds every language with its share
+    (floor or ceil of n_l / n_batches), so every term of Eq. 2 exists."""
+    from backretrieval.study import triplet as tr
+
+    rng = np.random.default_rng(0)
+    langs = np.array(["en"] * 50 + ["de"] * 30 + ["ru"] * 12)[rng.permutation(92)]
+    title = rng.normal(size=(92, 10)).astype(np.float32)
+    body = rng.normal(size=(92, 10)).astype(np.float32)
+    seen = []
+    real = tr.xl_loss
+
+    def spy(*args):  # records the language codes of every batch the XL term sees
+        seen.append(tuple(np.bincount(args[-2].numpy(), minlength=3)))
+        return real(*args)
+
+    monkeypatch.setattr(tr, "xl_loss", spy)
+    cfg = TripletConfig(seed=0, **{**SMALL, "epochs": 2, "batch_size": 32})
+    res = train_heads(title, body, langs, cfg, xl=True)
+    # validation: ceil(10 %) per language = 5 en + 3 de + 2 ru in one batch; training: 45 en,
+    # 27 de, 10 ru in ceil(82 / 32) = 3 batches of 15 en, 9 de and 4/3/3 ru
+    assert (res.n_train, res.n_val) == (82, 10)
+    val, train = (3, 5, 2), [(9, 15, 4), (9, 15, 3), (9, 15, 3)]  # (de, en, ru)
+    assert seen == [val] + (train + [val]) * 2
+    # with batch_size 8 there would be 11 batches for 10 ru items: refused before training
+    with pytest.raises(InputError, match=r"language 'ru' has 10 training item\(s\).*11 language-stratified"):
+        train_heads(title, body, langs, TripletConfig(seed=0, **{**SMALL, "batch_size": 8}), xl=True)
+    # TRIPLET has no per-language term: the same data trains (some batches lack ru)
+    train_heads(title, body, langs, TripletConfig(seed=0, **{**SMALL, "epochs": 1, "batch_size": 8}), xl=False)
+
+
+def test_stratified_batches_partition_the_items():
+    from backretrieval.study.triplet import _stratified_batches
+
+    groups = [np.arange(0, 45), np.arange(100, 127), np.arange(200, 210)]
+    batches = _stratified_batches(groups, 20)  # 82 items -> 5 batches
+    assert len(batches) == 5
+    assert sorted(np.concatenate(batches).tolist()) == sorted(np.concatenate(groups).tolist())
+    for b in batches:
+        per_lang = [np.isin(b, g).sum() for g in groups]
+        assert per_lang[0] == 9 and per_lang[1] in (5, 6) and per_lang[2] == 2
+        assert len(b) <= 20 + len(groups) - 1
 
 
 def test_early_stopping_keeps_best_state():
     title, body, langs = synthetic_toy(n=120)
-    # a huge lr makes the validation loss bounce, so patience=1 stops early
-    res = train_heads(title, body, langs, TripletConfig(seed=0, patience=1, **{**SMALL, "lr": 0.5, "epochs": 30}), xl=False)
+    # a huge lr with a large margin makes the validation loss bounce, so patience=1 stops early
+    res = train_heads(title, body, langs, TripletConfig(seed=0, patience=1, **{**SMALL, "lr": 0.5, "epochs": 30, "alpha": 1.0}), xl=False)
     n_epochs = len(res.history["val_loss"])
     assert n_epochs < 30
     assert n_epochs == res.best_epoch + 1  # stopped one epoch after the best
@@ -241,6 +381,11 @@ def test_encode_600d_float32_save_load_roundtrip(tmp_path):
     loaded = load_head(path)
     assert loaded.config == cfg and loaded.xl and loaded.best_epoch == res.best_epoch
     np.testing.assert_array_equal(encode(loaded, title, body), emb)
+    # the same head saved again (another temporary file name) gives the same bytes
+    path2 = tmp_path / "again" / "tripletxl.pt"
+    save_head(res, path2)
+    assert path2.read_bytes() == path.read_bytes()
+    assert path2.with_suffix(".json").read_bytes() == path.with_suffix(".json").read_bytes()
     # tampered weights are detected
     path.write_bytes(path.read_bytes() + b"x")
     with pytest.raises(InputError, match="sha256"):
@@ -255,8 +400,8 @@ def test_bad_inputs_raise():
         train_heads(title, body[:, :5], langs, TripletConfig(**SMALL), xl=False)
     with pytest.raises(InputError, match="langs"):
         train_heads(title, body, langs[:3], TripletConfig(**SMALL), xl=False)
-    with pytest.raises(InputError, match="at least 2"):
-        train_heads(title[:5], body[:5], langs[:5], TripletConfig(**SMALL), xl=False)
+    with pytest.raises(InputError, match="at least 2"):  # 1 train / 2 validation items
+        train_heads(title[:3], body[:3], np.array(["en", "en", "de"]), TripletConfig(**SMALL), xl=False)
     bad = title.copy()
     bad[0, 0] = np.nan
     with pytest.raises(InputError, match="NaN"):

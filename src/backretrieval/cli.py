@@ -137,7 +137,7 @@ def cmd_tally(args) -> int:
     """Tally any ratings file against its sealed key (no config needed)."""
     from .study.human_study import tally, tally_markdown
 
-    res = tally(Path(args.ratings), Path(args.key))
+    res = tally(Path(args.ratings), Path(args.key), allow_unverified_key=args.allow_unverified_key)
     md = tally_markdown(res)
     if args.out:
         io.write_text(args.out, md)
@@ -209,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ratings", required=True)
     sp.add_argument("--key", required=True)
     sp.add_argument("--out")
+    sp.add_argument("--allow-unverified-key", action="store_true",
+                    help="tally even if the ratings file does not carry the key's sha256 on every row "
+                         "(a wrong sha256 is always refused)")
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions", config=False)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._util import io
 from ..data.prepared import load_image_table, read_meta
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..study.case_study import case_cfg, case_items, human_cfg
 from .layout import _load, case_reports, case_root, human_dir, ratings_path, repr_path
 
@@ -34,25 +34,42 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
     cs, hs = case_cfg(cfg), human_cfg(cfg)
     chosen = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))["chosen"]
     ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
+    if ma == mb:
+        raise ConfigError(
+            f"human_study.model_a ({hs['model_a']!r}) and model_b ({hs['model_b']!r}) are the same model "
+            f"{ma!r} (the chosen base encoder); compare two different models"
+        )
     items = case_items(dataset, cs)
     ev = items[items["split"].isin(cs["eval_splits"])]
     src, tgt = hs["source_lang"], hs["target_lang"]
-    rng = np.random.default_rng(int(hs["seed"]))
+    n_q, top_k = int(hs["n_queries"]), int(hs["top_k"])
     src_items = ev[ev["lang"] == src].reset_index(drop=True)
-    q = src_items.iloc[np.sort(rng.choice(len(src_items), size=int(hs["n_queries"]), replace=False))]
+    if n_q > len(src_items):
+        raise ConfigError(
+            f"human_study.n_queries: {n_q} is more than the {len(src_items)} evaluation items of "
+            f"source_lang {src!r} in {dataset} (splits {list(cs['eval_splits'])}); lower n_queries"
+        )
+    rng = np.random.default_rng(int(hs["seed"]))
+    q = src_items.iloc[np.sort(rng.choice(len(src_items), size=n_q, replace=False))]
     qids = set(q["item_id"])
     cands = ev[(ev["lang"] == tgt) & ~ev["item_id"].isin(qids)].reset_index(drop=True)
-    if (Path(dataset) / "images.csv").is_file():
-        images = load_image_table(dataset)
-        img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
-    else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
-        log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
-        img_path = {}
+    if top_k > len(cands):
+        raise ConfigError(
+            f"human_study.top_k: {top_k} is more than the {len(cands)} candidate items of target_lang "
+            f"{tgt!r} in {dataset} (evaluation items, the queries' own items excluded); lower top_k"
+        )
+    img_path: dict[str, str] = {}
+    if hs["show_images"]:
+        if (Path(dataset) / "images.csv").is_file():
+            images = load_image_table(dataset)
+            img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
+        else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
+            log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
     sugg = {}
     for m in (ma, mb):
         qi, qe = _load(repr_path(cfg, m, src))
         ci, ce = _load(repr_path(cfg, m, tgt))
-        top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=int(hs["top_k"]))
+        top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=top_k)
         sugg[m] = {
             qid: [(cands.loc[j, "item_id"], f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
                    img_path.get(cands.loc[j, "image_id"])) for j in row]
@@ -64,7 +81,8 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
         "image_path": [img_path.get(i) for i in q["image_id"]],
     })
     make_sheets(queries, sugg[ma], sugg[mb], human_dir(cfg), seed=int(hs["seed"]), model_names=(ma, mb),
-                title=f"Relevance rating: {src} queries, {tgt} suggestions")
+                title=f"Relevance rating: {src} queries, {tgt} suggestions", query_lang=src, suggestion_lang=tgt,
+                show_images=bool(hs["show_images"]))
     out = case_reports(cfg) / "rating_sheet.html"
     io.write_text(out, (human_dir(cfg) / "rating_sheet.html").read_text(encoding="utf-8"))
 
@@ -91,9 +109,9 @@ def tally_step(cfg: dict) -> None:
     from ..study.human_study import tally, tally_markdown
 
     hs = human_cfg(cfg)
-    simulated = not hs.get("ratings")
-    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json")
-    md = tally_markdown(res, simulated=simulated)
+    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json",
+                allow_unverified_key=bool(hs["allow_unverified_key"]))
+    md = tally_markdown(res, simulated=res.simulated or not hs.get("ratings"))
     out = case_reports(cfg)
     io.write_text(out / "human_study.md", md)
     d = res.to_dict()

@@ -5,6 +5,7 @@ artifacts are in :mod:`backretrieval.steps.case_study` and :mod:`backretrieval.s
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("train_corpus", None)
     cs.setdefault("eval_splits", ["val", "test"])
     cs.setdefault("max_train_items", None)
+    cs.setdefault("train_items_seed", 0)
     cs.setdefault("sample_size", 200)
     cs.setdefault("seeds", [0, 1, 2, 3, 4])
     cs.setdefault("k", cfg.get("k", 10))
@@ -55,16 +57,41 @@ def case_cfg(cfg: dict) -> dict:
 
 
 def human_cfg(cfg: dict) -> dict:
+    """The ``human_study`` section with defaults, checked against ``case_study``.
+
+    Defaults follow the paper: English queries, Russian suggestions (``en`` → ``ru``), 20
+    queries, the top 5 suggestions of TRIPLETXL and of its base encoder, texts only.
+    """
     hs = dict(cfg.get("human_study") or {})
     cs = case_cfg(cfg)
-    hs.setdefault("source_lang", cs["languages"][0])
-    hs.setdefault("target_lang", cs["languages"][1])
+    explicit = {f for f in ("source_lang", "target_lang") if f in hs}
+    hs.setdefault("source_lang", "en")
+    hs.setdefault("target_lang", "ru")
     hs.setdefault("n_queries", 20)
     hs.setdefault("top_k", 5)
     hs.setdefault("model_a", "tripletxl")
     hs.setdefault("model_b", "base")
     hs.setdefault("seed", 0)
     hs.setdefault("ratings", None)
+    hs.setdefault("show_images", False)
+    hs.setdefault("allow_unverified_key", False)
+    for f in ("source_lang", "target_lang"):
+        if hs[f] not in cs["languages"]:
+            how = "" if f in explicit else " (the default, the paper's en → ru pair; set it in params.yaml)"
+            raise ConfigError(
+                f"human_study.{f}: {hs[f]!r}{how} is not one of case_study.languages {list(cs['languages'])}"
+            )
+    if hs["source_lang"] == hs["target_lang"]:
+        raise ConfigError(
+            f"human_study.target_lang: must differ from source_lang ({hs['source_lang']!r}); the study "
+            "rates cross-lingual suggestions"
+        )
+    allowed = ["base", *models(cs)]
+    for f in ("model_a", "model_b"):
+        if hs[f] not in allowed:
+            raise ConfigError(f"human_study.{f}: {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)")
+    if hs["model_a"] == hs["model_b"]:
+        raise ConfigError(f"human_study.model_b: must differ from model_a ({hs['model_a']!r})")
     return hs
 
 
@@ -77,6 +104,19 @@ def models(cs: dict) -> list[str]:
     return [cs["baseline"], *cs["base_encoders"], *HEADS]
 
 
+def _cap_per_language(train: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
+    """At most ``cap`` training items per language, a seeded random subset of each language.
+
+    Every item gets the key ``sha256(f"{seed}:{item_id}")``; each language keeps its ``cap``
+    items with the smallest keys (ties: the smaller id). A language's subset depends only on
+    its own ids and the seed; on a parallel corpus (the same item_id in several languages)
+    every language keeps the same ids, on a non-parallel one each language its own share.
+    """
+    key = train["item_id"].map(lambda i: hashlib.sha256(f"{seed}:{i}".encode("utf-8")).hexdigest())
+    ranked = train.assign(_key=key).sort_values(["lang", "_key", "item_id"], kind="stable")
+    return ranked.groupby("lang", sort=False).head(int(cap)).drop(columns="_key")
+
+
 # -------------------------------------------------------------------------------------------
 # item selection and the evaluated representation
 
@@ -85,28 +125,34 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     """The case-study items: training items (capped per language) + evaluation items.
 
     Training items come from ``case_study.train_corpus`` (a prepared, possibly text-only
-    dataset) when set, else from the main dataset's ``train_splits``.
+    dataset) when set, else from the main dataset's ``train_splits``. ``max_train_items``
+    caps each language separately (:func:`_cap_per_language`, seed ``train_items_seed``).
+    Every case-study language needs training and evaluation items.
     """
     items = load_items(dataset)
     items = items[items["lang"].isin(cs["languages"])]
     if cs.get("train_corpus"):
-        tc = load_items(Path(cs["train_corpus"]))
+        source = Path(cs["train_corpus"])
+        tc = load_items(source)
         tc = tc[tc["lang"].isin(cs["languages"])]
         train = tc[tc["split"].isin(cs["train_splits"])]
         clash = set(train["item_id"]) & set(items["item_id"])
         if clash:
             raise InputError(f"case_study.train_corpus shares item ids with the dataset (e.g. {sorted(clash)[:2]})")
     else:
+        source = Path(dataset)
         train = items[items["split"].isin(cs["train_splits"])]
     cap = cs.get("max_train_items")
     if cap:
-        keep = sorted(train["item_id"].unique())[: int(cap)]
-        train = train[train["item_id"].isin(set(keep))]
+        train = _cap_per_language(train, int(cap), int(cs.get("train_items_seed", 0)))
     ev = items[items["split"].isin(cs["eval_splits"])]
-    if ev.empty:
-        raise InputError(f"{dataset}: no items in evaluation splits {cs['eval_splits']}")
-    if train.empty:
-        raise InputError(f"{dataset}: no items in training splits {cs['train_splits']}")
+    for name, part, where, splits in (("training", train, source, cs["train_splits"]),
+                                      ("evaluation", ev, Path(dataset), cs["eval_splits"])):
+        missing = [lang for lang in cs["languages"] if not (part["lang"] == lang).any()]
+        if missing:
+            raise InputError(
+                f"{where}: no {name} items for case_study.languages {missing} in splits {list(splits)}"
+            )
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 

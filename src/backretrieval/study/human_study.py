@@ -1,32 +1,48 @@
 """Blinded human evaluation of two models' suggestions (the paper's case study, Sec. 3.2).
 
-The paper asks raters to score, for 20 queries, the top-5 suggestions of model A and of model B
-on a 1-4 scale (1 = very relevant ... 4 = not relevant) and reports that model A yields 2.3x
-more "very relevant" suggestions. This module produces the rating material and tallies it:
+The paper asks raters to score, for 20 English queries, the top-5 Russian suggestions of model
+A (TRIPLETXL) and of model B (its base encoder) on a 1-4 scale (1 = very relevant ... 4 = not
+relevant) and reports that model A yields 2.3x more "very relevant" suggestions. This module
+produces the rating material and tallies it:
 
 1. :func:`top_k_suggestions` - each query's top-k candidates by cosine similarity.
 2. :func:`make_sheets` - pools both models' suggestions per query, shuffles them (seeded),
    gives each an opaque random id and writes
 
    * ``ratings_template.csv`` (suggestion_id, query_id, query_text, suggestion_text, rating,
-     key_sha256) for raters who prefer a spreadsheet;
+     rater, key_sha256) for raters who prefer a spreadsheet;
    * ``rating_sheet.html``: one self-contained page (no external resources or network access;
-     images inlined as ``data:`` URIs; every corpus text HTML-escaped) with 1-4 radio buttons
-     per suggestion, a rated/unrated counter and a "Save ratings" button that downloads
-     ``ratings.csv`` (suggestion_id, rating, key_sha256);
+     every corpus text HTML-escaped and marked with its language, ``lang`` and ``dir``, so
+     Arabic reads right to left) with the 1-4 scale defined (:data:`RATING_DEFINITIONS`),
+     a rater-id field, 1-4 radio buttons per suggestion, a rated/unrated counter and a
+     "Save ratings" button that downloads ``ratings.csv`` (suggestion_id, rating, rater,
+     key_sha256). By default the page shows **texts only**: images are the pivot that
+     Backretrieval itself uses, so showing them would let the check lean on the same signal
+     it is meant to confirm. ``show_images=True`` inlines thumbnails as ``data:`` URIs;
    * ``key.sealed.json``: suggestion id -> query, candidate and model(s). Keep it away from
      the raters. Its sha256 is printed in the template and the page so that :func:`tally`
      checks that ratings and key belong together.
 
    **Shared suggestions.** When both models propose the same candidate for a query, the rater
    sees (and rates) it once; the key lists both models for that suggestion and :func:`tally`
-   counts its rating for *both* models (each model proposed it). So a query shows between 5
-   and 10 suggestions, and the two models' rating samples overlap in shared suggestions.
+   counts its rating for *both* models (each model proposed it), in the pooled counts and in
+   the per-query counts. So a query shows between k and 2k suggestions, and the two models'
+   rating samples overlap in shared suggestions.
 
-3. :func:`tally` - validates the ratings file (every keyed suggestion rated exactly once, ratings
-   integers 1-4, no unknown ids) and only then unblinds: per-model rating counts, share of
-   "very relevant", the A/B ratio of very-relevant counts (the paper's 2.3x), a two-sided
-   Mann-Whitney U test on the ratings and Fisher's exact test on very-relevant vs not.
+3. :func:`tally` - validates the ratings file (a ``rater`` id on every row; each rater rates
+   every keyed suggestion exactly once; ratings integers 1-4; no unknown ids; the key's sha256
+   on every row, unless ``allow_unverified_key``) and only then unblinds:
+
+   * pooled over raters and queries: per-model rating counts, share of "very relevant", the
+     A/B ratio of very-relevant counts (the paper's 2.3x), a two-sided Mann-Whitney U test on
+     the ratings and Fisher's exact test on very-relevant vs not;
+   * paired per query: the number of very-relevant ratings of each model's suggestions for the
+     query (summed over raters), compared by a two-sided Wilcoxon signed-rank test (zero
+     differences dropped; exact null distribution without ties up to 50 queries, exhaustive
+     sign-flip permutation with ties up to 13 nonzero differences, else the normal
+     approximation with tie correction) and an exact sign test. Queries are the independent
+     units here, which the pooled tests do not respect (suggestions of one query are related,
+     shared suggestions appear in both samples).
 4. :func:`simulate_ratings` - a SIMULATED rater for the synthetic dataset (no humans): it reads
    the key to learn each suggestion's candidate id (acceptable only because it is a simulation)
    and maps a ground-truth relevance score in [0, 1] to a rating with fixed thresholds. Its
@@ -59,7 +75,19 @@ RATING_LABELS: dict[int, str] = {
     3: "slightly relevant",
     4: "not relevant",
 }
+#: What each level means, shown on the rating page (the paper names the levels only).
+RATING_DEFINITIONS: dict[int, str] = {
+    1: "the suggestion is about the same thing as the query (e.g. the same dish): "
+       "a result you would be glad to get for this query",
+    2: "closely related: the same kind of thing, differing in some details",
+    3: "only loosely related: shares a topic or a few elements with the query",
+    4: "unrelated to the query",
+}
+#: Languages written right to left (ISO 639 codes); every other language is marked ``ltr``.
+RTL_LANGUAGES = frozenset({"ar", "arc", "ckb", "dv", "fa", "he", "iw", "ks", "ps", "sd", "ug", "ur", "yi"})
+RATER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 KEY_FORMAT = "backretrieval-human-study-key"
+KEY_VERSION = 2
 TEMPLATE_NAME = "ratings_template.csv"
 HTML_NAME = "rating_sheet.html"
 KEY_NAME = "key.sealed.json"
@@ -176,15 +204,25 @@ def make_sheets(
     image_root: str | Path | None = None,
     thumb_px: int = 256,
     title: str = "Relevance rating",
+    query_lang: str | None = None,
+    suggestion_lang: str | None = None,
+    show_images: bool = False,
 ) -> Sheets:
     """Write ``ratings_template.csv``, ``rating_sheet.html`` and ``key.sealed.json`` to ``out_dir``.
 
     ``queries``: columns ``query_id``, ``text`` and optionally ``image_path``.
     ``suggestions_a``/``_b``: query_id -> ranked list of ``(candidate_id, text[, image_path])``.
-    Relative image paths are resolved against ``image_root``. Same ``seed`` → identical files.
+    ``query_lang``/``suggestion_lang``: ISO 639 codes of the texts, set as ``lang`` on every
+    text element of the page with ``dir="rtl"`` for right-to-left scripts (``dir="auto"``
+    when not given). Image paths are ignored unless ``show_images`` (see the module
+    docstring); relative ones are resolved against ``image_root``. Same ``seed`` → identical
+    files.
     """
     if len(model_names) != 2 or model_names[0] == model_names[1]:
         raise InputError(f"model_names: expected two different names, got {model_names!r}")
+    for name, lang in (("query_lang", query_lang), ("suggestion_lang", suggestion_lang)):
+        if lang is not None and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)*", str(lang)):
+            raise InputError(f"{name}: expected an ISO 639 code like 'en' or 'ar', got {lang!r}")
     for col in ("query_id", "text"):
         if col not in queries.columns:
             raise InputError(f"queries: missing column {col!r}; expected query_id, text[, image_path]")
@@ -235,19 +273,22 @@ def make_sheets(
                 "models": e["models"],
                 "ranks": e["ranks"],
             }
-            shown.append({"sid": sid, "text": e["text"], "img": e["img"]})
+            shown.append({"sid": sid, "text": e["text"], "img": e["img"] if show_images else None})
         qimg = None
-        if "image_path" in q.columns:
+        if show_images and "image_path" in q.columns:
             v = q.at[i, "image_path"]
             qimg = None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v) == "" else str(v)
         blocks.append({"qid": qid, "text": str(q.at[i, "text"]), "img": qimg, "suggestions": shown})
 
     key_obj = {
         "format": KEY_FORMAT,
-        "version": 1,
+        "version": KEY_VERSION,
         "model_names": list(model_names),
         "seed": int(seed),
         "queries": query_ids,
+        "query_lang": query_lang,
+        "suggestion_lang": suggestion_lang,
+        "show_images": bool(show_images),
         "shared_suggestions_count_for_both_models": True,
         "suggestions": key_entries,
     }
@@ -267,13 +308,14 @@ def make_sheets(
                 "query_text": b["text"],
                 "suggestion_text": s["text"],
                 "rating": "",
+                "rater": "",
                 "key_sha256": key_sha,
             }
             for b in blocks
             for s in b["suggestions"]
         ]
     )
-    page = _render_html(blocks, key_sha, title)
+    page = _render_html(blocks, key_sha, title, query_lang, suggestion_lang)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -308,6 +350,9 @@ label{margin-right:.9em;cursor:pointer}
 button{font-size:1em;padding:.4em 1em}
 #counter,#status{margin-left:1em}
 small.key{color:#777}
+dl.scale dt{font-weight:600;margin-top:.3em}
+dl.scale dd{margin-left:1.5em}
+#rater:invalid{border-color:#c00}
 """
 
 _JS = r"""
@@ -318,6 +363,9 @@ _JS = r"""
   var counter = document.getElementById("counter");
   var status = document.getElementById("status");
   var storeKey = "backretrieval-ratings-" + keySha;
+  var raterKey = "backretrieval-rater-" + keySha;
+  var rater = document.getElementById("rater");
+  var raterRe = /^[A-Za-z0-9_.-]{1,64}$/;
   function checked(it) { return it.querySelector("input[type=radio]:checked"); }
   function update() {
     var rated = 0;
@@ -342,14 +390,24 @@ _JS = r"""
         var v = saved[it.getAttribute("data-sid")];
         if (v) { var r = it.querySelector("input[value='" + v + "']"); if (r) { r.checked = true; } }
       });
+      rater.value = window.localStorage.getItem(raterKey) || "";
     } catch (e) { /* ignore */ }
   }
   document.getElementById("sheet").addEventListener("change", function () { update(); persist(); });
+  rater.addEventListener("change", function () {
+    try { window.localStorage.setItem(raterKey, rater.value.trim()); } catch (e) { /* ignore */ }
+  });
   document.getElementById("save").addEventListener("click", function () {
-    var lines = ["suggestion_id,rating,key_sha256"];
+    var rid = rater.value.trim();
+    if (!raterRe.test(rid)) {
+      status.textContent = "Please enter your rater id (letters, digits, _ . - ; at most 64 characters) before saving.";
+      rater.focus();
+      return;
+    }
+    var lines = ["suggestion_id,rating,rater,key_sha256"];
     items.forEach(function (it) {
       var c = checked(it);
-      lines.push(it.getAttribute("data-sid") + "," + (c ? c.value : "") + "," + keySha);
+      lines.push(it.getAttribute("data-sid") + "," + (c ? c.value : "") + "," + rid + "," + keySha);
     });
     var blob = new Blob([lines.join("\n") + "\n"], { type: "text/csv" });
     var a = document.createElement("a");
@@ -368,9 +426,24 @@ _JS = r"""
 """
 
 
-def _render_html(blocks: list[dict[str, Any]], key_sha: str, title: str) -> str:
+def _text_attrs(lang: str | None) -> str:
+    """``lang``/``dir`` attributes of a corpus text (``dir="auto"`` when the language is unknown)."""
+    if not lang:
+        return 'dir="auto"'
+    direction = "rtl" if lang.split("-")[0].lower() in RTL_LANGUAGES else "ltr"
+    return f'lang="{html.escape(lang)}" dir="{direction}"'
+
+
+def _render_html(
+    blocks: list[dict[str, Any]], key_sha: str, title: str, query_lang: str | None = None,
+    suggestion_lang: str | None = None,
+) -> str:
     e = html.escape
     legend = "".join(f"<span><b>{v}</b> = {e(lbl)}</span>" for v, lbl in RATING_LABELS.items())
+    scale = "".join(
+        f"<dt>{v} = {e(RATING_LABELS[v])}</dt><dd>{e(RATING_DEFINITIONS[v])}</dd>" for v in RATING_LABELS
+    )
+    q_attrs, s_attrs = _text_attrs(query_lang), _text_attrs(suggestion_lang)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -380,11 +453,16 @@ def _render_html(blocks: list[dict[str, Any]], key_sha: str, title: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{e(title)}</title><style>{_CSS}</style></head>",
         f'<body data-key-sha256="{e(key_sha)}">',
-        "<header>",
         f"<h1>{e(title)}</h1>",
         "<p>For each query, rate how relevant every suggestion is to the query. "
         "Suggestions are shown in random order and come from different systems; "
-        "you are not told which.</p>",
+        "you are not told which. Rate every suggestion on this scale:</p>",
+        f'<dl class="scale">{scale}</dl>',
+        '<p><label for="rater">Your rater id</label> '
+        '<input type="text" id="rater" name="rater" required maxlength="64" '
+        'pattern="[A-Za-z0-9_.\\-]{1,64}" autocomplete="off"> '
+        "<small>(letters, digits, _ . - ; the same id on every sheet you rate)</small></p>",
+        "<header>",
         f'<p class="legend">{legend}</p>',
         '<p><button type="button" id="save">Save ratings</button>'
         '<span id="counter"></span><span id="status"></span></p>',
@@ -397,14 +475,14 @@ def _render_html(blocks: list[dict[str, Any]], key_sha: str, title: str) -> str:
         parts.append(f"<h2>Query {qi} of {len(blocks)}</h2>")
         if b["img_uri"]:
             parts.append(f'<img class="thumb" alt="query image" src="{e(b["img_uri"])}">')
-        parts.append(f'<div class="qtext">{e(b["text"])}</div>')
+        parts.append(f'<div class="qtext" {q_attrs}>{e(b["text"])}</div>')
         for si, s in enumerate(b["suggestions"], start=1):
             sid = e(s["sid"])
             parts.append(f'<div class="suggestion" data-sid="{sid}">')
             if s["img_uri"]:
                 parts.append(f'<img class="thumb" alt="suggestion image" src="{e(s["img_uri"])}">')
             parts.append('<div class="body">')
-            parts.append(f'<div class="stext">{e(s["text"])}</div>')
+            parts.append(f'<div class="stext" {s_attrs}>{e(s["text"])}</div>')
             parts.append(f'<fieldset><legend>Suggestion {qi}.{si}: rating</legend>')
             for v, lbl in RATING_LABELS.items():
                 rid = f"r-{sid}-{v}"
@@ -463,18 +541,36 @@ def _read_ratings_csv(path: Path) -> pd.DataFrame:
 _INT_RE = re.compile(r"^[+-]?\d+(\.0*)?$")
 
 
-def _parse_ratings(df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: str) -> dict[str, int]:
-    """Validate every row; raise one InputError listing the problems, else sid -> rating."""
+@dataclass(frozen=True)
+class _Ratings:
+    by_rater: dict[str, dict[str, int]]  # rater -> suggestion id -> rating
+    key_verified: bool  # every row carried the key's sha256
+
+
+def _parse_ratings(
+    df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: str, key_path: Path, allow_unverified_key: bool
+) -> _Ratings:
+    """Validate every row; raise one InputError listing the problems, else the ratings."""
+    if "rater" not in df.columns:
+        raise InputError(
+            f"{path}: missing column 'rater' (the rater id of each row); expected columns "
+            "suggestion_id, rating, rater, key_sha256"
+        )
     problems: list[str] = []
     keyed = key["suggestions"]
-    first_row: dict[str, int] = {}
-    ratings: dict[str, int] = {}
-    for i, (sid, raw) in enumerate(zip(df["suggestion_id"], df["rating"]), start=1):
-        where = f"row {i} (suggestion_id {sid!r})"
-        if sid in first_row:
-            problems.append(f"{where}: duplicate suggestion_id (first at row {first_row[sid]})")
+    first_row: dict[tuple[str, str], int] = {}
+    by_rater: dict[str, dict[str, int]] = {}
+    raters = df["rater"].str.strip()
+    for i, (sid, raw, rater) in enumerate(zip(df["suggestion_id"], df["rating"], raters), start=1):
+        where = f"row {i} (suggestion_id {sid!r}, rater {rater!r})"
+        if not RATER_RE.match(rater):
+            problems.append(f"{where}: rater id must be 1-64 letters, digits, '_', '.' or '-'")
             continue
-        first_row[sid] = i
+        by_rater.setdefault(rater, {})
+        if (rater, sid) in first_row:
+            problems.append(f"{where}: duplicate suggestion_id for this rater (first at row {first_row[(rater, sid)]})")
+            continue
+        first_row[(rater, sid)] = i
         if sid not in keyed:
             problems.append(f"{where}: suggestion_id is not in the key")
             continue
@@ -488,23 +584,40 @@ def _parse_ratings(df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: s
         if not 1 <= v <= 4:
             problems.append(f"{where}: rating {v} outside 1-4")
             continue
-        ratings[sid] = v
-    missing = [sid for sid in keyed if sid not in first_row]
-    if missing:
-        problems.append(
-            f"{len(missing)} suggestion(s) of the key have no row (missing rows), e.g. {missing[:3]}"
-        )
-    if "key_sha256" in df.columns:
-        bad = sorted({s for s in df["key_sha256"].str.strip() if s and s != key_sha})
-        if bad:
+        by_rater[rater][sid] = v
+    for rater in by_rater:
+        missing = [sid for sid in keyed if (rater, sid) not in first_row]
+        if missing:
             problems.append(
-                f"column key_sha256 = {bad[0][:16]}... does not match the key's sha256 "
-                f"{key_sha[:16]}... (ratings made for a different sheet)"
+                f"rater {rater!r}: {len(missing)} suggestion(s) of the key have no row (missing rows), "
+                f"e.g. {missing[:3]}"
             )
+    if not by_rater and not problems:
+        problems.append("no rating rows")
+    if SIMULATED_RATER in by_rater and len(by_rater) > 1:
+        problems.append(
+            f"rater {SIMULATED_RATER!r} (the SIMULATED rater) mixed with human raters "
+            f"{sorted(set(by_rater) - {SIMULATED_RATER})[:5]}; tally them separately"
+        )
+    hashes = df["key_sha256"].str.strip() if "key_sha256" in df.columns else pd.Series([""] * len(df))
+    bad = sorted({h for h in hashes if h and h != key_sha})
+    if bad:
+        problems.append(
+            f"column key_sha256 = {bad[0][:16]}... does not match the key's sha256 "
+            f"{key_sha[:16]}... (ratings made for a different sheet)"
+        )
+    n_unchecked = int((hashes == "").sum())
+    if n_unchecked and not allow_unverified_key:
+        what = "has no column key_sha256" if "key_sha256" not in df.columns else f"has {n_unchecked} row(s) without key_sha256"
+        problems.append(
+            f"the ratings file {what}, so it cannot be checked against the key {key_path} "
+            f"(sha256 {key_sha[:16]}...); if you are sure they belong together, pass "
+            "--allow-unverified-key (backretrieval tally) or set human_study.allow_unverified_key: true"
+        )
     if problems:
         shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
         raise InputError(f"{path}: {len(problems)} problem(s), nothing tallied: {shown}")
-    return ratings
+    return _Ratings(by_rater=by_rater, key_verified=n_unchecked == 0)
 
 
 # --------------------------------------------------------------------------- tally
@@ -513,7 +626,7 @@ def _parse_ratings(df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: s
 @dataclass(frozen=True)
 class TallyResult:
     model_names: tuple[str, str]
-    counts: dict[str, dict[int, int]]  # model -> rating level -> count
+    counts: dict[str, dict[int, int]]  # model -> rating level -> count (pooled over raters)
     n_ratings: dict[str, int]
     very_relevant: dict[str, int]
     share_very_relevant: dict[str, float]
@@ -523,11 +636,21 @@ class TallyResult:
     mannwhitney_p: float
     fisher_odds_ratio: float
     fisher_p: float
+    # paired per query: very-relevant ratings of each model's suggestions for the query
+    per_query: list[dict[str, Any]]  # query_id, very_relevant_a, very_relevant_b (a, b = model_names)
+    queries_a_more: int  # queries where A has more very-relevant ratings than B
+    queries_b_more: int
+    queries_equal: int
+    wilcoxon_statistic: float  # smaller of the signed-rank sums (zero differences dropped)
+    wilcoxon_p: float
+    wilcoxon_method: str
+    sign_test_p: float  # exact binomial test of queries_a_more vs queries_b_more
     n_queries: int
     n_suggestions: int
     n_shared: int
+    raters: list[str]
     simulated: bool
-    key_verified: bool  # the ratings file carried the key's sha256
+    key_verified: bool  # every row of the ratings file carried the key's sha256
     key_sha256: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -537,15 +660,49 @@ class TallyResult:
         return d
 
 
+def paired_query_tests(a: Sequence[int], b: Sequence[int]) -> tuple[float, float, str, float]:
+    """Two-sided Wilcoxon signed-rank test and exact sign test on per-query pairs ``(a, b)``.
+
+    Zero differences are dropped (Wilcoxon's convention). The Wilcoxon p-value uses scipy's
+    exact null distribution when the nonzero |differences| have no ties (up to 50 of them),
+    an exhaustive sign-flip permutation when they have ties (up to 13), else the normal
+    approximation with tie correction. Returns ``(statistic, p, method, sign_test_p)``; all
+    differences zero gives ``(0.0, 1.0, "all differences zero", 1.0)``.
+    """
+    from scipy import stats
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    d = d[d != 0]
+    if len(d) == 0:
+        return 0.0, 1.0, "all differences zero", 1.0
+    ties = len(np.unique(np.abs(d))) < len(d)
+    if not ties and len(d) <= 50:
+        method: Any = "exact"
+        label = "exact"
+    elif ties and len(d) <= 13:
+        method = stats.PermutationMethod(n_resamples=np.inf)
+        label = "exact (exhaustive sign-flip permutation, tied differences)"
+    else:
+        method = "asymptotic"
+        label = "normal approximation" + (" with tie correction" if ties else "")
+    w = stats.wilcoxon(d, alternative="two-sided", method=method)
+    n_pos = int((d > 0).sum())
+    sign_p = float(stats.binomtest(n_pos, len(d), 0.5, alternative="two-sided").pvalue)
+    return float(w.statistic), float(w.pvalue), label, sign_p
+
+
 def tally(
     ratings_csv: str | Path,
     key_path: str | Path,
     model_names: Sequence[str] | None = None,
+    allow_unverified_key: bool = False,
 ) -> TallyResult:
     """Validate ``ratings_csv`` against the key, then unblind and compare the two models.
 
     ``model_names`` (optional) must be the key's two model names; their order sets A and B.
-    A suggestion shared by both models counts for both (see the module docstring).
+    A suggestion shared by both models counts for both (see the module docstring). A ratings
+    file whose rows do not all carry the key's sha256 is refused unless
+    ``allow_unverified_key`` (a wrong sha256 is always refused).
     """
     from scipy import stats
 
@@ -556,15 +713,21 @@ def tally(
     if len(names) != 2 or sorted(names) != sorted(key_models):
         raise InputError(f"model_names {names} do not match the key's model_names {key_models} ({key_path})")
     df = _read_ratings_csv(path)
-    ratings = _parse_ratings(df, path, key, key_sha)
+    parsed = _parse_ratings(df, path, key, key_sha, Path(key_path), allow_unverified_key)
 
+    a, b = names
+    query_ids = [str(q) for q in key.get("queries") or sorted({e["query_id"] for e in key["suggestions"].values()})]
     per_model: dict[str, list[int]] = {m: [] for m in names}
+    vr_query: dict[str, dict[str, int]] = {q: {m: 0 for m in names} for q in query_ids}
     for sid, ent in key["suggestions"].items():
         for m in ent["models"]:
             if m not in per_model:
                 raise InputError(f"{key_path}: suggestion {sid!r} names unknown model {m!r}")
-            per_model[m].append(ratings[sid])
-    a, b = names
+            if ent["query_id"] not in vr_query:
+                raise InputError(f"{key_path}: suggestion {sid!r} names query {ent['query_id']!r} not in 'queries'")
+            for ratings in parsed.by_rater.values():
+                per_model[m].append(ratings[sid])
+                vr_query[ent["query_id"]][m] += int(ratings[sid] == 1)
     counts = {m: {lvl: int(sum(1 for r in per_model[m] if r == lvl)) for lvl in RATING_LABELS} for m in names}
     n = {m: len(per_model[m]) for m in names}
     vr = {m: counts[m][1] for m in names}
@@ -580,7 +743,9 @@ def tally(
     else:  # all ratings identical: no evidence of a difference
         mw_u, mw_p = (n[a] * n[b] / 2.0, 1.0) if n[a] and n[b] else (math.nan, math.nan)
     fe = stats.fisher_exact([[vr[a], n[a] - vr[a]], [vr[b], n[b] - vr[b]]], alternative="two-sided")
-    rater = df["rater"].str.strip().str.lower() if "rater" in df.columns else pd.Series([], dtype=str)
+    qa = [vr_query[q][a] for q in query_ids]
+    qb = [vr_query[q][b] for q in query_ids]
+    w_stat, w_p, w_method, sign_p = paired_query_tests(qa, qb)
     return TallyResult(
         model_names=(a, b),
         counts=counts,
@@ -593,11 +758,20 @@ def tally(
         mannwhitney_p=mw_p,
         fisher_odds_ratio=float(fe.statistic),
         fisher_p=float(fe.pvalue),
-        n_queries=len({e["query_id"] for e in key["suggestions"].values()}),
+        per_query=[{"query_id": q, "very_relevant_a": x, "very_relevant_b": y} for q, x, y in zip(query_ids, qa, qb)],
+        queries_a_more=int(sum(x > y for x, y in zip(qa, qb))),
+        queries_b_more=int(sum(x < y for x, y in zip(qa, qb))),
+        queries_equal=int(sum(x == y for x, y in zip(qa, qb))),
+        wilcoxon_statistic=w_stat,
+        wilcoxon_p=w_p,
+        wilcoxon_method=w_method,
+        sign_test_p=sign_p,
+        n_queries=len(query_ids),
         n_suggestions=len(key["suggestions"]),
         n_shared=sum(1 for e in key["suggestions"].values() if len(e["models"]) > 1),
-        simulated=bool((rater == SIMULATED_RATER).any()),
-        key_verified="key_sha256" in df.columns and bool((df["key_sha256"].str.strip() == key_sha).all()),
+        raters=sorted(parsed.by_rater),
+        simulated=list(parsed.by_rater) == [SIMULATED_RATER],
+        key_verified=parsed.key_verified,
         key_sha256=key_sha,
     )
 
@@ -614,6 +788,7 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
     """A Markdown report section; ``simulated`` (default: detected from the file) adds a banner."""
     sim = result.simulated if simulated is None else simulated
     a, b = result.model_names
+    n_r = len(result.raters)
     lines = ["## Human study (blinded ratings)", ""]
     if sim:
         lines += [
@@ -623,8 +798,10 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
             "",
         ]
     lines += [
-        f"{result.n_queries} queries, {result.n_suggestions} rated suggestions "
-        f"({result.n_shared} proposed by both models and counted for both). "
+        f"{result.n_queries} queries, {result.n_suggestions} rated suggestions, "
+        f"{n_r} rater(s) ({', '.join(result.raters)}). {result.n_shared} suggestion(s) were "
+        "proposed by both models: each was shown once and its rating counts for both models "
+        "(in the pooled counts and in both models' per-query counts). "
         "Scale: " + ", ".join(f"{k} = {v}" for k, v in RATING_LABELS.items()) + ".",
         "",
         "| model | n | 1 | 2 | 3 | 4 | share very relevant | mean rating |",
@@ -638,18 +815,32 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
         )
     lines += [
         "",
-        f"- Very-relevant ratio {a}/{b}: **{_fmt(result.ratio_very_relevant, '.2f')}×** "
+        f"- Very-relevant ratio {a}/{b} (pooled): **{_fmt(result.ratio_very_relevant, '.2f')}×** "
         f"({result.very_relevant[a]} vs {result.very_relevant[b]}).",
-        f"- Fisher's exact test (very relevant vs not, two-sided): odds ratio "
-        f"{_fmt(result.fisher_odds_ratio)}, p = {_fmt(result.fisher_p)}.",
-        f"- Mann–Whitney U (ratings, two-sided): U = {_fmt(result.mannwhitney_u, '.1f')}, "
-        f"p = {_fmt(result.mannwhitney_p)}.",
-        "- Caveat: shared suggestions appear in both samples, so the tests' independence "
-        "assumption holds only approximately.",
+        f"- Per query (paired; very-relevant ratings of each model's suggestions for the query"
+        f"{', summed over raters' if n_r > 1 else ''}): {a} more in {result.queries_a_more}, "
+        f"{b} more in {result.queries_b_more}, equal in {result.queries_equal} of {result.n_queries} queries. "
+        f"Wilcoxon signed-rank (two-sided, zero differences dropped, {result.wilcoxon_method}): "
+        f"W = {_fmt(result.wilcoxon_statistic, '.1f')}, p = {_fmt(result.wilcoxon_p)}; "
+        f"exact sign test p = {_fmt(result.sign_test_p)}.",
+        f"- Pooled over suggestions: Fisher's exact test (very relevant vs not, two-sided): odds ratio "
+        f"{_fmt(result.fisher_odds_ratio)}, p = {_fmt(result.fisher_p)}; "
+        f"Mann–Whitney U (ratings, two-sided): U = {_fmt(result.mannwhitney_u, '.1f')}, "
+        f"p = {_fmt(result.mannwhitney_p)}. These treat suggestions as independent, which they are "
+        "not quite (suggestions of one query are related; shared suggestions appear in both "
+        "samples): the per-query test is the one that respects the design.",
         f"- Key sha256 `{result.key_sha256[:16]}…`"
-        + (" (verified against the ratings file)." if result.key_verified else " (ratings file carried no key hash)."),
+        + (" (verified against every row of the ratings file)." if result.key_verified
+           else " (**not verified**: the ratings file did not carry the key's hash on every row; tallied with --allow-unverified-key)."),
         "",
+        "<details><summary>Per-query very-relevant counts</summary>",
+        "",
+        f"| query | {a} | {b} |",
+        "|---|---:|---:|",
     ]
+    for row in result.per_query:
+        lines.append(f"| {row['query_id']} | {row['very_relevant_a']} | {row['very_relevant_b']} |")
+    lines += ["", "</details>", ""]
     return "\n".join(lines)
 
 

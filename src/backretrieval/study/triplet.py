@@ -3,38 +3,43 @@
 A *Siamese* two-layer MLP ``f`` (Linear → ReLU → Linear, weights shared between the two
 inputs) maps a frozen title embedding and a frozen body embedding of the same item to
 ``x_rt = f(title)`` and ``x_rb = f(body)`` (``out_dim`` = 300, as in the paper; the hidden
-width is not given in the paper, we use ``hidden`` = 512 by default).
+width is not given in the paper, we use ``hidden`` = 512 by default). The evaluated
+representation is ``concat(x_rt, x_rb)``. ``d`` is the cosine distance ``1 - cos``.
 
-TRIPLET (Eq. 1), ``d`` = cosine distance ``1 - cos``::
+TRIPLET (Eq. 1), averaged over the items ``r`` of a mini-batch::
 
-    L_triplet = mean_i max(0, d(x_rb[i], x_rt[i]) - d(x_rb[i], x_rt[neg[i]]) + alpha)
+    L_triplet = mean_r max(0, d(x_rb, x_rt) - d(x_rb, x_nt) + alpha)
 
-with ``neg[i]`` a random *other* item of the same mini-batch (never ``i``; see
+with ``n = neg[r]`` a random *other* item of the same mini-batch (never ``r``; see
 :func:`sample_negatives`).
 
-TRIPLETXL (Eq. 2) adds a language-mixing term, ``L = L_triplet + beta * L_XL``. It is computed
-in-batch on the evaluated representation ``z_i = concat(x_rt[i], x_rb[i])`` (cosine distance);
-for every point ``i`` of the batch::
+TRIPLETXL (Eq. 2) adds a language-mixing term, ``L = L_triplet + beta * L_XL`` with, for an
+item ``r`` of language ``l_r``::
 
-    other_i = mean cosine distance from z_i to its K nearest neighbours among the batch
-              points whose language differs from lang_i
-    own_i   = mean cosine distance from z_i to its K nearest neighbours among the *other*
-              batch points (i itself excluded) with language lang_i
-    L_XL    = mean_i | other_i - own_i |
+    L_XL(r) = sum_{l != l_r} [ (1/K) sum_{n in N_l(r)} d(x_rb, x_nt)
+                               - (1/K) sum_{n in N_{l_r}(r)} d(x_rb, x_nt) ]
 
-``K`` is capped by the number of available neighbours (``min(K, n_other)``, ``min(K, n_own)``);
-points with no other-language point or no same-language neighbour in the batch are skipped,
-and a batch with no such point has ``L_XL = 0``. ``L_XL`` is small when a point's nearest
-other-language points are as close as its nearest same-language points, i.e. when languages
-mix in the space; it is large when languages form separate clusters. (It is exactly 0 when
-all points are equidistant; for two *identical* per-language point clouds it equals the mean
-of d_K / K, d_K the K-th own-language neighbour distance, because the twin at distance 0 is
-an other-language neighbour while the point itself is excluded from its own neighbours.)
+``N_l(r)``: the ``K`` items of language ``l`` whose *titles* ``x_nt`` are nearest (by ``d``)
+to ``r``'s *body* ``x_rb``; ``r`` itself is never its own neighbour. ``L_XL(r)`` is large when
+r's nearest titles of other languages are much farther than its nearest titles of its own
+language (languages form separate clusters), and it has no absolute value: it may be
+negative. Choices where the paper leaves the details open (:func:`xl_loss`):
+
+* neighbours are searched **within the mini-batch**, and batches are **language-stratified**
+  (every batch holds a share of every training language, :func:`train_heads`), so every term
+  of the sum exists;
+* the batch loss is the **mean of L_XL(r) over the batch items r** (as L_triplet is a mean);
+* a language with fewer than ``K`` candidates in the batch uses all of them: the ``1/K`` of
+  the formula is the mean over the neighbour set, so it becomes ``1/|N_l(r)|`` with
+  ``|N_l(r)| = min(K, candidates)``;
+* ties among distances are broken by the lower batch position (stable sort). The loss value
+  does not depend on it; it fixes which tied item receives the gradient.
 
 Training (:func:`train_heads`) follows the paper: Adam, lr 0.01, 40 epochs, alpha 0.1,
-batch 128, beta 0.01, K 5, a seeded 90/10 train/validation split; the state with the lowest
-validation loss (same objective, fixed validation negatives) is kept (checkpointing), with
-optional early stopping (``patience``). On CPU, the same seed gives a bit-identical state dict.
+batch 128, beta 0.01, K 5; a seeded 90/10 train/validation split (stratified by language);
+the state with the lowest validation loss (same objective, fixed validation negatives) is
+kept (checkpointing), with optional early stopping (``patience``). On CPU, the same seed gives
+a bit-identical state dict.
 """
 
 from __future__ import annotations
@@ -192,45 +197,65 @@ def triplet_loss(
     return torch.clamp(pos - neg + alpha, min=0.0).mean()
 
 
-def xl_loss(z: "torch.Tensor", lang_codes: "torch.Tensor", k: int) -> "torch.Tensor":
-    """Eq. 2's language-mixing term ``L_XL`` on batch points ``z`` (see module docstring)."""
+def xl_loss(
+    x_rt: "torch.Tensor", x_rb: "torch.Tensor", lang_codes: "torch.Tensor", k: int
+) -> "torch.Tensor":
+    """Eq. 2: ``mean_r L_XL(r)`` over the batch (see the module docstring for the formula).
+
+    ``x_rt``/``x_rb``: (n, dim) title/body outputs of the head for the n batch items;
+    ``lang_codes``: (n,) integer language of each item. Neighbours are searched among the
+    batch's titles; a language absent from the batch has no term. Every language present
+    needs at least 2 items when the batch has two or more languages (otherwise an item has
+    no own-language neighbour and its ``L_XL(r)`` is undefined): :class:`InputError`.
+    A single-language batch has no other-language term: ``L_XL = 0``.
+    """
     import torch
 
-    n = z.shape[0]
-    dist = cosine_distance_matrix(z, z)
-    codes = lang_codes.to(z.device)
-    same = codes[:, None] == codes[None, :]
-    eye = torch.eye(n, dtype=torch.bool, device=z.device)
-    own_mask = same & ~eye
-    other_mask = ~same
-    inf = torch.tensor(float("inf"), dtype=dist.dtype, device=z.device)
-
-    def knn_mean(mask: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor"]:
-        counts = mask.sum(dim=1)
-        kk = min(k, int(counts.max().item())) if n else 0
-        if kk == 0:
-            return torch.zeros(n, dtype=dist.dtype, device=z.device), counts > 0
-        masked = torch.where(mask, dist, inf)
-        vals = torch.topk(masked, kk, dim=1, largest=False).values  # ascending distances
-        per_row_k = torch.clamp(counts, max=k)
-        take = torch.arange(kk, device=z.device)[None, :] < per_row_k[:, None]
-        summed = torch.where(take, vals, torch.zeros_like(vals)).sum(dim=1)
-        return summed / torch.clamp(per_row_k, min=1).to(dist.dtype), counts > 0
-
-    other_mean, has_other = knn_mean(other_mask)
-    own_mean, has_own = knn_mean(own_mask)
-    valid = has_other & has_own
-    if not bool(valid.any()):
-        return z.sum() * 0.0  # keeps the graph; no mixed-language pair in this batch
-    return (other_mean[valid] - own_mean[valid]).abs().mean()
+    n = x_rt.shape[0]
+    if x_rb.shape != x_rt.shape or lang_codes.shape != (n,):
+        raise InputError(
+            f"xl_loss: x_rt {tuple(x_rt.shape)}, x_rb {tuple(x_rb.shape)} and lang_codes "
+            f"{tuple(lang_codes.shape)} must describe the same n items"
+        )
+    if k < 1:
+        raise InputError(f"xl_loss: k must be >= 1, got {k}")
+    codes_cpu = lang_codes.detach().to("cpu", torch.int64)
+    langs, counts = torch.unique(codes_cpu, sorted=True, return_counts=True)
+    if len(langs) < 2:
+        return (x_rt.sum() + x_rb.sum()) * 0.0  # keeps the graph; no other-language term
+    if int(counts.min()) < 2:
+        lonely = int(langs[int(torch.argmin(counts))])
+        raise InputError(
+            f"xl_loss: language code {lonely} has a single item in this batch, so it has no "
+            "own-language neighbour; every language in a batch needs at least 2 items"
+        )
+    device = x_rt.device
+    dist = cosine_distance_matrix(x_rb, x_rt)  # row r: body of r, column j: title of j
+    pos = torch.arange(n, device=device)
+    codes = codes_cpu.to(device)
+    inf = torch.tensor(float("inf"), dtype=dist.dtype, device=device)
+    means = []  # per language l: (n,) mean distance from x_rb to the titles of N_l(r)
+    for lang, n_l in zip(langs.tolist(), counts.tolist()):
+        cols = torch.nonzero(codes == lang).flatten()  # ascending batch positions
+        is_self = cols[None, :] == pos[:, None]  # r is never its own neighbour
+        cand = torch.where(is_self, inf, dist[:, cols])
+        # stable sort: among equal distances the lower batch position comes first
+        vals = torch.sort(cand, dim=1, stable=True).values[:, : min(k, n_l)]
+        n_nb = torch.clamp(n_l - is_self.sum(dim=1), max=k)  # |N_l(r)| = min(K, candidates)
+        take = torch.arange(vals.shape[1], device=device)[None, :] < n_nb[:, None]
+        means.append(torch.where(take, vals, torch.zeros_like(vals)).sum(dim=1) / n_nb.to(dist.dtype))
+    m = torch.stack(means, dim=1)  # (n, L): column j = language langs[j]
+    own_col = torch.searchsorted(langs.to(device), codes)
+    own = m.gather(1, own_col[:, None])
+    other = torch.arange(len(langs), device=device)[None, :] != own_col[:, None]
+    per_item = torch.where(other, m - own, torch.zeros_like(m)).sum(dim=1)  # L_XL(r)
+    return per_item.mean()
 
 
 def _objective(model, t, b, codes, neg, config: TripletConfig, xl: bool):  # type: ignore[no-untyped-def]
-    import torch
-
     x_rt, x_rb = model(t), model(b)
     lt = triplet_loss(x_rt, x_rb, neg, config.alpha)
-    lx = xl_loss(torch.cat([x_rt, x_rb], dim=1), codes, config.k) if xl else lt.new_zeros(())
+    lx = xl_loss(x_rt, x_rb, codes, config.k) if xl else lt.new_zeros(())
     return lt + config.beta * lx, lt, lx
 
 
@@ -265,12 +290,55 @@ def _check_inputs(title_emb: np.ndarray, body_emb: np.ndarray, langs: np.ndarray
         raise InputError(f"langs: expected {len(title_emb)} entries (one per item), got {len(langs)}")
 
 
-def _batches(idx: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Consecutive batches; a trailing batch of a single item is merged into the previous one."""
-    out = [idx[i : i + batch_size] for i in range(0, len(idx), batch_size)]
-    if len(out) > 1 and len(out[-1]) < 2:
-        out[-2] = np.concatenate([out[-2], out.pop()])
-    return out
+def _split_by_language(
+    codes: np.ndarray, n_langs: int, val_fraction: float, seed: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Seeded train/validation split stratified by language: per language (in code order) a
+    permutation from one ``default_rng(seed)``; its last ``ceil(val_fraction * n_l)`` items
+    are validation. Returns sorted index arrays per language (train, validation)."""
+    rng = np.random.default_rng(seed)
+    train, val = [], []
+    for c in range(n_langs):
+        idx = np.flatnonzero(codes == c)
+        perm = idx[rng.permutation(len(idx))]
+        n_val = int(math.ceil(val_fraction * len(idx)))
+        train.append(np.sort(perm[: len(idx) - n_val]))
+        val.append(np.sort(perm[len(idx) - n_val :]))
+    return train, val
+
+
+def _n_batches(groups: list[np.ndarray], batch_size: int) -> int:
+    return max(1, int(math.ceil(sum(len(g) for g in groups) / batch_size)))
+
+
+def _stratified_batches(groups: list[np.ndarray], batch_size: int) -> list[np.ndarray]:
+    """Language-stratified batches: ``nb = ceil(total / batch_size)`` batches, batch ``b`` is
+    chunk ``b`` of every language's index array (``np.array_split`` into ``nb`` chunks), so a
+    batch holds ``floor`` or ``ceil`` of ``n_l / nb`` items of each language ``l`` and at most
+    ``batch_size + n_languages - 1`` items."""
+    nb = _n_batches(groups, batch_size)
+    parts = [np.array_split(g, nb) for g in groups]
+    return [np.concatenate([p[b] for p in parts]) for b in range(nb)]
+
+
+def _check_batches(groups: list[np.ndarray], names: np.ndarray, batch_size: int, xl: bool, what: str) -> None:
+    """Fail before training when a batch would lack the items its losses need."""
+    nb = _n_batches(groups, batch_size)
+    sizes = np.array([[len(c) for c in np.array_split(np.empty(len(g)), nb)] for g in groups])
+    if int(sizes.sum(axis=0).min()) < 2:
+        raise InputError(
+            f"train_heads: {sizes.sum()} {what} items in {nb} batch(es) give a batch of fewer than 2 "
+            "items (in-batch negatives need 2); add items or change batch_size"
+        )
+    present = [i for i, g in enumerate(groups) if len(g)]
+    if xl and len(present) >= 2:
+        for i in present:
+            if int(sizes[i].min()) < 2:
+                raise InputError(
+                    f"train_heads: language {str(names[i])!r} has {len(groups[i])} {what} item(s), fewer "
+                    f"than 2 for each of the {nb} language-stratified batch(es); TRIPLETXL needs 2 "
+                    "per language and batch (own-language neighbours); add items or raise batch_size"
+                )
 
 
 def train_heads(
@@ -284,10 +352,14 @@ def train_heads(
     """Train a TRIPLET (``xl=False``) or TRIPLETXL (``xl=True``) head.
 
     Rows of ``title_emb``/``body_emb``/``langs`` are items (title and body of the same item).
-    Split: a seeded permutation, the last ``ceil(val_fraction * n)`` items are validation.
-    Each epoch shuffles the training items (torch generator seeded with ``config.seed``) and
-    draws fresh in-batch negatives; the validation loss uses negatives drawn once, so epochs
-    are comparable. The returned state is the epoch with the lowest validation loss.
+    Split: per language, a seeded permutation whose last ``ceil(val_fraction * n_l)`` items
+    are validation. Batches are language-stratified (:func:`_stratified_batches`) for both
+    heads, so TRIPLET and TRIPLETXL see the same batches and negatives for a given seed and
+    differ only by ``beta * L_XL``; every batch holds every training language, so every term
+    of Eq. 2 exists. Each epoch shuffles every language's training items (torch generator
+    seeded with ``config.seed``) and draws fresh in-batch negatives; the validation loss uses
+    negatives drawn once, so epochs are comparable. The returned state is the epoch with the
+    lowest validation loss.
     ``negative_sampler(batch_len, generator) -> LongTensor`` replaces :func:`sample_negatives`
     (for tests / other negative schemes); it must never map a position to itself.
     Bit-identical results need the same seed, device and torch thread count.
@@ -300,19 +372,19 @@ def train_heads(
     langs = np.asarray(langs).astype(str)
     _check_inputs(title_emb, body_emb, langs)
     n, in_dim = title_emb.shape
-    n_val = int(math.ceil(config.val_fraction * n))
-    n_train = n - n_val
+    names, codes_np = np.unique(langs, return_inverse=True)
+    train_groups, val_groups = _split_by_language(codes_np, len(names), config.val_fraction, config.seed)
+    n_train = sum(len(g) for g in train_groups)
+    n_val = sum(len(g) for g in val_groups)
     if n_val < 2 or n_train < 2:
         raise InputError(
             f"train_heads: {n} items give {n_train} train / {n_val} validation items with "
             f"val_fraction={config.val_fraction}; both need at least 2 (in-batch negatives)"
         )
+    _check_batches(train_groups, names, config.batch_size, xl, "training")
+    _check_batches(val_groups, names, config.batch_size, xl, "validation")
     device = resolve_device(config.device, "TripletConfig.device")
     sampler = negative_sampler or sample_negatives
-    _, codes_np = np.unique(langs, return_inverse=True)
-
-    perm = np.random.default_rng(config.seed).permutation(n)
-    train_idx, val_idx = np.sort(perm[:n_train]), np.sort(perm[n_train:])
 
     T = torch.from_numpy(np.ascontiguousarray(title_emb, dtype=np.float32)).to(device)
     B = torch.from_numpy(np.ascontiguousarray(body_emb, dtype=np.float32)).to(device)
@@ -325,7 +397,7 @@ def train_heads(
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
         gen = torch.Generator().manual_seed(config.seed)
         val_gen = torch.Generator().manual_seed(config.seed + 1)
-        val_batches = [(vb, sampler(len(vb), val_gen)) for vb in _batches(val_idx, config.batch_size)]
+        val_batches = [(vb, sampler(len(vb), val_gen)) for vb in _stratified_batches(val_groups, config.batch_size)]
 
         def val_losses() -> tuple[float, float, float]:
             model.eval()
@@ -344,9 +416,9 @@ def train_heads(
         best_val, best_epoch, since_best = math.inf, 0, 0
         for epoch in range(1, config.epochs + 1):
             model.train()
-            order = train_idx[torch.randperm(n_train, generator=gen).numpy()]
+            shuffled = [g[torch.randperm(len(g), generator=gen).numpy()] for g in train_groups]
             tot, cnt = 0.0, 0
-            for bi in _batches(order, config.batch_size):
+            for bi in _stratified_batches(shuffled, config.batch_size):
                 neg = sampler(len(bi), gen)
                 ti = torch.from_numpy(bi).to(device)
                 loss, _, _ = _objective(model, T[ti], B[ti], C[ti], neg, config, xl)
@@ -437,7 +509,10 @@ def save_head(result: TrainResult, path: str | Path) -> None:
     if path.suffix == ".json":
         raise InputError(f"{path}: the weights path must not end in .json (the metadata goes there)")
     with atomic_path(path) as tmp:
-        torch.save({k: v.detach().cpu() for k, v in result.state_dict.items()}, tmp)
+        # an open file, not a path: torch names the zip's root folder after a path argument,
+        # which would put the random temporary name into the bytes
+        with open(tmp, "wb") as fh:
+            torch.save({k: v.detach().cpu() for k, v in result.state_dict.items()}, fh)
         digest = sha256_file(tmp)
     meta = {
         "format_version": HEAD_FORMAT_VERSION,
