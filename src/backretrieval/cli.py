@@ -26,20 +26,34 @@ def _cfg(args) -> dict:
     return load_config(args.config, args.set)
 
 
+def _cfg_fitting_dataset(args) -> dict:
+    """The config, checked against the prepared dataset (when there is one) before any work."""
+    from .prepare import check_dataset_fits
+
+    cfg = _cfg(args)
+    root = pipeline.dataset_root(cfg)
+    if (root / "dataset.json").is_file():
+        check_dataset_fits(cfg, root)
+    return cfg
+
+
 # -------------------------------------------------------------------------------------------
 # steps
 
 
 def cmd_validate_config(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
+    root = pipeline.dataset_root(cfg)
+    fits = (f"fits the prepared dataset {root}" if (root / "dataset.json").is_file()
+            else f"dataset {root} not prepared yet (its checks run at the end of `prepare`)")
     print(f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
-          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']})")
+          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}")
     return 0
 
 
 def cmd_prepare(args) -> int:
     cfg = _cfg(args)
-    from .prepare import prepare_dataset
+    from .prepare import check_dataset_fits, prepare_dataset
 
     if args.corpus:
         corpora = cfg.get("corpora") or {}
@@ -49,11 +63,12 @@ def cmd_prepare(args) -> int:
         prepare_dataset(sub, Path("data/prepared") / args.corpus)
     else:
         prepare_dataset(cfg, pipeline.dataset_root(cfg))
+        check_dataset_fits(cfg, pipeline.dataset_root(cfg))
     return 0
 
 
 def cmd_embed_text(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
     from .embedding import embed_dataset_text
 
     enc = args.encoder
@@ -76,7 +91,7 @@ def cmd_embed_text(args) -> int:
 
 
 def cmd_embed_images(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
     from .embedding import embed_dataset_images
 
     bb = args.backbone or cfg["image_backbone"]
@@ -125,7 +140,7 @@ def cmd_report(args) -> int:
 
 def cmd_case(args) -> int:
     """Case-study steps (Section 3.2): embed, select, train, evaluate, report."""
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args) if args.cmd == "case-embed" else _cfg(args)
     from . import case_study as cs
 
     ds = pipeline.dataset_root(cfg)
