@@ -259,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     except BackretrievalError as exc:
         print(f"backretrieval: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk met outside backretrieval.io's writers
+        if exc.errno not in io.NO_SPACE_ERRNOS:
+            raise
+        where = exc.filename or f"an output of `backretrieval {args.cmd}`"
+        print(f"backretrieval: error: {where}: cannot be written: {exc.strerror} (errno {exc.errno}); "
+              "free space on its filesystem and run again", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,3 +15,7 @@ class ConfigError(BackretrievalError):
 
 class ModelUnavailableError(BackretrievalError):
     """A model's weights cannot be obtained (e.g. offline). Message says how to provide them."""
+
+
+class OutputError(BackretrievalError):
+    """An artifact cannot be written (disk full, quota exceeded). Names the path being written."""

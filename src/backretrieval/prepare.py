@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ConfigError
+from .io import naming_written_path
 
 
 def prepare_dataset(cfg: dict, out_dir: Path) -> None:
@@ -16,13 +17,14 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
         from .synthetic import generate
 
         syn = ds.get("synthetic") or {}
-        generate(
-            out_dir,
-            n_items=int(syn.get("n_items", 2400)),
-            languages=cfg["languages"],
-            seed=int(syn.get("seed", 0)),
-            image_size=int(syn.get("image_size", 160)),
-        )
+        with naming_written_path(out_dir):
+            generate(
+                out_dir,
+                n_items=int(syn.get("n_items", 2400)),
+                languages=cfg["languages"],
+                seed=int(syn.get("seed", 0)),
+                image_size=int(syn.get("image_size", 160)),
+            )
         return
     if source == "prepared":
         # a folder the user prepared in the documented format; validated, then linked
