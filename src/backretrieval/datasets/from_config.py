@@ -10,7 +10,10 @@ Options per source (all paths relative to the repository root):
 * ``flickr8k_multi30k``: ``images_dir`` and ``mapping_csv`` (the Flickr8k JPEGs that are
   Multi30K images), ``mirror``, ``download_dir``.
 * ``stair``: ``mirror``, ``download_dir``, ``images_dir`` (COCO val2014 folder), ``max_images``.
-* ``ikea``: ``mirror``, ``download_dir``, ``pair`` (en-de | en-fr), ``images_dir``.
+* ``ikea``: ``mirror``, ``download_dir``, ``pairs`` (list of en-de / en-fr; or ``pair``: one of
+  them; default en-de), ``splits`` (default [test]), ``features`` (default true: the
+  repository's image features of val/test as ``features/<features_name>.npy``),
+  ``features_name`` (default ikea-upstream), ``images_dir`` (the product JPEGs, if you have them).
 """
 
 from __future__ import annotations
@@ -64,6 +67,12 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         from . import ikea as k
 
         dl = Path(opts.get("download_dir", "data/downloads/ikea"))
+        pairs = opts.get("pairs", [opts.get("pair", "en-de")])
+        if isinstance(pairs, str) or not isinstance(pairs, list):
+            raise ConfigError(f"dataset.options.pairs must be a list like [en-de, en-fr]; got {pairs!r}")
         repo = k.download_ikea(dl, mirror)
-        return k.prepare_ikea(repo, out_dir, pair=str(opts.get("pair", "en-de")), images_dir=opts.get("images_dir"))
+        return k.prepare_ikea(repo, out_dir, pair=[str(p) for p in pairs], splits=list(opts.get("splits", ["test"])),
+                              images_dir=opts.get("images_dir"), features=bool(opts.get("features", True)),
+                              features_name=str(opts.get("features_name", "ikea-upstream")),
+                              name=cfg["dataset"]["name"])
     raise ConfigError(f"dataset.source {source!r} has no preparer")
