@@ -53,7 +53,7 @@ def cmd_validate_config(args) -> int:
 
 def cmd_prepare(args) -> int:
     cfg = _cfg(args)
-    from .prepare import check_dataset_fits, prepare_dataset
+    from .prepare import prepare_checked, prepare_dataset
 
     if args.corpus:
         corpora = cfg.get("corpora") or {}
@@ -62,8 +62,7 @@ def cmd_prepare(args) -> int:
         sub = dict(cfg, dataset={"name": args.corpus, **corpora[args.corpus]})
         prepare_dataset(sub, Path("data/prepared") / args.corpus)
     else:
-        prepare_dataset(cfg, pipeline.dataset_root(cfg))
-        check_dataset_fits(cfg, pipeline.dataset_root(cfg))
+        prepare_checked(cfg, pipeline.dataset_root(cfg))
     return 0
 
 

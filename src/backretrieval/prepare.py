@@ -9,7 +9,9 @@ from .errors import ConfigError
 from .io import naming_written_path
 
 
-def prepare_dataset(cfg: dict, out_dir: Path) -> None:
+def prepare_dataset(cfg: dict, out_dir: Path, *, check_fit: bool = False) -> None:
+    """Prepare ``cfg['dataset']`` into ``out_dir``. ``check_fit``: a ``prepared`` folder is
+    checked against the config (:func:`check_dataset_fits`) before it is linked."""
     ds = cfg["dataset"]
     source = ds["source"]
     opts = dict(ds.get("options") or {})
@@ -34,6 +36,8 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
         read_meta(src)
         load_items(src)
         check_features_folder(src)
+        if check_fit:  # before the link exists: a refused config leaves nothing
+            check_dataset_fits(cfg, src)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         if out_dir.is_symlink() or out_dir.exists():
             if out_dir.resolve() == src.resolve():
@@ -44,6 +48,22 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
     from .datasets import prepare_from_config  # real datasets (download + prepare)
 
     prepare_from_config(source, opts, cfg, out_dir)
+
+
+def prepare_checked(cfg: dict, out_dir: Path) -> None:
+    """:func:`prepare_dataset`, then :func:`check_dataset_fits`; a dataset the config does not
+    fit is removed again (the step failed: it leaves no output, as under Snakemake)."""
+    import shutil
+
+    prepare_dataset(cfg, out_dir, check_fit=True)
+    try:
+        check_dataset_fits(cfg, out_dir)
+    except ConfigError as exc:
+        if out_dir.is_symlink():
+            out_dir.unlink()
+        else:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise ConfigError(f"{exc} (the prepared {out_dir} was removed; fix the config and run prepare again)") from exc
 
 
 def check_dataset_fits(cfg: dict, root: Path) -> None:

@@ -11,10 +11,11 @@ from backretrieval import pipeline
 from backretrieval.config import validate_config
 
 # The schema, then every cross-field relation (backretrieval.config.check_relations): the same
-# checks as the CLI and DVC, before any job runs. Relations that need the prepared dataset run
-# at the end of `prepare` and before the embedding steps (backretrieval.prepare.check_dataset_fits).
-validate(config, schema="../schemas/config.schema.yaml")
+# checks as the CLI and DVC, before any job runs, with the config file and field named.
+# Relations that need the prepared dataset run at the end of `prepare` and before the
+# embedding steps (backretrieval.prepare.check_dataset_fits).
 validate_config(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
+validate(config, schema="../schemas/config.schema.yaml")
 
 RUN = config["run_name"]
 DATASET_DIR = str(pipeline.dataset_root(config))
