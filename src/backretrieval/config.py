@@ -72,7 +72,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * a ``wordvec`` encoder lists every language it will embed [embed-text, case-embed];
     * a ``data/prepared/<name>`` corpus (wordvec ``corpus``, ``case_study.train_corpus``) is a
       configured ``corpora`` entry or an existing folder [prepare_corpus, embed-text];
-    * ``dataset.source: prepared`` names ``dataset.options.path`` [prepare];
+    * ``source: prepared`` (dataset or corpus) names ``options.path`` [prepare];
     * synthetic data: ``dataset.synthetic.n_items`` >= 2 * ``sample_size`` (N queries plus N
       disjoint targets per direction) [sample];
     * ``case_study``: languages among ``languages``; base encoders and baseline configured,
@@ -118,6 +118,9 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     ds = cfg["dataset"]
     if ds["source"] == "prepared" and not (ds.get("options") or {}).get("path"):
         _fail(source, "dataset.options.path", "required for dataset.source 'prepared' (the prepared folder)")
+    for name, corpus in corpora.items():
+        if corpus["source"] == "prepared" and not (corpus.get("options") or {}).get("path"):
+            _fail(source, f"corpora.{name}.options.path", "required for source 'prepared' (the prepared folder)")
     if ds["source"] == "synthetic":
         n_items = (ds.get("synthetic") or {}).get("n_items", 2400)
         if n_items < 2 * n:
