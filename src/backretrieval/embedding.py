@@ -103,6 +103,9 @@ class EmbeddingCache:
                 _check_shard(skeys, vecs)
             except FileNotFoundError:
                 continue  # removed by a concurrent compaction; its rows live in the merged shard
+            except PermissionError as exc:  # intact but not ours to read: not "damaged"
+                raise InputError(f"{shard}: embedding-cache shard cannot be read ({exc.strerror}); fix its "
+                                 "permissions or point cache_dir elsewhere") from exc
             except _SHARD_ERRORS as exc:
                 self._discard(shard, exc)
                 continue
@@ -154,8 +157,8 @@ class EmbeddingCache:
                 with np.load(shard, allow_pickle=False) as z:
                     skeys, vecs = z["keys"], z["vectors"]
                 _check_shard(skeys, vecs)
-            except FileNotFoundError:
-                continue
+            except (FileNotFoundError, PermissionError):
+                continue  # vanished (a concurrent compaction) or unreadable: left as it is
             except _SHARD_ERRORS as exc:
                 self._discard(shard, exc)
                 continue
