@@ -157,7 +157,7 @@ def test_human_cfg_defaults_are_the_papers_and_fields_are_checked():
     assert (hs["source_lang"], hs["target_lang"], hs["n_queries"], hs["top_k"]) == ("en", "ru", 20, 5)
     assert hs["show_images"] is False and hs["allow_unverified_key"] is False
     # the default target 'ru' is not a case-study language of _cfg(): named, with the remedy
-    with pytest.raises(ConfigError, match=r"human_study.target_lang: 'ru' \(the default.*\) is not one of"):
+    with pytest.raises(ConfigError, match=r"human_study.target_lang': 'ru' \(the default.*\) is not one of"):
         cs.human_cfg(_cfg())
     for over, field in ((dict(source_lang="ja", target_lang="de"), "source_lang"),
                         (dict(source_lang="en", target_lang="en"), "target_lang"),

@@ -152,13 +152,16 @@ def test_concurrent_writers_and_compaction(tmp_path: Path, monkeypatch) -> None:
     assert probe.seen == ["one more"]
 
 
-def test_corrupt_shard_is_named(tmp_path: Path) -> None:
+def test_corrupt_shard_is_named_and_recomputed(tmp_path: Path, caplog) -> None:
     enc = CountingEncoder()
     embed_texts(enc, ["a"], tmp_path, progress=False)
     shard = next(tmp_path.rglob("shard-*.npz"))
     shard.write_bytes(b"not a zip")
-    with pytest.raises(InputError, match=shard.name):
-        embed_texts(enc, ["a"], tmp_path, progress=False)
+    enc.seen.clear()
+    out = embed_texts(enc, ["a"], tmp_path, progress=False)
+    np.testing.assert_array_equal(out, _expected(enc, ["a"]))
+    assert enc.seen == ["a"] and not shard.exists()
+    assert shard.name in caplog.text and "recomputed" in caplog.text
 
 
 # ------------------------------------------------------------------ images

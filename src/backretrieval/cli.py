@@ -27,14 +27,28 @@ def _cfg(args) -> dict:
     return load_config(args.config, args.set)
 
 
+def _cfg_fitting_dataset(args) -> dict:
+    """The config, checked against the prepared dataset (when there is one) before any work."""
+    from .steps.prepare import check_dataset_fits
+
+    cfg = _cfg(args)
+    root = layout.dataset_root(cfg)
+    if (root / "dataset.json").is_file():
+        check_dataset_fits(cfg, root)
+    return cfg
+
+
 # -------------------------------------------------------------------------------------------
 # steps
 
 
 def cmd_validate_config(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
+    root = layout.dataset_root(cfg)
+    fits = (f"fits the prepared dataset {root}" if (root / "dataset.json").is_file()
+            else f"dataset {root} not prepared yet (its checks run at the end of `prepare`)")
     print(f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
-          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']})")
+          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}")
     return 0
 
 
@@ -47,7 +61,7 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_embed_text(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
     from .steps.embed import embed_text_step
 
     embed_text_step(cfg, args.encoder, args.langs)
@@ -55,7 +69,7 @@ def cmd_embed_text(args) -> int:
 
 
 def cmd_embed_images(args) -> int:
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args)
     from .steps.embed import embed_dataset_images
 
     bb = args.backbone or cfg["image_backbone"]
@@ -108,7 +122,7 @@ def cmd_report(args) -> int:
 
 def cmd_case(args) -> int:
     """Case-study steps (Section 3.2): embed, select, train, evaluate, report."""
-    cfg = _cfg(args)
+    cfg = _cfg_fitting_dataset(args) if args.cmd == "case-embed" else _cfg(args)
     from .steps import case_study as cs
     from .steps import human_study as hs
 
@@ -230,6 +244,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except BackretrievalError as exc:
         print(f"backretrieval: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full disk met outside backretrieval._util.io's writers
+        if exc.errno not in io.NO_SPACE_ERRNOS:
+            raise
+        where = exc.filename or f"an output of `backretrieval {args.cmd}`"
+        print(f"backretrieval: error: {where}: cannot be written: {exc.strerror} (errno {exc.errno}); "
+              "free space on its filesystem and run again", file=sys.stderr)
         return 2
 
 

@@ -2,8 +2,9 @@
 
 The JSON schema lives in ``workflow/schemas/config.schema.yaml`` (Snakemake validates the
 same file with ``snakemake.utils.validate``); a copy ships inside the package so the CLI can
-validate without the workflow folder. Cross-field checks (directions use configured
-languages, the chosen backbone exists) are done here too.
+validate without the workflow folder. Cross-field checks (:func:`check_relations`) are done
+here too, so the CLI, Snakemake (``workflow/rules/common.smk``) and DVC (whose stages call the
+CLI) refuse the same configs before any work.
 """
 
 from __future__ import annotations
@@ -28,8 +29,24 @@ def schema() -> dict:
     raise ConfigError("config schema not found (workflow/schemas/config.schema.yaml)")
 
 
+#: The config key of Recall@k (the main evaluation's and, under ``case_study``, the case
+#: study's). Every check of ``k`` below reads it through this name.
+RECALL_K = "k"
+
+#: Correlation across encoders (Table 1, Figure 2) needs at least this many encoders.
+MIN_ENCODERS = 3
+
+
+def _fail(source: str, field: str, msg: str) -> None:
+    raise ConfigError(f"{source}: field '{field}': {msg}")
+
+
 def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str, Any]:
-    """Validate ``cfg``; raise ConfigError naming the offending field and the expectation."""
+    """Validate ``cfg``; raise ConfigError naming the offending field and the expectation.
+
+    First the JSON schema, then every relation between fields that a later step relies on
+    (see :func:`check_relations`), so a bad config fails before any work.
+    """
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
@@ -38,6 +55,37 @@ def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[st
         e = errors[0]
         where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         raise ConfigError(f"{source}: field '{where}': {e.message}")
+    check_relations(cfg, source)
+    return cfg
+
+
+def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
+    """Cross-field checks of a schema-valid config (the steps that rely on each in brackets).
+
+    * every direction joins two different configured languages [sample, metrics];
+    * ``image_backbone`` is a key of ``backbones`` [embed-images];
+    * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
+    * ``k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
+    * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
+    * each encoder spec has a known ``type``, that type's required keys and no other keys
+      (:data:`backretrieval.encoders.ENCODER_SPEC_KEYS`) [embed-text];
+    * a ``wordvec`` encoder lists every language it will embed [embed-text, case-embed];
+    * a ``data/prepared/<name>`` corpus (wordvec ``corpus``, ``case_study.train_corpus``) is a
+      configured ``corpora`` entry or an existing folder [prepare_corpus, embed-text];
+    * ``source: prepared`` (dataset or corpus) names ``options.path`` [prepare];
+    * synthetic data: ``dataset.synthetic.n_items`` >= 2 * ``sample_size`` (N queries plus N
+      disjoint targets per direction) [sample];
+    * ``case_study``: languages among ``languages``; base encoders and baseline configured,
+      baseline not a base encoder; ``head_base`` auto or a base encoder; case ``k`` < case
+      ``sample_size``; train and evaluation splits disjoint unless ``train_corpus`` is set;
+      ``triplet.k`` < ``triplet.batch_size`` [case-*];
+    * ``human_study`` needs ``case_study``; its two languages differ and are case-study
+      languages; ``model_a``/``model_b`` differ and name case-study models or ``base``; a
+      ``ratings`` file exists [human-*].
+
+    Relations that need the prepared dataset (item counts per direction, images or features
+    for every item) are checked by :func:`backretrieval.steps.prepare.check_dataset_fits`.
+    """
     langs = set(cfg["languages"])
     for d in cfg["directions"]:
         src, tgt = d.split("-")
@@ -54,7 +102,113 @@ def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[st
         )
     if cfg.get("figure_seed", cfg["seeds"][0]) not in cfg["seeds"]:
         raise ConfigError(f"{source}: field 'figure_seed': must be one of 'seeds'")
-    return cfg
+    n, k = cfg["sample_size"], cfg[RECALL_K]
+    if k >= n:
+        _fail(source, RECALL_K, f"Recall@{k} needs {RECALL_K} < sample_size ({n}); with "
+              f"{RECALL_K} >= N every query is a hit and every recall is 1")
+    if len(cfg["encoders"]) < MIN_ENCODERS:
+        _fail(source, "encoders", f"{len(cfg['encoders'])} encoder(s); the correlation across encoders "
+              f"(Table 1, Figure 2) needs at least {MIN_ENCODERS}")
+    corpora = cfg.get("corpora") or {}
+    for enc_id, spec in cfg["encoders"].items():
+        _check_encoder_spec(source, enc_id, spec)
+        if spec.get("corpus") is not None:
+            _check_corpus(source, f"encoders.{enc_id}.corpus", spec["corpus"], corpora)
+    _check_wordvec_languages(source, cfg["encoders"], cfg["languages"], "languages")
+    ds = cfg["dataset"]
+    if ds["source"] == "prepared" and not (ds.get("options") or {}).get("path"):
+        _fail(source, "dataset.options.path", "required for dataset.source 'prepared' (the prepared folder)")
+    for name, corpus in corpora.items():
+        if corpus["source"] == "prepared" and not (corpus.get("options") or {}).get("path"):
+            _fail(source, f"corpora.{name}.options.path", "required for source 'prepared' (the prepared folder)")
+    if ds["source"] == "synthetic":
+        n_items = (ds.get("synthetic") or {}).get("n_items", 2400)
+        if n_items < 2 * n:
+            _fail(source, "dataset.synthetic.n_items", f"{n_items} items, but sample_size N={n} needs "
+                  f"{2 * n} per direction (N queries + N disjoint targets)")
+    if cfg.get("case_study"):
+        _check_case_study(cfg, source, corpora)
+    elif cfg.get("human_study"):
+        _fail(source, "human_study", "needs a 'case_study' section (the study compares case-study models)")
+
+
+def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
+    from .encoders import COMMON_SPEC_KEYS, ENCODER_SPEC_KEYS
+
+    where = f"encoders.{enc_id}"
+    kind = spec["type"]
+    if kind not in ENCODER_SPEC_KEYS:
+        _fail(source, f"{where}.type", f"unknown encoder type {kind!r}; expected one of {sorted(ENCODER_SPEC_KEYS)}")
+    rule = ENCODER_SPEC_KEYS[kind]
+    missing = [key for key in rule.get("required", ()) if key not in spec]
+    if missing:
+        _fail(source, where, f"type {kind!r} requires key(s) {missing}")
+    one_of = rule.get("one_of", ())
+    if one_of and not any(key in spec for key in one_of):
+        _fail(source, where, f"type {kind!r} needs one of the keys {list(one_of)}")
+    allowed = {*COMMON_SPEC_KEYS, *rule.get("required", ()), *rule.get("optional", ()), *one_of}
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        _fail(source, where, f"unknown key(s) {unknown} for type {kind!r}; allowed: {sorted(allowed)}")
+
+
+def _check_wordvec_languages(source: str, encoders: dict, languages: list[str], why: str,
+                             only: list[str] | None = None) -> None:
+    for enc_id, spec in encoders.items():
+        if spec["type"] != "wordvec" or (only is not None and enc_id not in only):
+            continue
+        have = {spec.get("hub", "en"), *(spec.get("languages") or [])}
+        lacking = [lang for lang in languages if lang not in have]
+        if lacking:
+            _fail(source, f"encoders.{enc_id}.languages", f"lacks {lacking}, which '{why}' embeds with it "
+                  f"(the encoder covers {sorted(have)})")
+
+
+def _check_corpus(source: str, field: str, path: str, corpora: dict) -> None:
+    parts = Path(str(path)).parts
+    if len(parts) == 3 and parts[:2] == ("data", "prepared"):
+        if parts[2] not in corpora and not Path(path).is_dir():
+            _fail(source, field, f"{path!r} is neither a configured corpus (corpora: {sorted(corpora)}) "
+                  "nor an existing folder")
+
+
+def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
+    from .study.case_study import case_cfg, human_cfg
+
+    raw = cfg["case_study"]
+    try:  # the section's own checks (known languages, encoders, head_base) live with its defaults
+        cs = case_cfg(cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    if cs["baseline"] in raw["base_encoders"]:
+        _fail(source, "case_study.baseline", f"{cs['baseline']!r} is also a base encoder; the baseline is "
+              "evaluated beside them and must differ")
+    if cs[RECALL_K] >= cs["sample_size"]:
+        _fail(source, f"case_study.{RECALL_K}", f"Recall@{cs[RECALL_K]} needs {RECALL_K} < "
+              f"case_study.sample_size ({cs['sample_size']})")
+    if cs.get("train_corpus"):
+        _check_corpus(source, "case_study.train_corpus", cs["train_corpus"], corpora)
+    else:
+        both = sorted(set(cs["train_splits"]) & set(cs["eval_splits"]))
+        if both:
+            _fail(source, "case_study.train_splits", f"{both} also in case_study.eval_splits: the heads "
+                  "would be trained on evaluation items")
+    from .study.triplet import TripletConfig
+
+    tri = TripletConfig.from_dict(dict(cs["triplet"]))
+    if tri.k >= tri.batch_size:
+        _fail(source, "case_study.triplet.k", f"{tri.k} neighbours need a larger batch "
+              f"(case_study.triplet.batch_size = {tri.batch_size})")
+    _check_wordvec_languages(source, cfg["encoders"], list(cs["languages"]), "case_study.languages",
+                             only=[*cs["base_encoders"], cs["baseline"]])
+    if not cfg.get("human_study"):
+        return
+    try:  # languages and models of the study are checked with its defaults
+        hs = human_cfg(cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    if hs.get("ratings") and not Path(hs["ratings"]).is_file():
+        _fail(source, "human_study.ratings", f"{hs['ratings']}: file not found")
 
 
 def load_config(path: str | Path = "params.yaml", overrides: list[str] | None = None) -> dict[str, Any]:

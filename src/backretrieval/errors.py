@@ -20,3 +20,7 @@ class ModelUnavailableError(BackretrievalError):
 class DeviceUnavailableError(ConfigError, ValueError):
     """A CUDA device is configured (or passed) where torch sees none. Also a ValueError, the
     error of an invalid argument for callers of the library functions."""
+
+
+class OutputError(BackretrievalError):
+    """An artifact cannot be written (disk full, quota exceeded). Names the path being written."""

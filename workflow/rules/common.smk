@@ -10,8 +10,12 @@ from snakemake.utils import validate
 from backretrieval.steps import layout
 from backretrieval.config import validate_config
 
+# The schema, then every cross-field relation (backretrieval.config.check_relations): the same
+# checks as the CLI and DVC, before any job runs, with the config file and field named.
+# Relations that need the prepared dataset run at the end of `prepare` and before the
+# embedding steps (backretrieval.steps.prepare.check_dataset_fits).
+validate_config(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
 validate(config, schema="../schemas/config.schema.yaml")
-validate_config(config, "config")
 
 RUN = config["run_name"]
 DATASET_DIR = str(layout.dataset_root(config))

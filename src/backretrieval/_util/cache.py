@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import sys
 import time
 import uuid
+import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,12 @@ from ..errors import InputError
 from .hashing import sha256_file
 
 COMPACT_AT = 64
+
+log = logging.getLogger("backretrieval")
+
+# What reading a damaged shard raises: np.load on a truncated or bit-flipped .npz fails in
+# zipfile (bad header or CRC), zlib, the .npy header parser, or with a missing array.
+_SHARD_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +82,11 @@ class EmbeddingCache:
         return sorted(self.dir.glob("shard-*.npz"))
 
     def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Vectors of the ``keys`` present in the cache (others are absent from the result)."""
+        """Vectors of the ``keys`` present in the cache (others are absent from the result).
+
+        A damaged shard is removed with a warning naming it; its keys then count as misses,
+        so their vectors are computed again and stored in a new shard.
+        """
         wanted = set(keys)
         found: dict[str, np.ndarray] = {}
         for shard in self.shards():
@@ -86,15 +99,27 @@ class EmbeddingCache:
                     if not mask.any():
                         continue
                     vecs = z["vectors"]
+                _check_shard(skeys, vecs)
             except FileNotFoundError:
                 continue  # removed by a concurrent compaction; its rows live in the merged shard
-            except (OSError, ValueError, KeyError) as exc:
-                raise InputError(f"{shard}: corrupt embedding-cache shard ({exc}); delete it") from exc
+            except PermissionError as exc:  # intact but not ours to read: not "damaged"
+                raise InputError(f"{shard}: embedding-cache shard cannot be read ({exc.strerror}); fix its "
+                                 "permissions or point cache_dir elsewhere") from exc
+            except _SHARD_ERRORS as exc:
+                self._discard(shard, exc)
+                continue
             for k, v in zip(skeys[mask].tolist(), vecs[mask]):
                 if k in wanted:
                     found[k] = np.asarray(v, dtype=np.float32)
                     wanted.discard(k)
         return found
+
+    def _discard(self, shard: Path, exc: BaseException) -> None:
+        """Remove a damaged shard (its vectors are recomputed by the caller) and say so."""
+        log.warning("embedding cache: %s is damaged (%s: %s); removed, its vectors will be recomputed",
+                    shard, type(exc).__name__, exc)
+        with contextlib.suppress(OSError):
+            shard.unlink()
 
     def add(self, keys: Sequence[str], vectors: np.ndarray) -> Path | None:
         """Write a new shard (atomic, unique name). Returns its path (None if nothing to add)."""
@@ -129,11 +154,16 @@ class EmbeddingCache:
         for shard in shards:
             try:
                 with np.load(shard, allow_pickle=False) as z:
-                    for k, v in zip(z["keys"].tolist(), z["vectors"]):
-                        keys.setdefault(k, v)
-                used.append(shard)
-            except (FileNotFoundError, OSError, ValueError, KeyError):
+                    skeys, vecs = z["keys"], z["vectors"]
+                _check_shard(skeys, vecs)
+            except (FileNotFoundError, PermissionError):
+                continue  # vanished (a concurrent compaction) or unreadable: left as it is
+            except _SHARD_ERRORS as exc:
+                self._discard(shard, exc)
                 continue
+            for k, v in zip(skeys.tolist(), vecs):
+                keys.setdefault(k, v)
+            used.append(shard)
         if not keys:
             return
         name = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
@@ -144,6 +174,11 @@ class EmbeddingCache:
         for shard in used:
             with contextlib.suppress(FileNotFoundError):
                 shard.unlink()
+
+
+def _check_shard(keys: np.ndarray, vectors: np.ndarray) -> None:
+    if keys.ndim != 1 or vectors.ndim != 2 or vectors.shape[0] != keys.shape[0]:
+        raise ValueError(f"keys {keys.shape} and vectors {vectors.shape} do not match")
 
 
 # --------------------------------------------------------------------------------------------

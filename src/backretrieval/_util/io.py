@@ -1,11 +1,14 @@
 """Atomic artifact writing: write to a temporary sibling, then rename.
 
-A crash or a validation error never leaves a partial artifact at the final path.
+A crash or a validation error never leaves a partial artifact at the final path; a full disk
+fails with :class:`~backretrieval.errors.OutputError` naming the artifact (not a bare
+``OSError: [Errno 28]``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -13,6 +16,33 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+
+from ..errors import OutputError
+
+#: errnos meaning "this filesystem has no room for the file": disk full, quota exceeded.
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def raise_if_no_space(exc: BaseException, path: str | os.PathLike[str]) -> None:
+    """Raise :class:`OutputError` naming ``path`` if ``exc`` is a disk-full / quota OSError.
+
+    The OSError of a failed ``write()`` names no file; this names the artifact being written.
+    """
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+        raise OutputError(
+            f"{path}: cannot be written: {os.strerror(exc.errno)} (errno {exc.errno}); free space on "
+            "its filesystem (or point cache_dir / reports_dir elsewhere) and run again"
+        ) from exc
+
+
+@contextlib.contextmanager
+def naming_written_path(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Within the block, a disk-full / quota OSError becomes an OutputError naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise_if_no_space(exc, path)
+        raise
 
 
 def _current_umask() -> int:
@@ -32,19 +62,21 @@ def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iter
     that infer the format from the extension (savefig, to_parquet) behave.
     """
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
     sfx = suffix if suffix is not None else "".join(final.suffixes[-1:])
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{sfx}", dir=final.parent)
-    os.close(fd)
+    with naming_written_path(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{sfx}", dir=final.parent)
+        os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         if tmp_path.exists():  # mkstemp creates 0600; give the artifact normal permissions
             os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, final)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        raise_if_no_space(exc, final)
         raise
 
 

@@ -2,12 +2,21 @@
 
 Every member is checked *before* anything is written:
 
-* no absolute paths (``/x``, ``C:\\x``, ``\\\\server``), no ``..`` components, no empty names;
-* symbolic links and hard links must point inside the destination;
+* no absolute paths (``/x``, ``C:\\x``, ``\\\\server``), no ``..`` components, no empty names, no
+  name twice;
+* every link is resolved against the archive's other links, as the extracted tree would
+  resolve it (so ``x -> a/up/../..`` with ``a/up -> ..`` is seen to leave the destination):
+  symbolic links must resolve inside the destination, hard links must name a regular file
+  member, and no member may lie below a symbolic link (nothing is written through a link);
 * no device files / FIFOs;
 * per-member and total uncompressed size below the limits (zip bombs). Sizes are taken
   from the headers for the check and enforced again while streaming, so a zip whose
   header under-states the size is stopped as well.
+
+Tar members are then written by :mod:`tarfile` with its ``"data"`` extraction filter (a
+second, independent check of every path and link against the files already on disk); zip
+members by this module, streaming with the size limits. Before the result is moved into
+place, every symbolic link in it is resolved once more on disk.
 
 Extraction goes into a temporary sibling folder that is renamed onto ``dest`` at the
 end; a refused or failing archive leaves no ``dest``.
@@ -27,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import InputError
+from .._util.io import naming_written_path, raise_if_no_space
 
 DEFAULT_MAX_TOTAL_BYTES = 32 * 1024**3  # COCO val2014.zip is ~6.2 GiB
 DEFAULT_MAX_MEMBER_BYTES = 8 * 1024**3
@@ -77,6 +87,80 @@ def _check_symlink(archive: Path, m_name: str, target: str) -> None:
     parent = str(PurePosixPath(m_name).parent)
     if not _inside(f"{parent}/{t}" if parent != "." else t):
         raise InputError(f"{archive}: refused symlink {m_name!r} -> {target!r}: points outside the destination")
+
+
+_MAX_LINK_HOPS = 40  # as the Linux kernel's limit on symlinks followed in one lookup
+
+
+def _resolve(links: dict[str, str], rel: str, hops: list[int]) -> list[str] | None:
+    """Components of ``rel`` (relative to the root) with every archive symlink followed, as the
+    extracted tree would resolve it; None when the path leaves the root."""
+    out: list[str] = []
+    for part in rel.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not out:
+                return None
+            out.pop()
+            continue
+        out.append(part)
+        cur = "/".join(out)
+        if cur in links:
+            hops[0] += 1
+            if hops[0] > _MAX_LINK_HOPS:
+                raise RecursionError(cur)
+            parent = "/".join(out[:-1])
+            target = links[cur].replace("\\", "/")
+            if target.startswith("/") or (len(target) > 1 and target[1] == ":"):
+                return None
+            res = _resolve(links, f"{parent}/{target}" if parent else target, hops)
+            if res is None:
+                return None
+            out = res
+    return out
+
+
+def _check_links(archive: Path, members: list["_Member"]) -> None:
+    """Refuse duplicate names, members below a symlink, symlinks resolving outside the root
+    (following the archive's other symlinks) and hard links to anything but a regular file."""
+    kinds: dict[str, str] = {}
+    for m in members:
+        if m.name in kinds and not (m.kind == "dir" and kinds[m.name] == "dir"):
+            raise InputError(f"{archive}: refused member {m.name!r}: the name occurs twice")
+        kinds[m.name] = m.kind
+    links = {m.name: m.link for m in members if m.kind == "symlink"}
+    for m in members:
+        parts = m.name.split("/")
+        for i in range(1, len(parts)):
+            above = "/".join(parts[:i])
+            if above in links:
+                raise InputError(f"{archive}: refused member {m.name!r}: it lies below the symlink {above!r}")
+        if m.kind == "symlink":
+            try:
+                res = _resolve(links, m.name, [0])
+            except RecursionError:
+                raise InputError(f"{archive}: refused symlink {m.name!r} -> {m.link!r}: link loop") from None
+            if res is None:
+                raise InputError(
+                    f"{archive}: refused symlink {m.name!r} -> {m.link!r}: resolves outside the destination "
+                    "through the archive's other links"
+                )
+        elif m.kind == "hardlink" and kinds.get(m.link) != "file":
+            raise InputError(f"{archive}: refused hard link {m.name!r} -> {m.link!r}: target is not a regular file member")
+
+
+def _check_tree(archive: Path, root: Path) -> None:
+    """After extraction: every symlink under ``root`` resolves (on disk) inside ``root``."""
+    real_root = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                real = os.path.realpath(p)
+                if os.path.commonpath([real_root, real]) != real_root:
+                    rel = os.path.relpath(p, root)
+                    raise InputError(f"{archive}: refused symlink {rel!r} -> {os.readlink(p)!r}: resolves outside the destination")
 
 
 def _tar_members(archive: Path, tf: tarfile.TarFile) -> list[_Member]:
@@ -190,29 +274,43 @@ def safe_extract(
     kind = archive_kind(archive)
     if dest.exists() and not overwrite:
         raise InputError(f"{dest}: already exists (pass overwrite=True to replace it)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".extract", dir=dest.parent))
+    with naming_written_path(dest):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".extract", dir=dest.parent))
     try:
         if kind == "zip":
             with zipfile.ZipFile(archive) as zf:
                 members = _zip_members(archive, zf)
                 _check_limits(archive, members, max_total_bytes, max_member_bytes, max_members)
+                _check_links(archive, members)
                 by_zname = {_norm_quiet(zi.filename): zi for zi in zf.infolist()}
                 _extract(archive, tmp, members, lambda n: zf.open(by_zname[n]), max_member_bytes, max_total_bytes)
         else:
             with tarfile.open(archive) as tf:
                 members = _tar_members(archive, tf)
                 _check_limits(archive, members, max_total_bytes, max_member_bytes, max_members)
-                by_name = {_normalise(archive, ti.name): ti for ti in tf.getmembers()}
-                _extract(archive, tmp, members, lambda n: tf.extractfile(by_name[n]), max_member_bytes, max_total_bytes)
+                _check_links(archive, members)
+                if hasattr(tarfile, "data_filter"):
+                    # tar headers state sizes exactly (tarfile copies `size` bytes), so the header
+                    # check above bounds what is written
+                    try:
+                        tf.extractall(tmp, filter="data")
+                    except tarfile.FilterError as exc:
+                        raise InputError(f"{archive}: refused by tarfile's data filter ({exc})") from exc
+                else:  # pragma: no cover - Python without extraction filters (< 3.10.12 / 3.11.4)
+                    by_name = {_normalise(archive, ti.name): ti for ti in tf.getmembers()}
+                    _extract(archive, tmp, members, lambda n: tf.extractfile(by_name[n]), max_member_bytes,
+                             max_total_bytes)
+        _check_tree(archive, tmp)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib_error) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise InputError(f"{archive}: corrupt archive ({type(exc).__name__}: {exc})") from exc
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise_if_no_space(exc, dest)
         raise
     return dest
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS
+from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS, nonfinite_rows, read_feature_ids, read_table, read_text_utf8
+from ..errors import InputError
 
 _LANG_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 
@@ -41,9 +42,8 @@ def has_errors(problems: list[Problem]) -> bool:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path).astype(str)
-    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    df = read_table(path)
+    return df.astype(str) if path.suffix == ".parquet" else df
 
 
 def _inside(root: Path, rel: str) -> Path | None:
@@ -75,7 +75,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         add("error", "dataset.json", None, None, "missing (needs at least 'name' and 'languages')")
     else:
         try:
-            meta = json.loads(mp.read_text(encoding="utf-8"))
+            meta = json.loads(read_text_utf8(mp, "dataset metadata"))
             for key in ("name", "languages"):
                 if key not in meta:
                     add("error", "dataset.json", None, key, "required field missing")
@@ -83,8 +83,10 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                 meta_langs = [str(x) for x in meta["languages"]]
             elif "languages" in meta:
                 add("error", "dataset.json", None, "languages", "must be a list of language codes")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except json.JSONDecodeError as exc:
             add("error", "dataset.json", None, None, f"not valid JSON ({exc})")
+        except InputError as exc:
+            add("error", "dataset.json", None, None, _without_path(exc, mp))
 
     # items
     ip = next((root / n for n in ("items.parquet", "items.csv") if (root / n).is_file()), None)
@@ -94,8 +96,8 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
     iname = ip.name
     try:
         items = _read_table(ip)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is reported, not raised
-        add("error", iname, None, None, f"cannot be read ({exc})")
+    except InputError as exc:  # the message prepare would stop with (same reader)
+        add("error", iname, None, None, _without_path(exc, ip))
         return probs
     missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in items.columns]
     if missing:
@@ -142,9 +144,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
     if feat_dir.is_dir():
         feature_ids = set()
         for ids_txt in sorted(feat_dir.glob("*.ids.txt")):
-            ids = [ln.strip() for ln in ids_txt.read_text(encoding="utf-8").splitlines() if ln.strip()]
-            npy = ids_txt.with_name(ids_txt.name[: -len(".ids.txt")] + ".npy")
             rel = f"features/{ids_txt.name}"
+            try:
+                ids = read_feature_ids(ids_txt)
+            except InputError as exc:
+                add("error", rel, None, None, _without_path(exc, ids_txt))
+                continue
+            npy = ids_txt.with_name(ids_txt.name[: -len(".ids.txt")] + ".npy")
             if not npy.is_file():
                 add("error", f"features/{npy.name}", None, None, f"missing (needed for {rel})")
             else:
@@ -153,6 +159,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                     if arr.ndim != 2 or arr.shape[0] != len(ids):
                         add("error", f"features/{npy.name}", None, None,
                             f"shape {arr.shape}, expected ({len(ids)}, d) to match {rel}")
+                    else:
+                        bad = nonfinite_rows(arr)
+                        if len(bad):
+                            first = [int(i) for i in bad[:5]]
+                            add("error", f"features/{npy.name}", None, None,
+                                f"{len(bad)} of {arr.shape[0]} rows contain NaN or inf: rows {first}"
+                                f"{' ...' if len(bad) > 5 else ''} (0-based; image ids {[ids[i] for i in first]})")
                 except Exception as exc:  # noqa: BLE001
                     add("error", f"features/{npy.name}", None, None, f"cannot be read ({exc})")
             feature_ids |= set(ids)
@@ -160,9 +173,9 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
     if images_csv.is_file():
         table_ids = set()
         try:
-            imgs = pd.read_csv(images_csv, dtype=str, keep_default_na=False)
-        except Exception as exc:  # noqa: BLE001
-            add("error", "images.csv", None, None, f"cannot be read ({exc})")
+            imgs = read_table(images_csv, "image table")
+        except InputError as exc:
+            add("error", "images.csv", None, None, _without_path(exc, images_csv))
             imgs = None
         if imgs is not None:
             missing = [c for c in ("image_id", "path") if c not in imgs.columns]
@@ -211,6 +224,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         for iid, row in first_row.items():
             add("error", iname, row, "image_id", f"image {iid!r} has no entry in images.csv or features/")
     return probs
+
+
+def _without_path(exc: InputError, path: Path) -> str:
+    """The message of a reader's InputError without its leading ``<path>: `` (Problem names the file)."""
+    msg = str(exc)
+    prefix = f"{path}: "
+    return msg[len(prefix):] if msg.startswith(prefix) else msg
 
 
 def _image_error(path: Path) -> str | None:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from .._util.hashing import sha256_file
 from ..errors import InputError
+from .._util.io import naming_written_path, raise_if_no_space
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +198,8 @@ def fetch(
 
     local = _local_source(url)
     if local is not None:
-        _copy_local(local, part)
+        with naming_written_path(part):
+            _copy_local(local, part)
         return _verify_and_publish(part, dest, sha256, url)
 
     last_exc: BaseException | None = None
@@ -212,6 +214,7 @@ def fetch(
                 raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason} (not retried)") from exc
             last_exc = exc
         except (urllib.error.URLError, OSError, http.client.HTTPException, socket.timeout) as exc:
+            raise_if_no_space(exc, part)  # a full disk is not transient: no retry
             last_exc = exc
         else:
             try:

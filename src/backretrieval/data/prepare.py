@@ -12,21 +12,27 @@ Options per source (all paths relative to the repository root):
 * ``flickr8k_multi30k``: ``images_dir`` and ``mapping_csv`` (the Flickr8k JPEGs that are
   Multi30K images), ``mirror``, ``download_dir``.
 * ``stair``: ``mirror``, ``download_dir``, ``images_dir`` (COCO val2014 folder), ``max_images``.
-* ``ikea``: ``mirror``, ``download_dir``, ``pair`` (en-de | en-fr), ``images_dir``.
+* ``ikea``: ``mirror``, ``download_dir``, ``pairs`` (list of en-de / en-fr; or ``pair``: one of
+  them; default en-de), ``splits`` (default [test]), ``features`` (default true: the
+  repository's image features of val/test as ``features/<features_name>.npy``),
+  ``features_name`` (default ikea-upstream), ``images_dir`` (the product JPEGs, if you have them).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from .._util.io import naming_written_path
 from ..errors import ConfigError
 
 
 MULTI30K_SPLITS_FOR_FLICKR8K = ("train", "val", "test_2016_flickr")
 
 
-def prepare_dataset(cfg: dict, out_dir: Path) -> None:
+def prepare_dataset(cfg: dict, out_dir: Path, *, check: Callable[[dict, Path], None] | None = None) -> None:
+    """Prepare ``cfg['dataset']`` into ``out_dir``. ``check(cfg, folder)``: run on a ``prepared``
+    folder before it is linked (the prepare step passes its config-fits-data check)."""
     ds = cfg["dataset"]
     source = ds["source"]
     opts = dict(ds.get("options") or {})
@@ -34,21 +40,25 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> None:
         from .synthetic import generate
 
         syn = ds.get("synthetic") or {}
-        generate(
-            out_dir,
-            n_items=int(syn.get("n_items", 2400)),
-            languages=cfg["languages"],
-            seed=int(syn.get("seed", 0)),
-            image_size=int(syn.get("image_size", 160)),
-        )
+        with naming_written_path(out_dir):
+            generate(
+                out_dir,
+                n_items=int(syn.get("n_items", 2400)),
+                languages=cfg["languages"],
+                seed=int(syn.get("seed", 0)),
+                image_size=int(syn.get("image_size", 160)),
+            )
         return
     if source == "prepared":
         # a folder the user prepared in the documented format; validated, then linked
-        from .prepared import load_items, read_meta
+        from .prepared import check_features_folder, load_items, read_meta
 
         src = Path(opts.get("path", ""))
         read_meta(src)
         load_items(src)
+        check_features_folder(src)
+        if check is not None:  # before the link exists: a refused config leaves nothing
+            check(cfg, src)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         if out_dir.is_symlink() or out_dir.exists():
             if out_dir.resolve() == src.resolve():
@@ -100,6 +110,12 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         from .sources import ikea as k
 
         dl = Path(opts.get("download_dir", "data/downloads/ikea"))
+        pairs = opts.get("pairs", [opts.get("pair", "en-de")])
+        if isinstance(pairs, str) or not isinstance(pairs, list):
+            raise ConfigError(f"dataset.options.pairs must be a list like [en-de, en-fr]; got {pairs!r}")
         repo = k.download_ikea(dl, mirror)
-        return k.prepare_ikea(repo, out_dir, pair=str(opts.get("pair", "en-de")), images_dir=opts.get("images_dir"))
+        return k.prepare_ikea(repo, out_dir, pair=[str(p) for p in pairs], splits=list(opts.get("splits", ["test"])),
+                              images_dir=opts.get("images_dir"), features=bool(opts.get("features", True)),
+                              features_name=str(opts.get("features_name", "ikea-upstream")),
+                              name=cfg["dataset"]["name"])
     raise ConfigError(f"dataset.source {source!r} has no preparer")

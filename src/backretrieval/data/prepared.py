@@ -61,7 +61,7 @@ def read_meta(root: str | Path) -> DatasetMeta:
     if not path.is_file():
         raise InputError(f"{path}: missing dataset.json (expected a prepared dataset folder)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text_utf8(path, "dataset metadata"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from exc
     for key in ("name", "languages"):
@@ -87,13 +87,55 @@ def items_path(root: str | Path) -> Path:
     raise InputError(f"{root}: no items.csv or items.parquet (expected a prepared dataset folder)")
 
 
+def read_text_utf8(path: str | Path, what: str = "text file") -> str:
+    """A file's text, decoded as UTF-8 (a leading byte-order mark is dropped).
+
+    Undecodable bytes → InputError naming the file, line and column of the first bad byte.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: {what} cannot be read ({exc.strerror or exc})") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+        pos = exc.start + bom
+        line = raw.count(b"\n", 0, pos) + 1
+        col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+        raise InputError(
+            f"{path}: {what} is not UTF-8 (byte 0x{raw[pos]:02x} at line {line}, column {col}); "
+            "re-save it as UTF-8"
+        ) from exc
+
+
+def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
+    """A CSV (UTF-8, every column str, nothing parsed as NaN) or parquet file.
+
+    Undecodable text, malformed CSV or an unreadable parquet file → InputError naming the file;
+    ``load_items``, ``load_image_table`` and ``datasets.byo.validate_dataset`` all read
+    through here, so they report a bad file the same way.
+    """
+    import io as _io
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
+            raise InputError(f"{path}: {what} cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
+    text = read_text_utf8(path, what)
+    try:
+        return pd.read_csv(_io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: {what} is not valid CSV ({exc})") from exc
+
+
 def load_items(root: str | Path) -> pd.DataFrame:
     """Read and validate ``items.csv``/``items.parquet``. Returns a DataFrame of str columns."""
     path = items_path(root)
-    if path.suffix == ".parquet":
-        df = pd.read_parquet(path)
-    else:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    df = read_table(path, "items table")
     missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in df.columns]
     if missing:
         raise InputError(
@@ -155,7 +197,7 @@ def load_image_table(root: str | Path) -> pd.DataFrame:
     path = Path(root) / "images.csv"
     if not path.is_file():
         raise InputError(f"{path}: missing (needed for image files; or use precomputed features)")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df = read_table(path, "image table")
     for col in ("image_id", "path"):
         if col not in df.columns:
             raise InputError(f"{path}: missing column '{col}'; expected columns image_id, path")
@@ -167,18 +209,61 @@ def load_image_table(root: str | Path) -> pd.DataFrame:
     return df
 
 
-def load_precomputed_features(root: str | Path, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, float32 features) from ``features/<name>.npy`` and ``features/<name>.ids.txt``."""
+def read_feature_ids(ids_txt: str | Path) -> list[str]:
+    """The image ids of a ``features/<name>.ids.txt`` (one per line, blank lines skipped)."""
+    text = read_text_utf8(ids_txt, "feature id list")
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def nonfinite_rows(feats: np.ndarray, block: int = 65536) -> np.ndarray:
+    """0-based indices of the rows holding a NaN or inf (read in blocks: memmaps stay cheap)."""
+    bad = [start + np.flatnonzero(~np.isfinite(feats[start:start + block]).all(axis=1))
+           for start in range(0, feats.shape[0], block)]
+    return np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
+
+
+def check_features_finite(npy: str | Path, feats: np.ndarray, ids: list[str] | None = None) -> None:
+    """InputError naming ``npy`` and its first rows (and their image ids) if any row is not finite."""
+    bad = nonfinite_rows(feats)
+    if len(bad):
+        first = [int(i) for i in bad[:5]]
+        named = f"; image ids {[ids[i] for i in first]}" if ids is not None and len(ids) == feats.shape[0] else ""
+        raise InputError(
+            f"{npy}: {len(bad)} of {feats.shape[0]} feature rows contain NaN or inf: rows {first}"
+            f"{' ...' if len(bad) > 5 else ''} (0-based{named}); image features must be finite"
+        )
+
+
+def check_features_folder(root: str | Path) -> None:
+    """Every ``features/<name>.npy`` of a prepared folder: readable, one row per id, finite."""
+    base = Path(root) / "features"
+    if not base.is_dir():
+        return
+    for ids_txt in sorted(base.glob("*.ids.txt")):
+        load_precomputed_features(root, ids_txt.name[: -len(".ids.txt")], as_float32=False)
+
+
+def load_precomputed_features(root: str | Path, name: str, *, as_float32: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, float32 features) from ``features/<name>.npy`` and ``features/<name>.ids.txt``.
+
+    Refuses (InputError naming the file and rows) a matrix whose row count differs from the id
+    list or that holds NaN/inf rows. ``as_float32=False`` returns the stored dtype (memmap).
+    """
     base = Path(root) / "features"
     npy, ids_txt = base / f"{name}.npy", base / f"{name}.ids.txt"
     for p in (npy, ids_txt):
         if not p.is_file():
             raise InputError(f"{p}: missing precomputed feature file for backbone '{name}'")
-    feats = np.load(npy, allow_pickle=False)
-    ids = np.array([ln.strip() for ln in ids_txt.read_text(encoding="utf-8").splitlines() if ln.strip()])
+    try:
+        feats = np.load(npy, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{npy}: cannot be read as a .npy matrix ({exc})") from exc
+    ids_list = read_feature_ids(ids_txt)
+    ids = np.array(ids_list)
     if feats.ndim != 2 or feats.shape[0] != len(ids):
         raise InputError(
             f"{npy}: expected a 2-D matrix with one row per id in {ids_txt.name} "
             f"({len(ids)} ids), got shape {feats.shape}"
         )
-    return ids, feats.astype(np.float32)
+    check_features_finite(npy, feats, ids_list)
+    return ids, (np.asarray(feats, dtype=np.float32) if as_float32 else feats)

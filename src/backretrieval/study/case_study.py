@@ -33,13 +33,14 @@ def case_cfg(cfg: dict) -> dict:
     langs = cs.get("languages", cfg["languages"])
     for lang in langs:
         if lang not in cfg["languages"]:
-            raise ConfigError(f"case_study.languages: {lang!r} is not in 'languages'")
-    for e in list(cs.get("base_encoders", [])) + [cs.get("baseline", "random")]:
-        if e not in cfg["encoders"]:
-            raise ConfigError(f"case_study: encoder {e!r} is not a key of 'encoders'")
+            raise ConfigError(f"field 'case_study.languages': {lang!r} is not in 'languages'")
+    for field, names in (("base_encoders", list(cs.get("base_encoders", []))), ("baseline", [cs.get("baseline", "random")])):
+        for e in names:
+            if e not in cfg["encoders"]:
+                raise ConfigError(f"field 'case_study.{field}': encoder {e!r} is not a key of 'encoders'")
     hb = cs.get("head_base", "auto")
     if hb != "auto" and hb not in cs.get("base_encoders", []):
-        raise ConfigError("case_study.head_base must be 'auto' or one of case_study.base_encoders")
+        raise ConfigError("field 'case_study.head_base': must be 'auto' or one of case_study.base_encoders")
     cs.setdefault("languages", langs)
     cs.setdefault("head_base", "auto")
     cs.setdefault("baseline", "random")
@@ -79,19 +80,19 @@ def human_cfg(cfg: dict) -> dict:
         if hs[f] not in cs["languages"]:
             how = "" if f in explicit else " (the default, the paper's en → ru pair; set it in params.yaml)"
             raise ConfigError(
-                f"human_study.{f}: {hs[f]!r}{how} is not one of case_study.languages {list(cs['languages'])}"
+                f"field 'human_study.{f}': {hs[f]!r}{how} is not one of case_study.languages {list(cs['languages'])}"
             )
     if hs["source_lang"] == hs["target_lang"]:
         raise ConfigError(
-            f"human_study.target_lang: must differ from source_lang ({hs['source_lang']!r}); the study "
+            f"field 'human_study.target_lang': must differ from source_lang ({hs['source_lang']!r}); the study "
             "rates cross-lingual suggestions"
         )
     allowed = ["base", *models(cs)]
     for f in ("model_a", "model_b"):
         if hs[f] not in allowed:
-            raise ConfigError(f"human_study.{f}: {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)")
+            raise ConfigError(f"field 'human_study.{f}': {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)")
     if hs["model_a"] == hs["model_b"]:
-        raise ConfigError(f"human_study.model_b: must differ from model_a ({hs['model_a']!r})")
+        raise ConfigError(f"field 'human_study.model_b': must differ from model_a ({hs['model_a']!r})")
     return hs
 
 

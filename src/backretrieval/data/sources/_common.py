@@ -13,7 +13,7 @@ from typing import Iterator
 import pandas as pd
 
 from ...errors import InputError
-from ..._util.io import write_csv, write_json
+from ..._util.io import naming_written_path, raise_if_no_space, write_csv, write_json
 
 ITEM_COLUMNS = ["item_id", "lang", "image_id", "title", "body", "split"]
 
@@ -69,8 +69,9 @@ def staged_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
             raise InputError(f"{out}: exists and is not a folder")
         if any(out.iterdir()) and not (out / "dataset.json").is_file():
             raise InputError(f"{out}: exists, is not empty and is not a prepared dataset; refusing to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    with naming_written_path(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700; a prepared folder is ordinary data
@@ -83,8 +84,9 @@ def staged_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise_if_no_space(exc, out)
         raise
 
 

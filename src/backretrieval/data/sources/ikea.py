@@ -10,18 +10,25 @@ Layout used (from the repository listing)::
 
     IKEA/data.en.<l>/data.raw/<split>_WMT_2017.<lang>[.gz]     one product description a line
     IKEA/data.en.<l>/image.index/<split>_WMT_2017_images.txt  image file name a line (aligned)
+    IKEA/data.en.<l>/data.image.bpe/<split>.norm.tok.lc.10000bpe_ims.npy
+                                        image features, row i = line i of the image index
 
 with ``<l>`` in de/fr and splits train/val/test. The en-de and en-fr collections are
-separate; each pair is prepared as its own dataset. The descriptions are translations
-of one product page (``parallel``), often not literal (see the upstream README).
+separate (one product image may appear in both); :func:`prepare_ikea` prepares one pair or
+both into one dataset. The descriptions are translations of one product page
+(``parallel``), often not literal (see the upstream README).
 
 Images: the product JPEGs are **not** in the repository (upstream: "raw image data can
-be released upon request"); pass ``images_dir`` if you have them, otherwise the dataset
-is text only. (The repository's ``*_ims.npy`` feature matrices are not used: their row
-order relative to these index files is not documented.)
+be released upon request"); pass ``images_dir`` if you have them. The repository ships one
+2048-d feature vector per image for the val and test splits (the README calls them the
+"image matrix"; the train split's ``.npy`` is not in the repository); they become the
+precomputed features ``features/<features_name>.npy`` (a ``type: precomputed`` backbone),
+refused if a matrix's row count differs from its image index. Counts in the repository:
+:data:`UPSTREAM_INDEX_LINES` (all image names distinct within a pair).
 
-What was tested here: the parser / prepare step on a tiny hand-made folder in this
-layout. The real archive and its content were **not** tested (no network).
+What was tested here: the parser / prepare step on tiny hand-made folders in this layout
+(texts, gz texts, index, ``.npy``). The real archive and its content were **not** tested
+(no network).
 """
 
 from __future__ import annotations
@@ -30,9 +37,12 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
+from ..prepared import check_features_finite
 from ...errors import InputError
+from ..._util.io import atomic_path, write_text
 from ._common import place_images, read_lines, staged_dir, write_prepared
 from ..archive import safe_extract
 from ..download import fetch, resolve_url
@@ -41,6 +51,9 @@ ARCHIVE_BASE = "https://github.com/sampalomad/IKEA-Dataset/archive/"
 PINS: dict[str, str | None] = {"master.zip": None}
 PAIRS = ("en-de", "en-fr")
 SPLITS = ("train", "val", "test")
+#: Lines of ``image.index/<split>_WMT_2017_images.txt`` in the repository (= items per split
+#: before empty lines are dropped; = rows of the split's feature matrix). No train features.
+UPSTREAM_INDEX_LINES = {"en-de": {"val": 363, "test": 367}, "en-fr": {"val": 335, "test": 338}}
 LICENSE = "MIT (github.com/sampalomad/IKEA-Dataset); product texts/images crawled from IKEA and UNDERAMOUR"
 
 
@@ -79,60 +92,152 @@ def _text_file(d: Path, stem: str) -> Path:
     raise InputError(f"{d}: neither {stem} nor {stem}.gz found")
 
 
+#: Where the repository keeps the per-split image features (newest layout first).
+FEATURE_DIRS = ("data.image.bpe", "data.norm.tok.lc.bpe")
+
+
+def feature_file(base: Path, split: str) -> Path:
+    """The upstream feature matrix of one split of one pair (``base`` = ``IKEA/data.en.<l>``)."""
+    name = f"{split}.norm.tok.lc.10000bpe_ims.npy"
+    for sub in FEATURE_DIRS:
+        if (base / sub / name).is_file():
+            return base / sub / name
+    raise InputError(
+        f"{base / FEATURE_DIRS[0] / name}: image features of split {split!r} not found (upstream ships "
+        "them for val and test only); drop the split or set dataset.options.features: false"
+    )
+
+
+def read_split_features(base: Path, split: str) -> tuple[list[str], np.ndarray]:
+    """(image names, features) of one split: row i of the ``.npy`` = line i of the image index.
+
+    A row count different from the index's line count, a matrix that is not 2-D, or a NaN/inf
+    row → InputError naming both files.
+    """
+    index = base / "image.index" / f"{split}_WMT_2017_images.txt"
+    names = [ln.strip() for ln in read_lines(index)]
+    npy = feature_file(base, split)
+    try:
+        feats = np.load(npy, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{npy}: cannot be read as a .npy matrix ({exc})") from exc
+    if feats.ndim != 2 or feats.shape[0] != len(names):
+        raise InputError(
+            f"{npy}: shape {feats.shape}, but {index} has {len(names)} lines; expected one feature row "
+            "per line of the image index"
+        )
+    check_features_finite(npy, feats, names)
+    return names, feats
+
+
 def prepare_ikea(
     repo_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
-    pair: str = "en-de",
+    pair: str | Sequence[str] = "en-de",
     splits: Sequence[str] = ("test",),
     images_dir: str | os.PathLike[str] | None = None,
     *,
+    features: bool = False,
+    features_name: str = "ikea-upstream",
     mode: str = "auto",
     name: str | None = None,
 ) -> Path:
-    """One language pair of the IKEA data in the prepared format.
+    """One or both language pairs of the IKEA data in the prepared format.
 
-    item_id ``<split>:<line:05d>``, image_id = file name from the image index, title = the
-    description, body = "", split = train/val/test. Lines empty in either language are
-    dropped (counted in ``dataset.json``).
+    ``pair``: ``"en-de"``, ``"en-fr"`` or a list of both. item_id ``<split>:<line:05d>``
+    (one pair) or ``<pair>:<split>:<line:05d>`` (several pairs), image_id = file name from
+    the image index (``<pair>/<file name>`` with several pairs: each pair has its own
+    feature rows), title = the description, body = "", split = train/val/test. Lines empty
+    in either language are dropped (counted in ``dataset.json``). ``features=True`` writes
+    the upstream image features of the requested splits as ``features/<features_name>.npy``.
     """
     repo_dir = Path(repo_dir)
-    base = _pair_dir(repo_dir, pair)
-    langs = pair.split("-")
-    rows, image_ids, dropped = [], [], 0
-    for split in splits:
-        if split not in SPLITS:
-            raise InputError(f"IKEA split must be one of {SPLITS}; got {split!r}")
-        index = base / "image.index" / f"{split}_WMT_2017_images.txt"
-        names = [ln.strip() for ln in read_lines(index)]
-        texts = {}
-        for lang in langs:
-            path = _text_file(base / "data.raw", f"{split}_WMT_2017.{lang}")
-            lines = [" ".join(ln.split()) for ln in read_lines(path)]
-            if len(lines) != len(names):
-                raise InputError(f"{path}: {len(lines)} lines, expected {len(names)} (one per line of {index.name})")
-            texts[lang] = lines
-        for i, img in enumerate(names):
-            if not img or any(not texts[lang][i] for lang in langs):
-                dropped += 1
-                continue
-            image_ids.append(img)
-            rows += [(f"{split}:{i:05d}", lang, img, texts[lang][i], "", split) for lang in langs]
+    pairs = [pair] if isinstance(pair, str) else list(pair)
+    if not pairs or len(set(pairs)) != len(pairs):
+        raise InputError(f"IKEA pairs must be distinct and at least one of {PAIRS}; got {pairs}")
+    many = len(pairs) > 1
+    rows, image_ids, dropped = [], [], {}
+    feat_ids: list[str] = []
+    feat_parts: list[np.ndarray] = []
+    feat_src: dict[str, str] = {}
+    for pr in pairs:
+        base = _pair_dir(repo_dir, pr)
+        langs = pr.split("-")
+        dropped[pr] = 0
+        for split in splits:
+            if split not in SPLITS:
+                raise InputError(f"IKEA split must be one of {SPLITS}; got {split!r}")
+            index = base / "image.index" / f"{split}_WMT_2017_images.txt"
+            names = [ln.strip() for ln in read_lines(index)]
+            texts = {}
+            for lang in langs:
+                path = _text_file(base / "data.raw", f"{split}_WMT_2017.{lang}")
+                lines = [" ".join(ln.split()) for ln in read_lines(path)]
+                if len(lines) != len(names):
+                    raise InputError(f"{path}: {len(lines)} lines, expected {len(names)} (one per line of {index.name})")
+                texts[lang] = lines
+            if features:
+                fnames, feats = read_split_features(base, split)
+                feat_ids += [f"{pr}/{n}" if many else n for n in fnames]
+                feat_parts.append(np.asarray(feats))
+                feat_src[f"{pr}/{split}"] = str(feature_file(base, split).relative_to(repo_dir))
+            prefix = f"{pr}:" if many else ""
+            for i, img in enumerate(names):
+                if not img or any(not texts[lang][i] for lang in langs):
+                    dropped[pr] += 1
+                    continue
+                iid = f"{pr}/{img}" if many else img
+                image_ids.append(iid)
+                rows += [(f"{prefix}{split}:{i:05d}", lang, iid, texts[lang][i], "", split) for lang in langs]
     items = pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"])
+    all_langs = list(dict.fromkeys(lang for pr in pairs for lang in pr.split("-")))
     with staged_dir(out_dir) as root:
         table = None
+        meta_images = "none (text only)"
         if images_dir is not None:
-            table = place_images(image_ids, Path(images_dir), root, mode=mode, what="IKEA image folder",
+            src_names = {iid: iid.split("/", 1)[1] for iid in image_ids} if many else None
+            table = place_images(image_ids, Path(images_dir), root, mode=mode, src_names=src_names,
+                                 what="IKEA image folder",
                                  hint="The IKEA product JPEGs are not public; upstream releases them on request.")
+            meta_images = "image files (linked or copied into images/)"
+        meta_features = None
+        if features:
+            mat = _dedupe_features(feat_ids, feat_parts, repo_dir)
+            (root / "features").mkdir()
+            with atomic_path(root / "features" / f"{features_name}.npy", suffix=".npy") as tmp:
+                np.save(tmp, mat[1], allow_pickle=False)
+            write_text(root / "features" / f"{features_name}.ids.txt", "\n".join(mat[0]) + "\n")
+            meta_features = {features_name: {"source_files": feat_src, "dtype": str(mat[1].dtype),
+                                             "dim": int(mat[1].shape[1])}}
+            meta_images = ("precomputed features" if table is None
+                           else f"{meta_images} and precomputed features")
         meta = {
-            "name": name or f"ikea-{pair}",
+            "name": name or f"ikea-{'+'.join(pairs)}",
             "synthetic": False,
             "parallel": True,
-            "languages": langs,
-            "description": f"IKEA/UNDERAMOUR product descriptions, {pair}, splits {list(splits)}",
+            "languages": all_langs,
+            "description": f"IKEA/UNDERAMOUR product descriptions, {' and '.join(pairs)}, splits {list(splits)}",
             "license": LICENSE,
-            "source": {"upstream": "https://github.com/sampalomad/IKEA-Dataset", "pair": pair,
-                       "dropped_empty": dropped},
-            "images": "image files (linked or copied into images/)" if table is not None else "none (text only)",
+            "source": {"upstream": "https://github.com/sampalomad/IKEA-Dataset",
+                       "pair": pairs[0] if not many else pairs, "dropped_empty": dropped[pairs[0]] if not many else dropped},
+            "images": meta_images,
         }
+        if meta_features:
+            meta["features"] = meta_features
         write_prepared(root, meta, items, table)
     return Path(out_dir)
+
+
+def _dedupe_features(ids: list[str], parts: list[np.ndarray], repo_dir: Path) -> tuple[list[str], np.ndarray]:
+    """One row per image id; an id listed twice (e.g. in val and test) must have equal rows."""
+    mat = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+    first: dict[str, int] = {}
+    keep: list[int] = []
+    for i, iid in enumerate(ids):
+        if iid in first:
+            if not np.array_equal(mat[first[iid]], mat[i]):
+                raise InputError(f"{repo_dir}: image {iid!r} is listed twice with different feature rows")
+            continue
+        first[iid] = i
+        keep.append(i)
+    return [ids[i] for i in keep], np.ascontiguousarray(mat[keep])

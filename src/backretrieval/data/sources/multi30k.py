@@ -38,6 +38,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..prepared import check_features_finite
 from ...errors import InputError
 from ..._util.io import atomic_path, write_text
 from ._common import place_images, read_lines, staged_dir, write_prepared
@@ -235,6 +236,7 @@ def _apply_image_source(
                 f"{npy}: shape {feats.shape}, expected ({len(ids)}, d): one row per line of "
                 f"image_splits/{image_source['ids_from_split']}.txt"
             )
+        check_features_finite(npy, feats, ids)
         have = set(ids)
         lacking = sorted({i for i in image_ids if i not in have})
         if lacking:

@@ -1,0 +1,654 @@
+"""Bad input fails early and clearly (issue 18): one test per case, each asserting the exit
+code, that the message names the file or field, and that no partial artifact is left.
+
+Most cases run the real CLI in a temporary working directory on a tiny hand-made prepared
+dataset (``source: prepared``, precomputed image features, model-free encoders). The
+Snakemake cases (core counts, a shared cache, an interrupted run) use tests/data/tiny.yaml.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from html.parser import HTMLParser
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import backretrieval._util.cache as emb_mod
+from backretrieval.cli import main
+from backretrieval.data import archive
+from backretrieval.data.sources import ikea
+from backretrieval.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+N_ITEMS = 30
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_prepared(root: Path, n_items: int = N_ITEMS, langs=("en", "de")) -> Path:
+    """A prepared folder: n_items parallel items (split val/test alternating), one image each,
+    precomputed 8-d features ``features/fake.npy``."""
+    root.mkdir(parents=True)
+    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": list(langs), "parallel": True}))
+    rows = [(f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", ("val", "test")[i % 2])
+            for i in range(n_items) for lang in langs]
+    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(root / "items.csv", index=False)
+    (root / "features").mkdir()
+    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n_items, 8)).astype(np.float32))
+    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n_items)))
+    return root
+
+
+def base_cfg(data: Path) -> dict:
+    return {
+        "run_name": "rel",
+        "dataset": {"name": "hand", "source": "prepared", "options": {"path": str(data)}},
+        "languages": ["en", "de"],
+        "directions": ["en-de", "de-en"],
+        "text_field": "title",
+        "sample_size": 10,
+        "seeds": [0, 1],
+        "k": 3,
+        "figure_seed": 0,
+        "image_backbone": "fake",
+        "backbones": {"fake": {"type": "precomputed", "name": "fake"}},
+        "encoders": {
+            "char": {"type": "char_ngram", "dim": 128},
+            "char3": {"type": "char_ngram", "dim": 32, "n": [3]},
+            "random": {"type": "random", "dim": 16, "seed": 0},
+        },
+        "cache_dir": ".cache/embeddings",
+        "reports_dir": "reports",
+    }
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A working directory with the hand-made dataset (under src/) and a valid config."""
+    monkeypatch.chdir(tmp_path)
+    data = make_prepared(tmp_path / "src" / "hand")
+    return tmp_path, data, base_cfg(data)
+
+
+def run_cli(capsys, cfg: dict | None, *argv: str, path: str = "cfg.yaml") -> tuple[int, str]:
+    """``backretrieval <argv> --config cfg.yaml`` in-process: (exit code, stderr + stdout)."""
+    capsys.readouterr()
+    args = list(argv)
+    if cfg is not None:
+        Path(path).write_text(yaml.safe_dump(cfg))
+        args += ["--config", path]
+    rc = main(args)
+    out = capsys.readouterr()
+    return rc, out.err + out.out
+
+
+def created(tmp_path: Path) -> set[str]:
+    """Top-level entries a step created in the working directory (inputs excluded)."""
+    return {p.name for p in tmp_path.iterdir()} - {"src", "cfg.yaml", "mirror"}
+
+
+def tree(root: Path) -> dict[str, str]:
+    """sha256 of every file under artifacts/, reports/ and data/ of a working directory."""
+    out = {}
+    for sub in ("artifacts", "reports", "data"):
+        for p in sorted((root / sub).rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+# --------------------------------------------------------------------------- 1. chained symlinks
+
+
+def _tar_links(path: Path, links: list[tuple[str, str]]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for name, target in links:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.linkname = tarfile.SYMTYPE, target
+            tf.addfile(ti)
+    return path
+
+
+def _zip_links(path: Path, links: list[tuple[str, str]], files=(("f.txt", b"x"),)) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files:
+            zf.writestr(name, data)
+        for name, target in links:
+            zi = zipfile.ZipInfo(name)
+            zi.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(zi, target)
+    return path
+
+
+CHAIN = [("sub/a/up2", "../.."), ("x", "sub/a/up2/../../..")]  # each link checked alone stays inside
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+@pytest.mark.parametrize("links", [CHAIN, CHAIN[::-1]], ids=["in-order", "reversed"])
+def test_chained_symlinks_are_refused(tmp_path, kind, links):
+    arc = (_tar_links if kind == "tar" else _zip_links)(tmp_path / f"chain.{kind}", links)
+    with pytest.raises(InputError, match=r"refused symlink 'x'.*outside the destination") as exc:
+        archive.safe_extract(arc, tmp_path / "out")
+    assert str(arc) in str(exc.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [arc.name]  # no dest, no temp folder
+
+
+def test_links_inside_still_extract(tmp_path):
+    links = [("sub/a/up1", ".."), ("y", "sub/a/up1/b.txt")]
+    z = _zip_links(tmp_path / "ok.zip", links, files=(("sub/b.txt", b"bee"),))
+    out = archive.safe_extract(z, tmp_path / "out")
+    assert (out / "y").read_bytes() == b"bee"
+
+
+# --------------------------------------------------------------------------- archives via prepare
+
+
+def _ikea_cfg(tmp_path: Path) -> dict:
+    cfg = yaml.safe_load((ROOT / "config/ikea.yaml").read_text())
+    cfg["dataset"]["options"].update(mirror=str(tmp_path / "mirror"), pairs=["en-de"], splits=["test"])
+    cfg.update(languages=["en", "de"], directions=["en-de"], sample_size=2, k=1)
+    return cfg
+
+
+def _liar_zip(path: Path) -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("IKEA-Dataset-master/big.bin", b"\0" * 200_000)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        lh = zf.infolist()[0].header_offset
+    raw[lh + 22: lh + 26] = (10).to_bytes(4, "little")  # local header: uncompressed size 10
+    cd = raw.rfind(b"PK\x01\x02")
+    raw[cd + 24: cd + 28] = (10).to_bytes(4, "little")  # central directory: the same lie
+    path.write_bytes(bytes(raw))
+
+
+ARCHIVES = {
+    "chained-symlink": (lambda p: _zip_links(p, [(f"IKEA-Dataset-master/{a}", b) for a, b in CHAIN]), "refused symlink"),
+    "zip-slip": (lambda p: _zip_links(p, [], files=(("IKEA-Dataset-master/../../evil", b"x"),)), "'..' path component"),
+    "absolute": (lambda p: _zip_links(p, [], files=(("/tmp/evil-backretrieval", b"x"),)), "absolute path"),
+    "lying-header": (_liar_zip, "corrupt archive|possible zip bomb"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ARCHIVES))
+@pytest.mark.filterwarnings("ignore::backretrieval.data.UnpinnedDownloadWarning")
+def test_unsafe_archive_refused_by_prepare(tmp_path, monkeypatch, capsys, case):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mirror").mkdir()
+    build, message = ARCHIVES[case]
+    build(tmp_path / "mirror" / "master.zip")
+    rc, err = run_cli(capsys, _ikea_cfg(tmp_path), "prepare")
+    assert rc == 2 and "IKEA-Dataset-master.zip" in err
+    assert pd.Series([err]).str.contains(message).iloc[0], err
+    dl = tmp_path / "data" / "downloads" / "ikea"
+    assert sorted(p.name for p in dl.iterdir()) == ["IKEA-Dataset-master.zip"]  # nothing extracted
+    assert not (tmp_path / "data" / "prepared").exists()
+    assert not Path("/tmp/evil-backretrieval").exists()
+
+
+def test_wrong_sha256_pin_leaves_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mirror").mkdir()
+    _zip_links(tmp_path / "mirror" / "master.zip", [])
+    monkeypatch.setitem(ikea.PINS, "master.zip", "0" * 64)
+    rc, err = run_cli(capsys, _ikea_cfg(tmp_path), "prepare")
+    assert rc == 2 and "sha256 mismatch" in err and "IKEA-Dataset-master.zip" in err
+    assert list((tmp_path / "data" / "downloads" / "ikea").iterdir()) == []  # no file, no .part
+
+
+# --------------------------------------------------------------------------- 2. damaged cache shard
+
+
+def _damage(shard: Path, how: str) -> None:
+    raw = bytearray(shard.read_bytes())
+    if how == "truncated":
+        shard.write_bytes(bytes(raw[: len(raw) // 2]))
+    else:  # one flipped bit in the middle of the stored arrays
+        raw[len(raw) // 2] ^= 0x10
+        shard.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("how", ["truncated", "bitflip"])
+def test_damaged_cache_shard_is_named_and_recomputed(work, capsys, caplog, how):
+    tmp_path, _, cfg = work
+    assert run_cli(capsys, cfg, "prepare")[0] == 0
+    assert run_cli(capsys, cfg, "embed-text", "--encoder", "char")[0] == 0
+    out = tmp_path / "artifacts/rel/text/char/en.title.npz"
+    before = {p: p.read_bytes() for p in out.parent.iterdir()}
+    shards = sorted((tmp_path / ".cache").rglob("shard-*.npz"))
+    assert shards
+    for s in shards:
+        _damage(s, how)
+    caplog.clear()
+    rc, _ = run_cli(capsys, cfg, "embed-text", "--encoder", "char")
+    assert rc == 0
+    assert all(s.name in caplog.text for s in shards) and "recomputed" in caplog.text
+    assert not any(s.exists() for s in shards)
+    assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # same bytes as before
+    assert run_cli(capsys, cfg, "embed-text", "--encoder", "char")[0] == 0  # the new shard reads
+
+
+def test_compaction_drops_a_damaged_shard(tmp_path, caplog):
+    cache = emb_mod.EmbeddingCache(tmp_path, "text", "fp")
+    for i in range(3):
+        cache.add([f"k{i}"], np.full((1, 4), i, np.float32))
+    bad = cache.shards()[1]
+    _damage(bad, "truncated")
+    cache.compact()
+    assert len(cache.shards()) == 1 and bad.name in caplog.text
+    got = cache.lookup(["k0", "k1", "k2"])
+    assert sorted(got) == ["k0", "k2"]  # k1 is a miss now: the caller recomputes it
+
+
+# --------------------------------------------------------------------------- 3 + 6. config relations
+
+
+def _case(cfg):
+    cfg["case_study"] = {"languages": ["en", "de"], "base_encoders": ["char", "char3"], "baseline": "random",
+                         "eval_splits": ["val", "test"], "train_splits": ["train"], "sample_size": 5, "k": 2,
+                         "seeds": [0]}
+    return cfg
+
+
+def _human(cfg):
+    _case(cfg)["human_study"] = {"source_lang": "en", "target_lang": "de", "n_queries": 2, "top_k": 2}
+    return cfg
+
+
+def _wordvec(cfg, **over):
+    spec = {"type": "wordvec", "method": "procrustes", "dict_size": 10, "corpus": "data/prepared/corp",
+            "languages": ["de"]}
+    cfg["encoders"]["wv"] = {**spec, **over}
+    cfg["corpora"] = {"corp": {"source": "prepared", "options": {"path": "src/hand"}}}
+    return cfg
+
+
+RELATIONS = {
+    # the issue's example: k=100 with N=30
+    "k-ge-N": (lambda c: c.update(k=100, sample_size=30), "field 'k'"),
+    "k-eq-N": (lambda c: c.update(k=10), "field 'k'"),
+    "two-encoders": (lambda c: c["encoders"].pop("random"), "field 'encoders'"),
+    "unknown-encoder-type": (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "field 'encoders.x.type'"),
+    "unknown-encoder-key": (lambda c: c["encoders"]["char"].update(ngram=[2, 3]), r"field 'encoders.char'.*'ngram'"),
+    "missing-required-key": (lambda c: c["encoders"].update(st={"type": "sentence-transformers"}), r"encoders.st'.*\['model'\]"),
+    "muse-needs-vectors": (lambda c: c["encoders"].update(m={"type": "muse"}), r"encoders.m'.*vectors"),
+    "figure-seed": (lambda c: c.update(figure_seed=7), "field 'figure_seed'"),
+    "direction-language": (lambda c: c.update(directions=["en-fr"]), "field 'directions'"),
+    "image-backbone": (lambda c: c.update(image_backbone="none"), "field 'image_backbone'"),
+    "synthetic-too-small": (lambda c: c.update(dataset={"name": "s", "source": "synthetic", "synthetic": {"n_items": 15}}),
+                            "field 'dataset.synthetic.n_items'"),
+    "prepared-needs-path": (lambda c: c["dataset"].update(options={}), "field 'dataset.options.path'"),
+    "corpus-needs-path": (lambda c: c.update(corpora={"t": {"source": "prepared"}}), "field 'corpora.t.options.path'"),
+    "wordvec-languages": (lambda c: _wordvec(c, languages=["fr"]), r"field 'encoders.wv.languages'.*\['de'\]"),
+    "corpus-not-configured": (lambda c: _wordvec(c, corpus="data/prepared/elsewhere"), "field 'encoders.wv.corpus'"),
+    "case-k-ge-N": (lambda c: _case(c)["case_study"].update(k=5), "field 'case_study.k'"),
+    "case-language": (lambda c: _case(c)["case_study"].update(languages=["en", "ru"]), "field 'case_study.languages'"),
+    "case-base-encoder": (lambda c: _case(c)["case_study"].update(base_encoders=["nope"]), "field 'case_study.base_encoders'"),
+    "case-baseline-is-base": (lambda c: _case(c)["case_study"].update(baseline="char"), "field 'case_study.baseline'"),
+    "case-head-base": (lambda c: _case(c)["case_study"].update(head_base="random"), "field 'case_study.head_base'"),
+    "case-splits-overlap": (lambda c: _case(c)["case_study"].update(train_splits=["val"]), "field 'case_study.train_splits'"),
+    "case-triplet-k": (lambda c: _case(c)["case_study"].update(triplet={"k": 8, "batch_size": 8}), "field 'case_study.triplet.k'"),
+    "human-without-case": (lambda c: c.update(human_study={"n_queries": 2}), "field 'human_study'"),
+    "human-language": (lambda c: _human(c)["human_study"].update(target_lang="fr"), "field 'human_study.target_lang'"),
+    "human-same-language": (lambda c: _human(c)["human_study"].update(target_lang="en"), "field 'human_study.target_lang'"),
+    "human-model": (lambda c: _human(c)["human_study"].update(model_a="gpt"), "field 'human_study.model_a'"),
+    "human-same-model": (lambda c: _human(c)["human_study"].update(model_a="base", model_b="base"), "field 'human_study.model_b'"),
+    "human-ratings-missing": (lambda c: _human(c)["human_study"].update(ratings="no/such.csv"), "field 'human_study.ratings'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RELATIONS))
+def test_config_relation_refused_before_any_work(work, capsys, case):
+    tmp_path, _, cfg = work
+    mutate, field = RELATIONS[case]
+    mutate(cfg)
+    for step in (["validate-config"], ["prepare"]):
+        rc, err = run_cli(capsys, cfg, *step)
+        assert rc == 2, err
+        assert "cfg.yaml" in err and pd.Series([err]).str.contains(field).iloc[0], err
+        assert len(err.strip().splitlines()) == 1
+    assert created(tmp_path) == set()  # nothing written: no data/, artifacts/, .cache/
+
+
+def test_all_shipped_configs_pass_the_relations(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no prepared data here: the config checks only
+    for p in [ROOT / "params.yaml", *sorted((ROOT / "config").glob("*.yaml")), *sorted((ROOT / "tests/data").glob("*.yaml"))]:
+        assert main(["validate-config", "--config", str(p)]) == 0, p
+
+
+def test_encoder_spec_table_covers_the_registry():
+    from dataclasses import fields
+
+    from backretrieval import encoders
+    from backretrieval.encoders.wordvec import WordVecSpec
+
+    assert set(encoders.ENCODER_SPEC_KEYS) == set(encoders.ENCODER_TYPES)
+    wv = encoders.ENCODER_SPEC_KEYS["wordvec"]
+    spec_fields = {f.name for f in fields(WordVecSpec)} - {"extra"}
+    assert set(wv["required"]) | set(wv["optional"]) == spec_fields | {"normalize", "device"}
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "encoders.x.type"),
+    (lambda c: c["encoders"].pop("random"), "'encoders'"),
+], ids=["unknown-type", "two-encoders"])
+def test_snakemake_refuses_bad_encoders_before_any_job(tmp_path, mutate, field):
+    cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
+    mutate(cfg)
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    res = subprocess.run([str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path / "wd"),
+                          "--cores", "1", "--configfile", str(tmp_path / "bad.yaml")],
+                         capture_output=True, text=True, env=_env(), timeout=300)
+    assert res.returncode != 0
+    assert field in res.stdout + res.stderr and "bad.yaml" in res.stdout + res.stderr
+    assert not (tmp_path / "wd" / "data").exists() and not (tmp_path / "wd" / "artifacts").exists()
+
+
+# --------------------------------------------------------------------------- 3. relations needing the data
+
+DATA_RELATIONS = {
+    "N-too-large": (lambda c: c.update(sample_size=16), r"field 'sample_size'.*N=16.*has 30 items"),
+    "language-without-texts": (lambda c: c.update(languages=["en", "de", "fr"]), r"field 'languages': 'fr' has no texts"),
+    "no-such-features": (lambda c: c["backbones"]["fake"].update(name="resnet"), r"field 'image_backbone'.*resnet\.ids\.txt"),
+    "image-files-needed": (lambda c: c.update(backbones={"fake": {"type": "efficientnet-lite"}}), r"field 'image_backbone'.*no images\.csv"),
+    "case-eval-too-small": (lambda c: _case(c)["case_study"].update(sample_size=16, train_corpus="src/hand"),
+                            "field 'case_study.sample_size'"),
+    "case-no-train-items": (lambda c: _case(c), "field 'case_study.train_splits'"),
+    "human-too-many-queries": (lambda c: (_human(c), c["case_study"].update(train_corpus="src/hand"),
+                                          c["human_study"].update(n_queries=31)), "field 'human_study.n_queries'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DATA_RELATIONS))
+def test_dataset_relation_refused_by_prepare(work, capsys, case):
+    tmp_path, _, cfg = work
+    mutate, field = DATA_RELATIONS[case]
+    mutate(cfg)
+    rc, err = run_cli(capsys, cfg, "prepare")
+    assert rc == 2 and pd.Series([err]).str.contains(field).iloc[0], err
+    assert not (tmp_path / "data" / "prepared" / "hand").exists() and not (tmp_path / "artifacts").exists()
+
+
+def test_dataset_relation_checked_before_embedding(work, capsys):
+    """A dataset prepared under one config, a larger N later: embedding refuses before work."""
+    tmp_path, _, cfg = work
+    assert run_cli(capsys, cfg, "prepare")[0] == 0
+    cfg["sample_size"] = 16
+    for step in (["embed-text", "--encoder", "char"], ["embed-images"], ["validate-config"]):
+        rc, err = run_cli(capsys, cfg, *step)
+        assert rc == 2 and "field 'sample_size'" in err, err
+    assert not (tmp_path / "artifacts").exists() and not (tmp_path / ".cache").exists()
+
+
+def test_synthetic_dataset_that_does_not_fit_is_removed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
+    cfg.update(sample_size=10, k=3, languages=["en", "de"], directions=["en-de"])
+    cfg["dataset"]["synthetic"].update(n_items=24, image_size=32)
+    cfg = _case(cfg)
+    cfg["case_study"].update(base_encoders=["char-ngram", "char-ngram-3"], sample_size=6)  # > eval items / 2
+    rc, err = run_cli(capsys, cfg, "prepare")
+    assert rc == 2 and "field 'case_study.sample_size'" in err and "was removed" in err, err
+    assert list((tmp_path / "data" / "prepared").iterdir()) == []
+
+
+# --------------------------------------------------------------------------- 4. non-UTF-8 items.csv
+
+
+def test_non_utf8_items_csv_one_error_path(work, capsys):
+    tmp_path, data, cfg = work
+    raw = (data / "items.csv").read_bytes().splitlines(keepends=True)
+    assert raw[2].startswith(b"i000,de,img000,de item 0")
+    raw[2] = raw[2].replace(b"de item", "de itém".encode("latin-1"))  # Latin-1, not UTF-8
+    (data / "items.csv").write_bytes(b"".join(raw))
+    where = "not UTF-8 (byte 0xe9 at line 3, column 21)"
+    rc, out = run_cli(capsys, None, "validate-dataset", str(data))
+    assert rc == 1 and "items.csv" in out and where in out, out
+    rc, err = run_cli(capsys, cfg, "prepare")
+    assert rc == 2 and f"{data / 'items.csv'}: items table is {where}" in err, err
+    assert created(tmp_path) == set()
+
+
+# --------------------------------------------------------------------------- 5. NaN / inf features
+
+
+def test_nonfinite_feature_rows_are_named(work, capsys):
+    tmp_path, data, cfg = work
+    feats = np.load(data / "features/fake.npy")
+    feats[3, 1], feats[7, 0] = np.nan, np.inf
+    np.save(data / "features/fake.npy", feats)
+    rc, out = run_cli(capsys, None, "validate-dataset", str(data))
+    assert rc == 1 and "features/fake.npy" in out and "rows [3, 7]" in out and "img003" in out, out
+    rc, err = run_cli(capsys, cfg, "prepare")
+    assert rc == 2 and str(data / "features/fake.npy") in err and "rows [3, 7]" in err and "'img007'" in err, err
+    assert created(tmp_path) == set()
+    # a dataset linked before the features went bad: embed-images refuses, writes nothing
+    Path("data/prepared").mkdir(parents=True)
+    Path("data/prepared/hand").symlink_to(data)
+    rc, err = run_cli(capsys, cfg, "embed-images")
+    assert rc == 2 and "rows [3, 7]" in err
+    assert not (tmp_path / "artifacts").exists()
+
+
+# --------------------------------------------------------------------------- 9. disk full
+
+
+def _no_space(*_a, **_k):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_disk_full_names_the_path_being_written(work, capsys, monkeypatch):
+    tmp_path, _, cfg = work
+    assert run_cli(capsys, cfg, "prepare")[0] == 0
+    with monkeypatch.context() as m:
+        m.setattr(Path, "write_text", _no_space)
+        rc, err = run_cli(capsys, None, "sample", "--direction", "en-de", "--config", "cfg.yaml")
+    samples = tmp_path / "artifacts/rel/samples"
+    assert rc == 2 and "artifacts/rel/samples/en-de.json: cannot be written: No space left on device" in err, err
+    assert list(samples.iterdir()) == []  # no file, no temporary sibling
+    assert run_cli(capsys, cfg, "sample", "--direction", "en-de")[0] == 0
+
+    def savez_then_full(fh, **arrays):
+        fh.write(b"PK partial")
+        _no_space()
+
+    with monkeypatch.context() as m:
+        m.setattr(np, "savez", savez_then_full)
+        rc, err = run_cli(capsys, None, "embed-images", "--config", "cfg.yaml")
+    assert rc == 2 and "artifacts/rel/image/fake.npz: cannot be written" in err, err
+    assert list((tmp_path / "artifacts/rel/image").iterdir()) == []
+
+
+def test_disk_full_elsewhere_is_one_line_exit_2(work, capsys, monkeypatch):
+    _, _, cfg = work
+    from backretrieval.steps import sample as sample_mod
+
+    monkeypatch.setattr(sample_mod, "sample_step", _no_space)
+    rc, err = run_cli(capsys, cfg, "sample")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "errno 28" in err and "backretrieval sample" in err
+
+
+# --------------------------------------------------------------------------- 11 + 12. Makefile, git
+
+
+def _fake_venv(tmp_path: Path, case_report_rc: int) -> Path:
+    """A VENV for the Makefile whose `backretrieval report` succeeds and `case-report` exits
+    with ``case_report_rc``; python is the real one (the Makefile reads the config with it)."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    fake = venv / "backretrieval"
+    fake.write_text(f'#!/bin/sh\necho "fake backretrieval $1"\n[ "$1" = case-report ] && exit {case_report_rc}\nexit 0\n')
+    fake.chmod(0o755)
+    (venv / "activate").write_text(f'export PATH="{venv}:{BIN}:$PATH"\nexport PYTHONPATH="{ROOT / "src"}"\n')
+    return venv
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+@pytest.mark.parametrize("config, case_rc, want_rc, says", [
+    ("params.yaml", 1, 2, "fake backretrieval case-report"),      # failing case report fails the target
+    ("params.yaml", 0, 0, "fake backretrieval case-report"),
+    ("config/multi30k.yaml", 1, 0, "has no case_study section; case report skipped"),
+])
+def test_make_figures_fails_when_the_case_report_fails(tmp_path, config, case_rc, want_rc, says):
+    venv = _fake_venv(tmp_path, case_rc)
+    res = subprocess.run(["make", "-s", "figures", f"VENV={venv}", f"CONFIG={config}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == want_rc, res.stdout + res.stderr
+    assert "fake backretrieval report" in res.stdout and says in res.stdout
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_make_report_output_is_ignored():
+    res = subprocess.run(["git", "check-ignore", "-q", "reports/report.html"], cwd=ROOT)
+    assert res.returncode == 0, "reports/report.html (make report) is neither ignored nor committed"
+
+
+# --------------------------------------------------------------------------- keep passing
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+PAYLOADS = ['</script><script>alert(1)</script>', '"><svg onload=alert(2)>', "' onfocus='alert(3)' autofocus x='",
+            '<iframe src="javascript:alert(4)"></iframe>', "</div></form><img src=x onerror=alert(5)>"]
+
+
+def test_rating_page_escapes_xss_payloads(tmp_path):
+    from backretrieval.study.human_study import HTML_NAME, make_sheets
+
+    queries = pd.DataFrame({"query_id": ["q1", PAYLOADS[1]], "text": [PAYLOADS[0], PAYLOADS[4]]})
+    sugg = {q: [(f"c{i}", p) for i, p in enumerate(PAYLOADS)] for q in queries.query_id}
+    make_sheets(queries, sugg, sugg, tmp_path / "s", seed=0, model_names=("A", PAYLOADS[2]))
+    page = (tmp_path / "s" / HTML_NAME).read_text()
+    parser = _Tags()
+    parser.feed(page)
+    names = [t for t, _ in parser.tags]
+    assert names.count("script") == 1 and not {"svg", "iframe", "img"} & set(names)
+    assert not [a for _, attrs in parser.tags for a in attrs if a.startswith("on") or a == "autofocus"]
+    for p in PAYLOADS[:2] + PAYLOADS[3:]:
+        assert p not in page
+    assert PAYLOADS[2] not in page and "A" not in {a.get("data-model") for _, a in parser.tags}
+
+
+def _key_and_ratings(tmp_path: Path) -> tuple[Path, Path]:
+    from backretrieval.study.human_study import KEY_FORMAT
+
+    sugg = {f"s{i}": {"query_id": "q0", "candidate_id": f"c{i}", "models": ["A" if i % 2 else "B"]} for i in range(6)}
+    key = tmp_path / "key.sealed.json"
+    key.write_text(json.dumps({"format": KEY_FORMAT, "model_names": ["A", "B"], "suggestions": sugg}))
+    sha = hashlib.sha256(key.read_bytes()).hexdigest()
+    ratings = tmp_path / "ratings.csv"
+    pd.DataFrame({"suggestion_id": list(sugg), "rating": [1, 2, 3, 4, 1, 2], "key_sha256": sha, "rater": "r1"}).to_csv(ratings, index=False)
+    return key, ratings
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda k, r: r.write_text(r.read_text().replace(",3,", ",7,")), "rating 7 outside 1-4"),
+    (lambda k, r: r.write_text(r.read_text() + f"s9,1,{r.read_text().splitlines()[1].split(',')[2]},r1\n"), "'s9'.*not in the key"),
+    (lambda k, r: k.write_text(k.read_text().replace('"c1"', '"c1x"')), "does not match the key"),
+], ids=["rating-out-of-range", "unknown-suggestion", "key-edited"])
+def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
+    key, ratings = _key_and_ratings(tmp_path)
+    out = tmp_path / "tally.md"
+    assert run_cli(capsys, None, "tally", "--ratings", str(ratings), "--key", str(key), "--out", str(out))[0] == 0
+    out.unlink()
+    tamper(key, ratings)
+    rc, err = run_cli(capsys, None, "tally", "--ratings", str(ratings), "--key", str(key), "--out", str(out))
+    assert rc == 2 and pd.Series([err]).str.contains(message).iloc[0], err
+    assert ("ratings.csv" in err) or ("key.sealed.json" in err)
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- Snakemake runs (slow)
+
+
+def _env():
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _smk_cmd(wd: Path, cores: int, *extra: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--cores", str(cores),
+            "--configfile", str(ROOT / "tests/data/tiny.yaml"), *extra]
+
+
+def _smk(wd: Path, cores: int, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_smk_cmd(wd, cores, *extra), capture_output=True, text=True, env=_env(), timeout=900)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """tests/data/tiny.yaml three ways, all at the same time: A --cores 1 with its own cache;
+    B and C --cores 2 sharing one cache directory."""
+    base = tmp_path_factory.mktemp("tiny")
+    shared = base / "shared-cache"
+    runs = {"a": _smk_cmd(base / "a", 1)}
+    runs.update({n: _smk_cmd(base / n, 2, "--config", f"cache_dir={shared}") for n in ("b", "c")})
+    procs = {n: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
+             for n, cmd in runs.items()}
+    for p in procs.values():
+        out, _ = p.communicate(timeout=900)
+        assert p.returncode == 0, out[-4000:]
+    return base
+
+
+@pytest.mark.slow
+def test_cores_1_and_cores_2_give_identical_files(tiny_runs):
+    a, b = tree(tiny_runs / "a"), tree(tiny_runs / "b")
+    assert len(a) > 40 and a == b
+
+
+@pytest.mark.slow
+def test_two_runs_sharing_one_cache_directory_agree(tiny_runs):
+    assert tree(tiny_runs / "b") == tree(tiny_runs / "c")
+    assert list((tiny_runs / "shared-cache").rglob("shard-*.npz"))
+
+
+@pytest.mark.slow
+def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
+    wd = tmp_path / "k"
+    p = subprocess.Popen(_smk_cmd(wd, 2), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+                         start_new_session=True)
+    deadline = time.time() + 300
+    while not list((wd / "artifacts").rglob("*.npz")) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+    assert p.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(p.pid, signal.SIGKILL)  # snakemake and its running jobs, as kill -9 / power loss
+    p.wait()
+    res = _smk(wd, 2)
+    said = res.stdout + res.stderr
+    # the plain rerun stops and names the way out: the stale lock, or outputs of killed jobs
+    assert res.returncode != 0 and ("--unlock" in said or "--rerun-incomplete" in said), said[-3000:]
+    # the recovery documented in docs/TROUBLESHOOTING.md
+    assert _smk(wd, 1, "--unlock").returncode == 0
+    res = _smk(wd, 2, "--rerun-incomplete")
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert tree(wd) == tree(tiny_runs / "a")
