@@ -176,3 +176,105 @@ def test_lite2_fingerprint_and_resolution() -> None:
     assert l2.fingerprint() != l0.fingerprint()
     assert l0.fingerprint() != build_image_backbone("l0", {"type": "efficientnet-lite",
                                                           "normalize": "imagenet"}).fingerprint()
+
+
+# ------------------------------------------------------------------ torchvision preprocessing
+
+
+class _RecordingTransform:
+    """Stands in for ``<Weights>.transforms()``: records its inputs, returns a CHW tensor."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+        self.calls: list[tuple[str, tuple[int, int]]] = []
+
+    def __call__(self, im):
+        import torch
+
+        assert isinstance(im, Image.Image)
+        self.calls.append((im.mode, im.size))
+        small = np.asarray(im.resize((16, 16), Image.Resampling.NEAREST), np.float32) / 255.0
+        return torch.from_numpy(small.transpose(2, 0, 1).copy()) + self.offset
+
+
+@pytest.fixture
+def fake_torchvision(monkeypatch):
+    """A `torchvision` module with resnet50 (a tiny net with ResNet's attribute names) and a
+    ResNet50_Weights enum whose members' transforms() are recording transforms."""
+    import enum
+    import sys
+    import types
+
+    torch = pytest.importorskip("torch")
+    transforms = {"v1": _RecordingTransform(0.0), "v2": _RecordingTransform(10.0)}
+
+    class ResNet50_Weights(enum.Enum):  # noqa: N801 - torchvision's name
+        IMAGENET1K_V1 = "v1"
+        IMAGENET1K_V2 = "v2"
+
+        def transforms(self):
+            return transforms[self.value]
+
+    built: list = []
+
+    def resnet50(weights=None):
+        torch.manual_seed(0)
+        m = torch.nn.Module()
+        m.conv1 = torch.nn.Conv2d(3, 4, 3, padding=1, bias=False)
+        m.bn1, m.relu, m.maxpool = torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2)
+        m.layer1, m.layer2, m.layer3 = torch.nn.Identity(), torch.nn.Identity(), torch.nn.Identity()
+        m.layer4 = torch.nn.Conv2d(4, 2048, 1)
+        built.append(weights)
+        return m
+
+    tv = types.ModuleType("torchvision")
+    tv.models = types.SimpleNamespace(resnet50=resnet50, ResNet50_Weights=ResNet50_Weights)
+    monkeypatch.setitem(sys.modules, "torchvision", tv)
+
+    def no_bicubic(*a, **k):
+        raise AssertionError("the hand-made bicubic preprocess() was used for a torchvision backbone")
+
+    monkeypatch.setattr("backretrieval.images.base.preprocess", no_bicubic)
+    return types.SimpleNamespace(transforms=transforms, built=built, weights=ResNet50_Weights, torch=torch)
+
+
+def test_torchvision_backbone_uses_the_weights_transforms(fake_torchvision, tmp_path: Path) -> None:
+    torch = fake_torchvision.torch
+    rng = np.random.default_rng(0)
+    paths = [tmp_path / "a.png", tmp_path / "b.png"]
+    Image.fromarray(rng.integers(0, 255, (200, 300, 3), dtype=np.uint8)).save(paths[0])
+    Image.fromarray(rng.integers(0, 255, (260, 120, 4), dtype=np.uint8), mode="RGBA").save(paths[1])
+    bb = build_image_backbone("rn50", {"type": "torchvision", "arch": "resnet50", "device": "cpu"})
+    feats = bb.encode_images(paths)
+    tf = fake_torchvision.transforms["v1"]
+    # the PIL images go to the weights' transform as loaded (RGB, original size), nothing else
+    assert tf.calls == [("RGB", (300, 200)), ("RGB", (120, 260))]
+    assert fake_torchvision.built == [fake_torchvision.weights.IMAGENET1K_V1]
+    assert fake_torchvision.transforms["v2"].calls == []
+    x = torch.stack([_RecordingTransform(0.0)(load_rgb(p)) for p in paths])
+    with torch.no_grad():
+        expected = bb._features(bb.model(), x.contiguous(memory_format=torch.channels_last)).numpy()
+    assert feats.shape == (2, 2048) and feats.dtype == np.float32
+    np.testing.assert_array_equal(feats, expected)
+    # the preprocessing is part of the fingerprint (cached features are not reused across it)
+    assert bb.fingerprint_info()["preprocess"] == "torchvision-weights-transforms"
+    v2 = build_image_backbone("rn50", {"type": "torchvision", "arch": "resnet50", "weights_name": "IMAGENET1K_V2"})
+    assert v2.fingerprint() != bb.fingerprint()
+
+
+def test_torchvision_local_weights_use_the_named_weights_transforms(fake_torchvision, tmp_path: Path) -> None:
+    torch = fake_torchvision.torch
+    state = tmp_path / "rn50.pth"
+    import sys
+
+    torch.save(sys.modules["torchvision"].models.resnet50().state_dict(), state)
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(tmp_path / "c.png")
+    bb = build_image_backbone("rn50", {"type": "torchvision", "arch": "resnet50", "device": "cpu",
+                                       "weights": str(state), "weights_name": "IMAGENET1K_V2"})
+    bb.encode_images([tmp_path / "c.png"])
+    assert fake_torchvision.transforms["v2"].calls == [("RGB", (64, 48))]
+    assert fake_torchvision.transforms["v1"].calls == []
+    assert fake_torchvision.built[-1] is None  # architecture only; the state dict came from the file
+    bad = build_image_backbone("rn50", {"type": "torchvision", "arch": "resnet50", "weights_name": "V9"})
+    with pytest.raises(ConfigError, match=r"weights_name 'V9'.*IMAGENET1K_V1"):
+        bad.encode_images([tmp_path / "c.png"])

