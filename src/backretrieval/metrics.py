@@ -412,13 +412,13 @@ class BandPairs:
     """A seeded subsample of ``m`` distinct source×target pairs, laid out for block products.
 
     Rows and columns are put in random order (``row_perm``, ``col_perm``). Row r of that order
-    is paired with the consecutive columns c_r, c_r + 1, …, c_r + k_r − 1 (mod n_t) of the
-    column order, where c_r = ⌊r·n_t/n_s⌋ and k_r = ⌊m/n_s⌋, plus one for the first m mod n_s
-    rows. So every pair has the same chance m/(n_s·n_t) to be chosen, no pair twice, each row
-    is used ⌊m/n_s⌋ or ⌈m/n_s⌉ times and each column about m/n_t times; and the pairs of a
-    block of rows lie in a band of one small tile, whose cosines are one matrix product
-    (instead of gathering two rows per pair). Pair p of the sample is the p-th of this
-    row-major enumeration.
+    is paired with the k_r consecutive columns c_r, c_r + 1, …, c_r + k_r − 1 (mod n_t) of the
+    column order, where c_r = ⌊r·n_t/n_s⌋ and k_r = ⌊(r+1)·m/n_s⌋ − ⌊r·m/n_s⌋. So every pair
+    has the same chance m/(n_s·n_t) to be chosen, none twice; each row is used ⌊m/n_s⌋ or
+    ⌈m/n_s⌉ times and each column m/n_t times up to ±2. The pairs of a block of consecutive
+    rows lie in a band of one small tile, so their cosines come from one matrix product per
+    block instead of two gathered rows per pair. Pair p of the sample is the p-th pair of this
+    enumeration (rows in order, columns in order within a row).
     """
 
     n_src: int
@@ -434,56 +434,46 @@ class BandPairs:
         rng = np.random.default_rng(seed)
         return cls(n_src, n_tgt, int(m), rng.permutation(n_src), rng.permutation(n_tgt))
 
+    def _rows(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(first column c_r, number of pairs k_r) of rows r, in the permuted orders."""
+        return r * self.n_tgt // self.n_src, (r + 1) * self.m // self.n_src - r * self.m // self.n_src
+
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(source index, target index) of every pair, in sample order (for tests and inspection)."""
-        k, extra = divmod(self.m, self.n_src)
-        r = np.arange(self.n_src)
-        per_row = k + (r < extra)
-        rows = np.repeat(r, per_row)
-        offset = np.arange(self.m) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-        cols = (rows * self.n_tgt // self.n_src + offset) % self.n_tgt
+        """(source index, target index) of every pair, in sample order."""
+        first, per_row = self._rows(np.arange(self.n_src))
+        rows = np.repeat(np.arange(self.n_src), per_row)
+        cols = (np.repeat(first - (np.cumsum(per_row) - per_row), per_row) + np.arange(self.m)) % self.n_tgt
         return self.row_perm[rows], self.col_perm[cols]
 
-    def _width(self, rows: int, k_max: int) -> int:
-        """Columns of the tile that holds the band of ``rows`` consecutive rows."""
-        return ((rows - 1) * self.n_tgt) // self.n_src + 1 + k_max
-
     def distances(self, a: np.ndarray, b: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
-        """1 - <a_i, b_j> for the sampled pairs (rows normalised), in sample order, in a's dtype."""
+        """1 - <a_i, b_j> for the sampled pairs (rows normalised), in sample order."""
         n_s, n_t = self.n_src, self.n_tgt
-        k, extra = divmod(self.m, n_s)
-        k_max = k + (extra > 0)
-        # rows per tile: the band (k_max wide) fills about half of a tile of R rows ×
-        # (R·n_t/n_s + k_max) columns; at least 32 rows so each product is a real sgemm
+        k_max = -(-self.m // n_s)
+        width = lambda rows: ((rows - 1) * n_t) // n_s + 1 + k_max  # noqa: E731  tile columns
+        # rows per tile: the band fills about half of a tile of R rows × (R·n_t/n_s + k_max)
+        # columns; at least 32 rows so each product is a real sgemm
         step = min(n_s, max(32, k_max * n_s // n_t))
-        while step > 1 and step * self._width(step, k_max) > block_elems:
+        while step > 1 and step * width(step) > block_elems:
             step //= 2
-        width = self._width(step, k_max)
         dtype = np.result_type(a.dtype, b.dtype)
         out = np.empty(self.m, dtype=dtype)
         a_buf = np.empty((step, a.shape[1]), dtype=a.dtype)
-        b_buf = np.empty((width, b.shape[1]), dtype=b.dtype)
-        tile_buf = np.empty(step * width, dtype=dtype)
+        b_buf = np.empty((width(step), b.shape[1]), dtype=b.dtype)
+        tile_buf = np.empty(step * width(step), dtype=dtype)
         pos = 0
         with threadpool_limits(limits=1, user_api="blas"):  # small products: threads only cost here
             for s in range(0, n_s, step):
                 e = min(n_s, s + step)
-                r = np.arange(s, e)
-                start = r * n_t // n_s
-                c0 = int(start[0])
-                w = int(start[-1]) - c0 + k_max
-                per_row = k + (r < extra)
+                first, per_row = self._rows(np.arange(s, e))
                 total = int(per_row.sum())
-                if total == 0:
-                    continue
+                c0, w = int(first[0]), int(first[-1] - first[0]) + k_max
                 np.take(a, self.row_perm[s:e], axis=0, out=a_buf[: e - s])
                 np.take(b, self.col_perm[(c0 + np.arange(w)) % n_t], axis=0, out=b_buf[:w])
-                tile = tile_buf[: (e - s) * w].reshape(e - s, w)
-                np.matmul(a_buf[: e - s], b_buf[:w].T, out=tile)
-                first = (r - s) * w + (start - c0)
-                flat = np.repeat(first - (np.cumsum(per_row) - per_row), per_row) + np.arange(total)
+                np.matmul(a_buf[: e - s], b_buf[:w].T, out=tile_buf[: (e - s) * w].reshape(e - s, w))
+                # entry j of local row u sits at u·w + (c_r − c0) + j of the tile
+                at = np.arange(e - s) * w + (first - c0) - (np.cumsum(per_row) - per_row)
                 seg = out[pos : pos + total]
-                np.take(tile_buf, flat, out=seg)
+                np.take(tile_buf, np.repeat(at, per_row) + np.arange(total), out=seg)
                 np.subtract(1, seg, out=seg)
                 pos += total
         return out
@@ -517,7 +507,7 @@ class CorrImageSide:
         _check_pair_count(sample.m if sample else n_s * n_t)
         if sample is not None:
             ranks, ties = _doubled_ranks(sample.distances(si, ti, block_elems))
-        elif _use_counting(si, n_s * n_t, block_elems):
+        elif _use_counting(si, n_s * n_t):
             ranks, ties = _all_pairs_ranks_counting(si, ti, block_elems)
         else:
             ranks, ties = _doubled_ranks(_all_distances(si, ti, block_elems))
@@ -532,7 +522,7 @@ class CorrImageSide:
         if self.sample is not None:
             ranks, ties = _doubled_ranks(self.sample.distances(st, tt, block_elems))
             s_raw = _exact_dot(ranks, self.img_ranks)
-        elif _use_counting(st, n, block_elems):
+        elif _use_counting(st, n):
             s_raw, ties = _all_pairs_sum_counting(st, tt, self.img_ranks, block_elems)
         else:
             ranks, ties = _doubled_ranks(_all_distances(st, tt, block_elems))
@@ -649,8 +639,13 @@ _CODE_MIN, _CODE_MAX = -(1 << 16), (1 << 25) + (1 << 16)
 _CHUNK = 1 << 20
 
 
-def _use_counting(x: np.ndarray, n_pairs: int, block_elems: int) -> bool:
-    return x.dtype == np.float32 and n_pairs > block_elems
+# Below this many pairs, sorting them is cheaper than a pass over the ~2^25 possible codes;
+# above, counting is faster and needs 4 bytes per pair instead of ~30.
+_COUNTING_MIN_PAIRS = 1 << 24
+
+
+def _use_counting(x: np.ndarray, n_pairs: int) -> bool:
+    return x.dtype == np.float32 and n_pairs >= _COUNTING_MIN_PAIRS
 
 
 def _code_blocks(a: np.ndarray, b: np.ndarray, block_elems: int, out: np.ndarray | None = None):
