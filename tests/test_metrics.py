@@ -393,6 +393,20 @@ def test_doubled_ranks_equal_scipy_with_ties(x):
     assert ties == sum(int(t) ** 3 - int(t) for t in counts)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    x=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 300),
+                 elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30]) | st.floats(-5, 5, width=32)),
+    seed=st.integers(0, 2**32 - 1), big=st.booleans(),
+)
+def test_rank_dot_equals_ranks_times_payload(x, seed, big):
+    """Σ 2·rank(x)·other via one sort with ``other`` as payload = the same sum over the ranks in
+    the original order (float32: packed uint64 sort; float64 or payloads ≥ 2^32: argsort)."""
+    other = np.random.default_rng(seed).integers(0, 2**33 if big else 2 * x.size + 1, x.size)
+    ranks, ties = M._doubled_ranks(x)
+    assert M._rank_dot(x, other) == (sum(int(r) * int(o) for r, o in zip(ranks.tolist(), other.tolist())), ties)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     n=st.integers(0, 3000), bits_a=st.integers(1, 40), bits_b=st.integers(1, 56),

@@ -407,6 +407,9 @@ def corr(
     return side.spearman(src_text, tgt_text, block_elems=block_elems)
 
 
+_SMALL_PRODUCT = 1 << 28  # multiply-adds of one tile below which BandPairs uses one BLAS thread
+
+
 @dataclass(frozen=True)
 class BandPairs:
     """A seeded subsample of ``m`` distinct source×target pairs, laid out for block products.
@@ -461,7 +464,9 @@ class BandPairs:
         b_buf = np.empty((width(step), b.shape[1]), dtype=b.dtype)
         tile_buf = np.empty(step * width(step), dtype=dtype)
         pos = 0
-        with threadpool_limits(limits=1, user_api="blas"):  # small products: threads only cost here
+        # BLAS threads cost more than they save on small tiles (measured: ~10x the CPU time)
+        threads = 1 if step * width(step) * a.shape[1] < _SMALL_PRODUCT else None
+        with threadpool_limits(limits=threads, user_api="blas"):
             for s in range(0, n_s, step):
                 e = min(n_s, s + step)
                 first, per_row = self._rows(np.arange(s, e))
@@ -520,13 +525,11 @@ class CorrImageSide:
             raise ValueError("corr: text rows do not match the image side")
         n = self.img_ranks.size
         if self.sample is not None:
-            ranks, ties = _doubled_ranks(self.sample.distances(st, tt, block_elems))
-            s_raw = _exact_dot(ranks, self.img_ranks)
+            s_raw, ties = _rank_dot(self.sample.distances(st, tt, block_elems), self.img_ranks)
         elif _use_counting(st, n):
             s_raw, ties = _all_pairs_sum_counting(st, tt, self.img_ranks, block_elems)
         else:
-            ranks, ties = _doubled_ranks(_all_distances(st, tt, block_elems))
-            s_raw = _exact_dot(ranks, self.img_ranks)
+            s_raw, ties = _rank_dot(_all_distances(st, tt, block_elems), self.img_ranks)
         return _rho(n, s_raw, ties, self.img_ties)
 
 
@@ -555,7 +558,7 @@ def _exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     if amax * bmax >= 1 << 62:
         if amax < bmax:
             a, b, bmax = b, a, amax
-        shift = 62 - bmax.bit_length()  # low bits · b < 2^62; b ≤ 2^40 here (ranks, sums of ranks)
+        shift = 62 - bmax.bit_length()  # low bits · b < 2^62 (b, the smaller, is below 2^33 here)
         return (_exact_dot(a >> shift, b) << shift) + _exact_dot(a & ((1 << shift) - 1), b)
     return _exact_sum(a * b)
 
@@ -596,15 +599,44 @@ def _doubled_ranks(x: np.ndarray) -> tuple[np.ndarray, int]:
     return ranks, _tie_term(ends - starts)
 
 
+def _rank_dot(x: np.ndarray, other: np.ndarray) -> tuple[int, int]:
+    """(Σ_p D[p]·other[p], Σ (t³ − t) over the ties of x), D = doubled average ranks of x,
+    ``other`` non-negative integers. Sorts x with ``other`` as payload (packed into one uint64
+    for float32), so neither ranks in the original order nor an index array are needed: each
+    tie group contributes its doubled rank times the sum of its payloads."""
+    x = np.asarray(x).ravel()
+    n = x.size
+    if n == 0:
+        return 0, 0
+    if x.dtype == np.float32 and int(other.max()) < 1 << 32:
+        packed = (_float32_keys(x) << np.uint64(32)) | other.astype(np.uint64)
+        packed.sort()
+        keys, payload = packed >> np.uint64(32), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    else:
+        order = np.argsort(x, kind="quicksort")
+        keys, payload = x[order], other[order].astype(np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    if starts.size == n:  # no ties: D = 2, 4, …, 2n in sorted order
+        return _exact_dot(np.arange(2, 2 * n + 1, 2), payload), 0
+    ends = np.concatenate((starts[1:], [n]))
+    group_sums = np.add.reduceat(payload, starts)  # ≤ n·2n < 2^63
+    return _exact_dot(starts + ends + 1, group_sums), _tie_term(ends - starts)
+
+
+def _float32_keys(x: np.ndarray) -> np.ndarray:
+    """uint64 keys in [0, 2^32) with the order of the float32 values x; equal keys ⇔ equal
+    values (+ 0 turns -0.0 into 0.0, so both zeros share one key)."""
+    bits = (x + np.float32(0)).view(np.uint32)
+    return np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31)).astype(np.uint64)
+
+
 def _argsort_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(an argsort of x, integer keys of x in that order; equal keys ⇔ equal values).
 
     Packs an order-preserving 32-bit key of each value with its index into one uint64 and
     sorts those (numpy's vectorised integer sort), about twice as fast as ``np.argsort``.
     """
-    bits = (x + np.float32(0)).view(np.uint32)  # + 0 turns -0.0 into 0.0: one key for both zeros
-    key = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31)).astype(np.uint64)  # float order
-    packed = (key << np.uint64(32)) | np.arange(x.size, dtype=np.uint64)
+    packed = (_float32_keys(x) << np.uint64(32)) | np.arange(x.size, dtype=np.uint64)
     packed.sort()
     return (packed & np.uint64(0xFFFFFFFF)).astype(np.intp), packed >> np.uint64(32)
 
@@ -625,7 +657,7 @@ def _all_distances(a: np.ndarray, b: np.ndarray, block_elems: int) -> np.ndarray
     return out.ravel()
 
 
-# All pairs, float32 and more pairs than one block: ranks by counting instead of sorting. The
+# All pairs, float32, at least _COUNTING_MIN_PAIRS of them: ranks by counting, not sorting. The
 # float32 distance fl(1 − s) of a float32 cosine s is always a multiple of 2^-24 (for
 # |1 − s| < 1/2, s lies in (1/2, 3/2), where 1 − s is exact (Sterbenz) and s a multiple of
 # ulp(s) ≥ 2^-24; otherwise |fl(1 − s)| ≥ 1/2, whose ulp is ≥ 2^-24). So code = 2^24·fl(1 − s)
@@ -690,7 +722,12 @@ class _CodeCounts:
     def doubled_ranks(self) -> np.ndarray:
         """Doubled average rank of every code from ``lo`` to ``hi`` (2·below + count + 1)."""
         counts = self._used(self.counts)
-        return 2 * (np.cumsum(counts) - counts) + counts + 1
+        ranks = np.cumsum(counts)  # in place from here: the range can span ~2^25 codes
+        ranks -= counts
+        ranks *= 2
+        ranks += counts
+        ranks += 1
+        return ranks
 
     def rank_sum_product(self) -> int:
         """Σ over pairs of (doubled rank of the pair's code)·weight = Σ_code rank·sum."""
@@ -728,6 +765,7 @@ def _all_pairs_sum_counting(a: np.ndarray, b: np.ndarray, other_ranks: np.ndarra
     for s, codes in _code_blocks(a, b, block_elems):
         counts.add(codes, other_ranks[s * n_b : s * n_b + codes.size])
     return counts.rank_sum_product(), counts.ties()
+
 
 # --------------------------------------------------------------------------------------------
 # everything for one sample, sharing work across encoders
