@@ -194,6 +194,9 @@ def test_evaluate_sample_matches_individual_functions():
         assert out[name]["bkr_mrr"] == pytest.approx(M.mrr(r))
         assert out[name]["xlr_recall"] == pytest.approx(M.xlr(e["xlr_src"], e["xlr_tgt"], k=5))
         assert out[name]["corr"] == pytest.approx(M.corr(e["bkr_src"], e["bkr_tgt"], simg, timg))
+    sub = M.evaluate_sample(encs, None, simg, timg, k=5, corr_max_pairs=300, corr_seed=4)
+    for name, e in encs.items():  # the shared image side of a subsample = a fresh one
+        assert sub[name]["corr"] == M.corr(e["bkr_src"], e["bkr_tgt"], simg, timg, max_pairs=300, seed=4)
 
 
 # ---------------------------------------------------------------------------------------------
