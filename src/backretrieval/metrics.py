@@ -464,7 +464,7 @@ class BandPairs:
         b_buf = np.empty((width(step), b.shape[1]), dtype=b.dtype)
         tile_buf = np.empty(step * width(step), dtype=dtype)
         pos = 0
-        # BLAS threads cost more than they save on small tiles (measured: ~10x the CPU time)
+        # small tiles: BLAS threads would only add synchronisation (one thread is faster)
         threads = 1 if step * width(step) * a.shape[1] < _SMALL_PRODUCT else None
         with threadpool_limits(limits=threads, user_api="blas"):
             for s in range(0, n_s, step):
@@ -579,8 +579,8 @@ def _doubled_ranks(x: np.ndarray) -> tuple[np.ndarray, int]:
     """(2·average ranks of x as int64, Σ (t³ − t) over its ties); 2·``scipy.stats.rankdata(x)``.
 
     scipy sorts with a stable mergesort; average ranks do not depend on the order within a
-    tie, so numpy's faster (vectorised) quicksort gives the same ranks. Equal values (also
-    -0.0 and 0.0) are ties, as in scipy.
+    tie, so any faster sort gives the same ranks (here numpy's vectorised sorts). Equal
+    values (also -0.0 and 0.0) are ties, as in scipy.
     """
     x = np.asarray(x).ravel()
     n = x.size
@@ -634,7 +634,7 @@ def _argsort_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(an argsort of x, integer keys of x in that order; equal keys ⇔ equal values).
 
     Packs an order-preserving 32-bit key of each value with its index into one uint64 and
-    sorts those (numpy's vectorised integer sort), about twice as fast as ``np.argsort``.
+    sorts those with numpy's vectorised integer sort, which is faster than ``np.argsort``.
     """
     packed = (_float32_keys(x) << np.uint64(32)) | np.arange(x.size, dtype=np.uint64)
     packed.sort()
