@@ -5,7 +5,8 @@
 
 Sections: machine, kernels (ours vs bare matrix products; shared image index), baselines
 (per-query argsort; sentence-transformers semantic_search; the fp32 ceiling), bf16screen (an
-evaluated alternative: bf16 product + exact re-check), corr (exact vs max_pairs),
+evaluated alternative: bf16 product + exact re-check), corr (old vs new implementation,
+exact and max_pairs, the bare products, the estimator error over seeds),
 scaling (N = 1k..100k in subprocesses; --quick: 1k, 10k), projection (paper protocol from the
 measured units), gpu (only with --gpu: metrics_torch on CUDA vs numpy + accuracy check;
 prints "no CUDA device" without one). All inputs are SYNTHETIC normalised float32 embeddings.
@@ -34,25 +35,27 @@ def _hms(s: float) -> str:
     return f"{h}h {m:02d}m {sec:02d}s" if h else f"{m}m {sec:02d}s"
 
 
-def projection(k: dict, corr_res: list[dict] | None) -> str:
+def projection(k: dict, corr_res: dict | None) -> str:
     """Paper protocol: 25 seeds × 10 encoders × 8 directions at N=10,000, from measured units.
 
     Two columns: from the measured wall times (this machine, as loaded during the run) and
     from the measured CPU seconds (all threads; independent of other processes' load, = the
     wall time on one otherwise idle core, about half that on two for the BLAS-bound parts).
+    CORR: ``evaluate_sample`` builds the image side once per sample and ranks each encoder's
+    text distances once per cell; without it, every cell pays both.
     """
     if not k or k.get("n") != N_PAPER:
         return "(needs the kernels section at N=10,000)"
     sd = SEEDS * DIRECTIONS  # samples; the image index is built once per sample
     cells = sd * ENCODERS
-    corr_t: dict[str, tuple[float, float, str]] = {}
-    for r in corr_res or []:
+    corr_t: dict[str, tuple[dict, float, str]] = {}  # label -> (run, scale, note)
+    for r in (corr_res or {}).get("runs", []):
+        old = " (before issue 16)" if r["impl"] == "old" else ""
         if r["pairs"] == "exact":
-            scale = (N_PAPER / r["n"]) ** 2
             note = "" if r["n"] == N_PAPER else f" (∝N² from N={r['n']:,})"
-            corr_t["exact"] = (r["s"] * scale, r["cpu_s"] * scale, note)
+            corr_t["exact" + old] = (r, (N_PAPER / r["n"]) ** 2, note)
         elif r["n"] <= N_PAPER and float(r["pairs"]) < r["n"] ** 2:
-            corr_t.setdefault(r["pairs"], (r["s"], r["cpu_s"], ""))
+            corr_t.setdefault(r["pairs"] + old, (r, 1.0, ""))
 
     def unit(name: str, cpu: bool) -> float:
         return k[f"{name}_cpu_s" if cpu else f"{name}_s"]
@@ -60,7 +63,9 @@ def projection(k: dict, corr_res: list[dict] | None) -> str:
     rows = []
     for label in ("no index: E × (xlr + bkr) per sample", "`evaluate_sample`, full_bkr_ranks=True",
                   "`evaluate_sample`, full_bkr_ranks=False"):
-        for ckey in ["none", *sorted(corr_t, key=lambda x: (x != "exact", x))]:
+        for ckey in ["none", *sorted(corr_t, key=lambda x: ("before" in x, not x.startswith("exact"), x))]:
+            if "before" in ckey and "True" not in label:
+                continue  # the previous implementation: one variant is enough to compare
             tot = []
             for cpu in (False, True):
                 if label.startswith("no index"):
@@ -70,14 +75,21 @@ def projection(k: dict, corr_res: list[dict] | None) -> str:
                     per_cell = unit("xlr", cpu) + unit("rec", cpu)
                     if "True" in label:  # per-encoder image product for BkR MRR / mean rank
                         per_cell += max(0.0, unit("bkr", cpu) - unit("bt", cpu))
-                ct = corr_t[ckey][1 if cpu else 0] if ckey in corr_t else 0.0
-                tot.append(sd * per_sample + cells * (per_cell + ct))
+                if ckey in corr_t:
+                    r, scale, _ = corr_t[ckey]
+                    c_build, c_enc = (r["build_cpu_s"], r["spearman_cpu_s"]) if cpu else (r["build_s"], r["spearman_s"])
+                    if label.startswith("no index"):
+                        per_cell += (c_build + c_enc) * scale
+                    else:
+                        per_sample += c_build * scale
+                        per_cell += c_enc * scale
+                tot.append(sd * per_sample + cells * per_cell)
             cname = "none" if ckey == "none" else ckey + corr_t[ckey][2]
             rows.append([label, cname, _hms(tot[0]), f"{tot[0] / 3600:.1f}", f"{tot[1] / 3600:.1f}"])
     return (
         f"{SEEDS} seeds × {ENCODERS} encoders × {DIRECTIONS} directions at N={N_PAPER:,} = {cells} cells, "
-        f"{sd} samples (image index shared per seed×direction). Units = this run's measurements; "
-        "embedding time excluded (see benchmarks/throughput.py).\n\n"
+        f"{sd} samples (image index and CORR image side shared per seed×direction). Units = this run's "
+        "measurements; embedding time excluded (see benchmarks/throughput.py).\n\n"
         + bench_common.md_table(
             ["pipeline variant", "CORR", "projected wall (from this run's wall times)", "hours", "CPU-hours"], rows)
     )
@@ -98,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         want.remove("gpu")
     parts: list[str] = [f"# Metric benchmarks ({'quick' if a.quick else 'full'}; {time.strftime('%Y-%m-%d %H:%M')})"]
     kernels_units: dict = {}
-    corr_res: list[dict] | None = None
+    corr_res: dict | None = None
     all_units: dict = {}
 
     def emit(title: str, body: str) -> None:
@@ -134,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
             body, corr_res = bench_corr.run(a.quick, a.n)
             all_units["corr"] = corr_res
-            emit("CORR: exact vs max_pairs subsample", body)
+            emit("CORR: before vs after issue 16, exact and max_pairs, bare products, estimator error", body)
         elif sec == "scaling":
             import bench_scaling
 

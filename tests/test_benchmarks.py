@@ -85,3 +85,9 @@ def test_run_all_small_smoke(tmp_path):
     assert units["baselines"]["argsort_agree"] == 1.0
     if "semantic_search_s" in units["baselines"]:  # sentence-transformers installed
         assert units["baselines"]["recall_ours"] == units["baselines"]["recall_ss"]
+    runs = {(r["pairs"], r["impl"]): r for r in units["corr"]["runs"]}
+    assert set(runs) == {("exact", "old"), ("exact", "new"), ("1e6", "old"), ("1e6", "new")}
+    assert runs["exact", "new"]["rho"] == pytest.approx(runs["exact", "old"]["rho"], abs=1e-15)  # same CORR
+    quality = units["corr"]["quality"]
+    assert len(quality["new"]) == len(quality["old"]) == quality["seeds"] > 0
+    assert max(abs(r - quality["exact"]) for r in quality["new"]) < 0.05  # 3.6e4 of 3.6e5 pairs

@@ -194,6 +194,9 @@ def test_evaluate_sample_matches_individual_functions():
         assert out[name]["bkr_mrr"] == pytest.approx(M.mrr(r))
         assert out[name]["xlr_recall"] == pytest.approx(M.xlr(e["xlr_src"], e["xlr_tgt"], k=5))
         assert out[name]["corr"] == pytest.approx(M.corr(e["bkr_src"], e["bkr_tgt"], simg, timg))
+    sub = M.evaluate_sample(encs, None, simg, timg, k=5, corr_max_pairs=300, corr_seed=4)
+    for name, e in encs.items():  # the shared image side of a subsample = a fresh one
+        assert sub[name]["corr"] == M.corr(e["bkr_src"], e["bkr_tgt"], simg, timg, max_pairs=300, seed=4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,3 +348,218 @@ def test_top_k_members_equals_partition(scores, k, groups):
     rows, cols = M._top_k_members(scores, k, groups=groups)
     assert set(zip(rows.tolist(), cols.tolist())) == want
     assert len(rows) == len(want)
+
+
+# ---------------------------------------------------------------------------------------------
+# CORR: exact ranks and sums, counting of float32 distance codes, the band pair sample
+
+
+def exact_spearman(x, y):
+    """Spearman's rho from scipy's average ranks with exact rational sums (50-digit sqrt)."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    mean = Fraction(len(rx) + 1, 2)
+    cx, cy = [Fraction(v) - mean for v in rx], [Fraction(v) - mean for v in ry]
+    sxy, sxx, syy = sum(a * b for a, b in zip(cx, cy)), sum(a * a for a in cx), sum(b * b for b in cy)
+    if sxx == 0 or syy == 0:
+        return float("nan")
+    getcontext().prec = 50
+    dec = lambda f: Decimal(f.numerator) / Decimal(f.denominator)  # noqa: E731
+    return float(dec(sxy) / (dec(sxx) * dec(syy)).sqrt())
+
+
+def _distances_of_unit_rows(a, b):
+    """1 - a_i·b_j for rows that are already unit vectors with exact binary-fraction cosines."""
+    return (1 - np.asarray(a, np.float64) @ np.asarray(b, np.float64).T).ravel()
+
+
+# rows with entries in {-1, 0, 1} and 1 or 4 non-zeros (norm 1 or 2): every cosine is a multiple
+# of 1/4, exact in float32 and float64 and in any summation order, with many ties
+_tie_matrix = lambda rows: st.lists(_exact_row, min_size=rows, max_size=rows).map(  # noqa: E731
+    lambda r: np.array(r, dtype=np.float64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 400),
+                 elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30, -1e-30, 7.0]) | st.floats(-5, 5, width=32)),
+)
+def test_doubled_ranks_equal_scipy_with_ties(x):
+    """Doubled average ranks are exactly 2·scipy.stats.rankdata (ties, ±0.0), float32 (packed
+    integer sort) and float64 (argsort), with the tie term Σ(t³ − t)."""
+    ranks, ties = M._doubled_ranks(x)
+    assert ranks.dtype == np.int64
+    assert np.array_equal(ranks, 2 * stats.rankdata(x))
+    _, counts = np.unique(x, return_counts=True)
+    assert ties == sum(int(t) ** 3 - int(t) for t in counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 300),
+                 elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30]) | st.floats(-5, 5, width=32)),
+    seed=st.integers(0, 2**32 - 1), big=st.booleans(),
+)
+def test_rank_dot_equals_ranks_times_payload(x, seed, big):
+    """Σ 2·rank(x)·other via one sort with ``other`` as payload = the same sum over the ranks in
+    the original order (float32: packed uint64 sort; float64 or payloads ≥ 2^32: argsort)."""
+    other = np.random.default_rng(seed).integers(0, 2**33 if big else 2 * x.size + 1, x.size)
+    ranks, ties = M._doubled_ranks(x)
+    assert M._rank_dot(x, other) == (sum(int(r) * int(o) for r, o in zip(ranks.tolist(), other.tolist())), ties)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(0, 3000), bits_a=st.integers(1, 40), bits_b=st.integers(1, 56),
+    signed=st.booleans(), seed=st.integers(0, 2**32 - 1),
+)
+def test_exact_dot_equals_python_integers(n, bits_a, bits_b, signed, seed):
+    rng = np.random.default_rng(seed)
+    low = (lambda bits: -(1 << bits)) if signed else (lambda bits: 0)
+    a = rng.integers(low(bits_a), 1 << bits_a, n)
+    b = rng.integers(low(bits_b), 1 << bits_b, n)
+    want = sum(int(p) * int(q) for p, q in zip(a.tolist(), b.tolist()))
+    assert M._exact_dot(a, b) == want == M._exact_dot(b, a)
+    big = a << (61 - bits_a)  # |values| up to 2^61
+    assert M._exact_sum(big) == sum(big.tolist())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st_=_tie_matrix(9), tt=_tie_matrix(7), si=_tie_matrix(9), ti=_tie_matrix(7),
+    dtype=st.sampled_from([np.float32, np.float64]), block=st.sampled_from([1, 5, M.DEFAULT_BLOCK_ELEMS]),
+)
+def test_corr_equals_exact_spearman_with_ties(st_, tt, si, ti, dtype, block):
+    """All pairs, many exact ties: CORR is the exactly computed Spearman of scipy's average ranks
+    (to 1 ulp) and scipy.stats.spearmanr (to rounding)."""
+    args = [M.normalize(v).astype(dtype) for v in (st_, tt, si, ti)]
+    d_text, d_img = _distances_of_unit_rows(args[0], args[1]), _distances_of_unit_rows(args[2], args[3])
+    want = exact_spearman(d_text, d_img)
+    got = M.corr(*args, block_elems=block)
+    if np.isnan(want):
+        assert np.isnan(got)
+        return
+    assert abs(got - want) <= np.spacing(abs(want)) + 1e-300
+    assert got == pytest.approx(stats.spearmanr(d_text, d_img).statistic, rel=1e-12, abs=1e-15)
+
+
+def _near_rows(rng, n, d, dup_every):
+    """float32 unit rows close to one direction (cosines ≈ 1: a narrow range of distance codes,
+    so counting is cheap here) with exact duplicates (ties)."""
+    x = np.ones((n, d)) + 0.05 * rng.normal(size=(n, d))
+    x[::dup_every] = x[0]
+    return M.normalize(x.astype(np.float32))
+
+
+@pytest.mark.parametrize("block", [7, 10_000])
+def test_counting_ranks_equal_sorted_ranks(block):
+    """The counting path (float32) gives exactly the ranks, tie term and rank sums of sorting
+    the same float32 distances."""
+    rng = np.random.default_rng(7)
+    a, b = _near_rows(rng, 70, 5, 4), _near_rows(rng, 90, 5, 3)
+    d = M._all_distances(a, b, block)
+    want_ranks, want_ties = M._doubled_ranks(d)
+    assert want_ties > 0
+    ranks, ties = M._all_pairs_ranks_counting(a, b, block)
+    assert ranks.dtype == np.int32
+    assert np.array_equal(ranks, want_ranks) and ties == want_ties
+    other = rng.permutation(want_ranks)
+    assert M._all_pairs_sum_counting(a, b, other, block) == (M._exact_dot(want_ranks, other), want_ties)
+
+
+def test_corr_by_counting_equals_exact_spearman(monkeypatch):
+    """CORR through the counting path (forced for this small sample) for the image side, the text
+    side or both: the exact Spearman of the float32 distances, equal to the sorting path."""
+    rng = np.random.default_rng(8)
+    st_, tt, si = _near_rows(rng, 30, 6, 5), _near_rows(rng, 25, 6, 4), _near_rows(rng, 30, 4, 3)
+    ti = rng.normal(size=(25, 4)).astype(np.float32)  # wide range of image distances
+    n = M.normalize  # the inputs as corr sees them (it normalises them)
+    d_text, d_img = M._all_distances(n(st_), n(tt), 40), M._all_distances(n(si), n(ti), 40)
+    want = exact_spearman(d_text.astype(np.float64), d_img.astype(np.float64))
+    sorted_side = M.CorrImageSide.build(si, ti, block_elems=40)
+    by_sorting = sorted_side.spearman(st_, tt, block_elems=40)
+    monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0)
+    counted_side = M.CorrImageSide.build(si, ti, block_elems=40)
+    assert counted_side.img_ranks.dtype == np.int32
+    assert np.array_equal(counted_side.img_ranks, sorted_side.img_ranks)
+    assert counted_side.img_ties == sorted_side.img_ties > 0
+    by_counting = counted_side.spearman(st_, tt, block_elems=40)
+    assert by_counting == sorted_side.spearman(st_, tt, block_elems=40) == by_sorting  # same integers
+    assert abs(by_counting - want) <= np.spacing(abs(want))
+
+
+def test_distance_codes_are_exact():
+    """2^24·fl32(1 − s) is an integer for every float32 s (the counting path's premise), here
+    for every float32 cosine in [-1, 1] near 0, ±1/2, ±1 and random ones."""
+    rng = np.random.default_rng(0)
+    near = [np.float32(c) + np.arange(-3000, 3000, dtype=np.float32) * np.spacing(np.float32(c or 2**-100))
+            for c in (0.0, 0.25, 0.5, -0.5, 1.0, -1.0)]
+    s = np.concatenate([rng.uniform(-1, 1, 200_000).astype(np.float32), *near])
+    assert s.dtype == np.float32
+    d = np.float32(1) - s
+    scaled = d.astype(np.float64) * 2**24
+    assert np.array_equal(scaled, np.round(scaled))
+    out = np.empty((1, s.size), np.int32)
+    (_, codes), = M._code_blocks(np.ones((1, 1), np.float32), s[:, None], 1 << 30, out=out)
+    assert np.array_equal(codes, scaled.astype(np.int64))
+
+
+def test_counting_rejects_unnormalised_rows(monkeypatch):
+    monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0)
+    a = np.full((40, 3), 0.7, np.float32)  # cosine 1.47
+    with pytest.raises(ValueError, match="L2-normalised"):
+        M.CorrImageSide.build(a, a, assume_normalized=True, block_elems=100)
+
+
+def test_corr_constant_side_is_nan():
+    rng = np.random.default_rng(3)
+    img = rng.normal(size=(30, 4)).astype(np.float32)
+    zeros = np.zeros((30, 6), np.float32)  # every text distance is 1: no ranking at all
+    for block in (M.DEFAULT_BLOCK_ELEMS, 50):
+        assert np.isnan(M.corr(zeros, zeros, img, img, block_elems=block))
+        assert np.isnan(M.corr(zeros, zeros, img, img, max_pairs=300, block_elems=block))
+
+
+def test_too_many_pairs_is_a_clear_error():
+    x = np.ones((1 << 16, 1), np.float32)
+    with pytest.raises(ValueError, match="max_pairs"):
+        M.CorrImageSide.build(x, x)
+    with pytest.raises(ValueError, match="max_pairs"):
+        M.CorrImageSide.build(x, x, max_pairs=1 << 31)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_s=st.integers(1, 40), n_t=st.integers(1, 40), frac=st.floats(0, 1, exclude_max=True),
+       seed=st.integers(0, 2**32 - 1))
+def test_band_pairs_are_distinct_and_balanced(n_s, n_t, frac, seed):
+    m = 1 + int(frac * (n_s * n_t - 1))
+    if m >= n_s * n_t:
+        return
+    pairs = M.BandPairs.draw(n_s, n_t, m, seed)
+    i, j = pairs.pairs()
+    assert len(i) == m and len(set(zip(i.tolist(), j.tolist()))) == m  # m distinct pairs
+    per_row = np.bincount(i, minlength=n_s)
+    assert set(per_row.tolist()) <= {m // n_s, -(-m // n_s)}
+    per_col = np.bincount(j, minlength=n_t)
+    assert per_col.max() - per_col.min() <= 2
+    again = M.BandPairs.draw(n_s, n_t, m, seed).pairs()
+    assert np.array_equal(again[0], i) and np.array_equal(again[1], j)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st_=_tie_matrix(11), tt=_tie_matrix(8), si=_tie_matrix(11), ti=_tie_matrix(8),
+       m=st.integers(2, 87), seed=st.integers(0, 2**32 - 1), block=st.sampled_from([1, 30, M.DEFAULT_BLOCK_ELEMS]))
+def test_subsample_corr_is_spearman_of_the_sampled_pairs(st_, tt, si, ti, m, seed, block):
+    """max_pairs: the band sample's distances are those of its pairs (any tile size) and CORR is
+    the exact Spearman over them; shared image side = fresh computation."""
+    args = [M.normalize(v).astype(np.float32) for v in (st_, tt, si, ti)]
+    i, j = M.BandPairs.draw(11, 8, m, seed).pairs()
+    d_text = (1 - np.sum(args[0][i].astype(np.float64) * args[1][j], axis=1))
+    d_img = (1 - np.sum(args[2][i].astype(np.float64) * args[3][j], axis=1))
+    sample = M.BandPairs.draw(11, 8, m, seed)
+    assert np.array_equal(sample.distances(args[0], args[1], block), d_text.astype(np.float32))
+    got = M.corr(*args, max_pairs=m, seed=seed, block_elems=block)
+    want = exact_spearman(d_text, d_img)
+    assert (np.isnan(got) and np.isnan(want)) or abs(got - want) <= np.spacing(abs(want)) + 1e-300
