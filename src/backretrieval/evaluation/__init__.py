@@ -1,0 +1,1 @@
+"""Evaluate one encoder on image–text data: the library behind ``backretrieval evaluate``."""
