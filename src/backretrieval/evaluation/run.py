@@ -84,6 +84,21 @@ def parse_seeds(seeds: int | Sequence[int]) -> list[int]:
     return out
 
 
+def check_protocol(directions: str | Sequence[str], n: int, seeds: int | Sequence[int], k: int,
+                   text_field: str) -> tuple[list[str], int, list[int], int]:
+    """The checks that need no data: directions, N >= 2, 1 <= k < N, seeds, the text field."""
+    dirs = parse_directions(directions)
+    seed_list = parse_seeds(seeds)
+    n, k = int(n), int(k)
+    if n < 2:
+        raise InputError(f"--n {n}: the sample size N must be at least 2")
+    if not 1 <= k < n:
+        raise InputError(f"--k {k}: Recall@k needs 1 <= k < N (N={n}); with k >= N every query is a hit")
+    if text_field not in TEXT_FIELDS:
+        raise InputError(f"--text-field {text_field!r}: expected one of {', '.join(TEXT_FIELDS)}")
+    return dirs, n, seed_list, k
+
+
 @dataclass
 class EvaluationPlan:
     """Everything fixed before any model runs: dataset, directions, N, seeds, k, the seeded
@@ -194,15 +209,7 @@ def plan_evaluation(root: Path, directions: str | Sequence[str], *, n: int = DEF
     targets need, no images / features (or none for a sampled item), k >= N, a bad text field.
     """
     root = Path(root)
-    dirs = parse_directions(directions)
-    seed_list = parse_seeds(seeds)
-    n, k = int(n), int(k)
-    if n < 2:
-        raise InputError(f"--n {n}: the sample size N must be at least 2")
-    if not 1 <= k < n:
-        raise InputError(f"--k {k}: Recall@k needs 1 <= k < N (N={n}); with k >= N every query is a hit")
-    if text_field not in TEXT_FIELDS:
-        raise InputError(f"--text-field {text_field!r}: expected one of {', '.join(TEXT_FIELDS)}")
+    dirs, n, seed_list, k = check_protocol(directions, n, seeds, k, text_field)
     meta = read_meta(root)
     items = load_items(root)
     present = sorted(set(items["lang"]))
@@ -286,7 +293,7 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
     each. Order of work: cheap checks, model availability, dataset preparation (named
     datasets), the plan's checks, text embeddings, image features, metrics."""
     t0 = time.perf_counter()
-    dirs = parse_directions(directions)
+    dirs = check_protocol(directions, n, seeds, k, text_field)[0]
     names = list(names) if names is not None else [None] * len(models)
     resolved = [resolve_model(m, nm) for m, nm in zip(models, names)]
     labels = [d["name"] for _, d in resolved]

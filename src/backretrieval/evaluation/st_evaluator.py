@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - sentence-transformers 3 to 5
 
 from .core import lookup_from
 from .datasets import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR, locate_dataset, precheck_named, prepare_named
-from .run import DEFAULT_CACHE_DIR, DEFAULT_K, parse_directions, plan_evaluation
+from .run import DEFAULT_CACHE_DIR, DEFAULT_K, check_protocol, plan_evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,8 @@ class BackretrievalEvaluator(SentenceEvaluator):
     ) -> None:
         super().__init__()
         ref = locate_dataset(dataset, Path(prepared_dir))
-        precheck_named(ref, parse_directions(directions), int(n), Path(shared_dir))
+        dirs = check_protocol(directions, n, seeds, k, text_field)[0]
+        precheck_named(ref, dirs, int(n), Path(shared_dir))
         root = prepare_named(ref, Path(shared_dir))
         self.plan = plan_evaluation(root, directions, n=n, seeds=seeds, k=k, text_field=text_field,
                                     image_backbone=image_backbone, named=ref.named.name if ref.named else None)
