@@ -191,9 +191,12 @@ def _eval_kwargs(args) -> dict:
 
 def cmd_evaluate(args) -> int:
     """One model on one dataset: a table per direction and one result JSON."""
+    from .errors import InputError
     from .evaluation import results as R
     from .evaluation.run import evaluate_model
 
+    if args.out and Path(args.out).is_dir():
+        raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
     ev = evaluate_model(args.model, args.data, args.directions, name=args.name, **_eval_kwargs(args))
     res = R.result_dict(ev, B=args.bootstrap)
     out = Path(args.out) if args.out else R.default_result_path(res)

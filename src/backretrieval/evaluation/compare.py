@@ -24,6 +24,12 @@ from ..errors import InputError
 from .results import unpack_hits
 
 
+def p_text(p: float) -> str:
+    """``p = 0.002``, ``p < 0.001``, ``p = n/a``."""
+    f = stats.format_p(p)
+    return f"p {f[0]} {f[1:]}" if f.startswith("<") else f"p = {f}"
+
+
 @dataclass(frozen=True)
 class Comparison:
     direction: str
@@ -48,14 +54,14 @@ class Comparison:
     def verdict(self, alpha: float = 0.05) -> str:
         src, tgt = self.direction.split("-")
         d = f"{src}→{tgt}"
-        p = stats.format_p(self.mcnemar_p_adjusted)
+        p = p_text(self.mcnemar_p_adjusted)
         if self.mcnemar_p_adjusted < alpha and self.diff > 0:
-            return f"{self.model_a} beats {self.model_b} on {d}: {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], p = {p}"
+            return f"{self.model_a} beats {self.model_b} on {d}: {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
         if self.mcnemar_p_adjusted < alpha and self.diff < 0:
             return (f"{self.model_b} beats {self.model_a} on {d}: {-self.diff:+.3f} [{-self.ci_high:+.3f}, "
-                    f"{-self.ci_low:+.3f}], p = {p}")
+                    f"{-self.ci_low:+.3f}], {p}")
         return (f"no significant difference on {d}: {self.model_a} - {self.model_b} = {self.diff:+.3f} "
-                f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], p = {p}")
+                f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}")
 
 
 def _label(res: dict[str, Any], fallback: str) -> str:
@@ -140,8 +146,8 @@ def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, A
     for c in comps:
         lines.append(c.verdict(alpha))
         lines.append(f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_queries} paired queries ({c.n_seeds} seeds × N={n}), "
-                     f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar p = {stats.format_p(c.mcnemar_p)}"
-                     f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap p = {stats.format_p(c.bootstrap_p)}")
+                     f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar {p_text(c.mcnemar_p)}"
+                     f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap {p_text(c.bootstrap_p)}")
     if a["image_backbone"].get("features_sha256") != b["image_backbone"].get("features_sha256"):
         lines += ["", "note: the image features of the two runs differ (other machine or library versions?); "
                       "the hits are paired by query but were computed with slightly different image sides"]

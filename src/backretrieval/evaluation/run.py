@@ -301,12 +301,15 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
         labels = [f"{lab}#{i + 1}" for i, lab in enumerate(labels)]
     ref = locate_dataset(data, Path(prepared_dir))
     precheck_named(ref, dirs, int(n), Path(shared_dir))
-    fingerprints = []
-    for (enc, _), label in zip(resolved, labels):
-        fingerprints.append(model_fingerprint(enc, label))
-    root = prepare_named(ref, Path(shared_dir))
-    plan = plan_evaluation(root, dirs, n=n, seeds=seeds, k=k, text_field=text_field,
-                           image_backbone=image_backbone, named=ref.named.name if ref.named else None)
+    plan_kw = dict(n=n, seeds=seeds, k=k, text_field=text_field, image_backbone=image_backbone,
+                   named=ref.named.name if ref.named else None)
+    # a ready dataset is checked before any model loads; a named one after (it is prepared only
+    # once the models are known to be available)
+    plan = plan_evaluation(ref.root, dirs, **plan_kw) if ref.ready else None
+    fingerprints = [model_fingerprint(enc, label) for (enc, _), label in zip(resolved, labels)]
+    if plan is None:
+        plan = plan_evaluation(prepare_named(ref, Path(shared_dir)), dirs, **plan_kw)
+    root = plan.root
     from ..encoders.embed import embed_items
 
     needed = plan.needed_items()
