@@ -564,3 +564,17 @@ def test_callable_model_from_a_module(syn, tmp_path, monkeypatch):
     ev = evaluate_model("mymodels:lengths", syn, "en-de", **_kw(seeds=1))
     assert ev.model["name"] == "mymodels:lengths" and ev.model["spec"]["type"] == "callable"
     assert set(ev.scores["metric"]) >= {"bkr_recall", "xlr_recall"}
+
+
+def test_non_parallel_data_has_no_xlr(syn, tmp_path):
+    import shutil
+
+    root = tmp_path / "np"
+    shutil.copytree(syn, root)
+    meta = json.loads((root / "dataset.json").read_text())
+    (root / "dataset.json").write_text(json.dumps(dict(meta, parallel=False)))
+    ev = evaluate_model(NGRAM, root, "en-de", **_kw())
+    assert not any(m.startswith("xlr") for m in ev.scores["metric"])
+    res = R.result_dict(ev)
+    assert set(res["scores"]["en-de"]["per_query"]) == {"bkr_hits"} and res["dataset"]["parallel"] is False
+    assert "(no XLR: the dataset is not parallel)" in R.format_table(res)
