@@ -6,7 +6,9 @@ study) and :mod:`.reporting`; :mod:`.steps` (one function per pipeline step), wh
 (:mod:`.cli`) and the workflow call.
 
 The metrics are importable from here too (loaded on first use, so ``import backretrieval``
-stays cheap): ``from backretrieval import xlr, bkr, corr``.
+stays cheap): ``from backretrieval import xlr, bkr, corr``; and so is the one-liner that
+evaluates your own encoder, ``backretrieval.evaluate(model, dataset, directions=...)``
+(:mod:`.evaluation`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _METRICS_API = (
     "xlr_ranks",
 )
 
-__all__ = ["__version__", *_METRICS_API]
+__all__ = ["__version__", "evaluate", *_METRICS_API]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +38,8 @@ def __getattr__(name: str) -> Any:
         from .metrics import kernels
 
         return getattr(kernels, name)
+    if name == "evaluate":
+        from .evaluation.run import evaluate
+
+        return evaluate
     raise AttributeError(f"module 'backretrieval' has no attribute {name!r}")

@@ -179,6 +179,66 @@ def cmd_versions(args) -> int:
 
 
 # -------------------------------------------------------------------------------------------
+# evaluate your own encoder (no config): backretrieval.evaluation
+
+
+def _eval_kwargs(args) -> dict:
+    return dict(n=args.n, seeds=args.seeds, k=args.k, text_field=args.text_field, image_backbone=args.image_backbone,
+                with_corr=not args.no_corr, cache_dir=None if args.no_cache else Path(args.cache_dir),
+                prepared_dir=Path(args.prepared_dir), shared_dir=Path(args.shared_dir), batch_size=args.batch_size,
+                progress=not args.quiet)
+
+
+def cmd_evaluate(args) -> int:
+    """One model on one dataset: a table per direction and one result JSON."""
+    from .errors import InputError
+    from .evaluation import results as R
+    from .evaluation.run import evaluate_model
+
+    if args.out and Path(args.out).is_dir():
+        raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
+    ev = evaluate_model(args.model, args.data, args.directions, name=args.name, **_eval_kwargs(args))
+    res = R.result_dict(ev, B=args.bootstrap)
+    out = Path(args.out) if args.out else R.default_result_path(res)
+    R.write_result(out, res)
+    print(R.format_table(res))
+    print(f"\nresult: {out} ({ev.seconds:.1f} s)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    """Two result JSONs, or two --model runs on the same samples: which has the higher BkR."""
+    from .errors import InputError
+    from .evaluation import results as R
+    from .evaluation.compare import compare_results, format_comparison
+
+    if args.results and args.model:
+        raise InputError("compare: give two result JSONs or two --model, not both")
+    if args.results:
+        if len(args.results) != 2:
+            raise InputError(f"compare: expected two result JSONs, got {len(args.results)}")
+        a, b = (R.read_result(p) for p in args.results)
+        labels = [a["model"]["name"], b["model"]["name"]]
+        if labels[0] == labels[1]:
+            labels = [str(p) for p in args.results]
+    else:
+        if not args.model or len(args.model) != 2 or not args.data or not args.directions:
+            raise InputError("compare: pass two result JSONs, or --model A --model B with --data and --directions")
+        from .evaluation.run import evaluate_models
+
+        evs = evaluate_models(args.model, args.data, args.directions, **_eval_kwargs(args))
+        a, b = (R.result_dict(ev, B=args.bootstrap) for ev in evs)
+        labels = [ev.model["name"] for ev in evs]
+    comps = compare_results(a, b, label_a=labels[0], label_b=labels[1], B=args.bootstrap)
+    text = format_comparison(comps, a, b)
+    if args.out:
+        io.write_json(args.out, {"a": a["model"], "b": b["model"], "dataset": a["dataset"],
+                                 "comparisons": [c.to_dict() for c in comps]})
+    print(text)
+    return 0
+
+
+# -------------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,6 +289,40 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions", config=False)
+
+    def eval_opts(sp, required: bool) -> None:
+        sp.add_argument("--data", required=required,
+                        help="a prepared dataset folder, or a named dataset: synthetic, multi30k-test2016")
+        sp.add_argument("--directions", required=required, help="comma-separated <src>-<tgt>, e.g. en-de,de-en")
+        sp.add_argument("--n", type=int, default=1000, help="sample size N (queries per seed; default 1000)")
+        sp.add_argument("--seeds", type=int, default=25, help="number of seeds (samples 0..S-1; default 25)")
+        sp.add_argument("--k", type=int, default=10, help="Recall@k (default 10)")
+        sp.add_argument("--image-backbone", help="effnet-lite0 (default for image files), effnet-lite2, resnet50, "
+                        "resnext101, or the name of the dataset's precomputed features")
+        sp.add_argument("--text-field", default="title", choices=["title", "body", "title_body"])
+        sp.add_argument("--no-corr", action="store_true", help="skip the CORR baseline (N*N pairs per seed)")
+        sp.add_argument("--batch-size", type=int, default=64, help="texts per encode call")
+        sp.add_argument("--cache-dir", default=".cache/embeddings", help="embedding cache (default .cache/embeddings)")
+        sp.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+        sp.add_argument("--prepared-dir", default="data/prepared", help="where named datasets are prepared")
+        sp.add_argument("--shared-dir", default="../shared/datasets",
+                        help="local mirror of real data (Multi30K texts and features)")
+        sp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the CIs and tests")
+        sp.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON",
+             config=False)
+    sp.add_argument("--model", required=True, help="sentence-transformers name or folder | module:callable | "
+                    "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)")
+    sp.add_argument("--name", help="label of the model in the result (default: from --model)")
+    sp.add_argument("--out", help="result JSON (default results/<model>/<dataset>.json)")
+    eval_opts(sp, required=True)
+    sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)",
+             config=False)
+    sp.add_argument("results", nargs="*", help="two result JSONs of `backretrieval evaluate`")
+    sp.add_argument("--model", action="append", help="instead of JSONs: evaluate two models (give --model twice)")
+    sp.add_argument("--out", help="write the comparison as JSON too")
+    eval_opts(sp, required=False)
     return p
 
 

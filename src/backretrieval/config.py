@@ -69,6 +69,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
     * each encoder spec has a known ``type``, that type's required keys and no other keys
       (:data:`backretrieval.encoders.ENCODER_SPEC_KEYS`) [embed-text];
+    * a ``precomputed`` encoder's files exist, one per configured language when given per
+      language [embed-text];
     * a ``wordvec`` encoder lists every language it will embed [embed-text, case-embed];
     * a ``data/prepared/<name>`` corpus (wordvec ``corpus``, ``case_study.train_corpus``) is a
       configured ``corpora`` entry or an existing folder [prepare_corpus, embed-text];
@@ -112,6 +114,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     corpora = cfg.get("corpora") or {}
     for enc_id, spec in cfg["encoders"].items():
         _check_encoder_spec(source, enc_id, spec)
+        if spec["type"] == "precomputed":
+            _check_precomputed(source, enc_id, spec, cfg["languages"])
         if spec.get("corpus") is not None:
             _check_corpus(source, f"encoders.{enc_id}.corpus", spec["corpus"], corpora)
     _check_wordvec_languages(source, cfg["encoders"], cfg["languages"], "languages")
@@ -150,6 +154,24 @@ def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
     unknown = sorted(set(spec) - allowed)
     if unknown:
         _fail(source, where, f"unknown key(s) {unknown} for type {kind!r}; allowed: {sorted(allowed)}")
+
+
+def _check_precomputed(source: str, enc_id: str, spec: dict, languages: list[str]) -> None:
+    from .encoders.precomputed import precomputed_files
+
+    where = f"encoders.{enc_id}"
+    try:
+        files = precomputed_files(enc_id, spec)
+    except ConfigError as exc:
+        _fail(source, where, str(exc))
+    if None not in files:
+        lacking = [lang for lang in languages if lang not in files]
+        if lacking:
+            _fail(source, f"{where}.npy", f"no embeddings for languages {lacking} (files given for {sorted(files)})")
+    for lang, (npy, ids) in files.items():
+        for key, path in (("npy", npy), ("ids", ids)):
+            if not path.is_file():
+                _fail(source, f"{where}.{key}" + (f".{lang}" if lang else ""), f"{path}: file not found")
 
 
 def _check_wordvec_languages(source: str, encoders: dict, languages: list[str], why: str,

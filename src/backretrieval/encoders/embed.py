@@ -44,3 +44,16 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
         progress, cache, found,
     )
     return _assemble(keys, found)
+
+
+def embed_items(encoder: Any, item_ids: list[str], texts: list[str], cache_dir: Path | None, batch_size: int = 64,
+                progress: bool = True, lang: str | None = None) -> np.ndarray:
+    """Embeddings of the texts of ``item_ids`` (in ``lang``): looked up for a ``precomputed``
+    encoder (by item id), otherwise :func:`embed_texts` of ``texts`` (same order)."""
+    from .precomputed import PrecomputedTextEncoder
+
+    if isinstance(encoder, PrecomputedTextEncoder):
+        if lang is None:
+            raise ValueError("embed_items: a precomputed encoder needs lang")
+        return encoder.lookup(lang, [str(i) for i in item_ids])
+    return embed_texts(encoder, texts, cache_dir, batch_size=batch_size, progress=progress, lang=lang)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._util import io
-from ..encoders.embed import embed_texts
+from ..encoders.embed import embed_items
 from ..errors import BackretrievalError, InputError, ModelUnavailableError
 from ..images.embed import embed_images
 from . import layout
@@ -53,7 +53,7 @@ def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, t
                          f"(languages present: {sorted(items['lang'].unique())})")
     encoder = build_text_encoder(enc_id, spec)
     batch = int(spec.get("batch_size", 64)) if isinstance(spec, dict) else 64
-    emb = embed_texts(encoder, texts, cache_dir, batch_size=batch, progress=progress, lang=lang)
+    emb = embed_items(encoder, list(ids), texts, cache_dir, batch_size=batch, progress=progress, lang=lang)
     save_npz(out_path, emb=emb, ids=np.asarray(ids, dtype=str))
 
 

@@ -1,0 +1,154 @@
+"""Which of two encoders has the higher BkR: paired tests on the per-query hits of two results.
+
+Per direction, the BkR hits of every seed's sample are pooled (seeds × N paired queries; the
+same pooling as the case study's Table 2): :func:`backretrieval.stats.mcnemar_exact` on the
+discordant pairs and :func:`backretrieval.stats.paired_bootstrap_diff` (percentile CI of
+``BkR(A) - BkR(B)``). With several directions the McNemar p-values are Holm-adjusted across
+them; the verdict uses the adjusted p. Seeds' samples overlap, so the pooled queries are not
+independent draws; the tests treat them as given.
+
+Two results are comparable only if they share the data (dataset content sha256), the samples
+of each compared direction (sha256 of the seeded samples: same N, seeds, items), k, the text
+field and the image backbone; otherwise :class:`~backretrieval.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import stats
+from ..errors import InputError
+from .results import unpack_hits
+
+
+def p_text(p: float) -> str:
+    """``p = 0.002``, ``p < 0.001``, ``p = n/a``."""
+    f = stats.format_p(p)
+    return f"p {f[0]} {f[1:]}" if f.startswith("<") else f"p = {f}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    direction: str
+    model_a: str
+    model_b: str
+    bkr_a: float
+    bkr_b: float
+    diff: float          # BkR(A) - BkR(B), pooled over seeds
+    ci_low: float
+    ci_high: float
+    bootstrap_p: float
+    mcnemar_p: float
+    mcnemar_p_adjusted: float  # Holm across the compared directions
+    n_queries: int
+    n_seeds: int
+    n10: int  # queries A hits and B misses
+    n01: int  # queries B hits and A misses
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def verdict(self, alpha: float = 0.05) -> str:
+        src, tgt = self.direction.split("-")
+        d = f"{src}→{tgt}"
+        p = p_text(self.mcnemar_p_adjusted)
+        if self.mcnemar_p_adjusted < alpha and self.diff > 0:
+            return f"{self.model_a} beats {self.model_b} on {d}: {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
+        if self.mcnemar_p_adjusted < alpha and self.diff < 0:
+            return (f"{self.model_b} beats {self.model_a} on {d}: {-self.diff:+.3f} [{-self.ci_high:+.3f}, "
+                    f"{-self.ci_low:+.3f}], {p}")
+        return (f"no significant difference on {d}: {self.model_a} - {self.model_b} = {self.diff:+.3f} "
+                f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}")
+
+
+def _label(res: dict[str, Any], fallback: str) -> str:
+    return str(res.get("model", {}).get("name") or fallback)
+
+
+def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", label_b: str = "B") -> list[str]:
+    """The directions both results hold, after refusing (InputError) what cannot be paired."""
+    da, db = a["dataset"], b["dataset"]
+    if da.get("content_sha256") != db.get("content_sha256"):
+        raise InputError(
+            f"{label_a} and {label_b} were computed on different data ({da.get('name')} sha256 "
+            f"{str(da.get('content_sha256'))[:12]}… vs {db.get('name')} sha256 {str(db.get('content_sha256'))[:12]}…): "
+            "their queries are not paired; evaluate both models on the same dataset"
+        )
+    pa, pb = a["protocol"], b["protocol"]
+    for key in ("k", "text_field"):
+        if pa.get(key) != pb.get(key):
+            raise InputError(f"{label_a} and {label_b} differ in {key} ({pa.get(key)!r} vs {pb.get(key)!r}); "
+                             "evaluate both with the same settings")
+    if a["image_backbone"].get("id") != b["image_backbone"].get("id"):
+        raise InputError(f"{label_a} and {label_b} used different image backbones ({a['image_backbone'].get('id')} "
+                         f"vs {b['image_backbone'].get('id')}); BkR depends on the image side: use the same")
+    common = [d for d in a["protocol"].get("directions", sorted(a["scores"])) if d in a["scores"] and d in b["scores"]]
+    if not common:
+        raise InputError(f"{label_a} and {label_b} share no direction ({sorted(a['scores'])} vs {sorted(b['scores'])})")
+    for d in common:
+        if a["scores"][d].get("samples_sha256") != b["scores"][d].get("samples_sha256"):
+            raise InputError(f"{label_a} and {label_b} used different samples for {d} (N "
+                             f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
+                             "evaluate both with the same --n and --seeds")
+        for res, lab in ((a, label_a), (b, label_b)):
+            if "bkr_hits" not in res["scores"][d].get("per_query", {}):
+                raise InputError(f"{lab}: no per-query BkR hits for {d}")
+    return common
+
+
+def _pooled_hits(res: dict[str, Any], d: str, label: str) -> np.ndarray:
+    n = int(res["protocol"]["n"])
+    try:
+        return np.concatenate([unpack_hits(s, n) for s in res["scores"][d]["per_query"]["bkr_hits"]])
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{label}: per-query BkR hits of {d} cannot be decoded ({exc})") from exc
+
+
+def compare_results(a: dict[str, Any], b: dict[str, Any], *, label_a: str | None = None,
+                    label_b: str | None = None, B: int = 1000, seed: int = 0) -> list[Comparison]:
+    """One :class:`Comparison` per shared direction (in A's order)."""
+    la, lb = label_a or _label(a, "A"), label_b or _label(b, "B")
+    if la == lb:
+        la, lb = f"{la} (A)", f"{lb} (B)"
+    common = check_comparable(a, b, la, lb)
+    raw = []
+    for d in common:
+        ha, hb = _pooled_hits(a, d, la), _pooled_hits(b, d, lb)
+        if ha.shape != hb.shape:
+            raise InputError(f"{la} and {lb}: {ha.size} vs {hb.size} per-query hits for {d}")
+        mc = stats.mcnemar_exact(ha, hb)
+        bs = stats.paired_bootstrap_diff(ha, hb, B=B, seed=seed)
+        raw.append((d, ha, hb, mc, bs))
+    adj = stats.adjust_pvalues(np.array([r[3].pvalue for r in raw]), method="holm")
+    out = []
+    for (d, ha, hb, mc, bs), p_adj in zip(raw, adj):
+        out.append(Comparison(
+            direction=d, model_a=la, model_b=lb, bkr_a=float(ha.mean()), bkr_b=float(hb.mean()), diff=bs.diff,
+            ci_low=bs.low, ci_high=bs.high, bootstrap_p=bs.pvalue, mcnemar_p=mc.pvalue,
+            mcnemar_p_adjusted=float(p_adj), n_queries=int(ha.size), n_seeds=len(a["protocol"]["seeds"]),
+            n10=int(mc.extra["n10"]), n01=int(mc.extra["n01"]),
+        ))
+    return out
+
+
+def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -> str:
+    """The verdict per direction in words, with the test details beneath it."""
+    prot = a["protocol"]
+    k, n, seeds = prot["k"], prot["n"], len(prot["seeds"])
+    lines = [f"BkR Recall@{k}: {comps[0].model_a} (A) vs {comps[0].model_b} (B) on {a['dataset']['name']}"
+             f"{' (SYNTHETIC data)' if a['dataset'].get('synthetic') else ''}; N={n}, {seeds} seed(s)",
+             f"difference A - B with the 95% paired-bootstrap CI; p: McNemar exact on the per-query hits pooled "
+             f"over seeds{', Holm-adjusted over ' + str(len(comps)) + ' directions' if len(comps) > 1 else ''}",
+             ""]
+    for c in comps:
+        lines.append(c.verdict(alpha))
+        lines.append(f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_queries} paired queries ({c.n_seeds} seeds × N={n}), "
+                     f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar {p_text(c.mcnemar_p)}"
+                     f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap {p_text(c.bootstrap_p)}")
+    if a["image_backbone"].get("features_sha256") != b["image_backbone"].get("features_sha256"):
+        lines += ["", "note: the image features of the two runs differ (other machine or library versions?); "
+                      "the hits are paired by query but were computed with slightly different image sides"]
+    return "\n".join(lines)

@@ -1,0 +1,112 @@
+"""The one per-direction evaluation: seeded samples + text embeddings of each encoder + image
+embeddings → tidy metric rows and per-query ranks.
+
+Called by the pipeline's metrics step (:mod:`backretrieval.steps.metrics`), by
+:func:`backretrieval.evaluation.evaluate` / ``backretrieval evaluate`` and by
+:class:`backretrieval.evaluation.BackretrievalEvaluator`; the image work of each seed is done
+once and shared by all encoders (:func:`backretrieval.metrics.kernels.evaluate_sample`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data.sampling import Sample
+from ..errors import InputError
+from ..metrics.kernels import evaluate_sample
+
+#: columns of the tidy metric table (the metrics step's CSV, ``evaluate()``'s DataFrame)
+METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]
+
+#: an embedding table: (id → row, float matrix)
+Lookup = tuple[dict[str, int], np.ndarray]
+
+
+def lookup_from(ids: Sequence[str], emb: np.ndarray) -> Lookup:
+    """The :data:`Lookup` of a matrix whose row i belongs to ``ids[i]``."""
+    return {str(x): i for i, x in enumerate(ids)}, emb
+
+
+def rows_of(lookup: Lookup, ids: Sequence[str], what: str) -> np.ndarray:
+    """Rows of ``ids`` (in order); InputError naming ``what`` and the first id without a row."""
+    index, emb = lookup
+    try:
+        return emb[[index[i] for i in ids]]
+    except KeyError as exc:
+        raise InputError(f"{what}: no embedding for item/image id {exc.args[0]!r}") from exc
+
+
+def image_of_items(items: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """``{lang: {item_id: image_id}}`` of a prepared items table."""
+    return {lang: dict(zip(sub["item_id"], sub["image_id"])) for lang, sub in items.groupby("lang")}
+
+
+def evaluate_direction(
+    samples: Sequence[Sample],
+    image_of: Mapping[str, Mapping[str, str]],
+    images: Lookup,
+    texts: Mapping[str, tuple[Lookup, Lookup]],
+    *,
+    labels: Mapping[str, Any],
+    k: int,
+    corr_max_pairs: int | None = None,
+    full_bkr_ranks: bool = True,
+    with_corr: bool = True,
+    images_what: str = "image features",
+    progress: bool = False,
+) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """XLR, BkR (and CORR) of every encoder on every sample of one direction.
+
+    ``texts[encoder] = (source-language lookup, target-language lookup)`` by item id;
+    ``images`` by image id; ``image_of[lang][item_id]`` is an item's image. ``labels`` gives
+    the ``dataset``, ``backbone``, ``text_field`` and ``direction`` columns.
+
+    Returns the tidy table (:data:`METRIC_COLUMNS`, sorted by seed, encoder, metric) and the
+    per-query ranks under keys ``<encoder>/<seed>/<xlr|bkr>`` (int32; BkR ranks, or 0/1 hits
+    when not ``full_bkr_ranks``). Samples without XLR targets (non-parallel data) give no XLR.
+    """
+    direction = str(labels["direction"])
+    src_lang, tgt_lang = direction.split("-")
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, np.ndarray] = {}
+    for sample in _progress(samples, f"metrics {direction}", progress):
+        q_img = rows_of(images, [image_of[src_lang][i] for i in sample.queries], images_what)
+        t_img = rows_of(images, [image_of[tgt_lang][i] for i in sample.bkr_targets], images_what)
+        enc_inputs = {}
+        for enc, (s, t) in texts.items():
+            e = {
+                "bkr_src": rows_of(s, sample.queries, f"{enc}/{src_lang}"),
+                "bkr_tgt": rows_of(t, sample.bkr_targets, f"{enc}/{tgt_lang}"),
+            }
+            if sample.xlr_targets is not None:
+                e["xlr_src"] = e["bkr_src"]
+                e["xlr_tgt"] = rows_of(t, sample.xlr_targets, f"{enc}/{tgt_lang}")
+            enc_inputs[enc] = e
+        kept: dict[str, dict[str, np.ndarray]] = {}
+        res = evaluate_sample(
+            enc_inputs, None, q_img, t_img, k=k, corr_max_pairs=corr_max_pairs,
+            corr_seed=sample.seed, full_bkr_ranks=full_bkr_ranks, ranks_out=kept, with_corr=with_corr,
+        )
+        for enc, d in kept.items():
+            for kind, arr in d.items():
+                per_query[f"{enc}/{sample.seed}/{kind}"] = arr.astype(np.int32)
+        for enc, vals in res.items():
+            for metric, value in vals.items():
+                rows.append(dict(
+                    dataset=labels["dataset"], backbone=labels["backbone"], text_field=labels["text_field"],
+                    direction=direction, seed=sample.seed, n=len(sample.queries), encoder=enc, metric=metric,
+                    value=value,
+                ))
+    df = pd.DataFrame(rows, columns=METRIC_COLUMNS).sort_values(["seed", "encoder", "metric"], kind="stable")
+    return df, per_query
+
+
+def _progress(samples: Sequence[Sample], desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(samples, desc=desc, unit="seed", file=sys.stderr, disable=not enabled or not samples, leave=False)

@@ -1,0 +1,258 @@
+"""Summaries, the result JSON and the printed table of an :class:`~.run.Evaluation`.
+
+Result JSON (``format: backretrieval-result``, version 1; MTEB-like: one file per model and
+dataset, ``task_name``, ``scores`` with a ``main_score`` per direction). Everything outside
+``volatile`` is a function of the inputs (same model, data, protocol → same bytes);
+``volatile`` holds the evaluation time, the creation time, the software versions and the
+dataset's local path. Per-query BkR (and XLR) hits are stored per direction and seed as
+base64 of ``numpy.packbits`` (N bits, big-endian bit order), so ``backretrieval compare`` can
+pair two results query by query.
+
+CIs (95 % by default): with two or more seeds, the percentile bootstrap of the mean over the
+seeds' values (:func:`backretrieval.stats.bootstrap_ci`, B resamples, seeded); with one seed,
+the percentile bootstrap over that sample's N queries (per-query hits, reciprocal ranks,
+ranks; CORR has no per-query values and gets no CI).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from .._util import io
+from ..errors import InputError
+
+FORMAT = "backretrieval-result"
+FORMAT_VERSION = 1
+TASK_NAME = "Backretrieval"
+MAIN_METRIC = "bkr_recall"
+
+#: metrics in table order; ``{k}`` is Recall@k's k
+METRIC_LABELS = {
+    "xlr_recall": "XLR Recall@{k}",
+    "xlr_mrr": "XLR MRR",
+    "bkr_recall": "BkR Recall@{k}",
+    "bkr_mrr": "BkR MRR",
+    "corr": "CORR (Spearman)",
+    "xlr_mean_rank": "XLR mean rank",
+    "bkr_mean_rank": "BkR mean rank",
+}
+TABLE_METRICS = ("xlr_recall", "xlr_mrr", "bkr_recall", "bkr_mrr", "corr")
+SUMMARY_COLUMNS = ["encoder", "direction", "metric", "mean", "sd", "ci_low", "ci_high", "n_seeds", "ci_method"]
+
+
+def _ci_method(n_seeds: int, B: int, level: float) -> str:
+    pct = f"{level * 100:g}%"
+    if n_seeds >= 2:
+        return f"{pct} CI: percentile bootstrap of the mean over the {n_seeds} seeds (B={B})"
+    return (f"{pct} CI: percentile bootstrap over the N queries of the one seed (B={B}); CORR has no "
+            "per-query values, so no CI")
+
+
+def _per_query_values(metric: str, ranks: dict[str, np.ndarray], k: int) -> np.ndarray | None:
+    kind, what = metric.split("_", 1) if "_" in metric else (metric, "")
+    r = ranks.get(kind)
+    if r is None or kind not in ("xlr", "bkr"):
+        return None
+    r = r.astype(np.float64)
+    return {"recall": (r <= k).astype(np.float64), "mrr": 1.0 / r, "mean_rank": r}.get(what)
+
+
+def summarize(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per (encoder, direction, metric): mean and sd over seeds, CI (see the module docstring)."""
+    df = ev.scores
+    rows = []
+    n_seeds = len(ev.protocol["seeds"])
+    method = _ci_method(n_seeds, B, level)
+    order = {m: i for i, m in enumerate(METRIC_LABELS)}
+    for (enc, d, metric), g in df.groupby(["encoder", "direction", "metric"], sort=False):
+        g = g.sort_values("seed")
+        vals = g["value"].to_numpy(dtype=np.float64)
+        finite = vals[np.isfinite(vals)]
+        mean = float(finite.mean()) if finite.size else math.nan
+        sd = float(finite.std(ddof=1)) if finite.size >= 2 else math.nan
+        low = high = math.nan
+        if n_seeds >= 2 and finite.size >= 2:
+            ci = stats.bootstrap_ci(finite, B=B, seed=seed, alpha=1 - level)
+            low, high = ci.low, ci.high
+        elif n_seeds == 1:
+            pq = _per_query_values(metric, ev.ranks[d][int(g["seed"].iloc[0])], int(ev.protocol["k"]))
+            if pq is not None and pq.size >= 2:
+                ci = stats.bootstrap_ci(pq, B=B, seed=seed, alpha=1 - level)
+                low, high = ci.low, ci.high
+        rows.append(dict(encoder=enc, direction=d, metric=metric, mean=mean, sd=sd, ci_low=low, ci_high=high,
+                         n_seeds=int(finite.size), ci_method=method))
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    out["_o"] = out["metric"].map(lambda m: order.get(m, len(order)))
+    dir_order = {d: i for i, d in enumerate(ev.protocol["directions"])}
+    out["_d"] = out["direction"].map(dir_order)
+    return out.sort_values(["_d", "_o"], kind="stable").drop(columns=["_o", "_d"]).reset_index(drop=True)
+
+
+# -------------------------------------------------------------------------------------------
+# per-query hits, compact
+
+
+def pack_hits(hits: np.ndarray) -> str:
+    """0/1 hits → base64 of numpy.packbits (big-endian bit order)."""
+    return base64.b64encode(np.packbits(np.asarray(hits, dtype=bool)).tobytes()).decode("ascii")
+
+
+def unpack_hits(text: str, n: int) -> np.ndarray:
+    """The inverse of :func:`pack_hits` for ``n`` queries (bool array)."""
+    raw = np.frombuffer(base64.b64decode(text.encode("ascii"), validate=True), dtype=np.uint8)
+    if raw.size != (n + 7) // 8:
+        raise ValueError(f"{raw.size} bytes do not hold {n} hits")
+    return np.unpackbits(raw, count=n).astype(bool)
+
+
+# -------------------------------------------------------------------------------------------
+# the result JSON
+
+
+def _num(x: Any) -> float | None:
+    x = float(x)
+    return None if not math.isfinite(x) else x
+
+
+def random_baseline(n: int, k: int) -> dict[str, float]:
+    """Expected Recall@k and MRR of a random encoder: k/N and H_N/N (uniform rank of the true
+    candidate among N)."""
+    return {"recall_at_k": k / n, "mrr": float(np.sum(1.0 / np.arange(1, n + 1)) / n)}
+
+
+def result_dict(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95,
+                volatile: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
+    summ = ev.summary(B=B, seed=seed, level=level)
+    n, k = int(ev.protocol["n"]), int(ev.protocol["k"])
+    seeds = [int(s) for s in ev.protocol["seeds"]]
+    scores: dict[str, Any] = {}
+    for d in ev.protocol["directions"]:
+        sub = summ[summ["direction"] == d]
+        per_seed = ev.scores[ev.scores["direction"] == d]
+        metrics = {}
+        for _, r in sub.iterrows():
+            vals = per_seed[per_seed["metric"] == r["metric"]].sort_values("seed")["value"]
+            metrics[r["metric"]] = {"mean": _num(r["mean"]), "sd": _num(r["sd"]), "ci_low": _num(r["ci_low"]),
+                                    "ci_high": _num(r["ci_high"]), "per_seed": [_num(v) for v in vals]}
+        per_query: dict[str, Any] = {}
+        for kind in ("bkr", "xlr"):
+            if all(kind in ev.ranks[d][s] for s in seeds):
+                per_query[f"{kind}_hits"] = [pack_hits(ev.ranks[d][s][kind] <= k) for s in seeds]
+        src, tgt = d.split("-")
+        scores[d] = {
+            "languages": [src, tgt],
+            "main_metric": MAIN_METRIC,
+            "main_score": metrics.get(MAIN_METRIC, {}).get("mean"),
+            "metrics": metrics,
+            "random_baseline": random_baseline(n, k),
+            "samples_sha256": ev.samples_sha256[d],
+            "per_query": per_query,
+        }
+    mains = [s["main_score"] for s in scores.values() if s["main_score"] is not None]
+    dataset = {key: v for key, v in ev.dataset.items() if key != "path"}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "task_name": TASK_NAME,
+        "main_metric": MAIN_METRIC,
+        "main_score": float(np.mean(mains)) if mains else None,
+        "model": dict(ev.model),
+        "dataset": dataset,
+        "image_backbone": dict(ev.image_backbone),
+        "protocol": {**ev.protocol, "per_query_encoding": "base64 of numpy.packbits (big-endian), one string "
+                     "per seed in protocol.seeds order; hit = rank <= k",
+                     "ci": {"level": level, "B": B, "seed": seed,
+                            "method": _ci_method(len(seeds), B, level)}},
+        "scores": scores,
+        "volatile": volatile if volatile is not None else volatile_fields(ev),
+    }
+
+
+def volatile_fields(ev: Any) -> dict[str, Any]:
+    """The fields that change between identical runs (time, versions, where the data lay)."""
+    from ..reporting.versions import software_versions
+
+    return {"evaluation_time_s": round(float(ev.seconds), 3),
+            "created_utc": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "software_versions": software_versions(), "dataset_path": ev.dataset.get("path")}
+
+
+def write_result(path: str | Path, result: dict[str, Any]) -> Path:
+    """Write the result JSON atomically (sorted keys: the same result gives the same bytes)."""
+    io.write_json(path, result)
+    return Path(path)
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """A result JSON, checked for the fields ``compare`` and the table need (InputError naming the file)."""
+    p = Path(path)
+    try:
+        res = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"{p}: file not found") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{p}: not a readable JSON file ({exc})") from exc
+    if not isinstance(res, dict) or res.get("format") != FORMAT:
+        raise InputError(f"{p}: not a backretrieval result (no \"format\": \"{FORMAT}\"; written by "
+                         "`backretrieval evaluate`)")
+    if res.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{p}: result format version {res.get('format_version')!r}; this version reads "
+                         f"{FORMAT_VERSION}")
+    for key in ("model", "dataset", "image_backbone", "protocol", "scores"):
+        if key not in res:
+            raise InputError(f"{p}: field '{key}' is missing")
+    return res
+
+
+def default_result_path(result: dict[str, Any], results_dir: str | Path = "results") -> Path:
+    """``<results_dir>/<model name>/<dataset name>.json`` (``/`` in names becomes ``__``)."""
+    def safe(s: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in s.replace("/", "__")) or "model"
+
+    return Path(results_dir) / safe(str(result["model"]["name"])) / f"{safe(str(result['dataset']['name']))}.json"
+
+
+# -------------------------------------------------------------------------------------------
+# the printed table
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Plain-text tables of a result JSON: one per direction, mean and CI per metric, and the
+    random baseline for scale."""
+    ds, prot = result["dataset"], result["protocol"]
+    k, n = prot["k"], prot["n"]
+    synth = " (SYNTHETIC data)" if ds.get("synthetic") else ""
+    lines = [
+        f"Backretrieval of {result['model']['name']} on {ds['name']}{synth}: N={n}, {len(prot['seeds'])} seed(s), "
+        f"k={k}, text field '{prot['text_field']}', image backbone {result['image_backbone']['id']}",
+        f"mean over seeds; {prot['ci']['method']}",
+    ]
+    for d in prot.get("directions", sorted(result["scores"])):
+        sc = result["scores"][d]
+        src, tgt = d.split("-")
+        lines += ["", f"{src}→{tgt}", f"  {'metric':<18} {'mean':>7}  95% CI"]
+        for metric in TABLE_METRICS:
+            m = sc["metrics"].get(metric)
+            if m is None:
+                continue
+            ci = f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]" if m["ci_low"] is not None else "n/a"
+            lines.append(f"  {METRIC_LABELS[metric].format(k=k):<18} {_fmt(m['mean']):>7}  {ci}")
+        rb = sc["random_baseline"]
+        lines.append(f"  random baseline: Recall@{k} = k/N = {rb['recall_at_k']:.3f}, MRR = H_N/N = {rb['mrr']:.3f}")
+        if "xlr_recall" not in sc["metrics"]:
+            lines.append("  (no XLR: the dataset is not parallel)")
+    return "\n".join(lines)
