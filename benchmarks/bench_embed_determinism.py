@@ -199,6 +199,14 @@ def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
         encode(texts[:4])  # load the weights outside the timings
         return lambda: [encode(order[i:i + 64]) for i in range(0, len(order), 64)]
 
+    def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
+        from backretrieval.encoders import _torch_threads
+
+        def run() -> object:
+            with _torch_threads(1):
+                return fn()
+        return run
+
     def now(name: str, spec: dict) -> Callable[[], object]:
         from backretrieval.encoders import build_text_encoder
 
@@ -211,6 +219,8 @@ def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
         runs: dict[str, Callable[[], object]] = {}
         if name in ("use-m", "minilm"):
             runs["before"] = former(library_encode(name))
+        if name == "minilm":  # the former batching on the single thread used now
+            runs["before, 1 thread"] = one_thread(former(library_encode(name)))
         runs["now"] = now(name, SPECS[name])
         if name == "minilm":  # the fixed single thread and the rows per forward pass on their own
             runs["now, threads: 2"] = now(name, {**SPECS[name], "threads": 2})
