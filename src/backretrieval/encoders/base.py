@@ -3,17 +3,20 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import socket
 import threading
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._util.hashing import fingerprint_from
-from ..errors import InputError, ModelUnavailableError
+from ..errors import ConfigError, InputError, ModelUnavailableError
 
 
 @runtime_checkable
@@ -107,11 +110,79 @@ def _require_lang(enc_id: str, lang: str | None) -> str:
     return lang
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Any:
+    """Run torch CPU ops with ``n`` intra-op threads (restored after): some CPU kernels split
+    a reduction across threads, so the thread count would otherwise change the bits."""
+    import torch
+
+    old = torch.get_num_threads()
+    if n != old:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n != old:
+            torch.set_num_threads(old)
+
+
+def _positive_int(enc_id: str, spec: dict, key: str, default: int) -> int:
+    val = spec.get(key, default)
+    if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+        raise ConfigError(f"encoder '{enc_id}': {key} must be a positive integer, got {val!r}")
+    return val
+
+
+def canonical_batches(lengths: Sequence[int], batch_size: int, pad_multiple: int,
+                      max_length: int) -> list[tuple[int, list[int]]]:
+    """Canonical batching: ``(padded length, row indices)`` for each forward pass.
+
+    A text's padded length is its own token count rounded up to a multiple of
+    ``pad_multiple`` (at most ``max_length``); texts with the same padded length are batched
+    ``batch_size`` at a time (input order). The caller completes a short batch with filler
+    rows, so every forward pass that sees a text has the shape ``(batch_size, padded length)``,
+    fixed by the text alone. (Per-row results of the CPU/GPU kernels depend on the shapes of the
+    products, not on the values of the other rows, see tests/test_encoder_determinism.py.)
+    """
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        padded = min(max_length, -(-max(int(n), 1) // pad_multiple) * pad_multiple)
+        groups.setdefault(padded, []).append(i)
+    return [(length, idx[s:s + batch_size]) for length, idx in sorted(groups.items())
+            for s in range(0, len(idx), batch_size)]
+
+
+def _fill(batch: list[str], batch_size: int) -> list[str]:
+    """``batch`` completed to ``batch_size`` rows with copies of its first text (discarded)."""
+    return batch + [batch[0]] * (batch_size - len(batch))
+
+
+class _CanonicalTorch:
+    """Spec keys of the canonical batching shared by the torch encoders (see the module doc)."""
+
+    batch_invariant = True
+    #: texts per ``encode`` call preferred from :func:`~backretrieval.encoders.embed.embed_texts`
+    #: (many texts per call leave few short batches to fill)
+    encode_chunk = 1024
+
+    def _init_canonical(self, enc_id: str, spec: dict, batch_size: int) -> None:
+        self.batch_size = _positive_int(enc_id, spec, "batch_size", batch_size)
+        self.pad_multiple = _positive_int(enc_id, spec, "pad_multiple", 8)
+        self.threads = _positive_int(enc_id, spec, "threads", 1)
+
+    def _canonical_parts(self) -> dict[str, Any]:
+        return {"batching": "canonical-v1", "batch_size": self.batch_size,
+                "pad_multiple": self.pad_multiple, "threads": self.threads}
+
+
+
 class _Base:
     """Shared plumbing: ``id``, ``spec``, fingerprint parts."""
 
     type_name = "base"
     uses_lang = False
+    #: each row of ``encode`` depends on its own text alone (else embed_texts passes one text per call)
+    batch_invariant = True
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         self.id = enc_id

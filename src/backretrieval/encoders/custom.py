@@ -17,7 +17,11 @@ class CallableEncoder(_Base):
     """Any function ``list[str] -> array (n, d)`` named by ``target: "module:function"``.
 
     Keys: ``target`` (required), ``kwargs`` (passed to the function), ``version`` (bump it to
-    invalidate cached embeddings), ``pass_lang`` (false: if true, ``lang=`` is passed too).
+    invalidate cached embeddings), ``pass_lang`` (false: if true, ``lang=`` is passed too),
+    ``batch_invariant`` (true: the function computes each row from its own text alone; set
+    false if a row can depend on the other texts of the call - e.g. a neural model batching
+    them - and the function then gets one text per call, so cached vectors never depend on
+    what else was missing from the cache).
 
     Example::
 
@@ -42,6 +46,7 @@ class CallableEncoder(_Base):
         self.kwargs = dict(spec.get("kwargs") or {})
         self.pass_lang = bool(spec.get("pass_lang", False))
         self.uses_lang = self.pass_lang
+        self.batch_invariant = bool(spec.get("batch_invariant", True))
         self._fn: Callable[..., Any] | None = None
 
     def _resolve(self) -> Callable[..., Any]:
@@ -61,8 +66,11 @@ class CallableEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         mod = sys.modules.get(self.target.split(":", 1)[0])
-        return {"type": self.type_name, "target": self.target, "kwargs": self.kwargs,
-                "version": self.spec.get("version", getattr(mod, "__version__", "unversioned"))}
+        parts = {"type": self.type_name, "target": self.target, "kwargs": self.kwargs,
+                 "version": self.spec.get("version", getattr(mod, "__version__", "unversioned"))}
+        if not self.batch_invariant:  # one text per call: other vectors than batched calls
+            parts["batching"] = "one-per-call"
+        return parts
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         fn = self._resolve()

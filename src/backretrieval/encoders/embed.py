@@ -16,7 +16,9 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
     """Embeddings of ``texts`` (float32, one row per text, input order) with ``encoder``.
 
     ``lang`` is passed to ``encoder.encode(texts, lang=...)`` when the encoder accepts it
-    (required by language-dependent encoders). Only texts missing from the cache are encoded.
+    (required by language-dependent encoders). Only texts missing from the cache are encoded,
+    ``batch_size`` per call (or the encoder's larger ``encode_chunk``; one per call for an
+    encoder with ``batch_invariant = False``).
     """
     from . import accepts_lang, encoder_fingerprint, uses_lang
 
@@ -35,11 +37,15 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
         found = cache.lookup(list(first))
 
     miss_keys = [k for k in first if k not in found]
-    # longest first: similar lengths share a batch (less padding); ties by key for determinism
+    # longest first: similar lengths share a call (fewer padded-length buckets per call)
     miss_keys.sort(key=lambda k: (-len(texts[first[k]]), k))
     kw = {"lang": lang} if lang is not None and accepts_lang(encoder) else {}
+    if getattr(encoder, "batch_invariant", True):
+        per_call = max(batch_size, int(getattr(encoder, "encode_chunk", 0) or 0))
+    else:
+        per_call = 1
     _encode_misses(
-        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), batch_size,
+        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), per_call,
         f"embed {getattr(encoder, 'id', 'texts')}", f"encoder {getattr(encoder, 'id', '?')}", "texts",
         progress, cache, found,
     )

@@ -12,7 +12,12 @@ from .._util.hashing import folder_signature
 from ..errors import ConfigError
 from .base import (
     _Base,
+    _CanonicalTorch,
+    _fill,
     _l2,
+    _positive_int,
+    _torch_threads,
+    canonical_batches,
     _local_snapshot,
     _pkg_version,
     _unavailable,
@@ -22,28 +27,31 @@ from .base import (
 
 HF_ALIASES = {
     "mbert": "bert-base-multilingual-cased",
+    "mdistilbert": "distilbert-base-multilingual-cased",
     "xlmr": "xlm-roberta-base",
     "xlm-mlm": "FacebookAI/xlm-mlm-100-1280",
 }
 
 
-class HFMeanPoolEncoder(_Base):
+class HFMeanPoolEncoder(_CanonicalTorch, _Base):
     """transformers ``AutoModel`` + masked mean pooling of the last (or ``layer``-th) hidden
-    layer: the paper's M-BERT / XLM-R / XLM baselines. Keys: ``model`` (Hub name, alias
-    ``mbert``/``xlmr``/``xlm-mlm``, or local folder), ``layer`` (-1), ``max_length`` (256),
-    ``batch_size`` (32), ``device``, ``normalize`` (false)."""
+    layer: the paper's M-BERT / mDistilBERT / XLM-R / XLM baselines. Keys: ``model`` (Hub name,
+    alias ``mbert``/``mdistilbert``/``xlmr``/``xlm-mlm``, or local folder), ``layer`` (-1),
+    ``max_length`` (256), ``device``, ``normalize`` (false), and the canonical batching keys
+    ``batch_size`` (8), ``pad_multiple`` (8), ``threads`` (1) (module doc)."""
 
     type_name = "hf-mean-pool"
+    default_model: str | None = None
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
-        model = spec.get("model")
+        model = spec.get("model", self.default_model)
         if not model:
             raise ConfigError(f"encoder '{enc_id}': type hf-mean-pool needs `model:`")
         self.model_name = HF_ALIASES.get(str(model), str(model))
         self.layer = int(spec.get("layer", -1))
-        self.max_length = int(spec.get("max_length", 256))
-        self.batch_size = int(spec.get("batch_size", 32))
+        self.max_length = _positive_int(enc_id, spec, "max_length", 256)
+        self._init_canonical(enc_id, spec, 8)
         self.device = spec.get("device", "auto")
         self.normalize = bool(spec.get("normalize", False))
         self._tok: Any = None
@@ -83,23 +91,36 @@ class HFMeanPoolEncoder(_Base):
         return {"type": self.type_name, "model": self.model_name, "layer": self.layer,
                 "max_length": self.max_length, "normalize": self.normalize,
                 "weights": folder_signature(local) if local else "unresolved",
-                "transformers": _pkg_version("transformers")}
+                "transformers": _pkg_version("transformers"),
+                "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0], **self._canonical_parts()}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         import torch
 
         tok, model = self._load()
-        outs = []
-        with torch.no_grad():
-            for i in range(0, len(texts), self.batch_size):
-                batch = tok(list(texts[i:i + self.batch_size]), padding=True, truncation=True,
-                            max_length=self.max_length, return_tensors="pt")
+        dim = int(getattr(model.config, "hidden_size", getattr(model.config, "emb_dim", 0)))
+        out = np.zeros((len(texts), dim), np.float32)
+        if not texts:
+            return out
+        texts = list(texts)
+        lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=self.max_length)["input_ids"]]
+        with torch.no_grad(), _torch_threads(self.threads):
+            for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, self.max_length):
+                batch = tok(_fill([texts[i] for i in idx], self.batch_size), padding="max_length",
+                            truncation=True, max_length=length, return_tensors="pt")
                 batch = {k: v.to(self._dev) for k, v in batch.items()}
                 res = model(**batch, output_hidden_states=self.layer != -1)
                 hidden = res.last_hidden_state if self.layer == -1 else res.hidden_states[self.layer]
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                outs.append(pooled.float().cpu().numpy())
-        dim = int(getattr(model.config, "hidden_size", getattr(model.config, "emb_dim", 0)))
-        out = np.concatenate(outs) if outs else np.zeros((0, dim), np.float32)
-        return _l2(out) if self.normalize else out.astype(np.float32)
+                out[idx] = pooled[:len(idx)].float().cpu().numpy()
+        return _l2(out) if self.normalize else out
+
+
+class MDistilBertEncoder(HFMeanPoolEncoder):
+    """The paper's mDistilBERT (its ref. [24]; Sanh et al. 2019): the multilingual DistilBERT
+    ``distilbert-base-multilingual-cased`` with masked mean pooling of the last layer, like
+    M-BERT. (The sentence encoder distilled from mUSE is ``distiluse``.)"""
+
+    type_name = "mdistilbert"
+    default_model = "distilbert-base-multilingual-cased"

@@ -21,6 +21,7 @@ class LaserEncoder(_Base):
 
     type_name = "laser"
     uses_lang = True
+    batch_invariant = False  # padded BiLSTM batches: per-row results depend on the batch
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
@@ -52,7 +53,8 @@ class LaserEncoder(_Base):
     def _fp_parts(self) -> dict[str, Any]:
         files = self._files()
         return {"type": self.type_name, "version": _pkg_version("laserembeddings"),
-                "files": {k: file_signature(p) for k, p in files.items()}}
+                "files": {k: file_signature(p) for k, p in files.items()},
+                "batching": "one-per-call"}
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)

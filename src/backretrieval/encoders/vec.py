@@ -165,6 +165,8 @@ class GloveTranslateEncoder(_Base):
         self.mt_model = str(spec.get("mt_model", "Helsinki-NLP/opus-mt-{lang}-en"))
         self.max_vocab = spec.get("max_vocab", 400_000)
         self.device = spec.get("device", "auto")
+        # beam search on padded MarianMT batches depends on the batch; TSV lookups do not
+        self.batch_invariant = self.translations is not None
         self._glove: tuple[dict[str, int], np.ndarray] | None = None
         self._table: dict[str, str] | None = None
         self._mt: dict[str, tuple[Any, Any]] = {}
@@ -179,6 +181,7 @@ class GloveTranslateEncoder(_Base):
         else:
             parts["mt_model"] = self.mt_model
             parts["transformers"] = _pkg_version("transformers")
+            parts["batching"] = "one-per-call"
         return parts
 
     def _translate(self, texts: list[str], lang: str) -> list[str]:

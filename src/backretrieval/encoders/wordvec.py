@@ -467,7 +467,9 @@ def doc_vectors(
         out[i] = rows.mean(axis=0)
     if pc is not None:
         pc = np.asarray(pc, dtype=np.float64)
-        out -= np.outer(out @ pc, pc)
+        # a row-wise reduction, not ``out @ pc``: BLAS matrix-vector kernels give a row other
+        # bits at another offset in ``out``, and a text's vector must not depend on its batch
+        out -= np.outer((out * pc).sum(axis=1), pc)
     if normalize:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out = np.where(norms > 1e-12, out / np.maximum(norms, 1e-12), 0.0)
@@ -685,6 +687,7 @@ class WordVecEncoder:
             }
             s["corpus"] = self._corpus_hashes()
             s["v"] = WORDVEC_VERSION
+            s["doc_vectors"] = "rowwise-projection"  # the encode arithmetic (vectors, not training)
             s["trainer"] = _trainer_version()
             s["tokenizer"] = {lang: tokenizer_signature(lang) for lang in self.spec.languages}
             self._fp = f"wordvec-{json_sha256(s)[:24]}"
