@@ -8,11 +8,14 @@ their paths from here and hand them to the file-based CLI; no step derives a pat
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from .._util import io
-from ..study.case_study import HEADS, human_cfg
+#: The trained heads of the case study (backretrieval.study.case_study.HEADS; repeated here so
+#: the layout imports nothing heavy: the CLI builds its parser from it).
+HEADS = ("triplet", "tripletxl")
 
 
 # -------------------------------------------------------------------------------------------
@@ -185,6 +188,8 @@ def human_paths(cfg: dict) -> dict[str, Path]:
 
 def ratings_path(cfg: dict) -> Path:
     """The ratings the tally reads: ``human_study.ratings`` or the SIMULATED rater's file."""
+    from ..study.case_study import human_cfg
+
     hs = human_cfg(cfg)
     return Path(hs["ratings"]) if hs.get("ratings") else human_paths(cfg)["simulated"]
 
@@ -195,6 +200,8 @@ def ratings_path(cfg: dict) -> Path:
 
 def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
     """(id → row, matrix) of an embedding artifact; None if the model was skipped."""
+    from .._util import io
+
     z = io.load_npz(path)
     if "skipped" in z:
         return None
@@ -203,11 +210,15 @@ def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
 
 
 def skipped_reason(path: Path) -> str | None:
+    from .._util import io
+
     z = io.load_npz(path)
     return str(z["skipped"]) if "skipped" in z else None
 
 
 def _load(path: Path) -> tuple[dict[str, int], np.ndarray]:
+    from .._util import io
+
     z = io.load_npz(path)
     ids = [str(x) for x in z["ids"]]
     return {x: i for i, x in enumerate(ids)}, z["emb"]
