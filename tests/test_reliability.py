@@ -663,3 +663,15 @@ def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     res = _smk(wd, 2, "--rerun-incomplete")
     assert res.returncode == 0, res.stderr[-4000:]
     assert tree(wd) == tree(tiny_runs / "a")
+
+
+@pytest.mark.slow
+def test_moved_working_directory_or_other_cache_reruns_nothing(tiny_runs, tmp_path):
+    """Absolute locations (the embedding cache, downloads) reach the steps through derived
+    params, not as settings: moving a finished run, or pointing cache_dir elsewhere, reruns
+    no job."""
+    moved = tmp_path / "moved"
+    shutil.copytree(tiny_runs / "a", moved, symlinks=True)  # copy2: modification times kept
+    for extra in ((), ("--config", f"cache_dir={tmp_path / 'other-cache'}")):
+        res = _smk(moved, 1, "--dry-run", *extra)
+        assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]

@@ -13,9 +13,10 @@ if CASE:
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
-            spec=lambda wc: encoder_spec(wc.encoder),
-            cache=absolute(config["cache_dir"]),
+            encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
             threads=MODEL_THREADS,
+            spec=lambda wc, input: encoder_spec(wc.encoder),
+            cache=lambda wc, input: absolute(config["cache_dir"]),
         wildcard_constraints:
             encoder="|".join(CASE_EMBED_ENCODERS),
         threads: HEAVY_THREADS

@@ -7,7 +7,10 @@
 # minimal shadow directory: only its declared inputs are linked there, so a read of an
 # undeclared file fails instead of being silently untracked. Locations outside the declared
 # files (downloads, the embedding cache, a mirror folder, anything outside the working
-# directory) are passed as absolute paths.
+# directory) are passed as absolute paths, through params that are functions of the job's
+# `input`: Snakemake treats such params as derived, not as settings, so moving the checkout
+# or pointing `cache_dir` elsewhere reruns nothing; the setting itself (as configured) is
+# the rule's param that triggers reruns.
 import json
 import os
 import shlex

@@ -4,9 +4,10 @@ rule prepare_dataset:
     output:
         directory(DATASET),
     params:
-        spec=dataset_spec(config["dataset"], config["dataset"]["name"]),
+        dataset=as_json(config["dataset"]),
         languages=config["languages"],
         content=byo_content(config["dataset"]),
+        spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
         source=source_flag,
     log:
         f"{LOGS}/prepare_dataset.log",
@@ -25,9 +26,10 @@ rule prepare_corpus:
     output:
         directory("data/prepared/{corpus}"),
     params:
-        spec=lambda wc: dataset_spec(corpus_section(wc.corpus), wc.corpus),
+        corpus=lambda wc: as_json(corpus_section(wc.corpus)),
         languages=config["languages"],
         content=lambda wc: byo_content(corpus_section(wc.corpus)),
+        spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
         source=source_flag,
     wildcard_constraints:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",

@@ -6,12 +6,13 @@ rule embed_text:
     output:
         text_embs("{encoder}"),
     params:
-        spec=lambda wc: encoder_spec(wc.encoder),
+        encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
         field=config["text_field"],
         languages=config["languages"],
         skip="--skip-unavailable" if config.get("skip_unavailable", False) else "",
-        cache=absolute(config["cache_dir"]),
         threads=MODEL_THREADS,
+        spec=lambda wc, input: encoder_spec(wc.encoder),
+        cache=lambda wc, input: absolute(config["cache_dir"]),
     wildcard_constraints:
         encoder="|".join(config["encoders"]),
     threads: HEAVY_THREADS
@@ -40,8 +41,8 @@ rule embed_images:
     params:
         backbone=config["image_backbone"],
         spec=as_json(config["backbones"][config["image_backbone"]]),
-        cache=absolute(config["cache_dir"]),
         threads=MODEL_THREADS,
+        cache=lambda wc, input: absolute(config["cache_dir"]),
     threads: HEAVY_THREADS
     resources:
         mem_mb=4000,
