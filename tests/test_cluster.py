@@ -31,8 +31,8 @@ FAKE = ROOT / "scripts" / "fake_scheduler"
 CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
 RUN = "cluster"  # run_name in CONFIG
 PROFILES = ROOT / "profiles"  # absolute: the run's working directory is a temp dir (-d)
-RULES = {"prepare_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
-N_JOBS = 1 + 3 + 1 + 3 + 3 + 1  # prepare, 3 encoders, images, 3 directions x (sample, metrics), report
+RULES = {"prepare_dataset", "check_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
+N_JOBS = 1 + 1 + 3 + 1 + 3 + 3 + 1  # prepare, check, 3 encoders, images, 3 directions x (sample, metrics), report
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -168,7 +168,7 @@ def _dry(tmp_path: Path, *profiles: str, extra: tuple[str, ...] = ()) -> str:
 @pytest.mark.slow
 def test_cluster_generic_and_grouped_profiles_dry_run(tmp_path):
     out = _dry(tmp_path, "cluster-generic")
-    assert "Group job" not in out and re.search(r"total\s+13", out)
+    assert "Group job" not in out and re.search(r"total\s+14", out)
     out = _dry(tmp_path, "cluster-generic", "grouped")
     groups = re.findall(r"Group job evaluate", out)
     assert len(groups) == 1, out[-3000:]  # 3 directions x (sample, metrics) in one submission

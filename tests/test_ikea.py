@@ -20,6 +20,8 @@ from backretrieval.config import load_config
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
 
+import steps_cli  # tests/steps_cli.py
+
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 8
 # items per split; the last two en-fr val images are en-de test images (as upstream, where
@@ -140,18 +142,20 @@ def test_ikea_runs_xlr_bkr_corr_from_a_zip_mirror(tmp_path, monkeypatch):
             zf.write(p, p.relative_to(src.parent).as_posix())
     cfg = yaml.safe_load((ROOT / "config/ikea.yaml").read_text())
     cfg["dataset"]["options"]["mirror"] = str(mirror)
-    cfg.update(sample_size=8, k=3, seeds=[0, 1], cache_dir=str(tmp_path / "cache"))
+    cfg.update(sample_size=8, recall_k=3, seeds=[0, 1], cache_dir=str(tmp_path / "cache"))
     cfg["encoders"] = {"char-ngram": {"type": "char_ngram", "dim": 256}, "char3": {"type": "char_ngram", "dim": 64, "n": [3]},
                        "random": {"type": "random", "dim": 16, "seed": 0}}
     (tmp_path / "ikea.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
-    c = ["--config", "ikea.yaml"]
-    assert main(["prepare", *c]) == 0
-    assert main(["embed-images", *c]) == 0
+    assert main(steps_cli.prepare(cfg)) == 0
+    assert main(steps_cli.check(cfg)) == 0
+    assert main(steps_cli.embed_images(cfg)) == 0
     for enc in cfg["encoders"]:
-        assert main(["embed-text", *c, "--encoder", enc]) == 0
-    assert main(["sample", *c]) == 0
-    assert main(["metrics", *c]) == 0
+        assert main(steps_cli.embed_text(cfg, enc)) == 0
+    for d in cfg["directions"]:
+        assert main(steps_cli.sample(cfg, d)) == 0
+        assert main(steps_cli.metrics(cfg, d)) == 0
+    c = ["--config", "ikea.yaml"]
     df = pd.concat(pd.read_csv(p) for p in sorted(Path("artifacts/ikea/metrics").glob("*.csv")))
     assert set(df.direction) == {"en-de", "de-en", "en-fr", "fr-en"}
     assert {"xlr_recall", "bkr_recall", "corr"} <= set(df.metric)

@@ -93,18 +93,20 @@ def test_metrics_json_shape():
 def test_report_marks_significant_cells(tmp_path, monkeypatch):
     """build_report puts the Wilcoxon (Bonferroni) marker on the better cell of Table 1."""
     from backretrieval._util import io
-    from backretrieval.steps.report import build_report
+    from backretrieval.steps.report import build_report, report_settings
 
     monkeypatch.chdir(tmp_path)
     cfg = {"run_name": "r", "dataset": {"name": "d", "source": "synthetic"}, "directions": ["en-de", "de-en"],
            "languages": ["en", "de"], "reports_dir": "reports", "image_backbone": "b", "text_field": "title",
-           "sample_size": 10, "seeds": list(range(8)), "k": 10, "encoders": {}, "figure_seed": 0}
+           "sample_size": 10, "seeds": list(range(8)), "recall_k": 10, "encoders": {}, "figure_seed": 0}
     (tmp_path / "data/prepared/d").mkdir(parents=True)
     (tmp_path / "data/prepared/d/dataset.json").write_text('{"name": "d", "languages": ["en", "de"], "synthetic": true}')
     m = _metrics(seed_count=8)
     for d in cfg["directions"]:
         io.write_csv(layout.metrics_path(cfg, d), m[m.direction == d])
-    build_report(cfg)
+    build_report(metrics_files=[layout.metrics_path(cfg, d) for d in cfg["directions"]],
+                 dataset=layout.dataset_root(cfg), text_files={}, settings=report_settings(cfg),
+                 correlations_out=layout.correlations_path(cfg), out=layout.report_paths(cfg))
     table = (tmp_path / "reports/table1.md").read_text()
     line = next(l for l in table.splitlines() if l.startswith("| en→de"))
     import re

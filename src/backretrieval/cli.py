@@ -1,41 +1,76 @@
 """Command-line interface: one subcommand per pipeline step (thin wrapper over the library).
 
-Every step takes ``--config`` (params.yaml or a named config) and derives its input/output
-paths from it (backretrieval.steps.layout), so Snakemake rules and DVC stages only name the step.
+Every step is file-based: it reads the files named by its input flags, writes the files named
+by its output flags, and takes its settings as flags (JSON for a config section), so the
+Snakemake rules hand every file they declare to the step and no step derives a path from the
+config (the artifact layout is ``backretrieval.steps.layout``). ``validate-config`` checks a
+whole config (schema, cross-field relations, and the prepared dataset if there is one).
 User-fixable problems print ``backretrieval: error: ...`` and exit with code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
 from pathlib import Path
 
-
 from . import __version__
 from ._util import io
-from .config import load_config
-from .errors import BackretrievalError
-from .steps import layout
+from .errors import BackretrievalError, InputError
 
 log = logging.getLogger("backretrieval")
 
-
-def _cfg(args) -> dict:
-    return load_config(args.config, args.set)
+CASE_FIELDS = ("title", "body")
 
 
-def _cfg_fitting_dataset(args) -> dict:
-    """The config, checked against the prepared dataset (when there is one) before any work."""
-    from .steps.prepare import check_dataset_fits
+# -------------------------------------------------------------------------------------------
+# argument helpers
 
-    cfg = _cfg(args)
-    root = layout.dataset_root(cfg)
-    if (root / "dataset.json").is_file():
-        check_dataset_fits(cfg, root)
-    return cfg
+
+def _json_object(text: str) -> dict:
+    """argparse type of the JSON flags (a config section): a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _grid(files: list[str], flag: str, *axes: tuple[str, list[str]]) -> dict:
+    """``files`` in row-major order over ``axes`` ((flag, values), ...) as nested dicts,
+    e.g. ``_grid(f, "--repr", ("--models", ms), ("--languages", ls))[m][lang]``."""
+    n = 1
+    for _, values in axes:
+        n *= len(values)
+    if len(files) != n:
+        shape = " x ".join(f"{len(v)} {name}" for name, v in axes)
+        raise InputError(f"{flag}: expected {n} files ({shape}, in that order), got {len(files)}")
+    paths = [Path(f) for f in files]
+
+    def build(level: int, start: int, size: int):
+        if level == len(axes):
+            return paths[start]
+        values = axes[level][1]
+        step = size // len(values)
+        return {v: build(level + 1, start + i * step, step) for i, v in enumerate(values)}
+
+    return build(0, 0, n)
+
+
+def _case(args) -> dict:
+    """The resolved ``case_study`` section of ``--case``, with ``--train-corpus``."""
+    cs = dict(args.case)
+    cs["train_corpus"] = str(args.train_corpus) if args.train_corpus else None
+    return cs
+
+
+def _outputs(args, names) -> dict[str, Path]:
+    return {name: Path(getattr(args, name)) for name in names}
 
 
 # -------------------------------------------------------------------------------------------
@@ -43,107 +78,172 @@ def _cfg_fitting_dataset(args) -> dict:
 
 
 def cmd_validate_config(args) -> int:
-    cfg = _cfg_fitting_dataset(args)
+    from .config import load_config
+    from .steps import layout
+    from .steps.prepare import check_dataset_fits
+
+    cfg = load_config(args.config, args.set)
     root = layout.dataset_root(cfg)
-    fits = (f"fits the prepared dataset {root}" if (root / "dataset.json").is_file()
-            else f"dataset {root} not prepared yet (its checks run at the end of `prepare`)")
+    prepared = (root / "dataset.json").is_file()
+    if prepared:
+        check_dataset_fits(cfg, root)
+    fits = (f"fits the prepared dataset {root}" if prepared
+            else f"dataset {root} not prepared yet (its checks run in `check-dataset`, before any model)")
     print(f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
           f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}")
     return 0
 
 
 def cmd_prepare(args) -> int:
-    cfg = _cfg(args)
     from .steps.prepare import prepare_step
 
-    prepare_step(cfg, args.corpus)
+    prepare_step(args.spec, args.languages, Path(args.out), Path(args.source_dir) if args.source_dir else None)
+    return 0
+
+
+def cmd_check_dataset(args) -> int:
+    from .steps.prepare import check_step
+
+    check_step(args.requirements, Path(args.dataset), Path(args.out))
     return 0
 
 
 def cmd_embed_text(args) -> int:
-    cfg = _cfg_fitting_dataset(args)
     from .steps.embed import embed_text_step
 
-    embed_text_step(cfg, args.encoder, args.langs)
+    outs = _grid(args.out, "--out", ("--languages", args.languages))
+    embed_text_step(Path(args.dataset), args.encoder, args.spec, args.text_field, outs,
+                    Path(args.cache_dir) if args.cache_dir else None, args.skip_unavailable, args.threads)
     return 0
 
 
 def cmd_embed_images(args) -> int:
-    cfg = _cfg_fitting_dataset(args)
     from .steps.embed import embed_dataset_images
 
-    bb = args.backbone or cfg["image_backbone"]
-    embed_dataset_images(layout.dataset_root(cfg), bb, dict(cfg["backbones"][bb]),
-                         layout.image_emb_path(cfg, bb), Path(cfg["cache_dir"]))
+    embed_dataset_images(Path(args.dataset), args.backbone, args.spec, Path(args.out),
+                         Path(args.cache_dir) if args.cache_dir else None, threads=args.threads)
     return 0
 
 
 def cmd_sample(args) -> int:
-    cfg = _cfg(args)
     from .steps.sample import sample_step
 
-    for d in args.direction or cfg["directions"]:
-        sample_step(layout.dataset_root(cfg), d, cfg["sample_size"], cfg["seeds"], layout.samples_path(cfg, d))
+    sample_step(Path(args.dataset), args.direction, args.sample_size, args.seeds, Path(args.out))
     return 0
 
 
 def cmd_metrics(args) -> int:
-    cfg = _cfg(args)
+    from .steps.layout import ranks_path
     from .steps.metrics import metrics_step
 
-    for d in args.direction or cfg["directions"]:
-        src, tgt = d.split("-")
-        t0 = time.perf_counter()
-        metrics_step(
-            dataset=layout.dataset_root(cfg),
-            dataset_name=cfg["dataset"]["name"],
-            direction=d,
-            samples_file=layout.samples_path(cfg, d),
-            image_file=layout.image_emb_path(cfg),
-            backbone=cfg["image_backbone"],
-            text_files={e: (layout.text_emb_path(cfg, e, src), layout.text_emb_path(cfg, e, tgt)) for e in cfg["encoders"]},
-            text_field=cfg["text_field"],
-            k=cfg["k"],
-            corr_max_pairs=cfg.get("corr_max_pairs"),
-            full_bkr_ranks=cfg.get("full_bkr_ranks", True),
-            out=layout.metrics_path(cfg, d),
-        )
-        log.info("metrics %s: %.1fs", d, time.perf_counter() - t0)
+    text = _grid(args.text, "--text", ("--encoders", args.encoders), ("source/target", ["src", "tgt"]))
+    if Path(args.ranks) != ranks_path(Path(args.out)):
+        raise InputError(f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, "
+                         f"not {args.ranks}")
+    t0 = time.perf_counter()
+    metrics_step(
+        dataset=Path(args.dataset),
+        dataset_name=args.dataset_name,
+        direction=args.direction,
+        samples_file=Path(args.samples),
+        image_file=Path(args.images),
+        backbone=args.backbone,
+        text_files={e: (text[e]["src"], text[e]["tgt"]) for e in args.encoders},
+        text_field=args.text_field,
+        k=args.recall_k,
+        corr_max_pairs=args.corr_max_pairs,
+        full_bkr_ranks=not args.hits_only,
+        out=Path(args.out),
+    )
+    log.info("metrics %s: %.1fs", args.direction, time.perf_counter() - t0)
     return 0
 
 
 def cmd_report(args) -> int:
-    cfg = _cfg(args)
+    from .steps.layout import REPORT_FILES
     from .steps.report import build_report
 
-    build_report(cfg)
+    text = _grid(args.text, "--text", ("--encoders", args.encoders), ("--languages", args.languages))
+    build_report(metrics_files=[Path(p) for p in args.metrics_csv], dataset=Path(args.dataset),
+                 text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
+                 settings=args.settings, correlations_out=Path(args.correlations),
+                 out=_outputs(args, REPORT_FILES))
     return 0
 
 
-def cmd_case(args) -> int:
-    """Case-study steps (Section 3.2): embed, select, train, evaluate, report."""
-    cfg = _cfg_fitting_dataset(args) if args.cmd == "case-embed" else _cfg(args)
+def cmd_case_embed(args) -> int:
     from .steps import case_study as cs
+
+    c = _case(args)
+    fields = _grid(args.fields, "--fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS)))
+    reprs = _grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
+    cs.embed_step(Path(args.dataset), c, args.encoder, args.spec, Path(args.cache_dir) if args.cache_dir else None,
+                  fields, reprs, args.threads)
+    return 0
+
+
+def cmd_case_select(args) -> int:
+    from .steps import case_study as cs
+
+    c = _case(args)
+    reprs = _grid(args.repr, "--repr", ("--models", args.models), ("case_study.languages", list(c["languages"])))
+    chosen = cs.select_step(Path(args.dataset), c, Path(args.images), reprs, Path(args.out_json), Path(args.out_csv))
+    log.info("case study: heads will be trained on %s", chosen)
+    return 0
+
+
+def cmd_case_train(args) -> int:
+    from .steps import case_study as cs
+
+    c = _case(args)
+    fields = _grid(args.fields, "--fields", ("--encoders", args.encoders),
+                   ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS)))
+    reprs = _grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
+    out = {"head": Path(args.head_out), "meta": Path(args.meta_out), "history": Path(args.history_out),
+           "curve": Path(args.curve_out)}
+    cs.train_step(Path(args.dataset), c, args.head, Path(args.chosen), fields, out, reprs, args.threads)
+    return 0
+
+
+def cmd_case_evaluate(args) -> int:
+    from .steps import case_study as cs
+
+    c = _case(args)
+    reprs = _grid(args.repr, "--repr", ("--models", args.models), ("case_study.languages", list(c["languages"])))
+    cs.evaluate_step(Path(args.dataset), c, Path(args.images), reprs, Path(args.out_csv), Path(args.out_hits))
+    return 0
+
+
+def cmd_case_report(args) -> int:
+    from .steps import case_study as cs
+    from .steps.layout import CASE_REPORT_FILES
+
+    cs.report_step(Path(args.dataset), _case(args), Path(args.chosen), Path(args.bkr), Path(args.hits),
+                   _outputs(args, CASE_REPORT_FILES))
+    return 0
+
+
+def cmd_human_sheets(args) -> int:
     from .steps import human_study as hs
 
-    ds = layout.dataset_root(cfg)
-    if args.cmd == "case-embed":
-        cs.embed_step(cfg, ds, args.encoder)
-    elif args.cmd == "case-select":
-        chosen = cs.select_step(cfg, ds, layout.case_root(cfg) / "chosen_base.json")
-        log.info("case study: heads will be trained on %s", chosen)
-    elif args.cmd == "case-train":
-        cs.train_step(cfg, ds, args.head, layout.case_root(cfg) / "chosen_base.json")
-    elif args.cmd == "case-evaluate":
-        cs.evaluate_step(cfg, ds)
-    elif args.cmd == "case-report":
-        cs.report_step(cfg, ds)
-    elif args.cmd == "human-sheets":
-        hs.sheets_step(cfg, ds)
-    elif args.cmd == "human-simulate":
-        print(hs.simulate_step(cfg, ds))
-    elif args.cmd == "human-tally":
-        hs.tally_step(cfg)
+    reprs = _grid(args.repr, "--repr", ("--models", args.models), ("--languages", args.languages))
+    out = {"template": Path(args.template), "html": Path(args.html), "key": Path(args.key), "page": Path(args.page)}
+    hs.sheets_step(Path(args.dataset), _case(args), args.human, Path(args.chosen), reprs, out)
+    return 0
+
+
+def cmd_human_simulate(args) -> int:
+    from .steps import human_study as hs
+
+    print(hs.simulate_step(Path(args.dataset), Path(args.template), Path(args.key), args.seed, Path(args.out)))
+    return 0
+
+
+def cmd_human_tally(args) -> int:
+    from .steps import human_study as hs
+
+    hs.tally_step(Path(args.ratings), Path(args.key), args.allow_unverified_key, args.simulated,
+                  Path(args.out_md), Path(args.out_json))
     return 0
 
 
@@ -242,53 +342,198 @@ def cmd_compare(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .steps.layout import CASE_REPORT_FILES, REPORT_FILES
+
     p = argparse.ArgumentParser(prog="backretrieval", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"backretrieval {__version__}")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def add(name, fn, help_, config=True):
-        sp = sub.add_parser(name, help=help_)
-        if config:
-            sp.add_argument("--config", default="params.yaml", help="params.yaml or a named config")
-            sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                            help="override a config value (YAML), e.g. --set sample_size=200")
+    def add(name, fn, help_):
+        sp = sub.add_parser(name, help=help_, description=help_)
         sp.set_defaults(func=fn)
         return sp
 
-    add("validate-config", cmd_validate_config, "validate the config against the schema")
-    sp = add("prepare", cmd_prepare, "generate (synthetic) or prepare the configured dataset")
-    sp.add_argument("--corpus", help="prepare one of the configured text-only `corpora` instead")
-    sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder")
-    sp.add_argument("--encoder", required=True)
-    sp.add_argument("--langs", nargs="*")
-    sp = add("embed-images", cmd_embed_images, "image features with the configured backbone")
-    sp.add_argument("--backbone")
-    sp = add("sample", cmd_sample, "draw the seeded samples for each direction")
-    sp.add_argument("--direction", action="append")
-    sp = add("metrics", cmd_metrics, "XLR, BkR, CORR of every encoder per direction and seed")
-    sp.add_argument("--direction", action="append")
-    add("report", cmd_report, "correlations, tables, figures, metrics.json")
-    sp = add("case-embed", cmd_case, "case study: title/body embeddings of one base encoder")
-    sp.add_argument("--encoder", required=True)
-    add("case-select", cmd_case, "case study: choose the base encoder by BkR")
-    sp = add("case-train", cmd_case, "case study: train a TRIPLET / TRIPLETXL head")
-    sp.add_argument("--head", required=True, choices=["triplet", "tripletxl"])
-    add("case-evaluate", cmd_case, "case study: BkR of every model for every ordered language pair")
-    add("case-report", cmd_case, "case study: Table 2, Figure 3")
-    add("human-sheets", cmd_case, "human study: blinded rating sheet (CSV + HTML) and sealed key")
-    add("human-simulate", cmd_case, "human study: SIMULATED ratings from the synthetic ground truth")
-    add("human-tally", cmd_case, "human study: unblind and tally the configured ratings")
-    sp = add("tally", cmd_tally, "tally a ratings CSV against a sealed key", config=False)
+    def req(sp, flag, help_, **kw):
+        sp.add_argument(flag, required=True, help=help_, **kw)
+
+    def dataset(sp):
+        req(sp, "--dataset", "prepared dataset folder (dataset.json, items.csv, ...)", metavar="DIR")
+
+    def spec(sp, what):
+        req(sp, "--spec", f"the {what}'s params.yaml entry as a JSON object", type=_json_object, metavar="JSON")
+
+    def model_job(sp):
+        sp.add_argument("--cache-dir", metavar="DIR", help="content-addressed embedding cache (a side store; "
+                        "results do not depend on it); omit for no cache")
+        sp.add_argument("--threads", type=int, metavar="N", help="torch/BLAS threads (params.yaml model_threads); "
+                        "omit to leave the libraries' defaults")
+
+    def case(sp):
+        dataset(sp)
+        req(sp, "--case", "the resolved case_study section as a JSON object (without train_corpus)",
+            type=_json_object, metavar="JSON")
+        sp.add_argument("--train-corpus", metavar="DIR", help="prepared training corpus (case_study.train_corpus)")
+
+    def files(sp, flag, help_, required=True):
+        sp.add_argument(flag, nargs="+", required=required, metavar="FILE", help=help_)
+
+    def named_outputs(sp, names, what):
+        for name in names:
+            req(sp, "--" + name.replace("_", "-"), f"output: {what} '{name}'", dest=name, metavar="FILE")
+
+    sp = add("validate-config", cmd_validate_config,
+             "validate a config: schema, cross-field relations, and the prepared dataset if it exists")
+    sp.add_argument("--config", default="params.yaml", help="params.yaml or a named config (default: params.yaml)")
+    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value (YAML), e.g. --set sample_size=200")
+
+    sp = add("prepare", cmd_prepare, "generate (synthetic), copy (source: prepared) or download + prepare a dataset")
+    spec(sp, "dataset (or corpora.<name>, with its name)")
+    req(sp, "--languages", "languages to prepare", nargs="+", metavar="LANG")
+    req(sp, "--out", "output: the prepared dataset folder", metavar="DIR")
+    sp.add_argument("--source-dir", metavar="DIR", help="input for source 'prepared': the folder to validate and copy")
+
+    sp = add("check-dataset", cmd_check_dataset,
+             "check that a prepared dataset fits the config (item counts per direction, images, case study)")
+    dataset(sp)
+    req(sp, "--requirements", "what to check (steps.prepare.fit_requirements of the config) as JSON",
+        type=_json_object, metavar="JSON")
+    req(sp, "--out", "output: a record of the passed check", metavar="FILE")
+
+    sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder, one file per language")
+    dataset(sp)
+    req(sp, "--encoder", "encoder id (a key of params.yaml encoders)")
+    spec(sp, "encoder")
+    req(sp, "--text-field", "title | body | title_body", choices=["title", "body", "title_body"])
+    req(sp, "--languages", "languages to embed", nargs="+", metavar="LANG")
+    files(sp, "--out", "outputs: one npz per language, in the order of --languages")
+    sp.add_argument("--skip-unavailable", action="store_true",
+                    help="write 'skipped' markers instead of failing when the model cannot be had")
+    model_job(sp)
+
+    sp = add("embed-images", cmd_embed_images, "image features of the dataset with one backbone")
+    dataset(sp)
+    req(sp, "--backbone", "backbone id (a key of params.yaml backbones)")
+    spec(sp, "backbone")
+    req(sp, "--out", "output: the image-feature npz", metavar="FILE")
+    model_job(sp)
+
+    sp = add("sample", cmd_sample, "draw the seeded samples of one direction")
+    dataset(sp)
+    req(sp, "--direction", "src-tgt, e.g. en-de")
+    req(sp, "--sample-size", "N", type=int)
+    req(sp, "--seeds", "seeds, one sample each", type=int, nargs="+")
+    req(sp, "--out", "output: samples JSON", metavar="FILE")
+
+    sp = add("metrics", cmd_metrics, "XLR, BkR, CORR of every encoder for one direction and every seed")
+    dataset(sp)
+    req(sp, "--dataset-name", "dataset name written into the CSV (params.yaml dataset.name)")
+    req(sp, "--direction", "src-tgt, e.g. en-de")
+    req(sp, "--samples", "input: samples JSON of the direction", metavar="FILE")
+    req(sp, "--images", "input: image-feature npz", metavar="FILE")
+    req(sp, "--backbone", "image backbone id (written into the CSV)")
+    req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
+    files(sp, "--text", "inputs: per encoder (order of --encoders) its source- then target-language npz")
+    req(sp, "--text-field", "title | body | title_body (written into the CSV)")
+    req(sp, "--recall-k", "k of Recall@k", type=int)
+    sp.add_argument("--corr-max-pairs", type=int, metavar="N", help="CORR on a seeded subsample of N pairs")
+    sp.add_argument("--hits-only", action="store_true", help="store BkR 0/1 hits instead of full per-query ranks")
+    req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
+    req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
+
+    sp = add("report", cmd_report, "correlations, significance, Table 1, Figure 2, metrics.json")
+    files(sp, "--metrics-csv", "inputs: the tidy metrics CSVs of every direction")
+    dataset(sp)
+    req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
+    req(sp, "--languages", "languages", nargs="+", metavar="LANG")
+    files(sp, "--text", "inputs: per encoder the text npz of every language (read to list skipped encoders)")
+    req(sp, "--settings", "report settings (steps.report.report_settings) as JSON", type=_json_object, metavar="JSON")
+    req(sp, "--correlations", "output: correlations CSV (per direction and seed)", metavar="FILE")
+    named_outputs(sp, REPORT_FILES, "report file")
+
+    sp = add("case-embed", cmd_case_embed, "case study: title/body embeddings of one encoder")
+    case(sp)
+    req(sp, "--encoder", "encoder id")
+    spec(sp, "encoder")
+    files(sp, "--fields", "outputs: per case-study language its title then body npz")
+    files(sp, "--repr", "outputs: per case-study language the evaluated representation npz")
+    model_job(sp)
+
+    sp = add("case-select", cmd_case_select, "case study: choose the base encoder by BkR")
+    case(sp)
+    req(sp, "--images", "input: image-feature npz", metavar="FILE")
+    req(sp, "--models", "the base encoders", nargs="+", metavar="ENC")
+    files(sp, "--repr", "inputs: per model (order of --models) its representation per case-study language")
+    req(sp, "--out-json", "output: the chosen base encoder", metavar="FILE")
+    req(sp, "--out-csv", "output: BkR of each base encoder", metavar="FILE")
+
+    sp = add("case-train", cmd_case_train, "case study: train a TRIPLET / TRIPLETXL head")
+    case(sp)
+    req(sp, "--head", "triplet | tripletxl", choices=["triplet", "tripletxl"])
+    req(sp, "--chosen", "input: the chosen base encoder (case-select)", metavar="FILE")
+    req(sp, "--encoders", "the base encoders", nargs="+", metavar="ENC")
+    files(sp, "--fields", "inputs: per base encoder, per case-study language, its title then body npz")
+    req(sp, "--head-out", "output: head weights (.pt)", metavar="FILE")
+    req(sp, "--meta-out", "output: head metadata (the .pt path with .json)", metavar="FILE")
+    req(sp, "--history-out", "output: training history CSV", metavar="FILE")
+    req(sp, "--curve-out", "output: loss curve PNG", metavar="FILE")
+    files(sp, "--repr", "outputs: per case-study language the head's representation npz")
+    sp.add_argument("--threads", type=int, metavar="N", help="torch/BLAS threads (params.yaml model_threads)")
+
+    sp = add("case-evaluate", cmd_case_evaluate, "case study: BkR of every model for every ordered language pair")
+    case(sp)
+    req(sp, "--images", "input: image-feature npz", metavar="FILE")
+    req(sp, "--models", "every case-study model (baseline, base encoders, heads)", nargs="+", metavar="MODEL")
+    files(sp, "--repr", "inputs: per model its representation per case-study language")
+    req(sp, "--out-csv", "output: BkR per model, direction, seed", metavar="FILE")
+    req(sp, "--out-hits", "output: per-query hits npz", metavar="FILE")
+
+    sp = add("case-report", cmd_case_report, "case study: Table 2, Figure 3")
+    case(sp)
+    req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
+    req(sp, "--bkr", "input: case-evaluate CSV", metavar="FILE")
+    req(sp, "--hits", "input: case-evaluate hits npz", metavar="FILE")
+    named_outputs(sp, CASE_REPORT_FILES, "case report file")
+
+    sp = add("human-sheets", cmd_human_sheets, "human study: blinded rating sheet (CSV + HTML) and sealed key")
+    case(sp)
+    req(sp, "--human", "the resolved human_study section as a JSON object", type=_json_object, metavar="JSON")
+    req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
+    req(sp, "--models", "models whose representations are given", nargs="+", metavar="MODEL")
+    req(sp, "--languages", "languages of the given representations", nargs="+", metavar="LANG")
+    files(sp, "--repr", "inputs: per model, per language its representation npz")
+    req(sp, "--template", "output: ratings template CSV", metavar="FILE")
+    req(sp, "--html", "output: rating page", metavar="FILE")
+    req(sp, "--key", "output: sealed key JSON", metavar="FILE")
+    req(sp, "--page", "output: the rating page beside the reports", metavar="FILE")
+
+    sp = add("human-simulate", cmd_human_simulate, "human study: SIMULATED ratings from the synthetic ground truth")
+    dataset(sp)
+    req(sp, "--template", "input: ratings template CSV", metavar="FILE")
+    req(sp, "--key", "input: sealed key JSON", metavar="FILE")
+    req(sp, "--seed", "rater seed (human_study.seed)", type=int)
+    req(sp, "--out", "output: SIMULATED ratings CSV", metavar="FILE")
+
+    sp = add("human-tally", cmd_human_tally, "human study: unblind and tally the ratings")
+    req(sp, "--ratings", "input: ratings CSV (human or SIMULATED)", metavar="FILE")
+    req(sp, "--key", "input: sealed key JSON", metavar="FILE")
+    sp.add_argument("--allow-unverified-key", action="store_true",
+                    help="tally even if the ratings file does not carry the key's sha256 on every row")
+    sp.add_argument("--simulated", action="store_true", help="label the tally SIMULATED (simulated rater)")
+    req(sp, "--out-md", "output: tally Markdown", metavar="FILE")
+    req(sp, "--out-json", "output: tally JSON", metavar="FILE")
+
+    sp = add("tally", cmd_tally, "tally a ratings CSV against a sealed key")
     sp.add_argument("--ratings", required=True)
     sp.add_argument("--key", required=True)
     sp.add_argument("--out")
     sp.add_argument("--allow-unverified-key", action="store_true",
                     help="tally even if the ratings file does not carry the key's sha256 on every row "
                          "(a wrong sha256 is always refused)")
-    sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
+    sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
     sp.add_argument("root")
-    add("versions", cmd_versions, "print software versions", config=False)
+    add("versions", cmd_versions, "print software versions")
 
     def eval_opts(sp, required: bool) -> None:
         sp.add_argument("--data", required=required,
@@ -310,15 +555,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the CIs and tests")
         sp.add_argument("--quiet", action="store_true", help="no progress bars")
 
-    sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON",
-             config=False)
+    sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON")
     sp.add_argument("--model", required=True, help="sentence-transformers name or folder | module:callable | "
                     "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)")
     sp.add_argument("--name", help="label of the model in the result (default: from --model)")
     sp.add_argument("--out", help="result JSON (default results/<model>/<dataset>.json)")
     eval_opts(sp, required=True)
-    sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)",
-             config=False)
+    sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)")
     sp.add_argument("results", nargs="*", help="two result JSONs of `backretrieval evaluate`")
     sp.add_argument("--model", action="append", help="instead of JSONs: evaluate two models (give --model twice)")
     sp.add_argument("--out", help="write the comparison as JSON too")
@@ -350,4 +593,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-

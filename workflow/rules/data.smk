@@ -1,28 +1,66 @@
 rule prepare_dataset:
+    input:
+        unpack(lambda wc: {"source": byo_folder(config["dataset"])} if byo_folder(config["dataset"]) else {}),
     output:
-        directory(DATASET_DIR),
+        directory(DATASET),
     params:
-        config=CONFIG,
-        slice=slice_hash("dataset", "languages"),
-    conda:
-        CONDA_ENV
+        dataset=as_json(config["dataset"]),
+        languages=config["languages"],
+        content=byo_content(config["dataset"]),
+        spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
+        source=source_flag,
     log:
         f"{LOGS}/prepare_dataset.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval prepare --config {params.config} > {log} 2>&1"
+        "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
+        " --out {output} > {log} 2>&1"
 
 
 rule prepare_corpus:
+    input:
+        unpack(lambda wc: {"source": byo_folder(corpus_section(wc.corpus))} if byo_folder(corpus_section(wc.corpus)) else {}),
     output:
         directory("data/prepared/{corpus}"),
     params:
-        config=CONFIG,
-        slice=slice_hash("corpora"),
+        corpus=lambda wc: as_json(corpus_section(wc.corpus)),
+        languages=config["languages"],
+        content=lambda wc: byo_content(corpus_section(wc.corpus)),
+        spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
+        source=source_flag,
     wildcard_constraints:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/prepare_corpus/{{corpus}}.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval prepare --config {params.config} --corpus {wildcards.corpus} > {log} 2>&1"
+        "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
+        " --out {output} > {log} 2>&1"
+
+
+# The relations between the config and its data (item counts per direction, images or features
+# for every item, case/human-study sizes): checked once the dataset exists, before any model
+# runs. Consumers take the record as ancient(): a re-check (e.g. after a changed sample_size)
+# does not by itself rerun the embeddings.
+rule check_dataset:
+    input:
+        DATASET,
+    output:
+        CHECK,
+    params:
+        requirements=as_json(fit_requirements(config)),
+    log:
+        f"{LOGS}/check_dataset.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    shell:
+        "backretrieval check-dataset --dataset {input} --requirements {params.requirements:q} --out {output}"
+        " > {log} 2>&1"

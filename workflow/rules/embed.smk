@@ -1,44 +1,59 @@
 rule embed_text:
     input:
-        DATASET_DIR,
-        encoder_extra_inputs,
+        dataset=DATASET,
+        check=ancient(CHECK),
+        extra=encoder_extra_inputs,
     output:
         text_embs("{encoder}"),
     params:
-        config=CONFIG,
-        spec=lambda wc: json.dumps(config["encoders"][wc.encoder], sort_keys=True),
+        encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
         field=config["text_field"],
+        languages=config["languages"],
+        skip="--skip-unavailable" if config.get("skip_unavailable", False) else "",
+        threads=MODEL_THREADS,
+        spec=lambda wc, input: encoder_spec(wc.encoder),
+        cache=lambda wc, input: absolute(config["cache_dir"]),
     wildcard_constraints:
         encoder="|".join(config["encoders"]),
     threads: embed_threads
     resources:
         mem_mb=4000,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/embed_text/{{encoder}}.log",
     benchmark:
         f"{LOGS}/benchmarks/embed_text/{{encoder}}.tsv"
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval embed-text --config {params.config} --encoder {wildcards.encoder} > {log} 2>&1"
+        "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
+        " --text-field {params.field} --languages {params.languages} --out {output} {params.skip}"
+        " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
 
 rule embed_images:
     input:
-        DATASET_DIR,
+        dataset=DATASET,
+        check=ancient(CHECK),
     output:
         image_emb(),
     params:
-        config=CONFIG,
-        spec=json.dumps(config["backbones"][config["image_backbone"]], sort_keys=True),
+        backbone=config["image_backbone"],
+        spec=as_json(config["backbones"][config["image_backbone"]]),
+        threads=MODEL_THREADS,
+        cache=lambda wc, input: absolute(config["cache_dir"]),
     threads: HEAVY_THREADS
     resources:
         mem_mb=4000,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/embed_images.log",
     benchmark:
         f"{LOGS}/benchmarks/embed_images.tsv"
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval embed-images --config {params.config} > {log} 2>&1"
+        "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
+        " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"

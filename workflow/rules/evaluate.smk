@@ -1,43 +1,58 @@
 rule sample:
     input:
-        DATASET_DIR,
+        dataset=DATASET,
+        check=ancient(CHECK),
     output:
         samples_file("{direction}"),
     params:
-        config=CONFIG,
-        slice=slice_hash("sample_size", "seeds"),
+        n=config["sample_size"],
+        seeds=config["seeds"],
     wildcard_constraints:
         direction="|".join(config["directions"]),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/sample/{{direction}}.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval sample --config {params.config} --direction {wildcards.direction} > {log} 2>&1"
+        "backretrieval sample --dataset {input.dataset} --direction {wildcards.direction} --sample-size {params.n}"
+        " --seeds {params.seeds} --out {output} > {log} 2>&1"
 
 
 rule metrics:
     input:
+        dataset=DATASET,
         samples=samples_file("{direction}"),
-        image=image_emb(),
+        images=image_emb(),
         text=direction_text_inputs,
     output:
         csv=metrics_file("{direction}"),
         ranks=ranks_file("{direction}"),
     params:
-        config=CONFIG,
-        slice=slice_hash("k", "corr_max_pairs", "full_bkr_ranks", "encoders"),
+        name=config["dataset"]["name"],
+        backbone=config["image_backbone"],
+        encoders=list(config["encoders"]),
+        field=config["text_field"],
+        k=config["recall_k"],
+        corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
+        hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
     wildcard_constraints:
         direction="|".join(config["directions"]),
     threads: 1
     resources:
         mem_mb=2000,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/metrics/{{direction}}.log",
     benchmark:
         f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval metrics --config {params.config} --direction {wildcards.direction} > {log} 2>&1"
+        "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
+        " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
+        " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
+        " {params.corr} {params.hits} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"

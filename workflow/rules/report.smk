@@ -1,25 +1,36 @@
 rule report:
     input:
-        [metrics_file(d) for d in config["directions"]],
+        metrics=[metrics_file(d) for d in config["directions"]],
+        dataset=DATASET,
+        text=[text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
     output:
-        table1=report(f"{REPORTS}/table1.md", category="Tables", caption="../report/table1.rst"),
-        table1_tex=f"{REPORTS}/table1.tex",
-        corr_ci=report(f"{REPORTS}/correlations_ci.csv", category="Tables", caption="../report/ci.rst"),
-        recall_ci=report(f"{REPORTS}/recall_ci.csv", category="Tables", caption="../report/ci.rst"),
-        metrics=f"{REPORTS}/metrics.json",
-        significance=report(f"{REPORTS}/significance.csv", category="Tables", caption="../report/significance.rst"),
-        fig2_png=report(f"{REPORTS}/figures/fig2_scatter.png", category="Figures", caption="../report/fig2.rst"),
-        fig2_svg=f"{REPORTS}/figures/fig2_scatter.svg",
-        fig2_pdf=f"{REPORTS}/figures/fig2_scatter.pdf",
-        fig2_csv=f"{REPORTS}/plots/fig2_xlr_vs_bkr.csv",
-        means=report(f"{REPORTS}/plots/encoder_means.csv", category="Tables", caption="../report/encoder_means.rst"),
+        correlations=str(layout.correlations_path(config)),
+        table1=report(REPORTS["table1"], category="Tables", caption="../report/table1.rst"),
+        table1_tex=REPORTS["table1_tex"],
+        corr_ci=report(REPORTS["corr_ci"], category="Tables", caption="../report/ci.rst"),
+        recall_ci=report(REPORTS["recall_ci"], category="Tables", caption="../report/ci.rst"),
+        metrics=REPORTS["metrics"],
+        significance=report(REPORTS["significance"], category="Tables", caption="../report/significance.rst"),
+        fig2_png=report(REPORTS["fig2_png"], category="Figures", caption="../report/fig2.rst"),
+        fig2_svg=REPORTS["fig2_svg"],
+        fig2_pdf=REPORTS["fig2_pdf"],
+        fig2_csv=REPORTS["fig2_csv"],
+        means=report(REPORTS["means"], category="Tables", caption="../report/encoder_means.rst"),
         done=touch(f"{FLAGS}/report.done"),
     params:
-        config=CONFIG,
-        slice=slice_hash("figure_seed", "reports_dir", "stats"),
-    conda:
-        CONDA_ENV
+        encoders=list(config["encoders"]),
+        languages=config["languages"],
+        settings=as_json(report_settings(config)),
     log:
         f"{LOGS}/report.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     shell:
-        "backretrieval report --config {params.config} > {log} 2>&1"
+        "backretrieval report --metrics-csv {input.metrics} --dataset {input.dataset} --encoders {params.encoders}"
+        " --languages {params.languages} --text {input.text} --settings {params.settings:q}"
+        " --correlations {output.correlations} --table1 {output.table1} --table1-tex {output.table1_tex}"
+        " --corr-ci {output.corr_ci} --recall-ci {output.recall_ci} --metrics {output.metrics}"
+        " --significance {output.significance} --fig2-png {output.fig2_png} --fig2-svg {output.fig2_svg}"
+        " --fig2-pdf {output.fig2_pdf} --fig2-csv {output.fig2_csv} --means {output.means} > {log} 2>&1"

@@ -1,4 +1,5 @@
-"""The one place that turns a ``device`` setting into a torch device name."""
+"""The one place that turns a ``device`` setting into a torch device name, and that sets the
+thread count of a model job."""
 
 from __future__ import annotations
 
@@ -21,3 +22,26 @@ def resolve_device(device: str | None = "auto", what: str = "device") -> str:
         if not torch.cuda.is_available():
             raise DeviceUnavailableError(f"{what}: device {device!r} requested but no CUDA device is available")
     return device
+
+
+#: torch/BLAS threads of a model job when the config sets no ``model_threads``.
+DEFAULT_MODEL_THREADS = 4
+
+
+def limit_threads(n: int) -> None:
+    """Use exactly ``n`` threads for torch's intra-op pool and the BLAS libraries numpy loaded.
+
+    A model job's numbers may depend on its thread count (the order of float reductions), so
+    the steps set it from the config (``model_threads``), never from the cores a scheduler
+    gave the job: ``--cores 1`` and ``--cores 8`` then give identical bytes."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"threads: expected a positive integer, got {n}")
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)
+    try:
+        import torch
+    except ImportError:  # model-free encoders only
+        return
+    torch.set_num_threads(n)

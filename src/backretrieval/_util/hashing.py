@@ -53,3 +53,52 @@ def folder_signature(path: str | os.PathLike[str]) -> str:
 def file_signature(path: Path) -> str:
     """``<name>:<size in bytes>`` of a weights file (``<name>:missing`` when absent)."""
     return f"{path.name}:{path.stat().st_size}" if path.is_file() else f"{path.name}:missing"
+
+
+def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str] | None = None) -> str:
+    """sha256 (hex) of the content of a file or a folder: the relative name and sha256 of every
+    file below it (links followed, names sorted), so any edit, rename, addition or removal
+    changes it. With ``cache_file`` (JSON), a file whose (size, mtime_ns, ctime_ns, inode) is
+    unchanged since the last call reuses its stored sha256: a large folder is read once, and
+    an in-place rewrite still changes ctime (which no user tool can set back)."""
+    root = Path(path)
+    if root.is_file():
+        files = [(root.name, root)]
+    elif root.is_dir():
+        files = []
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+            dirnames.sort()
+            for name in filenames:
+                f = Path(dirpath) / name
+                if f.is_file():
+                    files.append((f.relative_to(root).as_posix(), f))
+        files.sort()
+    else:
+        raise FileNotFoundError(f"{root}: no such file or folder")
+    cache: dict[str, Any] = {}
+    if cache_file is not None and Path(cache_file).is_file():
+        try:
+            cache = json.loads(Path(cache_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}  # a damaged cache only costs a re-read
+    h = hashlib.sha256()
+    changed = False
+    for rel, f in files:
+        st = f.stat()
+        key = str(f.resolve())
+        sig = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        entry = cache.get(key)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == sig:
+            digest = entry[1]
+        else:
+            digest = sha256_file(f)
+            cache[key] = [sig, digest]
+            changed = True
+        h.update(f"{rel}\0{digest}\n".encode("utf-8"))
+    if cache_file is not None and changed:
+        cache_path = Path(cache_file)
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_name(f".{cache_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, cache_path)
+    return h.hexdigest()

@@ -1,5 +1,5 @@
 """The configured dataset → a prepared folder: the SYNTHETIC generator, a user-prepared folder
-(validated, then linked), or a real dataset (download or mirror + prepare).
+(validated, then copied), or a real dataset (download or mirror + prepare).
 
 Real datasets (:func:`prepare_from_config`): ``dataset.source`` + ``dataset.options``.
 Options per source (all paths relative to the repository root):
@@ -29,10 +29,19 @@ from ..errors import ConfigError
 
 MULTI30K_SPLITS_FOR_FLICKR8K = ("train", "val", "test_2016_flickr")
 
+#: ``options.download_dir`` when not set, per source: where downloads are kept between runs.
+DOWNLOAD_DIRS = {
+    "multi30k_task1": "data/downloads/multi30k",
+    "multi30k_task2": "data/downloads/multi30k",
+    "flickr8k_multi30k": "data/downloads/multi30k",
+    "stair": "data/downloads/stair",
+    "ikea": "data/downloads/ikea",
+}
+
 
 def prepare_dataset(cfg: dict, out_dir: Path, *, check: Callable[[dict, Path], None] | None = None) -> None:
     """Prepare ``cfg['dataset']`` into ``out_dir``. ``check(cfg, folder)``: run on a ``prepared``
-    folder before it is linked (the prepare step passes its config-fits-data check)."""
+    folder before it is copied (a refused config then leaves nothing)."""
     ds = cfg["dataset"]
     source = ds["source"]
     opts = dict(ds.get("options") or {})
@@ -50,23 +59,39 @@ def prepare_dataset(cfg: dict, out_dir: Path, *, check: Callable[[dict, Path], N
             )
         return
     if source == "prepared":
-        # a folder the user prepared in the documented format; validated, then linked
+        # a folder the user prepared in the documented format: validated, then copied (not
+        # linked), so the prepared dataset is a real output whose content the workflow tracks,
+        # and a later edit of the user's folder cannot change it under finished artifacts
         from .prepared import check_features_folder, load_items, read_meta
 
         src = Path(opts.get("path", ""))
         read_meta(src)
         load_items(src)
         check_features_folder(src)
-        if check is not None:  # before the link exists: a refused config leaves nothing
+        if check is not None:  # before the copy exists: a refused config leaves nothing
             check(cfg, src)
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        if out_dir.is_symlink() or out_dir.exists():
-            if out_dir.resolve() == src.resolve():
-                return
-            raise ConfigError(f"{out_dir} exists and is not {src}; remove it first")
-        out_dir.symlink_to(src.resolve(), target_is_directory=True)
+        copy_prepared(src, out_dir)
         return
     prepare_from_config(source, opts, cfg, out_dir)
+
+
+def copy_prepared(src: Path, out_dir: Path) -> None:
+    """Copy the folder ``src`` to ``out_dir`` (links inside are followed: the copy holds the
+    bytes), through a temporary sibling renamed at the end, so a failure leaves no output."""
+    import shutil
+    import tempfile
+
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink() or out_dir.exists():
+        raise ConfigError(f"{out_dir} exists; remove it first (prepare writes a fresh copy of {src})")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        with naming_written_path(out_dir):
+            shutil.copytree(src, tmp / "copy", symlinks=False)
+        (tmp / "copy").rename(out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: Path) -> Path:
@@ -75,7 +100,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
     if source in ("multi30k_task1", "multi30k_task2", "flickr8k_multi30k"):
         from .sources import multi30k as m
 
-        dl = Path(opts.get("download_dir", "data/downloads/multi30k"))
+        dl = Path(opts.get("download_dir", DOWNLOAD_DIRS[source]))
         if source == "multi30k_task1":
             splits = list(opts.get("splits", ["test_2016_flickr"]))
             m.download_multi30k(dl, mirror, splits=splits, langs=langs, task2=False)
@@ -99,7 +124,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
     if source == "stair":
         from .sources import stair as s
 
-        dl = Path(opts.get("download_dir", "data/downloads/stair"))
+        dl = Path(opts.get("download_dir", DOWNLOAD_DIRS[source]))
         stair = s.download_stair(dl, opts.get("stair_mirror", mirror))
         images_dir = opts.get("images_dir")
         coco = s.download_coco(dl, opts.get("coco_mirror", mirror), image_splits=() if images_dir else ("val2014",))
@@ -109,7 +134,7 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
     if source == "ikea":
         from .sources import ikea as k
 
-        dl = Path(opts.get("download_dir", "data/downloads/ikea"))
+        dl = Path(opts.get("download_dir", DOWNLOAD_DIRS[source]))
         pairs = opts.get("pairs", [opts.get("pair", "en-de")])
         if isinstance(pairs, str) or not isinstance(pairs, list):
             raise ConfigError(f"dataset.options.pairs must be a list like [en-de, en-fr]; got {pairs!r}")

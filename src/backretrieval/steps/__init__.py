@@ -1,3 +1,4 @@
-"""Pipeline steps: one module per step, each a thin function over the library that the CLI
-(``backretrieval <step>``), the Snakemake rules and the DVC stages call. :mod:`.layout` is the
-artifact layout (config → paths) they all share."""
+"""Pipeline steps: one module per step, each a thin function over the library that takes its
+input and output paths and its settings as arguments; the file-based CLI
+(``backretrieval <step>``) calls them, the Snakemake rules call the CLI. :mod:`.layout` is the
+artifact layout (config → paths) that only the workflow and ``validate-config`` use."""

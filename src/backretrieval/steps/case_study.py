@@ -26,60 +26,67 @@ import numpy as np
 import pandas as pd
 
 from .._util import io
+from .._util.device import limit_threads
 from ..data.prepared import read_meta
 from ..data.sampling import draw_sample
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..metrics.kernels import BkrImageIndex, backretrieve
 from ..reporting.figures import fig3_boxplot
 from ..reporting.tables import table2_latex, table2_markdown
-from ..study.case_study import HEAD_LABEL, HEADS, _concat_repr, case_cfg, case_items, directions, models, table2
-from .layout import _load, case_reports, case_root, field_path, repr_path
+from ..study.case_study import HEAD_LABEL, HEADS, _concat_repr, case_items, directions, models, table2
+from .layout import CASE_REPORT_FILES, _load
+from .report import figure_base
 
 log = logging.getLogger("backretrieval")
+
+#: model → language → path of its evaluated representation (npz: ``emb``, ``ids``).
+Reprs = dict[str, dict[str, Path]]
 
 
 # -------------------------------------------------------------------------------------------
 # 1. embed
 
 
-def embed_step(cfg: dict, dataset: Path, encoder: str) -> None:
+def embed_step(dataset: Path, cs: dict, encoder: str, spec: dict, cache_dir: Path | None,
+               field_outs: dict[str, dict[str, Path]], repr_outs: dict[str, Path], threads: int | None = None) -> None:
+    """Title and body embeddings of every case-study item (``case_items``) with ``encoder``
+    (``spec``: its params.yaml entry) → ``field_outs[lang][field]``, and the evaluated base
+    representation → ``repr_outs[lang]``. ``cs``: the resolved ``case_study`` section, whose
+    ``train_corpus`` is the prepared training corpus (or None)."""
     from ..encoders import build_text_encoder
     from ..encoders.embed import embed_texts
 
-    cs = case_cfg(cfg)
+    if threads is not None:
+        limit_threads(threads)
     items = case_items(dataset, cs)
-    enc = build_text_encoder(encoder, dict(cfg["encoders"][encoder]))
-    cache = Path(cfg["cache_dir"])
+    enc = build_text_encoder(encoder, dict(spec))
     for lang in cs["languages"]:
         sub = items[items["lang"] == lang]
         ids = sub["item_id"].to_numpy(dtype=str)
         fields = {}
         for fld in ("title", "body"):
             texts = [t if t.strip() else "-" for t in sub[fld].tolist()]
-            emb = embed_texts(enc, texts, cache, lang=lang)
+            emb = embed_texts(enc, texts, cache_dir, lang=lang)
             fields[fld] = emb
-            io.save_npz(field_path(cfg, encoder, lang, fld), emb=emb.astype(np.float32), ids=ids)
-        io.save_npz(repr_path(cfg, encoder, lang), emb=_concat_repr(fields["title"], fields["body"]), ids=ids)
+            io.save_npz(field_outs[lang][fld], emb=emb.astype(np.float32), ids=ids)
+        io.save_npz(repr_outs[lang], emb=_concat_repr(fields["title"], fields["body"]), ids=ids)
 
 
 # -------------------------------------------------------------------------------------------
 # evaluation core
 
 
-def _image_lookup(cfg: dict) -> tuple[dict[str, int], np.ndarray]:
-    from .layout import image_emb_path
-
-    return _load(image_emb_path(cfg))
-
-
-def _eval_models(cfg: dict, dataset: Path, model_names: list[str], out_csv: Path, hits_out: Path | None) -> pd.DataFrame:
-    cs = case_cfg(cfg)
+def _eval_models(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_csv: Path,
+                 hits_out: Path | None) -> pd.DataFrame:
+    missing = [(m, lang) for m in reprs for lang in cs["languages"] if lang not in reprs[m]]
+    if missing:
+        raise InputError(f"case study: no representation file for (model, language) {missing[:3]}")
     items = case_items(dataset, cs)
     meta = read_meta(dataset)
     ev = items[items["split"].isin(cs["eval_splits"])]
     image_of = {lang: dict(zip(g["item_id"], g["image_id"])) for lang, g in ev.groupby("lang")}
-    img_index, img = _image_lookup(cfg)
-    reprs = {m: {lang: _load(repr_path(cfg, m, lang)) for lang in cs["languages"]} for m in model_names}
+    img_index, img = _load(image_file)
+    loaded = {m: {lang: _load(reprs[m][lang]) for lang in cs["languages"]} for m in reprs}
     rows, hits_store = [], {}
     for d in directions(cs):
         src, tgt = d.split("-")
@@ -87,9 +94,9 @@ def _eval_models(cfg: dict, dataset: Path, model_names: list[str], out_csv: Path
             s = draw_sample(ev, src, tgt, int(cs["sample_size"]), int(seed), parallel=meta.parallel)
             qi = [img_index[image_of[src][i]] for i in s.queries]
             ti = [img_index[image_of[tgt][i]] for i in s.bkr_targets]
-            index = BkrImageIndex.build(img[qi], img[ti], k=int(cs["k"]))
-            for m in model_names:
-                (si, se), (tix, te) = reprs[m][src], reprs[m][tgt]
+            index = BkrImageIndex.build(img[qi], img[ti], k=int(cs["recall_k"]))
+            for m in reprs:
+                (si, se), (tix, te) = loaded[m][src], loaded[m][tgt]
                 q = se[[si[i] for i in s.queries]]
                 t = te[[tix[i] for i in s.bkr_targets]]
                 h = index.hits(backretrieve(q, t))
@@ -106,10 +113,11 @@ def _eval_models(cfg: dict, dataset: Path, model_names: list[str], out_csv: Path
 # 2. select the base encoder by BkR
 
 
-def select_step(cfg: dict, dataset: Path, out_json: Path) -> str:
-    cs = case_cfg(cfg)
-    out_csv = case_root(cfg) / "select_bkr.csv"
-    df = _eval_models(cfg, dataset, list(cs["base_encoders"]), out_csv, None)
+def select_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_json: Path, out_csv: Path) -> str:
+    """BkR of each base encoder (``reprs``) over all ordered pairs → ``out_csv``; the chosen
+    base encoder (``head_base``, or the best by mean BkR for ``auto``) → ``out_json``."""
+    bases = list(cs["base_encoders"])
+    df = _eval_models(dataset, cs, image_file, {m: reprs[m] for m in bases}, out_csv, None)
     means = df.groupby("model")["bkr_recall"].mean().sort_values(ascending=False)
     chosen = cs["head_base"] if cs["head_base"] != "auto" else str(means.index[0])
     io.write_json(out_json, {"chosen": chosen, "rule": "configured" if cs["head_base"] != "auto" else "highest mean BkR",
@@ -121,19 +129,31 @@ def select_step(cfg: dict, dataset: Path, out_json: Path) -> str:
 # 3. train heads
 
 
-def train_step(cfg: dict, dataset: Path, head: str, chosen_json: Path) -> None:
+def train_step(dataset: Path, cs: dict, head: str, chosen_json: Path, fields: dict[str, dict[str, dict[str, Path]]],
+               out: dict[str, Path], repr_outs: dict[str, Path], threads: int | None = None) -> None:
+    """Train a TRIPLET / TRIPLETXL head on the chosen base encoder's frozen title/body
+    embeddings of the training items (``fields[encoder][lang][field]``, every base encoder:
+    the choice is made at run time) → ``out`` (``head`` .pt, ``meta`` .json, ``history`` .csv,
+    ``curve`` .png) and the head's evaluated representation per language → ``repr_outs``."""
     from ..reporting.figures import plot_loss_curves
     from ..study.triplet import TripletConfig, encode, save_head, train_heads
 
     if head not in HEADS:
         raise ConfigError(f"head must be one of {HEADS}, got {head!r}")
-    cs = case_cfg(cfg)
+    if Path(out["meta"]) != Path(out["head"]).with_suffix(".json"):
+        raise InputError(f"case-train: the head's metadata is written beside its weights as "
+                         f"{Path(out['head']).with_suffix('.json')}, not {out['meta']}")
+    if threads is not None:
+        limit_threads(threads)
     base = json.loads(Path(chosen_json).read_text(encoding="utf-8"))["chosen"]
+    if base not in fields:
+        raise InputError(f"{chosen_json}: chosen base encoder {base!r} has no field embeddings "
+                         f"(given: {sorted(fields)})")
     items = case_items(dataset, cs)
     titles, bodies, langs, keys = [], [], [], []
     for lang in cs["languages"]:
-        t_idx, t = _load(field_path(cfg, base, lang, "title"))
-        b_idx, b = _load(field_path(cfg, base, lang, "body"))
+        t_idx, t = _load(fields[base][lang]["title"])
+        b_idx, b = _load(fields[base][lang]["body"])
         tr = items[(items["lang"] == lang) & items["split"].isin(cs["train_splits"])]
         ids = tr["item_id"].tolist()
         titles.append(t[[t_idx[i] for i in ids]])
@@ -143,52 +163,58 @@ def train_step(cfg: dict, dataset: Path, head: str, chosen_json: Path) -> None:
     conf = TripletConfig.from_dict({**cs["triplet"]})
     conf.validate()
     result = train_heads(np.vstack(titles), np.vstack(bodies), np.array(langs), conf, xl=(head == "tripletxl"))
-    heads_dir = case_root(cfg) / "heads"
-    save_head(result, heads_dir / f"{head}.pt")
-    plot_loss_curves(result.history, case_reports(cfg) / "figures" / f"loss_{head}.png",
+    save_head(result, out["head"])
+    plot_loss_curves(result.history, out["curve"],
                      title=f"{HEAD_LABEL[head]} on {base} (best epoch {result.best_epoch})")
-    io.write_csv(case_root(cfg) / "heads" / f"{head}.history.csv", pd.DataFrame(result.history))
+    io.write_csv(out["history"], pd.DataFrame(result.history))
     for lang, t_idx, t, b in keys:
         ids = sorted(t_idx, key=t_idx.get)
-        io.save_npz(repr_path(cfg, head, lang), emb=encode(result, t, b), ids=np.array(ids, dtype=str))
+        io.save_npz(repr_outs[lang], emb=encode(result, t, b), ids=np.array(ids, dtype=str))
 
 
 # -------------------------------------------------------------------------------------------
 # 4. evaluate
 
 
-def evaluate_step(cfg: dict, dataset: Path) -> None:
-    cs = case_cfg(cfg)
-    _eval_models(cfg, dataset, models(cs), case_root(cfg) / "bkr.csv", case_root(cfg) / "bkr_hits.npz")
+def evaluate_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_csv: Path, out_hits: Path) -> None:
+    """BkR of every case-study model (baseline, base encoders, heads) for every ordered pair."""
+    order = models(cs)
+    lacking = [m for m in order if m not in reprs]
+    if lacking:
+        raise InputError(f"case-evaluate: no representations of {lacking}")
+    _eval_models(dataset, cs, image_file, {m: reprs[m] for m in order}, out_csv, out_hits)
 
 
 # -------------------------------------------------------------------------------------------
 # 5. report: Table 2 + Figure 3
 
 
-def report_step(cfg: dict, dataset: Path) -> None:
-    cs = case_cfg(cfg)
+def report_step(dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_npz: Path,
+                out: dict[str, Path]) -> None:
+    """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`)."""
+    missing = sorted(set(CASE_REPORT_FILES) - set(out))
+    if missing:
+        raise InputError(f"case-report: no output path for {missing}")
     meta = read_meta(dataset)
-    chosen_info = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))
+    chosen_info = json.loads(Path(chosen_json).read_text(encoding="utf-8"))
     chosen = chosen_info["chosen"]
-    df = pd.read_csv(case_root(cfg) / "bkr.csv")
-    hits = io.load_npz(case_root(cfg) / "bkr_hits.npz")
+    df = pd.read_csv(bkr_csv)
+    hits = io.load_npz(hits_npz)
     t, sig = table2(df, hits, cs, chosen)
-    out = case_reports(cfg)
     syn = "SYNTHETIC dataset — " if meta.synthetic else ""
     caption = (
         f"{syn}{meta.name}; {len(directions(cs))} ordered pairs of {', '.join(cs['languages'])}; N={cs['sample_size']} "
-        f"(non-matching target sets), {len(cs['seeds'])} seeds; Recall@{cs['k']}. Heads trained on frozen "
+        f"(non-matching target sets), {len(cs['seeds'])} seeds; Recall@{cs['recall_k']}. Heads trained on frozen "
         f"'{chosen}' title/body embeddings (base chosen by {chosen_info['rule']}: "
         + ", ".join(f"{m} {v * 1000:.1f}" for m, v in chosen_info["mean_bkr"].items())
         + "). CI: percentile bootstrap over language pairs. Best vs each other model: McNemar exact on per-query hits "
         "pooled over pairs and seeds (Bonferroni across models) and a paired bootstrap of the difference."
     )
-    io.write_text(out / "table2.md", table2_markdown(t, sig, caption))
-    io.write_text(out / "table2.tex", table2_latex(t))
-    io.write_csv(out / "table2.csv", t)
-    io.write_csv(out / "table2_significance.csv", sig)
-    fig3_boxplot(df, t, out / "figures" / "fig3_boxplot", f"{syn}{meta.name}: BkR per model across language pairs")
+    io.write_text(out["table2"], table2_markdown(t, sig, caption))
+    io.write_text(out["table2_tex"], table2_latex(t))
+    io.write_csv(out["table2_csv"], t)
+    io.write_csv(out["sig"], sig)
+    fig3_boxplot(df, t, figure_base(out, "fig3"), f"{syn}{meta.name}: BkR per model across language pairs")
     summary = {m: round(float(v), 3) for m, v in zip(t["model"], t["bkr_x1000"])}
-    io.write_json(out / "metrics.json", {"bkr_x1000_mean_over_pairs": summary, "best": t.loc[0, "model"],
-                                         "head_base": chosen, "synthetic": meta.synthetic})
+    io.write_json(out["metrics"], {"bkr_x1000_mean_over_pairs": summary, "best": t.loc[0, "model"],
+                                   "head_base": chosen, "synthetic": meta.synthetic})

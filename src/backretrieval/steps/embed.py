@@ -9,32 +9,31 @@ from pathlib import Path
 import numpy as np
 
 from .._util import io
+from .._util.device import limit_threads
 from ..encoders.embed import embed_items
-from ..errors import BackretrievalError, InputError, ModelUnavailableError
+from ..errors import InputError, ModelUnavailableError
 from ..images.embed import embed_images
-from . import layout
 
 log = logging.getLogger("backretrieval")
 
 
-def embed_text_step(cfg: dict, enc: str, langs: list[str] | None = None) -> None:
-    """The configured text field of every language in ``langs`` (default: all) embedded with
-    encoder ``enc``. Where the model is unavailable and ``skip_unavailable`` is set, every
-    language gets a ``skipped`` marker artifact instead (the metrics step leaves it out)."""
-    if enc not in cfg["encoders"]:
-        raise BackretrievalError(f"encoder {enc!r} is not configured (known: {sorted(cfg['encoders'])})")
-    langs = langs or cfg["languages"]
-    spec = dict(cfg["encoders"][enc])
-    for lang in langs:
-        out = layout.text_emb_path(cfg, enc, lang)
+def embed_text_step(dataset: Path, enc: str, spec: dict, text_field: str, outs: dict[str, Path],
+                    cache_dir: Path | None, skip_unavailable: bool = False, threads: int | None = None) -> None:
+    """The ``text_field`` texts of every language in ``outs`` (language → npz path) embedded
+    with encoder ``enc`` (``spec``: its params.yaml entry). Where the model is unavailable and
+    ``skip_unavailable`` is set, every language gets a ``skipped`` marker artifact instead (the
+    metrics step leaves it out). ``threads``: torch/BLAS threads (``model_threads``)."""
+    if threads is not None:
+        limit_threads(threads)
+    for lang, out in outs.items():
         try:
-            embed_dataset_text(layout.dataset_root(cfg), enc, spec, lang, cfg["text_field"], out, Path(cfg["cache_dir"]))
+            embed_dataset_text(dataset, enc, dict(spec), lang, text_field, out, cache_dir)
         except ModelUnavailableError as exc:
-            if not cfg.get("skip_unavailable", False):
+            if not skip_unavailable:
                 raise
             log.warning("skipping encoder %s: %s", enc, exc)
-            for lang2 in langs:
-                io.save_npz(layout.text_emb_path(cfg, enc, lang2), skipped=np.array(str(exc)))
+            for path in outs.values():
+                io.save_npz(path, skipped=np.array(str(exc)))
             return
 
 
@@ -58,9 +57,12 @@ def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, t
 
 
 def embed_dataset_images(dataset_root: Path, bb_id: str, spec: dict, out_path: Path,
-                         cache_dir: Path | None, progress: bool = True) -> None:
+                         cache_dir: Path | None, progress: bool = True, threads: int | None = None) -> None:
     """Image features of a prepared dataset (``images.csv`` files, or for ``type: precomputed``
-    ``features/<name>.npy``); write ``out_path`` (npz: ``emb`` float32 (m, d), ``ids`` image ids)."""
+    ``features/<name>.npy``); write ``out_path`` (npz: ``emb`` float32 (m, d), ``ids`` image ids).
+    ``threads``: torch/BLAS threads (``model_threads``; None = leave as they are)."""
+    if threads is not None:
+        limit_threads(threads)
     from ..data.prepared import load_image_table, load_precomputed_features, resolve_inside
     from ..images import build_image_backbone
     from .._util.io import save_npz

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,8 @@ import pandas as pd
 from .._util import io
 from ..data.prepared import load_image_table, read_meta
 from ..errors import ConfigError, InputError
-from ..study.case_study import case_cfg, case_items, human_cfg
-from .layout import _load, case_reports, case_root, human_dir, ratings_path, repr_path
+from ..study.case_study import case_items
+from .layout import _load
 
 log = logging.getLogger("backretrieval")
 
@@ -28,20 +29,31 @@ def _resolve_model(name: str, chosen: str) -> str:
     return chosen if name == "base" else name
 
 
-def sheets_step(cfg: dict, dataset: Path) -> None:
-    from ..study.human_study import make_sheets, top_k_suggestions
+def sheets_step(dataset: Path, cs: dict, hs: dict, chosen_json: Path, reprs: dict[str, dict[str, Path]],
+                out: dict[str, Path]) -> None:
+    """Blinded top-k suggestions of ``hs['model_a']`` and ``model_b`` (``base`` = the chosen
+    base encoder of ``chosen_json``) for ``n_queries`` source-language evaluation items →
+    ``out``: ``template`` (ratings CSV), ``html`` (rating page), ``key`` (sealed key) and
+    ``page`` (the rating page again, beside the reports). ``reprs[model][lang]``: the
+    evaluated representations (every model that can be compared; the choice is made here)."""
+    import shutil
+    import tempfile
 
-    cs, hs = case_cfg(cfg), human_cfg(cfg)
-    chosen = json.loads((case_root(cfg) / "chosen_base.json").read_text(encoding="utf-8"))["chosen"]
+    from ..study.human_study import HTML_NAME, KEY_NAME, TEMPLATE_NAME, make_sheets, top_k_suggestions
+
+    chosen = json.loads(Path(chosen_json).read_text(encoding="utf-8"))["chosen"]
     ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
     if ma == mb:
         raise ConfigError(
             f"human_study.model_a ({hs['model_a']!r}) and model_b ({hs['model_b']!r}) are the same model "
             f"{ma!r} (the chosen base encoder); compare two different models"
         )
+    src, tgt = hs["source_lang"], hs["target_lang"]
+    lacking = [(m, lang) for m in (ma, mb) for lang in (src, tgt) if lang not in reprs.get(m, {})]
+    if lacking:
+        raise InputError(f"human-sheets: no representation file for (model, language) {lacking}")
     items = case_items(dataset, cs)
     ev = items[items["split"].isin(cs["eval_splits"])]
-    src, tgt = hs["source_lang"], hs["target_lang"]
     n_q, top_k = int(hs["n_queries"]), int(hs["top_k"])
     src_items = ev[ev["lang"] == src].reset_index(drop=True)
     if n_q > len(src_items):
@@ -67,8 +79,8 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
             log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
     sugg = {}
     for m in (ma, mb):
-        qi, qe = _load(repr_path(cfg, m, src))
-        ci, ce = _load(repr_path(cfg, m, tgt))
+        qi, qe = _load(reprs[m][src])
+        ci, ce = _load(reprs[m][tgt])
         top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=top_k)
         sugg[m] = {
             qid: [(cands.loc[j, "item_id"], f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
@@ -80,15 +92,24 @@ def sheets_step(cfg: dict, dataset: Path) -> None:
         "text": (q["title"] + "\n" + q["body"]).str.strip().tolist(),
         "image_path": [img_path.get(i) for i in q["image_id"]],
     })
-    make_sheets(queries, sugg[ma], sugg[mb], human_dir(cfg), seed=int(hs["seed"]), model_names=(ma, mb),
-                title=f"Relevance rating: {src} queries, {tgt} suggestions", query_lang=src, suggestion_lang=tgt,
-                show_images=bool(hs["show_images"]))
-    out = case_reports(cfg) / "rating_sheet.html"
-    io.write_text(out, (human_dir(cfg) / "rating_sheet.html").read_text(encoding="utf-8"))
+    # make_sheets writes its three files under fixed names into one folder: a temporary
+    # sibling of the template, then each file is moved to the path it was given
+    Path(out["template"]).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".sheets.", dir=Path(out["template"]).parent))
+    try:
+        make_sheets(queries, sugg[ma], sugg[mb], tmp, seed=int(hs["seed"]), model_names=(ma, mb),
+                    title=f"Relevance rating: {src} queries, {tgt} suggestions", query_lang=src,
+                    suggestion_lang=tgt, show_images=bool(hs["show_images"]))
+        for name, made in (("key", KEY_NAME), ("template", TEMPLATE_NAME), ("html", HTML_NAME)):
+            Path(out[name]).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / made, out[name])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    io.write_text(out["page"], Path(out["html"]).read_text(encoding="utf-8"))
 
 
-def simulate_step(cfg: dict, dataset: Path) -> Path:
-    """SIMULATED ratings from the synthetic ground truth (scene similarity)."""
+def simulate_step(dataset: Path, template: Path, key: Path, seed: int, out: Path) -> Path:
+    """SIMULATED ratings of the rating template from the synthetic ground truth (scene similarity)."""
     from ..study.human_study import simulate_ratings
     from ..data.synthetic import load_scenes, scene_similarity
 
@@ -99,23 +120,22 @@ def simulate_step(cfg: dict, dataset: Path) -> Path:
             "collect human ratings with rating_sheet.html and set human_study.ratings"
         )
     scenes = load_scenes(dataset)
-    out = human_dir(cfg) / "ratings.simulated.csv"
-    simulate_ratings(human_dir(cfg) / "ratings_template.csv", lambda qid, cid: scene_similarity(scenes[qid], scenes[cid]),
-                     out, seed=int(human_cfg(cfg)["seed"]), key_path=human_dir(cfg) / "key.sealed.json")
-    return out
+    simulate_ratings(template, lambda qid, cid: scene_similarity(scenes[qid], scenes[cid]),
+                     out, seed=int(seed), key_path=key)
+    return Path(out)
 
 
-def tally_step(cfg: dict) -> None:
+def tally_step(ratings: Path, key: Path, allow_unverified_key: bool, simulated: bool, out_md: Path,
+               out_json: Path) -> None:
+    """Unblind ``ratings`` with the sealed ``key`` and tally them → Markdown + JSON.
+    ``simulated``: label the tally SIMULATED (the ratings come from the simulated rater)."""
     from ..study.human_study import tally, tally_markdown
 
-    hs = human_cfg(cfg)
-    res = tally(ratings_path(cfg), human_dir(cfg) / "key.sealed.json",
-                allow_unverified_key=bool(hs["allow_unverified_key"]))
-    md = tally_markdown(res, simulated=res.simulated or not hs.get("ratings"))
-    out = case_reports(cfg)
-    io.write_text(out / "human_study.md", md)
+    res = tally(ratings, key, allow_unverified_key=bool(allow_unverified_key))
+    md = tally_markdown(res, simulated=res.simulated or simulated)
+    io.write_text(out_md, md)
     d = res.to_dict()
     for k, v in list(d.items()):
         if isinstance(v, float) and not math.isfinite(v):
             d[k] = str(v)
-    io.write_json(out / "human_study.json", d)
+    io.write_json(out_json, d)

@@ -1,26 +1,54 @@
-"""The artifact layout: config → path of every artifact, shared by the CLI, the Snakemake
-rules and the DVC stages (see docs/ARCHITECTURE.md), and readers of the shared artifacts."""
+"""The artifact layout: config → path of every artifact, and readers of the shared artifacts.
+
+The only place that maps a config to paths (see docs/ARCHITECTURE.md). The Snakemake rules
+(``workflow/rules/common.smk``) and the DVC stage generator (``scripts/dvc_stages.py``) take
+their paths from here and hand them to the file-based CLI; no step derives a path itself.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from .._util import io
-from ..study.case_study import HEADS, human_cfg
+#: The trained heads of the case study (backretrieval.study.case_study.HEADS; repeated here so
+#: the layout imports nothing heavy: the CLI builds its parser from it).
+HEADS = ("triplet", "tripletxl")
 
 
 # -------------------------------------------------------------------------------------------
 # main pipeline
 
+PREPARED = Path("data/prepared")
+
 
 def dataset_root(cfg: dict) -> Path:
-    return Path("data/prepared") / cfg["dataset"]["name"]
+    return PREPARED / cfg["dataset"]["name"]
+
+
+def corpus_root(name: str) -> Path:
+    """A configured text-only corpus (``corpora.<name>``), prepared like a dataset."""
+    return PREPARED / name
 
 
 def artifacts_root(cfg: dict) -> Path:
     return Path("artifacts") / cfg["run_name"]
+
+
+def logs_root(cfg: dict) -> Path:
+    return Path("logs") / cfg["run_name"]
+
+
+def dataset_check_path(cfg: dict) -> Path:
+    """The record that the prepared dataset fits the config (``check-dataset``)."""
+    return artifacts_root(cfg) / "checks" / "dataset.json"
+
+
+def flags_root(cfg: dict) -> Path:
+    """Completion flags of the rules whose other outputs are all committed reports."""
+    return artifacts_root(cfg) / "done"
 
 
 def text_emb_path(cfg: dict, encoder: str, lang: str) -> Path:
@@ -44,16 +72,56 @@ def ranks_path(metrics_csv: Path) -> Path:
     return Path(metrics_csv).with_suffix(".ranks.npz")
 
 
+def correlations_path(cfg: dict) -> Path:
+    return artifacts_root(cfg) / "correlations.csv"
+
+
+#: The report step's outputs under ``reports_dir``: name (a CLI flag and a rule output) → path.
+REPORT_FILES = {
+    "table1": "table1.md",
+    "table1_tex": "table1.tex",
+    "corr_ci": "correlations_ci.csv",
+    "recall_ci": "recall_ci.csv",
+    "metrics": "metrics.json",
+    "significance": "significance.csv",
+    "fig2_png": "figures/fig2_scatter.png",
+    "fig2_svg": "figures/fig2_scatter.svg",
+    "fig2_pdf": "figures/fig2_scatter.pdf",
+    "fig2_csv": "plots/fig2_xlr_vs_bkr.csv",
+    "means": "plots/encoder_means.csv",
+}
+
+
+def report_paths(cfg: dict) -> dict[str, Path]:
+    return {name: Path(cfg["reports_dir"]) / rel for name, rel in REPORT_FILES.items()}
+
+
 # -------------------------------------------------------------------------------------------
 # case study and human study
 
 
 def case_root(cfg: dict) -> Path:
-    return Path("artifacts") / cfg["run_name"] / "case"
+    return artifacts_root(cfg) / "case"
 
 
 def case_reports(cfg: dict) -> Path:
     return Path(cfg["reports_dir"]) / "case_study"
+
+
+def chosen_base_path(cfg: dict) -> Path:
+    return case_root(cfg) / "chosen_base.json"
+
+
+def select_bkr_path(cfg: dict) -> Path:
+    return case_root(cfg) / "select_bkr.csv"
+
+
+def case_bkr_path(cfg: dict) -> Path:
+    return case_root(cfg) / "bkr.csv"
+
+
+def case_hits_path(cfg: dict) -> Path:
+    return case_root(cfg) / "bkr_hits.npz"
 
 
 def field_path(cfg: dict, encoder: str, lang: str, field: str) -> Path:
@@ -63,17 +131,67 @@ def field_path(cfg: dict, encoder: str, lang: str, field: str) -> Path:
 def repr_path(cfg: dict, model: str, lang: str) -> Path:
     """Evaluated representation of a model: base encoders under repr/, trained heads under
     repr_heads/ (kept apart so the base-selection step never depends on the heads)."""
-    folder = "repr_heads" if model in HEADS else "repr"
-    return case_root(cfg) / folder / model / f"{lang}.npz"
+    if model in HEADS:
+        return head_repr_path(cfg, model, lang)
+    return case_root(cfg) / "repr" / model / f"{lang}.npz"
+
+
+def head_repr_path(cfg: dict, head: str, lang: str) -> Path:
+    return case_root(cfg) / "repr_heads" / head / f"{lang}.npz"
+
+
+def head_paths(cfg: dict, head: str) -> dict[str, Path]:
+    """The case-train step's files of one head (weights, metadata, history, loss curve)."""
+    heads = case_root(cfg) / "heads"
+    return {
+        "head": heads / f"{head}.pt",
+        "meta": heads / f"{head}.json",
+        "history": heads / f"{head}.history.csv",
+        "curve": case_reports(cfg) / "figures" / f"loss_{head}.png",
+    }
+
+
+#: The case-report step's outputs under ``<reports_dir>/case_study``.
+CASE_REPORT_FILES = {
+    "table2": "table2.md",
+    "table2_tex": "table2.tex",
+    "table2_csv": "table2.csv",
+    "sig": "table2_significance.csv",
+    "fig3_png": "figures/fig3_boxplot.png",
+    "fig3_svg": "figures/fig3_boxplot.svg",
+    "fig3_pdf": "figures/fig3_boxplot.pdf",
+    "metrics": "metrics.json",
+}
+
+
+def case_report_paths(cfg: dict) -> dict[str, Path]:
+    return {name: case_reports(cfg) / rel for name, rel in CASE_REPORT_FILES.items()}
 
 
 def human_dir(cfg: dict) -> Path:
     return case_root(cfg) / "human"
 
 
+def human_paths(cfg: dict) -> dict[str, Path]:
+    """The human-study files: blinded sheets + sealed key, the page copied to the reports,
+    SIMULATED ratings, and the tally."""
+    return {
+        "template": human_dir(cfg) / "ratings_template.csv",
+        "html": human_dir(cfg) / "rating_sheet.html",
+        "key": human_dir(cfg) / "key.sealed.json",
+        "page": case_reports(cfg) / "rating_sheet.html",
+        "simulated": human_dir(cfg) / "ratings.simulated.csv",
+        "tally_md": case_reports(cfg) / "human_study.md",
+        "tally_json": case_reports(cfg) / "human_study.json",
+    }
+
+
 def ratings_path(cfg: dict) -> Path:
+    """The ratings the tally reads: ``human_study.ratings`` or the SIMULATED rater's file."""
+    from ..study.case_study import human_cfg
+
     hs = human_cfg(cfg)
-    return Path(hs["ratings"]) if hs.get("ratings") else human_dir(cfg) / "ratings.simulated.csv"
+    return Path(hs["ratings"]) if hs.get("ratings") else human_paths(cfg)["simulated"]
 
 
 # -------------------------------------------------------------------------------------------
@@ -82,6 +200,8 @@ def ratings_path(cfg: dict) -> Path:
 
 def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
     """(id → row, matrix) of an embedding artifact; None if the model was skipped."""
+    from .._util import io
+
     z = io.load_npz(path)
     if "skipped" in z:
         return None
@@ -90,11 +210,15 @@ def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
 
 
 def skipped_reason(path: Path) -> str | None:
+    from .._util import io
+
     z = io.load_npz(path)
     return str(z["skipped"]) if "skipped" in z else None
 
 
 def _load(path: Path) -> tuple[dict[str, int], np.ndarray]:
+    from .._util import io
+
     z = io.load_npz(path)
     ids = [str(x) for x in z["ids"]]
     return {x: i for i, x in enumerate(ids)}, z["emb"]

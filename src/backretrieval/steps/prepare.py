@@ -1,47 +1,72 @@
-"""The prepare step: the configured dataset (or one configured text-only corpus) → a prepared
-folder under ``data/prepared/``."""
+"""The prepare step: a dataset (or a text-only corpus) spec → a prepared folder; and the
+check that a prepared dataset fits the config (``check-dataset``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .._util import io
 from ..data.prepare import prepare_dataset
-from ..errors import BackretrievalError, ConfigError
-from . import layout
+from ..errors import ConfigError
 
 
-def prepare_step(cfg: dict, corpus: str | None = None) -> None:
-    """Generate (synthetic) or download + prepare ``cfg['dataset']``; with ``corpus``, the
-    text-only corpus of that name from ``cfg['corpora']`` instead."""
-    if corpus:
-        corpora = cfg.get("corpora") or {}
-        if corpus not in corpora:
-            raise BackretrievalError(f"corpus {corpus!r} is not configured (known: {sorted(corpora)})")
-        sub = dict(cfg, dataset={"name": corpus, **corpora[corpus]})
-        prepare_dataset(sub, Path("data/prepared") / corpus)
-    else:
-        prepare_checked(cfg, layout.dataset_root(cfg))
+def prepare_step(spec: dict, languages: list[str], out: Path, source_dir: Path | None = None) -> None:
+    """Generate (synthetic), copy (``source: prepared``: the user's folder ``source_dir``,
+    validated first) or download + prepare the dataset ``spec`` (a ``dataset`` or
+    ``corpora.<name>`` section with its ``name``) into ``out``."""
+    spec = dict(spec)
+    if spec.get("source") == "prepared":
+        if source_dir is None:
+            raise ConfigError(f"dataset {spec.get('name')!r}: source 'prepared' needs the folder to copy "
+                              "(--source-dir)")
+        spec["options"] = {**(spec.get("options") or {}), "path": str(source_dir)}
+    prepare_dataset({"dataset": spec, "languages": list(languages)}, Path(out))
 
 
-def prepare_checked(cfg: dict, out_dir: Path) -> None:
-    """:func:`prepare_dataset`, then :func:`check_dataset_fits`; a dataset the config does not
-    fit is removed again (the step failed: it leaves no output, as under Snakemake)."""
-    import shutil
+def fit_requirements(cfg: dict) -> dict:
+    """What :func:`check_fits` needs to know of a validated config (a JSON-able dict): the
+    languages, directions, N and image backbone, and the case/human-study sizes."""
+    req: dict = {
+        "languages": list(cfg["languages"]),
+        "directions": list(cfg["directions"]),
+        "sample_size": int(cfg["sample_size"]),
+        "image_backbone": str(cfg["image_backbone"]),
+        "backbone": dict(cfg["backbones"][cfg["image_backbone"]]),
+    }
+    if cfg.get("case_study"):
+        from ..study.case_study import case_cfg, human_cfg
 
-    prepare_dataset(cfg, out_dir, check=check_dataset_fits)
-    try:
-        check_dataset_fits(cfg, out_dir)
-    except ConfigError as exc:
-        if out_dir.is_symlink():
-            out_dir.unlink()
-        else:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        raise ConfigError(f"{exc} (the prepared {out_dir} was removed; fix the config and run prepare again)") from exc
+        cs = case_cfg(cfg)
+        req["case_study"] = {
+            "languages": list(cs["languages"]),
+            "eval_splits": list(cs["eval_splits"]),
+            "train_splits": list(cs["train_splits"]),
+            "sample_size": int(cs["sample_size"]),
+            "train_corpus": bool(cs.get("train_corpus")),
+        }
+        if cfg.get("human_study"):
+            hs = human_cfg(cfg)
+            req["human_study"] = {k: hs[k] for k in ("source_lang", "target_lang", "n_queries", "top_k")}
+    return req
 
+
+def check_step(requirements: dict, dataset: Path, out: Path) -> None:
+    """:func:`check_fits`, then a record of what was checked at ``out`` (nothing on failure)."""
+    from ..data.prepared import load_items, read_meta
+
+    check_fits(requirements, dataset)
+    io.write_json(out, {"dataset": read_meta(dataset).name, "items": int(len(load_items(dataset))),
+                        "fits": requirements})
 
 
 def check_dataset_fits(cfg: dict, root: Path) -> None:
-    """Refuse (ConfigError naming the field) a config the prepared dataset at ``root`` cannot serve.
+    """:func:`check_fits` of a validated config."""
+    check_fits(fit_requirements(cfg), root)
+
+
+def check_fits(req: dict, root: Path) -> None:
+    """Refuse (ConfigError naming the field) a config the prepared dataset at ``root`` cannot
+    serve; ``req`` is :func:`fit_requirements` of the config.
 
     The relations that need the data (the config-only ones are in
     :func:`backretrieval.config.check_relations`):
@@ -55,8 +80,9 @@ def check_dataset_fits(cfg: dict, root: Path) -> None:
     * the image backbone has an image for every item: a ``precomputed`` backbone its
       ``features/<name>.ids.txt`` entries, any other backbone ``images.csv`` rows.
 
-    Run at the end of ``prepare`` and before the embedding steps, so a config that does not fit
-    its data fails before any model runs.
+    The workflow runs it as the ``check_dataset`` rule, right after ``prepare`` and before the
+    embedding and sampling steps, so a config that does not fit its data fails before any
+    model runs.
     """
     from ..data.prepared import items_path, load_items, read_meta
 
@@ -65,18 +91,18 @@ def check_dataset_fits(cfg: dict, root: Path) -> None:
     items = load_items(root)
     where = items_path(root)
     present = set(items["lang"])
-    for lang in cfg["languages"]:
+    for lang in req["languages"]:
         if lang not in present:
             raise ConfigError(f"field 'languages': {lang!r} has no texts in {where} (present: {sorted(present)})")
     by_lang = {lang: set(g["item_id"]) for lang, g in items.groupby("lang")}
-    for d in cfg["directions"]:
-        _fits(by_lang, d, int(cfg["sample_size"]), meta.parallel, "sample_size", where)
-    _check_images(cfg, root, items)
-    if not cfg.get("case_study"):
+    for d in req["directions"]:
+        _fits(by_lang, d, int(req["sample_size"]), meta.parallel, "sample_size", where)
+    _check_images(req, root, items)
+    cs = req.get("case_study")
+    if not cs:
         return
-    from ..study.case_study import case_cfg, directions, human_cfg
+    from ..study.case_study import directions
 
-    cs = case_cfg(cfg)
     ev = items[items["split"].isin(cs["eval_splits"])]
     ev_lang = {lang: set(g["item_id"]) for lang, g in ev.groupby("lang")}
     for d in directions(cs):
@@ -85,9 +111,9 @@ def check_dataset_fits(cfg: dict, root: Path) -> None:
     if not cs.get("train_corpus") and not items["split"].isin(cs["train_splits"]).any():
         raise ConfigError(f"field 'case_study.train_splits': {where} has no items in splits "
                           f"{list(cs['train_splits'])} (splits present: {sorted(set(items['split']))})")
-    if not cfg.get("human_study"):
+    hs = req.get("human_study")
+    if not hs:
         return
-    hs = human_cfg(cfg)
     n_src = len(ev_lang.get(hs["source_lang"], ()))
     if n_src < int(hs["n_queries"]):
         raise ConfigError(f"field 'human_study.n_queries': {hs['n_queries']} queries, but {where} has only "
@@ -97,7 +123,6 @@ def check_dataset_fits(cfg: dict, root: Path) -> None:
         raise ConfigError(f"field 'human_study.top_k': {hs['top_k']} suggestions per query need "
                           f"n_queries + top_k = {int(hs['n_queries']) + int(hs['top_k'])} "
                           f"{hs['target_lang']} evaluation items; {where} has {n_tgt}")
-
 
 
 def _fits(by_lang: dict[str, set], direction: str, n: int, parallel: bool, field: str, where: Path,
@@ -116,13 +141,12 @@ def _fits(by_lang: dict[str, set], direction: str, n: int, parallel: bool, field
                           f"queries + N disjoint targets, and {where} has {has}{scope}")
 
 
-
-def _check_images(cfg: dict, root: Path, items) -> None:
+def _check_images(req: dict, root: Path, items) -> None:
     from ..data.prepared import read_feature_ids
 
-    bb = cfg["image_backbone"]
-    spec = cfg["backbones"][bb]
-    used = set(items.loc[items["lang"].isin(cfg["languages"]), "image_id"])
+    bb = req["image_backbone"]
+    spec = req["backbone"]
+    used = set(items.loc[items["lang"].isin(req["languages"]), "image_id"])
     if spec.get("type") == "precomputed":
         name = str(spec.get("name", bb))
         ids_txt = root / "features" / f"{name}.ids.txt"

@@ -51,7 +51,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("train_items_seed", 0)
     cs.setdefault("sample_size", 200)
     cs.setdefault("seeds", [0, 1, 2, 3, 4])
-    cs.setdefault("k", cfg.get("k", 10))
+    cs.setdefault("recall_k", cfg.get("recall_k", 10))
     cs.setdefault("triplet", {})
     cs.setdefault("bootstrap", {"B": 1000, "seed": 0})
     return cs

@@ -1,0 +1,205 @@
+"""The Snakemake DAG declares every file (issue 13): every rule runs in a minimal shadow
+directory (an undeclared read fails), a bring-your-own dataset is copied and content-tracked
+(an edit in place reruns what depends on it), the human tally reads the configured ratings,
+and `recall_k` can be set from the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TINY = ROOT / "tests" / "data" / "tiny.yaml"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _smk(wd: Path, *args: str, snakefile: Path = ROOT / "Snakefile", timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(wd), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=timeout)
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------------- the sandbox
+
+
+def _rule_blocks(text: str) -> dict[str, str]:
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r"^\s*rule (\w+):", text, re.M)]
+    return {name: text[a:b] for (a, name), (b, _) in zip(starts, starts[1:] + [(len(text), "")])}
+
+
+def test_every_rule_runs_in_a_minimal_shadow_directory():
+    common = (ROOT / "workflow/rules/common.smk").read_text()
+    assert re.search(r'^SHADOW = "minimal"$', common, re.M)
+    blocks = {}
+    for smk in sorted((ROOT / "workflow/rules").glob("*.smk")):
+        blocks.update(_rule_blocks(smk.read_text()))
+    assert {"prepare_dataset", "check_dataset", "embed_text", "report", "case_train", "human_tally"} <= set(blocks)
+    for name, block in blocks.items():
+        assert re.search(r"shadow:\s+SHADOW\b", block), f"rule {name} has no `shadow: SHADOW`"
+        assert "--config" not in block, f"rule {name} hands a config file to its step"
+    assert set(_rule_blocks((ROOT / "Snakefile").read_text())) == {"all"}  # no job, only targets
+
+
+@pytest.mark.slow
+def test_an_undeclared_read_fails_in_the_sandbox(tmp_path):
+    """A copy of the workflow whose `sample` rule hands its step the dataset path as a param
+    instead of a declared input: inside the shadow directory the read fails; with the sandbox
+    off, the same rule 'works' (the unchecked declaration the sandbox exists to catch)."""
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    shutil.copy(ROOT / "Snakefile", wf / "Snakefile")
+    shutil.copytree(ROOT / "workflow", wf / "workflow")
+    rules = wf / "workflow/rules/evaluate.smk"
+    text = rules.read_text()
+    sample = _rule_blocks(text)["sample"]
+    undeclared = (sample.replace("        dataset=DATASET,\n", "", 1)
+                  .replace("    params:\n", "    params:\n        dataset=DATASET,\n", 1)
+                  .replace("--dataset {input.dataset}", "--dataset {params.dataset}"))
+    assert undeclared.count("DATASET") == 1 and "{params.dataset}" in undeclared
+    rules.write_text(text.replace(sample, undeclared))
+    wd = tmp_path / "wd"
+    target = "artifacts/tiny/samples/en-de.json"
+    res = _smk(wd, target, "--cores", "1", "--configfile", str(TINY), snakefile=wf / "Snakefile")
+    assert res.returncode != 0
+    log = (wd / "logs/tiny/sample/en-de.log").read_text()
+    assert "data/prepared/synthetic-tiny: no items.csv" in log, log[-2000:]
+    assert (wd / "data/prepared/synthetic-tiny/dataset.json").is_file()  # it exists, outside the sandbox
+    assert not (wd / target).exists()
+    common = wf / "workflow/rules/common.smk"
+    common.write_text(common.read_text().replace('SHADOW = "minimal"', "SHADOW = None"))
+    res = _smk(wd, target, "--cores", "1", "--configfile", str(TINY), snakefile=wf / "Snakefile")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (wd / target).is_file()
+
+
+# ------------------------------------------------------------------------- bring your own data
+
+
+def _byo(root: Path, n: int = 30) -> None:
+    """A prepared folder in the documented format: n parallel en/de items, 8-d features."""
+    root.mkdir(parents=True)
+    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": ["en", "de"], "parallel": True}))
+    rows = [(f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", "test")
+            for i in range(n) for lang in ("en", "de")]
+    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
+        root / "items.csv", index=False)
+    (root / "features").mkdir()
+    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n, 8)).astype(np.float32))
+    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n)))
+
+
+def _byo_config(path: Path) -> Path:
+    cfg = yaml.safe_load(TINY.read_text())
+    for key in ("case_study", "human_study"):
+        cfg.pop(key)
+    cfg.update(run_name="byo", sample_size=10, recall_k=3, reports_dir="reports/byo", directions=["en-de"],
+               dataset={"name": "hand", "source": "prepared", "options": {"path": "data/raw/hand"}},
+               image_backbone="fake", backbones={"fake": {"type": "precomputed", "name": "fake"}})
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _jobs(dry_run_output: str) -> list[str]:
+    return re.findall(r"^(?:local)?rule (\w+):", dry_run_output, re.M)
+
+
+@pytest.mark.slow
+def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tmp_path):
+    wd = tmp_path / "wd"
+    _byo(wd / "data/raw/hand")
+    cfg = _byo_config(tmp_path / "byo.yaml")
+    args = ("artifacts/byo/metrics/en-de.csv", "--cores", "2", "--configfile", str(cfg))
+    res = _smk(wd, *args)
+    assert res.returncode == 0, res.stderr[-4000:]
+    prepared = wd / "data/prepared/hand"
+    assert prepared.is_dir() and not prepared.is_symlink()  # a copy, not a link
+    text = wd / "artifacts/byo/text/char-ngram"
+    before = {p.name: _sha(p) for p in text.iterdir()}
+    metrics_before = _sha(wd / "artifacts/byo/metrics/en-de.csv")
+    assert "Nothing to be done" in _smk(wd, *args, "-n").stdout
+
+    # rewrite one German title in place (same length: the file size does not change)
+    items = wd / "data/raw/hand/items.csv"
+    old = items.read_text()
+    assert "de item 3 ababab" in old
+    items.write_text(old.replace("de item 3 ababab", "de item 3 xyzxyz"))
+    dry = _smk(wd, *args, "-n")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    jobs = _jobs(dry.stdout)
+    assert "prepare_dataset" in jobs and jobs.count("embed_text") == 3 and jobs.count("metrics") == 1, jobs
+    assert "Params have changed since last execution" in dry.stdout
+    res = _smk(wd, *args)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "de item 3 xyzxyz" in (prepared / "items.csv").read_text()
+    after = {p.name: _sha(p) for p in text.iterdir()}
+    assert after["en.title.npz"] == before["en.title.npz"]  # recomputed, unchanged text
+    assert after["de.title.npz"] != before["de.title.npz"]
+    assert _sha(wd / "artifacts/byo/metrics/en-de.csv") != metrics_before
+
+    # copying an older file back over it (its mtime goes back in time) is an edit too
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text(old)
+    os.utime(fixed, (1_000_000_000, 1_000_000_000))
+    shutil.copy2(fixed, items)
+    assert items.stat().st_mtime < (wd / "artifacts/byo/metrics/en-de.csv").stat().st_mtime
+    jobs = _jobs(_smk(wd, *args, "-n").stdout)
+    assert "prepare_dataset" in jobs and jobs.count("embed_text") == 3, jobs
+    assert _smk(wd, *args).returncode == 0
+    assert {p.name: _sha(p) for p in text.iterdir()} == before
+    assert _sha(wd / "artifacts/byo/metrics/en-de.csv") == metrics_before
+
+
+# ------------------------------------------------------------------------- settings
+
+
+def test_recall_k_can_be_set_on_the_command_line(tmp_path):
+    res = _smk(tmp_path / "wd", "-n", "-p", "--configfile", str(TINY), "--config", "recall_k=3")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert re.search(r"backretrieval metrics .*--recall-k 3 ", res.stdout)
+    res = _smk(tmp_path / "wd", "-n", "--configfile", str(TINY), "--config", "k=3")
+    assert res.returncode != 0  # Snakemake itself refuses one-letter keys: hence recall_k
+
+
+def test_human_tally_reads_the_configured_ratings(tmp_path):
+    wd = tmp_path / "wd"
+    (wd / "data/raw").mkdir(parents=True)
+    (wd / "data/raw/ratings.csv").write_text("suggestion_id,rating,key_sha256,rater\n")
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg["human_study"]["ratings"] = "data/raw/ratings.csv"
+    (tmp_path / "rated.yaml").write_text(yaml.safe_dump(cfg))
+    res = _smk(wd, "-n", "-p", "--configfile", str(tmp_path / "rated.yaml"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "backretrieval human-tally --ratings data/raw/ratings.csv " in res.stdout
+    assert "human_simulate" not in _jobs(res.stdout)
+    res = _smk(wd, "-n", "-p", "--configfile", str(TINY))  # no ratings: the SIMULATED rater
+    assert "backretrieval human-tally --ratings artifacts/tiny/case/human/ratings.simulated.csv " in res.stdout
+    assert "--simulated" in res.stdout and "human_simulate" in _jobs(res.stdout)
+
+
+def test_layout_heads_are_the_case_study_heads():
+    from backretrieval.steps import layout
+    from backretrieval.study.case_study import HEADS
+
+    assert layout.HEADS == HEADS

@@ -1,0 +1,204 @@
+"""DVC versions the Snakemake DAG (docs/ARCHITECTURE.md, "One DAG"): dvc.yaml is generated
+from the Snakemake workflow by scripts/dvc_stages.py, one stage per run config, each stage
+running Snakemake. Tested end to end with the default local remote on tests/data/tiny.yaml
+(SYNTHETIC data, model-free encoders, case study included) in fresh copies of this checkout:
+`dvc repro` → status clean → `dvc push` → a second clone `dvc pull` → status clean, and
+`snakemake` in a third clone gives the same bytes (`dvc commit` there leaves the first
+clone's dvc.lock unchanged, and the status is clean).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TINY = "tests/data/tiny.yaml"
+RUN_FILES = ("artifacts/tiny", "data/prepared/synthetic-tiny", "reports/tiny")
+needs_dvc = pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reason="dvc not installed")
+
+
+def _env(repo: Path) -> dict[str, str]:
+    """The environment of a command in ``repo``: that copy's own source tree."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(repo / "src")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=_env(cwd), timeout=timeout)
+
+
+def _ok(cmd: list[str], cwd: Path, timeout: int = 600) -> str:
+    res = _run(cmd, cwd, timeout)
+    assert res.returncode == 0, f"{' '.join(cmd)} in {cwd}:\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}"
+    return res.stdout
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return _ok(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd)
+
+
+def _fresh_copy(dst: Path) -> Path:
+    """This checkout's files as a clone of it would have them (tracked + new, not ignored),
+    committed to a new git repository."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.split(b"\0")
+    for rel in filter(None, (f.decode() for f in listed)):
+        src = ROOT / rel
+        if src.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+    _git(dst, "init", "-q")
+    _git(dst, "add", "-A")
+    _git(dst, "commit", "-qm", "fresh clone")
+    return dst
+
+
+def _tree(repo: Path) -> dict[str, str]:
+    out = {}
+    for rel in RUN_FILES:
+        for p in sorted((repo / rel).rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _dvc(repo: Path, *args: str) -> str:
+    return _ok([str(BIN / "dvc"), *args], repo)
+
+
+def _status(repo: Path) -> dict:
+    return json.loads(_dvc(repo, "status", "--json"))
+
+
+# ---------------------------------------------------------------------------------- fast
+
+
+def test_committed_dvc_yaml_is_a_fresh_generation():
+    res = subprocess.run([sys.executable, "scripts/dvc_stages.py", "--check"], cwd=ROOT, capture_output=True,
+                         text=True, env=_env(ROOT), timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_every_named_config_is_a_stage_or_listed_with_a_reason():
+    runs = yaml.safe_load((ROOT / "scripts/dvc_runs.yaml").read_text())
+    stages, others = list(runs["stages"]), dict(runs["not_stages"])
+    named = {f"config/{p.name}" for p in (ROOT / "config").glob("*.yaml")}
+    assert "params.yaml" in stages
+    assert not set(stages) & set(others)
+    assert set(stages) | set(others) == named | {"params.yaml"}
+    for cfg, reason in others.items():
+        assert isinstance(reason, str) and len(reason) > 20, cfg
+    for cfg in stages:
+        assert (ROOT / cfg).is_file(), cfg
+
+
+@needs_dvc
+def test_stage_tracks_code_config_outputs_metrics_and_plots():
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["default"]
+    assert stage["cmd"] == "snakemake --cores all"
+    assert stage["deps"][:3] == ["Snakefile", "workflow", "src/backretrieval"]
+    assert stage["params"] == [{"params.yaml": None}]
+    outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
+    assert outs[:2] == ["artifacts/default", "data/prepared/synthetic"]
+    assert "reports/table1.md" in outs and all(o["cache"] is False for o in stage["outs"][2:] for o in o.values())
+    assert [next(iter(m)) for m in stage["metrics"]] == ["reports/case_study/human_study.json",
+                                                          "reports/case_study/metrics.json", "reports/metrics.json"]
+    assert {"reports/plots/fig2_xlr_vs_bkr.csv", "reports/case_study/figures/fig3_boxplot.png"} <= {
+        next(iter(p)) for p in stage["plots"]}
+    assert not any("logs/" in o for o in outs)
+
+
+# ---------------------------------------------------------------------------------- slow
+
+
+@pytest.mark.slow
+@needs_dvc
+def test_every_named_config_runs_under_both_runners(tmp_path):
+    """Every config's DAG builds (snakemake --summary inside the generator) and becomes a DVC
+    stage that runs Snakemake on it; `dvc repro --dry` resolves each stage."""
+    repo = _fresh_copy(tmp_path / "repo")
+    configs = ["params.yaml", *sorted(f"config/{p.name}" for p in (ROOT / "config").glob("*.yaml"))]
+    _ok([sys.executable, "scripts/dvc_stages.py", *configs], repo, timeout=600)
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    runs = {yaml.safe_load((ROOT / c).read_text())["run_name"]: c for c in configs}
+    assert set(stages) == set(runs)
+    for name, cfg in runs.items():
+        want = "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}")
+        assert stages[name]["cmd"] == want
+        assert stages[name]["params"] == [{cfg: None}]
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "all stages")
+    dag = _dvc(repo, "dag", "--md")
+    for name in runs:
+        assert name in dag
+
+
+@pytest.mark.slow
+@needs_dvc
+def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path):
+    c1 = _fresh_copy(tmp_path / "c1")
+    _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
+    assert list(yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"]) == ["tiny"]
+    _git(c1, "add", "-A")
+    _git(c1, "commit", "-qm", "a DVC stage for tests/data/tiny.yaml")
+    _git(tmp_path, "clone", "-q", str(c1), "c3")
+    c3 = tmp_path / "c3"
+    assert _status(c1) != {}  # never run: changed
+
+    # c1 runs the stage through DVC (snakemake --cores all) while c3 runs Snakemake directly
+    # on one core: the bytes must not depend on the runner or the core count
+    procs = {
+        "dvc repro": subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+        "snakemake": subprocess.Popen([str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY], cwd=c3,
+                                      env=_env(c3), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+    }
+    for name, p in procs.items():
+        out, _ = p.communicate(timeout=900)
+        assert p.returncode == 0, f"{name}:\n{out[-5000:]}"
+    assert _status(c1) == {}
+    expected = _tree(c1)
+    assert len(expected) > 60 and any(k.startswith("reports/tiny/case_study/") for k in expected)
+
+    # the lock and the committed reports (cache: false outs live in git) + the cached outs pushed
+    _git(c1, "add", "dvc.lock", "reports/tiny")
+    _git(c1, "commit", "-qm", "dvc.lock + reports")
+    _dvc(c1, "push")
+    assert list((tmp_path / "backretrieval-dvc-storage").rglob("*"))  # the default remote, beside the clones
+
+    # a second clone restores the cached outputs from the remote
+    _git(tmp_path, "clone", "-q", str(c1), "c2")
+    c2 = tmp_path / "c2"
+    assert _status(c2) != {}  # artifacts missing before the pull
+    _dvc(c2, "pull")
+    assert _status(c2) == {}
+    assert _tree(c2) == expected
+
+    # Snakemake's own run (c3) matches the lock of the DVC run byte for byte: `dvc commit`
+    # (what `make run` does after Snakemake) stores the outputs in DVC's cache and leaves the
+    # committed lock unchanged; then the status is clean
+    _git(c3, "fetch", "-q", "origin")
+    _git(c3, "checkout", "FETCH_HEAD", "--", "dvc.lock")
+    assert _tree(c3) == expected
+    assert _status(c3) != {}  # the outputs are there, but not in this clone's DVC cache
+    _dvc(c3, "commit", "--force", "--quiet", "tiny")
+    _git(c3, "diff", "--exit-code", "FETCH_HEAD", "--", "dvc.lock")
+    assert _status(c3) == {}
+
+    # nothing to do for either runner now
+    assert "didn't change" in _dvc(c1, "repro")
+    dry = _ok([str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY, "--dry-run"], c3)
+    assert "Nothing to be done" in dry
