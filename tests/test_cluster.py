@@ -224,10 +224,14 @@ def test_every_job_went_through_the_scheduler(runs):
     assert len(spool) == N_JOBS >= len(RULES)
     assert {n.removeprefix("smk-") for n in names} == RULES
     assert names.count("smk-sample") == names.count("smk-metrics") == names.count("smk-embed_text") == 3
-    # threads/resources reached the scheduler (embed_text: mem_mb 4000 in the rule; threads =
-    # HEAVY_THREADS of workflow/rules/common.smk, 4 under a cluster executor without --cores)
+    # threads/resources reached the scheduler (mem_mb 4000 in the embedding rules). embed_text
+    # claims the encoder's fixed inference threads (encoders.inference_threads: 1 for char
+    # n-grams and random); embed_images claims HEAVY_THREADS of workflow/rules/common.smk, 4
+    # under a cluster executor without --cores
     emb = [r for r in spool if r["name"] == "smk-embed_text"]
-    assert {(r["cpus"], r["mem_mb"]) for r in emb} == {("4", "4000")}
+    assert {(r["cpus"], r["mem_mb"]) for r in emb} == {("1", "4000")}
+    img = [r for r in spool if r["name"] == "smk-embed_images"]
+    assert [(r["cpus"], r["mem_mb"]) for r in img] == [("4", "4000")]
     jobs = runs["cluster"] / ".fake_scheduler" / "jobs"
     for r in spool:
         assert (jobs / r["id"] / "exitcode").read_text().strip() == "0", r
