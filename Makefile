@@ -33,9 +33,10 @@ bench:
 
 # Rebuild every table and figure from the run's artifacts: the report rules (report,
 # case_report, human_tally) rerun, and only they (nothing upstream is computed; a missing
-# artifact fails the target). CONFIG=config/multi30k.yaml make figures   for a named configuration.
+# artifact fails the target: --forcerun, not --forceall, under which Snakemake keeps an existing
+# output whose job cannot run and so passes silently). CONFIG=config/multi30k.yaml make figures   for a named configuration.
 CONFIG ?= params.yaml
 SNAKEMAKE_ARGS ?=
 figures:
-	source $(VENV)/activate && snakemake --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forceall \
+	source $(VENV)/activate && snakemake --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forcerun report case_report human_tally \
 	  --allowed-rules report case_report human_tally all
