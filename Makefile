@@ -3,7 +3,7 @@
 #               store its outputs in DVC's cache (dvc commit: dvc.lock is unchanged when the
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it)
 #   make test   set up, then run the test suite (what CI runs)
-.PHONY: setup run test lint report bench figures dvc-yaml
+.PHONY: setup run test lint report bench figures dvc-yaml results-doc
 SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stage of params.yaml (its run_name; see scripts/dvc_runs.yaml)
@@ -39,3 +39,8 @@ SNAKEMAKE_ARGS ?=
 figures:
 	source $(VENV)/activate && snakemake --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forceall \
 	  --allowed-rules report case_report human_tally all
+
+# docs/RESULTS.md from the reports of every run configuration in scripts/dvc_runs.yaml, as they
+# are (only the results_doc rule runs; tests/test_results_doc.py checks the committed file)
+results-doc:
+	source $(VENV)/activate && snakemake --cores 1 --allowed-rules results_doc --forcerun results_doc -- results_doc
