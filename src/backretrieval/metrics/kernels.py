@@ -187,7 +187,7 @@ def _ranks_of_true_pivots(
 
 def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """One score block reused by every block: fresh N-column blocks would be page-faulted in
-    again for each block (measured: ~5 % of an XLR at N=10k). Same sgemm, same bits."""
+    again for each block. Same sgemm, same bits."""
     return np.empty((step, candidates.shape[0]), dtype=np.result_type(queries.dtype, candidates.dtype))
 
 
@@ -345,8 +345,8 @@ class BkrImageIndex:
 def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the entries >= the k-th largest value of their row (ties included).
 
-    Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, about
-    3x faster for small k: the k-th largest of the row's column-group maxima is a lower bound
+    Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, and
+    cheaper for small k: the k-th largest of the row's column-group maxima is a lower bound
     of the row's k-th largest (the k largest group maxima are k distinct entries), so only the
     few entries above that bound are sorted. Falls back to the partition when a row has fewer
     than k groups.

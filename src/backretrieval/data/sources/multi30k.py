@@ -1,8 +1,8 @@
 """Multi30K (Elliott et al. 2016/2017/2018): download, verify and prepare.
 
 Upstream: https://github.com/multi30k/dataset, pinned at commit ``a3d2e0d``. Only the
-*short* hash of that commit is recorded here (the full 40-hex hash was not available
-when this module was written); GitHub resolves unambiguous short hashes in ``/raw/``
+*short* hash of that commit is recorded here (the full 40-hex hash is not known);
+GitHub resolves unambiguous short hashes in ``/raw/``
 URLs, and every file is verified against the sha256 pins in
 ``checksums/multi30k.sha256``, so a different commit cannot slip through unnoticed.
 
