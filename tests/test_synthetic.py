@@ -217,7 +217,7 @@ def test_same_scene_gets_paraphrased_titles():
     copies = [(i, syn_dataset._scene_for(0, i)) for i in range(400)]
     restaged = [(i, sc, j) for i, (sc, j) in copies if j is not None]
     assert 0.01 * 400 <= len(restaged) <= 0.08 * 400
-    for i, sc, j in restaged:
+    for _i, sc, j in restaged:
         assert synthetic.scene_similarity(sc, syn_dataset._scene_for(0, j)[0]) == 1.0
     titles = {synthetic.describe_scene(sc, "en", f"0|{i}")[0] for i, sc, _ in restaged}
     assert len(titles) > 1

@@ -93,13 +93,13 @@ from threadpoolctl import threadpool_limits
 
 from .._util import io as bio
 from .._util.hashing import json_sha256
+from ..errors import ConfigError, InputError, ModelUnavailableError
 from .dictionaries import (
     DEFAULT_DICT_DIR,
     load_freedict_pairs,
     package_name,
     select_seed_pairs,
 )
-from ..errors import ConfigError, InputError, ModelUnavailableError
 from .tokenize import tokenize, tokenizer_signature
 
 log = logging.getLogger(__name__)
@@ -519,7 +519,7 @@ class WordVecSpec:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, enc_id: str, spec: dict) -> "WordVecSpec":
+    def from_dict(cls, enc_id: str, spec: dict) -> WordVecSpec:
         where = f"encoder '{enc_id}'"
         spec = dict(spec)
         typ = spec.pop("type", "wordvec")

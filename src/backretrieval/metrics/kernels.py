@@ -303,7 +303,7 @@ class BkrImageIndex:
     def build(
         cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
         assume_normalized: bool = False,
-    ) -> "BkrImageIndex":
+    ) -> BkrImageIndex:
         s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
         n_src, n_tgt = s_img.shape[0], t_img.shape[0]
         if k < 1:
@@ -431,7 +431,7 @@ class BandPairs:
     col_perm: np.ndarray
 
     @classmethod
-    def draw(cls, n_src: int, n_tgt: int, m: int, seed: int) -> "BandPairs":
+    def draw(cls, n_src: int, n_tgt: int, m: int, seed: int) -> BandPairs:
         if not 0 < m < n_src * n_tgt:
             raise ValueError(f"max_pairs must be in [1, {n_src * n_tgt}) for a subsample, got {m}")
         rng = np.random.default_rng(seed)
@@ -503,7 +503,7 @@ class CorrImageSide:
     def build(
         cls, src_img: np.ndarray, tgt_img: np.ndarray, max_pairs: int | None = None, seed: int = 0,
         block_elems: int = DEFAULT_BLOCK_ELEMS, assume_normalized: bool = False,
-    ) -> "CorrImageSide":
+    ) -> CorrImageSide:
         si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
         n_s, n_t = si.shape[0], ti.shape[0]
         sample = None

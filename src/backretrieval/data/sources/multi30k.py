@@ -31,18 +31,19 @@ same code paths.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..prepared import check_features_finite
-from ...errors import InputError
 from ..._util.io import atomic_path, write_text
-from ._common import place_images, read_lines, staged_dir, write_prepared
+from ...errors import InputError
 from ..download import fetch, resolve_url
+from ..prepared import check_features_finite
+from ._common import place_images, read_lines, staged_dir, write_prepared
 
 UPSTREAM_COMMIT = "a3d2e0d"  # short hash only (see module docstring)
 UPSTREAM_BASE = f"https://github.com/multi30k/dataset/raw/{UPSTREAM_COMMIT}/"
