@@ -2,7 +2,7 @@
 #   make run    set up, run the default pipeline (offline, embedded synthetic dataset), and
 #               store its outputs in DVC's cache (dvc commit: dvc.lock is unchanged when the
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it)
-#   make test   set up, then run the test suite (what CI runs)
+#   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
 .PHONY: setup run test lint report bench figures dvc-yaml results-doc
 SHELL := /bin/bash
 VENV := .venv/bin
@@ -18,8 +18,15 @@ run: setup
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile
 
+# Static checks, configured in pyproject.toml: ruff lint, ruff and snakefmt format checks (they
+# change nothing), Snakemake's own lint, mypy on the typed core (metrics/, stats/, steps/).
+# Apply the formatters: ruff format src tests scripts benchmarks && snakefmt Snakefile workflow
 lint: setup
-	source $(VENV)/activate && snakemake --lint
+	source $(VENV)/activate && ruff check src tests scripts benchmarks \
+	  && ruff format --check src tests scripts benchmarks \
+	  && snakefmt --check Snakefile workflow \
+	  && snakemake --lint \
+	  && mypy
 
 # dvc.yaml is generated from the Snakemake workflow (one stage per run config of scripts/dvc_runs.yaml)
 dvc-yaml:

@@ -356,7 +356,8 @@ def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = Non
     starts = np.arange(0, n, width)
     if len(starts) < k or m == 0:
         kth = np.partition(scores, n - k, axis=1)[:, n - k]
-        return np.nonzero(scores >= kth[:, None])
+        rows, cols = np.nonzero(scores >= kth[:, None])
+        return rows, cols
     group_max = np.maximum.reduceat(scores, starts, axis=1)
     g = group_max.shape[1]
     low = np.partition(group_max, g - k, axis=1)[:, g - k]
@@ -685,7 +686,7 @@ def _code_blocks(a: np.ndarray, b: np.ndarray, block_elems: int, out: np.ndarray
     2^24·fl(1 − s), exact integers. Written into ``out`` (n_a × n_b, integer) if given."""
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
     score_buf = _score_buffer(step, a, b)
-    code_buf = np.empty(score_buf.shape, dtype=np.int32) if out is None else None
+    code_buf: np.ndarray = np.empty(score_buf.shape, dtype=np.int32) if out is None else out
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
         scores = np.matmul(a[s:e], b.T, out=score_buf[: e - s])
@@ -714,6 +715,7 @@ class _CodeCounts:
             idx -= _CODE_MIN
             np.add.at(self.counts, idx, 1)
             if self.sums is not None:
+                assert weights is not None, "a weighted count needs weights"
                 np.add.at(self.sums, idx, weights[s : s + _CHUNK].astype(np.int64))
 
     def _used(self, table: np.ndarray) -> np.ndarray:
@@ -731,6 +733,7 @@ class _CodeCounts:
 
     def rank_sum_product(self) -> int:
         """Σ over pairs of (doubled rank of the pair's code)·weight = Σ_code rank·sum."""
+        assert self.sums is not None, "rank_sum_product needs a weighted count"
         return _exact_dot(self.doubled_ranks(), self._used(self.sums))
 
     def ties(self) -> int:
@@ -742,12 +745,12 @@ def _all_pairs_ranks_counting(a: np.ndarray, b: np.ndarray, block_elems: int) ->
     by counting distance codes: one pass stores the codes and counts them, one replaces each
     code by its rank. int32 ranks (4 bytes per pair) where they fit."""
     n = a.shape[0] * b.shape[0]
-    ranks = np.empty((a.shape[0], b.shape[0]), dtype=np.int32 if 2 * n < 1 << 31 else np.int64)
+    grid = np.empty((a.shape[0], b.shape[0]), dtype=np.int32 if 2 * n < 1 << 31 else np.int64)
     counts = _CodeCounts(weighted=False)
-    for _, codes in _code_blocks(a, b, block_elems, out=ranks):
+    for _, codes in _code_blocks(a, b, block_elems, out=grid):
         counts.add(codes)
-    table = counts.doubled_ranks().astype(ranks.dtype)  # ranks ≤ 2n fit
-    ranks = ranks.reshape(-1)
+    table = counts.doubled_ranks().astype(grid.dtype)  # ranks ≤ 2n fit
+    ranks = grid.reshape(-1)
     buf = np.empty(min(n, _CHUNK), dtype=ranks.dtype)
     for s in range(0, n, _CHUNK):
         chunk = ranks[s : s + _CHUNK]
