@@ -53,7 +53,7 @@ def tiny_reports(tmp_path):
 
 def test_cli_writes_doc_and_marks_configs_not_run(tiny_reports, monkeypatch):
     monkeypatch.chdir(tiny_reports)
-    rc = main(["results-doc", "--configs", "params.yaml", "other.yaml", "--reports", "reports", "reports/other",
+    rc = main(["results-doc", "--run-configs", "params.yaml", "other.yaml", "--reports", "reports", "reports/other",
                "--dvc-runs", "runs.yaml", "--out", "docs/RESULTS.md"])
     assert rc == 0
     doc = (tiny_reports / "docs/RESULTS.md").read_text()
@@ -66,7 +66,7 @@ def test_reports_of_another_run_are_refused(tiny_reports, monkeypatch, capsys):
     meta = json.loads((tiny_reports / "reports/metrics.json").read_text())
     meta["meta"]["run_name"] = "someone-else"
     (tiny_reports / "reports/metrics.json").write_text(json.dumps(meta))
-    rc = main(["results-doc", "--configs", "params.yaml", "--reports", "reports", "--dvc-runs", "runs.yaml",
+    rc = main(["results-doc", "--run-configs", "params.yaml", "--reports", "reports", "--dvc-runs", "runs.yaml",
                "--out", "out.md"])
     assert rc == 2
     assert "written by run 'someone-else'" in capsys.readouterr().err
@@ -79,5 +79,5 @@ def test_a_stage_without_reports_and_unlisted_configs_fail(tiny_reports, monkeyp
         run_sources(["params.yaml"], ["reports/missing"], "runs.yaml")
     with pytest.raises(InputError, match="not listed in runs.yaml"):
         run_sources(["unlisted.yaml"], ["reports"], "runs.yaml")
-    with pytest.raises(InputError, match="1 --configs but 2 --reports"):
+    with pytest.raises(InputError, match="1 --run-configs but 2 --reports"):
         run_sources(["params.yaml"], ["reports", "x"], "runs.yaml")

@@ -36,10 +36,8 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def ds(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("syn") / "synthetic-scenes"
-    synthetic.generate(root, n_items=N, seed=0)
-    return root
+def ds(synthetic_dataset) -> Path:
+    return synthetic_dataset(N, seed=0, image_size=160)  # generate()'s defaults
 
 
 @pytest.fixture(scope="module")
@@ -364,3 +362,19 @@ def test_image_pixels_track_scene_content(ds):
     assert rho > 0.2
     # images differ even for the same background: similarity is informative but imperfect
     assert np.median(same_bg) < 0.999
+
+
+def test_prepare_step_makes_the_tiny_config_dataset(tiny_dataset, tmp_path):
+    """`backretrieval prepare` with tests/data/tiny.yaml's dataset section writes exactly the
+    shared fixture's files (the fixture is the pipeline's dataset, not a look-alike)."""
+    import json
+
+    import yaml
+
+    from backretrieval.cli import main
+
+    cfg = yaml.safe_load((Path(__file__).parent / "data" / "tiny.yaml").read_text(encoding="utf-8"))
+    out = tmp_path / "prepared"
+    assert main(["prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"],
+                 "--out", str(out)]) == 0
+    assert _hashes(out) == _hashes(tiny_dataset)

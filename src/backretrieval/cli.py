@@ -80,7 +80,7 @@ def _outputs(args, names) -> dict[str, Path]:
 def cmd_results_doc(args) -> int:
     from .steps.results_doc import write_results_doc
 
-    write_results_doc(args.configs, args.reports, args.dvc_runs, args.out)
+    write_results_doc(args.run_configs, args.reports, args.dvc_runs, args.out)
     return 0
 
 
@@ -397,9 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("results-doc", cmd_results_doc,
              "docs/RESULTS.md from the committed reports of every run configuration")
-    files(sp, "--configs", "run configurations (params.yaml, config/*.yaml), each listed in --dvc-runs")
+    files(sp, "--run-configs", "run configurations (params.yaml, config/*.yaml), each listed in --dvc-runs; "
+          "only their run_name is read")
     sp.add_argument("--reports", nargs="+", required=True, metavar="DIR",
-                    help="the reports folder of each --configs entry, in the same order")
+                    help="the reports folder of each --run-configs entry, in the same order")
     req(sp, "--dvc-runs", "the run list (scripts/dvc_runs.yaml): DVC stages and why the others are not",
         metavar="FILE")
     req(sp, "--out", "output: the Markdown document", metavar="FILE")

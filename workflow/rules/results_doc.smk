@@ -3,13 +3,13 @@
 
 rule results_doc:
     input:
-        configs=[c for c, _ in results_doc_runs()],
+        configs=lambda wc: [c for c, _ in results_doc_runs()],
         runs=DVC_RUNS,
         reports=results_doc_reports,
     output:
         RESULTS_DOC,
     params:
-        reports=[r for _, r in results_doc_runs()],
+        reports=lambda wc: [r for _, r in results_doc_runs()],
     log:
         f"{LOGS}/results_doc.log",
     shadow:
@@ -17,5 +17,5 @@ rule results_doc:
     conda:
         CONDA_ENV
     shell:
-        "backretrieval results-doc --configs {input.configs} --reports {params.reports} --dvc-runs {input.runs}"
+        "backretrieval results-doc --run-configs {input.configs} --reports {params.reports} --dvc-runs {input.runs}"
         " --out {output} > {log} 2>&1"

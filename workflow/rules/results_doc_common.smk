@@ -12,7 +12,8 @@ DVC_RUNS = "scripts/dvc_runs.yaml"
 
 
 def results_doc_runs():
-    """(config file, reports folder) of every listed run configuration."""
+    """(config file, reports folder) of every listed run configuration (read only when the
+    rule is in the DAG: a run in another working directory has no run list)."""
     runs = []
     for cfg_file in listed_configs(DVC_RUNS):
         with open(cfg_file, encoding="utf-8") as f:

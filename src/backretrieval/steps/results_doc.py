@@ -40,7 +40,7 @@ def listed_configs(dvc_runs: str | os.PathLike[str]) -> list[str]:
 def run_sources(configs: Sequence[str], reports: Sequence[str], dvc_runs: str | os.PathLike[str]) -> list[RunSource]:
     """One :class:`RunSource` per (config, reports folder) pair."""
     if len(configs) != len(reports):
-        raise InputError(f"results-doc: {len(configs)} --configs but {len(reports)} --reports (give one folder per config)")
+        raise InputError(f"results-doc: {len(configs)} --run-configs but {len(reports)} --reports (give one folder per config)")
     runs = _load_yaml(Path(dvc_runs))
     stages = [str(s) for s in runs.get("stages") or []]
     not_stages = {str(k): str(v) for k, v in (runs.get("not_stages") or {}).items()}
