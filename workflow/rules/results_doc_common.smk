@@ -1,5 +1,5 @@
-# Helpers of results_doc.smk: docs/RESULTS.md from the reports of every run configuration listed in scripts/dvc_runs.yaml
-# (this config's reports are outputs of its report rules; the others' are their committed
+# Helpers of results_doc.smk: docs/RESULTS.md from the reports of every run configuration
+# listed in scripts/dvc_runs.yaml (this config's reports are outputs of its report rules; the others' are their committed
 # files, made by running that config). Not part of `all`: `make results-doc` runs this rule
 # alone on the reports as they are (--allowed-rules, so nothing upstream is recomputed).
 import yaml
@@ -12,8 +12,8 @@ DVC_RUNS = "scripts/dvc_runs.yaml"
 
 
 def results_doc_runs():
-    """(config file, reports folder) of every listed run configuration (read only when the
-    rule is in the DAG: a run in another working directory has no run list)."""
+    """(config file, reports folder) of every listed run configuration; called by input
+    functions only, so a run in another working directory (no run list there) still parses."""
     runs = []
     for cfg_file in listed_configs(DVC_RUNS):
         with open(cfg_file, encoding="utf-8") as f:
