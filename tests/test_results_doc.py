@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -81,3 +82,16 @@ def test_a_stage_without_reports_and_unlisted_configs_fail(tiny_reports, monkeyp
         run_sources(["unlisted.yaml"], ["reports"], "runs.yaml")
     with pytest.raises(InputError, match="1 --run-configs but 2 --reports"):
         run_sources(["params.yaml"], ["reports", "x"], "runs.yaml")
+
+
+def test_readme_is_short_and_carries_no_hand_copied_results():
+    """Results live in docs/RESULTS.md (generated); the README keeps only the generated
+    findings block, so no decimal result or timing may appear outside it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    start, end = "<!-- findings-verdict:start", "<!-- findings-verdict:end -->"
+    if start in text:
+        text = text[: text.index(start)] + text[text.index(end) + len(end):]
+    assert re.findall(r"\d+\.\d{2,}|\d+m\d+s|\d+(?:\.\d+)? ?(?:s|min|h)\b(?! *\|)", text) == []
+    # no configuration is called the paper's protocol (only the sentence saying none is)
+    assert re.findall(r"paper's[^.|]*protocol", text.replace("is the paper's exact protocol", "")) == []
