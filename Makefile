@@ -2,8 +2,8 @@
 #   make run    set up, run the default pipeline (offline, embedded synthetic dataset), and
 #               store its outputs in DVC's cache (dvc commit: dvc.lock is unchanged when the
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it)
-#   make test   set up, then run the test suite (what CI runs)
-.PHONY: setup run test lint report bench figures dvc-yaml
+#   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
+.PHONY: setup run test lint report bench figures dvc-yaml results-doc
 SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stage of params.yaml (its run_name; see scripts/dvc_runs.yaml)
@@ -18,8 +18,15 @@ run: setup
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile
 
+# Static checks, configured in pyproject.toml: ruff lint, ruff and snakefmt format checks (they
+# change nothing), Snakemake's own lint, mypy on the typed core (metrics/, stats/, steps/).
+# Apply the formatters: ruff format src tests scripts benchmarks && snakefmt Snakefile workflow
 lint: setup
-	source $(VENV)/activate && snakemake --lint
+	source $(VENV)/activate && ruff check src tests scripts benchmarks \
+	  && ruff format --check src tests scripts benchmarks \
+	  && snakefmt --check Snakefile workflow \
+	  && snakemake --lint \
+	  && mypy
 
 # dvc.yaml is generated from the Snakemake workflow (one stage per run config of scripts/dvc_runs.yaml)
 dvc-yaml:
@@ -40,3 +47,8 @@ SNAKEMAKE_ARGS ?=
 figures:
 	source $(VENV)/activate && snakemake --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forcerun report case_report human_tally \
 	  --allowed-rules report case_report human_tally all
+
+# docs/RESULTS.md from the reports of every run configuration in scripts/dvc_runs.yaml, as they
+# are (only the results_doc rule runs; tests/test_results_doc.py checks the committed file)
+results-doc:
+	source $(VENV)/activate && snakemake --cores 1 --allowed-rules results_doc --forcerun results_doc -- results_doc

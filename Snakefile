@@ -19,6 +19,8 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/case_study.smk"
+include: "workflow/rules/results_doc_common.smk"
+include: "workflow/rules/results_doc.smk"
 
 
 rule all:

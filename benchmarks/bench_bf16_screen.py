@@ -41,7 +41,6 @@ from bench_common import main_quick_n, make_data, md_table, measure  # noqa: E40
 
 from backretrieval.metrics import kernels as M  # noqa: E402
 
-
 C_OUT = 2.0**-9 * (1 + 2.0**-8)  # relative error bound of the bf16 output rounding
 
 

@@ -151,7 +151,7 @@ class OldCorrImageSide:
 
     @classmethod
     def build(cls, src_img, tgt_img, max_pairs=None, seed=0, block_elems=DEFAULT_BLOCK_ELEMS,
-              assume_normalized=False) -> "OldCorrImageSide":
+              assume_normalized=False) -> OldCorrImageSide:
         si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
         i, j = _old_pairs(si.shape[0], ti.shape[0], max_pairs, seed)
         d_img = _old_distances(si, ti, i, j, block_elems)

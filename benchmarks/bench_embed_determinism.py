@@ -61,7 +61,7 @@ FACTORS = ["(a) other texts", "(b) batch size 8 vs 32", "(c) position", "(d) pad
 def synthetic_texts(n: int, salt: str) -> list[str]:
     """SYNTHETIC captions: every third one a title, the others bodies, six languages."""
     from backretrieval.data.synthetic import describe_scene, sample_scene
-from backretrieval.data.synthetic.scenes import _rng
+    from backretrieval.data.synthetic.scenes import _rng
 
     out = []
     for i in range(n):

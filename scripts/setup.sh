@@ -18,7 +18,7 @@ import importlib.metadata as m, sys
 v = m.version("torch")
 sys.exit(0 if v.startswith("2.13.0") else 1)
 PYEOF
-python -m pip install -q -e ".[models,workflow,cluster,test]" "torch==2.13.0"
+python -m pip install -q -e ".[models,workflow,cluster,test,dev]" "torch==2.13.0"
 # LASER: laserembeddings pins torch<2; installed without its pins (its encoder code is tested
 # on our torch in tests/test_encoders.py). --no-deps so nothing can replace the CPU torch.
 python -m pip install -q --no-deps laserembeddings subword-nmt sacremoses transliterate

@@ -59,7 +59,7 @@ def test_broken_dataset_reports_every_problem(tmp_path):
     )
     (root / "images.csv").write_text(
         "image_id,path\nimg1,images/img1.png\nimg2,images/img2.png\nimg3,images/img1.png\n"
-        f"img4,../outside.png\nimg5,images/broken.jpg\nimg6,images/nope.png\nimg1,images/img2.png\n"
+        "img4,../outside.png\nimg5,images/broken.jpg\nimg6,images/nope.png\nimg1,images/img2.png\n"
     )
     probs = validate_dataset(root)
     assert has_errors(probs)

@@ -5,12 +5,13 @@ import pandas as pd
 import pytest
 
 from backretrieval import stats
+from backretrieval.errors import ConfigError, InputError
 from backretrieval.reporting.figures import fig3_boxplot
 from backretrieval.reporting.tables import table2_latex, table2_markdown
-from backretrieval.steps import human_study as hsteps, layout
+from backretrieval.steps import human_study as hsteps
+from backretrieval.steps import layout
 from backretrieval.steps.human_study import simulate_step
 from backretrieval.study import case_study as cs
-from backretrieval.errors import ConfigError, InputError
 
 
 def _cfg(**over):

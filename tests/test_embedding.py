@@ -13,11 +13,11 @@ import pytest
 
 import backretrieval._util.cache as cache_mod
 from backretrieval._util.cache import EmbeddingCache, text_key
+from backretrieval._util.io import load_npz
 from backretrieval.encoders.embed import embed_texts
+from backretrieval.errors import InputError
 from backretrieval.images.embed import embed_images
 from backretrieval.steps.embed import embed_dataset_images, embed_dataset_text
-from backretrieval.errors import InputError
-from backretrieval._util.io import load_npz
 
 
 class CountingEncoder:

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backretrieval.encoders.embed import embed_texts
-from backretrieval.encoders import build_text_encoder
-from backretrieval.encoders.base import canonical_batches
-from backretrieval.errors import ConfigError
 from backretrieval.data.synthetic import describe_scene, sample_scene
 from backretrieval.data.synthetic.scenes import _rng
+from backretrieval.encoders import build_text_encoder
+from backretrieval.encoders.base import canonical_batches
+from backretrieval.encoders.embed import embed_texts
+from backretrieval.errors import ConfigError
 
 LANGS = ["en", "de", "fr", "es", "ru", "ar"]
 
@@ -156,7 +156,7 @@ def test_callable(tmp_path, monkeypatch):
 def test_wordvec_encoding_with_a_tiny_model(tmp_path):
     """The fastText family's encode path (SIF average, common-direction removal, L2) on a tiny
     planted model: random aligned word vectors + weights + direction for German."""
-    from backretrieval.encoders.wordvec import build_wordvec_encoder, first_principal_direction, doc_vectors, tokenize
+    from backretrieval.encoders.wordvec import build_wordvec_encoder, doc_vectors, first_principal_direction, tokenize
 
     enc = build_wordvec_encoder("ft", {"type": "wordvec", "method": "procrustes", "dict_size": 10,
                                        "corpus": str(tmp_path / "unused"), "languages": ["de"]})

@@ -10,6 +10,7 @@ EfficientNet-Lite0 path on a handful of image files.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import yaml
 
 import backretrieval
 from backretrieval import cli
-from backretrieval.data.synthetic import generate, load_scenes
+from backretrieval.data.synthetic import load_scenes
 from backretrieval.data.synthetic.scenes import BACKGROUNDS, COLORS, OBJECT_KINDS
 from backretrieval.encoders import build_text_encoder
 from backretrieval.errors import ConfigError, InputError
@@ -58,10 +59,11 @@ def _scene_features(root: Path, seed: int = 0) -> None:
 
 
 @pytest.fixture(scope="module")
-def syn(tmp_path_factory) -> Path:
-    """240 SYNTHETIC items in en/de/ru, tiny images, SIMULATED scene features."""
+def syn(tmp_path_factory, synthetic_dataset) -> Path:
+    """240 SYNTHETIC items in en/de/ru, tiny images, SIMULATED scene features (written into a
+    copy of the shared dataset)."""
     root = tmp_path_factory.mktemp("eval") / "syn"
-    generate(root, n_items=240, languages=["en", "de", "ru"], seed=0, image_size=32)
+    shutil.copytree(synthetic_dataset(240, ["en", "de", "ru"], seed=0, image_size=32), root)
     _scene_features(root)
     return root
 
@@ -451,9 +453,8 @@ def test_unknown_model_offline_is_one_line(syn, tmp_path, capsys, monkeypatch):
            "'no-such-org/no-such-model'", "not available offline", "--model /path/to/model", "precomputed:")
 
 
-def test_dataset_with_one_language(syn, tmp_path, capsys):
-    root = tmp_path / "mono"
-    generate(root, n_items=60, languages=["en"], seed=0, image_size=32)
+def test_dataset_with_one_language(syn, tmp_path, capsys, synthetic_dataset):
+    root = synthetic_dataset(60, ["en"], seed=0, image_size=32)
     _fails(capsys, tmp_path, _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
            "texts in only one language (en)", "add the texts of a second language")
 

@@ -14,13 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from backretrieval.data import prepared as ds
+import steps_cli  # tests/steps_cli.py
 from backretrieval.cli import main
 from backretrieval.config import load_config
+from backretrieval.data import prepared as ds
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
-
-import steps_cli  # tests/steps_cli.py
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 8

@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path

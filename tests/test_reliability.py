@@ -11,7 +11,6 @@ interrupted run, the dataset check before any model) use tests/data/tiny.yaml.
 from __future__ import annotations
 
 import errno
-import gzip
 import hashlib
 import json
 import os
@@ -26,7 +25,6 @@ import time
 import warnings
 import zipfile
 from html.parser import HTMLParser
-from io import BytesIO
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +33,11 @@ import pytest
 import yaml
 
 import backretrieval._util.cache as emb_mod
+import steps_cli  # tests/steps_cli.py
 from backretrieval.cli import main
 from backretrieval.data import archive
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
-
-import steps_cli  # tests/steps_cli.py
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

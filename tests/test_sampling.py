@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backretrieval.errors import InputError
 from backretrieval.data.sampling import Sample, draw_sample
+from backretrieval.errors import InputError
 
 
 def _items(n, langs=("en", "de"), shared_images=False):

@@ -36,10 +36,8 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def ds(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("syn") / "synthetic-scenes"
-    synthetic.generate(root, n_items=N, seed=0)
-    return root
+def ds(synthetic_dataset) -> Path:
+    return synthetic_dataset(N, seed=0, image_size=160)  # generate()'s defaults
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +215,7 @@ def test_same_scene_gets_paraphrased_titles():
     copies = [(i, syn_dataset._scene_for(0, i)) for i in range(400)]
     restaged = [(i, sc, j) for i, (sc, j) in copies if j is not None]
     assert 0.01 * 400 <= len(restaged) <= 0.08 * 400
-    for i, sc, j in restaged:
+    for _i, sc, j in restaged:
         assert synthetic.scene_similarity(sc, syn_dataset._scene_for(0, j)[0]) == 1.0
     titles = {synthetic.describe_scene(sc, "en", f"0|{i}")[0] for i, sc, _ in restaged}
     assert len(titles) > 1
@@ -364,3 +362,19 @@ def test_image_pixels_track_scene_content(ds):
     assert rho > 0.2
     # images differ even for the same background: similarity is informative but imperfect
     assert np.median(same_bg) < 0.999
+
+
+def test_prepare_step_makes_the_tiny_config_dataset(tiny_dataset, tmp_path):
+    """`backretrieval prepare` with tests/data/tiny.yaml's dataset section writes exactly the
+    shared fixture's files (the fixture is the pipeline's dataset, not a look-alike)."""
+    import json
+
+    import yaml
+
+    from backretrieval.cli import main
+
+    cfg = yaml.safe_load((Path(__file__).parent / "data" / "tiny.yaml").read_text(encoding="utf-8"))
+    out = tmp_path / "prepared"
+    assert main(["prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"],
+                 "--out", str(out)]) == 0
+    assert _hashes(out) == _hashes(tiny_dataset)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from backretrieval.encoders import tokenize as tk
-from backretrieval.encoders.vec import AlignedVecEncoder, average_word_vectors
-from backretrieval.errors import ModelUnavailableError
 from backretrieval.encoders.tokenize import TOKENIZER_VERSION, normalize_lang, tokenize, tokenizer_signature
+from backretrieval.encoders.vec import AlignedVecEncoder, average_word_vectors
 from backretrieval.encoders.wordvec import train_fasttext
+from backretrieval.errors import ModelUnavailableError
 
 JA = "猫がソファの上で寝ている。"
 JA_WORDS = ["猫", "が", "ソファ", "の", "上", "で", "寝", "て", "いる"]

@@ -55,7 +55,7 @@ def xl_reference(x_rt, x_rb, langs, k):
     for r in range(n):
         def knn_mean(lang):
             cand = sorted(
-                ((cos_dist(x_rb[r], x_rt[j]).item(), j) for j in range(n) if langs[j] == lang and j != r)
+                (cos_dist(x_rb[r], x_rt[j]).item(), j) for j in range(n) if langs[j] == lang and j != r
             )[:k]
             return torch.stack([cos_dist(x_rb[r], x_rt[j]) for _, j in cand]).mean()
 

@@ -17,7 +17,6 @@ from scipy.stats import ortho_group
 from threadpoolctl import threadpool_limits
 
 import backretrieval
-
 from backretrieval.encoders.dictionaries import (
     load_freedict_pairs,
     parse_article,
@@ -26,7 +25,6 @@ from backretrieval.encoders.dictionaries import (
     select_seed_pairs,
     tokenize,
 )
-from backretrieval.errors import ConfigError, InputError
 from backretrieval.encoders.wordvec import (
     align_cca,
     align_procrustes,
@@ -39,6 +37,7 @@ from backretrieval.encoders.wordvec import (
     sif_weights,
     train_fasttext,
 )
+from backretrieval.errors import ConfigError, InputError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 M30K = SHARED / "multi30k" / "data" / "task1" / "raw"

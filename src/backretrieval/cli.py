@@ -77,6 +77,13 @@ def _outputs(args, names) -> dict[str, Path]:
 # steps
 
 
+def cmd_results_doc(args) -> int:
+    from .steps.results_doc import write_results_doc
+
+    write_results_doc(args.run_configs, args.reports, args.dvc_runs, args.out)
+    return 0
+
+
 def cmd_validate_config(args) -> int:
     from .config import load_config
     from .steps import layout
@@ -387,6 +394,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--config", default="params.yaml", help="params.yaml or a named config (default: params.yaml)")
     sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value (YAML), e.g. --set sample_size=200")
+
+    sp = add("results-doc", cmd_results_doc,
+             "docs/RESULTS.md from the committed reports of every run configuration")
+    files(sp, "--run-configs", "run configurations (params.yaml, config/*.yaml), each listed in --dvc-runs; "
+          "only their run_name is read")
+    sp.add_argument("--reports", nargs="+", required=True, metavar="DIR",
+                    help="the reports folder of each --run-configs entry, in the same order")
+    req(sp, "--dvc-runs", "the run list (scripts/dvc_runs.yaml): DVC stages and why the others are not",
+        metavar="FILE")
+    req(sp, "--out", "output: the Markdown document", metavar="FILE")
 
     sp = add("prepare", cmd_prepare, "generate (synthetic), copy (source: prepared) or download + prepare a dataset")
     spec(sp, "dataset (or corpora.<name>, with its name)")

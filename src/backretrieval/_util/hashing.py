@@ -94,7 +94,7 @@ def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str]
             digest = sha256_file(f)
             cache[key] = [sig, digest]
             changed = True
-        h.update(f"{rel}\0{digest}\n".encode("utf-8"))
+        h.update(f"{rel}\0{digest}\n".encode())
     if cache_file is not None and changed:
         cache_path = Path(cache_file)
         cache_path.parent.mkdir(parents=True, exist_ok=True)

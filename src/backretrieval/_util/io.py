@@ -12,8 +12,9 @@ import errno
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def write_csv(path: str | os.PathLike[str], df: "Any", **kwargs: Any) -> None:
+def write_csv(path: str | os.PathLike[str], df: Any, **kwargs: Any) -> None:
     """pandas DataFrame → CSV atomically, with a fixed float format for bit-identical reruns."""
     kwargs.setdefault("index", False)
     kwargs.setdefault("float_format", "%.10g")

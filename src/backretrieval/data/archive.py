@@ -31,12 +31,12 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from zlib import error as zlib_error
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from zlib import error as zlib_error
 
-from ..errors import InputError
 from .._util.io import naming_written_path, raise_if_no_space
+from ..errors import InputError
 
 DEFAULT_MAX_TOTAL_BYTES = 32 * 1024**3  # COCO val2014.zip is ~6.2 GiB
 DEFAULT_MAX_MEMBER_BYTES = 8 * 1024**3
@@ -121,7 +121,7 @@ def _resolve(links: dict[str, str], rel: str, hops: list[int]) -> list[str] | No
     return out
 
 
-def _check_links(archive: Path, members: list["_Member"]) -> None:
+def _check_links(archive: Path, members: list[_Member]) -> None:
     """Refuse duplicate names, members below a symlink, symlinks resolving outside the root
     (following the archive's other symlinks) and hard links to anything but a regular file."""
     kinds: dict[str, str] = {}

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS, nonfinite_rows, read_feature_ids, read_table, read_text_utf8
 from ..errors import InputError
+from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS, nonfinite_rows, read_feature_ids, read_table, read_text_utf8
 
 _LANG_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 

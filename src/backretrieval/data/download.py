@@ -28,7 +28,6 @@ import http.client
 import logging
 import os
 import shutil
-import socket
 import sys
 import time
 import urllib.error
@@ -38,8 +37,8 @@ import warnings
 from pathlib import Path
 
 from .._util.hashing import sha256_file
-from ..errors import InputError
 from .._util.io import naming_written_path, raise_if_no_space
+from ..errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +212,7 @@ def fetch(
             if not _retryable_http(exc.code):
                 raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason} (not retried)") from exc
             last_exc = exc
-        except (urllib.error.URLError, OSError, http.client.HTTPException, socket.timeout) as exc:
+        except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             raise_if_no_space(exc, part)  # a full disk is not transient: no retry
             last_exc = exc
         else:

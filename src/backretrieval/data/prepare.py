@@ -20,12 +20,12 @@ Options per source (all paths relative to the repository root):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .._util.io import naming_written_path
 from ..errors import ConfigError
-
 
 MULTI30K_SPLITS_FOR_FLICKR8K = ("train", "val", "test_2016_flickr")
 

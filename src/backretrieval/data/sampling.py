@@ -36,7 +36,7 @@ class Sample:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Sample":
+    def from_dict(cls, d: dict) -> Sample:
         return cls(**d)
 
 

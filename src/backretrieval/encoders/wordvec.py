@@ -58,14 +58,14 @@ generator, negative sampling and subsampling from a seeded stream, the learning 
 batch of words counted in corpus order, not by timers), so they are bit-identical across runs,
 processes, hash seeds, heap contents and BLAS thread counts. Everything after training is numpy/
 scipy run with one BLAS thread: OpenBLAS sums long products (``X.T @ Y`` over the dictionary
-pairs, the SVDs) in a different order with one thread than with several, which changed every map
-and document vector between 1- and 2-thread runs. Results can still differ between CPU types
+pairs, the SVDs) in a different order with one thread than with several, so every map and
+document vector would depend on the thread count. Results can still differ between CPU types
 (OpenBLAS picks its kernels per CPU). ``scripts/stress_fasttext.py`` checks all of this on the
 shipped Multi30K corpus.
 Facebook's ``fasttext`` Python builds are not used: in the numpy-2 build (fasttext-numpy2 0.10.4)
 the input matrix is allocated with ``posix_memalign`` and never zeroed, and its initialiser
 fills only the first ``thread/10`` of it, so with ``thread=1`` about 90 % of the subword rows
-started from whatever the allocator handed back: usually fresh zero pages, sometimes reused heap
+start from whatever the allocator hands back: usually fresh zero pages, sometimes reused heap
 (other results, or NaN patterns: "Encountered NaN."), depending on the process's history.
 gensim follows fastText's skip-gram with negative sampling (subwords of 3-6 characters hashed
 into ``bucket`` rows, unigram^0.5 negative table, subsampling threshold ``t``, learning rate
@@ -93,13 +93,13 @@ from threadpoolctl import threadpool_limits
 
 from .._util import io as bio
 from .._util.hashing import json_sha256
+from ..errors import ConfigError, InputError, ModelUnavailableError
 from .dictionaries import (
     DEFAULT_DICT_DIR,
     load_freedict_pairs,
     package_name,
     select_seed_pairs,
 )
-from ..errors import ConfigError, InputError, ModelUnavailableError
 from .tokenize import tokenize, tokenizer_signature
 
 log = logging.getLogger(__name__)
@@ -256,7 +256,7 @@ def train_fasttext(
 
 def _one_blas_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``fn`` with BLAS/LAPACK on one thread, so that its result does not depend on the
-    core count the step ran with (see "Determinism" in the module docstring)."""
+    core count the step runs with (see "Determinism" in the module docstring)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -519,7 +519,7 @@ class WordVecSpec:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, enc_id: str, spec: dict) -> "WordVecSpec":
+    def from_dict(cls, enc_id: str, spec: dict) -> WordVecSpec:
         where = f"encoder '{enc_id}'"
         spec = dict(spec)
         typ = spec.pop("type", "wordvec")

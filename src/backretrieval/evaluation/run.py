@@ -331,7 +331,7 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
     protocol = {"directions": plan.directions, "n": plan.n, "seeds": plan.seeds, "k": plan.k,
                 "text_field": plan.text_field, "corr": with_corr, "corr_max_pairs": corr_max_pairs}
     out = []
-    for (enc, desc), label, fp in zip(resolved, labels, fingerprints):
+    for (_enc, desc), label, fp in zip(resolved, labels, fingerprints):
         per_dir: dict[str, dict[int, dict[str, np.ndarray]]] = {}
         for d, pq in ranks.items():
             for key, arr in pq.items():

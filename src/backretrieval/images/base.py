@@ -63,8 +63,8 @@ class _TorchBackbone:
 
             self._device = resolve_device(self.device_spec, f"backbone '{self.id}'")
             torch.backends.cudnn.benchmark = False
-            # channels-last runs the depthwise/pointwise convolutions ~1.8x faster on CPU
-            # (measured on EfficientNet-Lite0, 2 cores); part of the fingerprint
+            # channels-last: the faster layout for depthwise/pointwise convolutions on CPU
+            # (benchmarks/README.md); part of the fingerprint
             self._model = self._load_model().eval().to(self._device).to(memory_format=torch.channels_last)
         return self._model
 

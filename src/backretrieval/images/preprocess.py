@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 
-
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ModelUnavailableError
 from .._util.hashing import file_signature
+from ..errors import ConfigError, ModelUnavailableError
 from .base import _TorchBackbone
 
 

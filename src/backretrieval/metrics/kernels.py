@@ -187,7 +187,7 @@ def _ranks_of_true_pivots(
 
 def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """One score block reused by every block: fresh N-column blocks would be page-faulted in
-    again for each block (measured: ~5 % of an XLR at N=10k). Same sgemm, same bits."""
+    again for each block. Same sgemm, same bits."""
     return np.empty((step, candidates.shape[0]), dtype=np.result_type(queries.dtype, candidates.dtype))
 
 
@@ -303,7 +303,7 @@ class BkrImageIndex:
     def build(
         cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
         assume_normalized: bool = False,
-    ) -> "BkrImageIndex":
+    ) -> BkrImageIndex:
         s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
         n_src, n_tgt = s_img.shape[0], t_img.shape[0]
         if k < 1:
@@ -345,8 +345,8 @@ class BkrImageIndex:
 def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the entries >= the k-th largest value of their row (ties included).
 
-    Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, about
-    3x faster for small k: the k-th largest of the row's column-group maxima is a lower bound
+    Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, and
+    cheaper for small k: the k-th largest of the row's column-group maxima is a lower bound
     of the row's k-th largest (the k largest group maxima are k distinct entries), so only the
     few entries above that bound are sorted. Falls back to the partition when a row has fewer
     than k groups.
@@ -356,7 +356,8 @@ def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = Non
     starts = np.arange(0, n, width)
     if len(starts) < k or m == 0:
         kth = np.partition(scores, n - k, axis=1)[:, n - k]
-        return np.nonzero(scores >= kth[:, None])
+        rows, cols = np.nonzero(scores >= kth[:, None])
+        return rows, cols
     group_max = np.maximum.reduceat(scores, starts, axis=1)
     g = group_max.shape[1]
     low = np.partition(group_max, g - k, axis=1)[:, g - k]
@@ -431,7 +432,7 @@ class BandPairs:
     col_perm: np.ndarray
 
     @classmethod
-    def draw(cls, n_src: int, n_tgt: int, m: int, seed: int) -> "BandPairs":
+    def draw(cls, n_src: int, n_tgt: int, m: int, seed: int) -> BandPairs:
         if not 0 < m < n_src * n_tgt:
             raise ValueError(f"max_pairs must be in [1, {n_src * n_tgt}) for a subsample, got {m}")
         rng = np.random.default_rng(seed)
@@ -503,7 +504,7 @@ class CorrImageSide:
     def build(
         cls, src_img: np.ndarray, tgt_img: np.ndarray, max_pairs: int | None = None, seed: int = 0,
         block_elems: int = DEFAULT_BLOCK_ELEMS, assume_normalized: bool = False,
-    ) -> "CorrImageSide":
+    ) -> CorrImageSide:
         si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
         n_s, n_t = si.shape[0], ti.shape[0]
         sample = None
@@ -685,7 +686,7 @@ def _code_blocks(a: np.ndarray, b: np.ndarray, block_elems: int, out: np.ndarray
     2^24·fl(1 − s), exact integers. Written into ``out`` (n_a × n_b, integer) if given."""
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
     score_buf = _score_buffer(step, a, b)
-    code_buf = np.empty(score_buf.shape, dtype=np.int32) if out is None else None
+    code_buf: np.ndarray = np.empty(score_buf.shape, dtype=np.int32) if out is None else out
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
         scores = np.matmul(a[s:e], b.T, out=score_buf[: e - s])
@@ -714,6 +715,7 @@ class _CodeCounts:
             idx -= _CODE_MIN
             np.add.at(self.counts, idx, 1)
             if self.sums is not None:
+                assert weights is not None, "a weighted count needs weights"
                 np.add.at(self.sums, idx, weights[s : s + _CHUNK].astype(np.int64))
 
     def _used(self, table: np.ndarray) -> np.ndarray:
@@ -731,6 +733,7 @@ class _CodeCounts:
 
     def rank_sum_product(self) -> int:
         """Σ over pairs of (doubled rank of the pair's code)·weight = Σ_code rank·sum."""
+        assert self.sums is not None, "rank_sum_product needs a weighted count"
         return _exact_dot(self.doubled_ranks(), self._used(self.sums))
 
     def ties(self) -> int:
@@ -742,12 +745,12 @@ def _all_pairs_ranks_counting(a: np.ndarray, b: np.ndarray, block_elems: int) ->
     by counting distance codes: one pass stores the codes and counts them, one replaces each
     code by its rank. int32 ranks (4 bytes per pair) where they fit."""
     n = a.shape[0] * b.shape[0]
-    ranks = np.empty((a.shape[0], b.shape[0]), dtype=np.int32 if 2 * n < 1 << 31 else np.int64)
+    grid = np.empty((a.shape[0], b.shape[0]), dtype=np.int32 if 2 * n < 1 << 31 else np.int64)
     counts = _CodeCounts(weighted=False)
-    for _, codes in _code_blocks(a, b, block_elems, out=ranks):
+    for _, codes in _code_blocks(a, b, block_elems, out=grid):
         counts.add(codes)
-    table = counts.doubled_ranks().astype(ranks.dtype)  # ranks ≤ 2n fit
-    ranks = ranks.reshape(-1)
+    table = counts.doubled_ranks().astype(grid.dtype)  # ranks ≤ 2n fit
+    ranks = grid.reshape(-1)
     buf = np.empty(min(n, _CHUNK), dtype=ranks.dtype)
     for s in range(0, n, _CHUNK):
         chunk = ranks[s : s + _CHUNK]

@@ -145,7 +145,7 @@ def _ieee_fp32() -> Iterator[None]:
 
 def _kernel(fn: F) -> F:
     """The kernels' common frame: no autograd, IEEE float32 products (``_ieee_fp32``)."""
-    return torch.no_grad()(_ieee_fp32()(fn))  # type: ignore[return-value]
+    return torch.no_grad()(_ieee_fp32()(fn))
 
 
 def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:

@@ -23,7 +23,7 @@ def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.
             continue
         a, b = w["bkr_recall"].to_numpy(), w["corr"].to_numpy()
         tests = stats.paired_tests(a, b)
-        for tname, res in tests.items():
+        for res in tests.values():
             rows.append(dict(direction=direction, stat=stat_name, test=res.test, n_seeds=len(w),
                              mean_bkr=float(a.mean()), mean_corr=float(b.mean()),
                              statistic=res.statistic, p=res.pvalue, effect=res.effect_size, effect_name=res.effect_size_name))

@@ -11,7 +11,6 @@ import pandas as pd
 
 from .. import stats
 
-
 METHOD_LABEL = {"bkr_recall": "BkR", "corr": "CORR"}
 
 STAT_LABEL = {"pearson": "Pearson", "spearman": "Spearman"}

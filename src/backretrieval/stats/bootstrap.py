@@ -4,7 +4,8 @@ bootstrap of a difference of hit rates. All randomness from ``np.random.default_
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 import scipy.stats as st

@@ -16,7 +16,6 @@ from statsmodels.stats.multitest import multipletests
 from ..errors import InputError
 from ._common import TestResult, _hits, _same_length, _vector
 
-
 # --------------------------------------------------------------------------- paired tests
 
 

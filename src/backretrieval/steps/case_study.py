@@ -168,7 +168,7 @@ def train_step(dataset: Path, cs: dict, head: str, chosen_json: Path, fields: di
                      title=f"{HEAD_LABEL[head]} on {base} (best epoch {result.best_epoch})")
     io.write_csv(out["history"], pd.DataFrame(result.history))
     for lang, t_idx, t, b in keys:
-        ids = sorted(t_idx, key=t_idx.get)
+        ids = sorted(t_idx, key=t_idx.__getitem__)
         io.save_npz(repr_outs[lang], emb=encode(result, t, b), ids=np.array(ids, dtype=str))
 
 

@@ -41,9 +41,9 @@ def embed_dataset_text(dataset_root: Path, enc_id: str, spec: dict, lang: str, t
                        out_path: Path, cache_dir: Path | None, progress: bool = True) -> None:
     """Embed the ``text_field`` texts of ``lang`` in a prepared dataset; write ``out_path``
     (npz: ``emb`` float32 (n, d), ``ids`` item ids in items-file order)."""
+    from .._util.io import save_npz
     from ..data.prepared import load_items, texts_for
     from ..encoders import build_text_encoder
-    from .._util.io import save_npz
 
     items = load_items(dataset_root)
     ids, texts = texts_for(items, lang, text_field)
@@ -63,9 +63,9 @@ def embed_dataset_images(dataset_root: Path, bb_id: str, spec: dict, out_path: P
     ``threads``: torch/BLAS threads (``model_threads``; None = leave as they are)."""
     if threads is not None:
         limit_threads(threads)
+    from .._util.io import save_npz
     from ..data.prepared import load_image_table, load_precomputed_features, resolve_inside
     from ..images import build_image_backbone
-    from .._util.io import save_npz
 
     backbone = build_image_backbone(bb_id, spec)
     if spec.get("type") == "precomputed":

@@ -110,8 +110,8 @@ def sheets_step(dataset: Path, cs: dict, hs: dict, chosen_json: Path, reprs: dic
 
 def simulate_step(dataset: Path, template: Path, key: Path, seed: int, out: Path) -> Path:
     """SIMULATED ratings of the rating template from the synthetic ground truth (scene similarity)."""
-    from ..study.human_study import simulate_ratings
     from ..data.synthetic import load_scenes, scene_similarity
+    from ..study.human_study import simulate_ratings
 
     meta = read_meta(dataset)
     if not meta.synthetic:

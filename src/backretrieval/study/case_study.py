@@ -16,7 +16,6 @@ from ..data.prepared import load_items
 from ..errors import ConfigError, InputError
 from ..metrics.kernels import normalize
 
-
 HEADS = ("triplet", "tripletxl")
 
 HEAD_LABEL = {"triplet": "TRIPLET", "tripletxl": "TRIPLETXL"}
@@ -113,7 +112,7 @@ def _cap_per_language(train: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
     its own ids and the seed; on a parallel corpus (the same item_id in several languages)
     every language keeps the same ids, on a non-parallel one each language its own share.
     """
-    key = train["item_id"].map(lambda i: hashlib.sha256(f"{seed}:{i}".encode("utf-8")).hexdigest())
+    key = train["item_id"].map(lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
     ranked = train.assign(_key=key).sort_values(["lang", "_key", "item_id"], kind="stable")
     return ranked.groupby("lang", sort=False).head(int(cap)).drop(columns="_key")
 
@@ -199,7 +198,7 @@ def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str)
         sig.append(dict(best=best, other=m, n_queries=len(pooled[m]), diff_x1000=bs.diff * 1000,
                         diff_ci_low=bs.low * 1000, diff_ci_high=bs.high * 1000,
                         mcnemar_p=mc.pvalue, bootstrap_p=bs.pvalue,
-                        pairs_best_better_p05_bonf=int(np.sum((adj < 0.05))), n_pairs=len(per_pair_p)))
+                        pairs_best_better_p05_bonf=int(np.sum(adj < 0.05)), n_pairs=len(per_pair_p)))
     sig_df = pd.DataFrame(sig)
     if len(sig_df):
         sig_df["mcnemar_p_bonferroni"] = stats.adjust_pvalues(sig_df["mcnemar_p"].to_numpy(), method="bonferroni")

@@ -59,15 +59,16 @@ import io as _io
 import json
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
 from .._util.io import write_csv, write_text
+from ..errors import InputError
 
 RATING_LABELS: dict[int, str] = {
     1: "very relevant",

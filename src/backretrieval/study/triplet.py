@@ -47,16 +47,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
 from .._util.device import resolve_device
 from .._util.hashing import sha256_file
 from .._util.io import atomic_path, write_json
+from ..errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -98,7 +99,7 @@ class TripletConfig:
                 raise ConfigError(f"TripletConfig: {msg} (got {self})")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TripletConfig":
+    def from_dict(cls, d: dict[str, Any]) -> TripletConfig:
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
@@ -122,7 +123,7 @@ class TrainResult:
     n_val: int = 0
     initial_val_loss: float = math.nan  # validation loss of the untrained (seeded) head
 
-    def model(self) -> "torch.nn.Module":
+    def model(self) -> torch.nn.Module:
         """A fresh :class:`SiameseHead` (CPU, eval mode) loaded with the best state."""
         m = _build_head(self.in_dim, self.config)
         m.load_state_dict(self.state_dict)
@@ -133,7 +134,7 @@ class TrainResult:
 # --------------------------------------------------------------------------- model + losses
 
 
-def _build_head(in_dim: int, config: TripletConfig) -> "torch.nn.Module":
+def _build_head(in_dim: int, config: TripletConfig) -> torch.nn.Module:
     from torch import nn
 
     class SiameseHead(nn.Module):
@@ -159,21 +160,21 @@ def build_head(in_dim: int, config: TripletConfig | None = None, seed: int | Non
     return _build_head(in_dim, config)
 
 
-def cosine_distance_matrix(a: "torch.Tensor", b: "torch.Tensor") -> "torch.Tensor":
+def cosine_distance_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``1 - cos(a_i, b_j)`` for all pairs (rows normalised with eps 1e-8)."""
     import torch.nn.functional as F
 
     return 1.0 - F.normalize(a, dim=1, eps=1e-8) @ F.normalize(b, dim=1, eps=1e-8).T
 
 
-def cosine_distance(a: "torch.Tensor", b: "torch.Tensor") -> "torch.Tensor":
+def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise ``1 - cos(a_i, b_i)``."""
     import torch.nn.functional as F
 
     return 1.0 - F.cosine_similarity(a, b, dim=1, eps=1e-8)
 
 
-def sample_negatives(n: int, generator: "torch.Generator") -> "torch.Tensor":
+def sample_negatives(n: int, generator: torch.Generator) -> torch.Tensor:
     """For each of ``n`` batch positions a uniformly random *other* position (never itself)."""
     import torch
 
@@ -184,8 +185,8 @@ def sample_negatives(n: int, generator: "torch.Generator") -> "torch.Tensor":
 
 
 def triplet_loss(
-    x_rt: "torch.Tensor", x_rb: "torch.Tensor", neg_index: "torch.Tensor", alpha: float
-) -> "torch.Tensor":
+    x_rt: torch.Tensor, x_rb: torch.Tensor, neg_index: torch.Tensor, alpha: float
+) -> torch.Tensor:
     """Eq. 1: ``mean_i max(0, d(x_rb_i, x_rt_i) - d(x_rb_i, x_rt_neg[i]) + alpha)``."""
     import torch
 
@@ -198,8 +199,8 @@ def triplet_loss(
 
 
 def xl_loss(
-    x_rt: "torch.Tensor", x_rb: "torch.Tensor", lang_codes: "torch.Tensor", k: int
-) -> "torch.Tensor":
+    x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k: int
+) -> torch.Tensor:
     """Eq. 2: ``mean_r L_XL(r)`` over the batch (see the module docstring for the formula).
 
     ``x_rt``/``x_rb``: (n, dim) title/body outputs of the head for the n batch items;
@@ -347,7 +348,7 @@ def train_heads(
     langs: np.ndarray,
     config: TripletConfig,
     xl: bool,
-    negative_sampler: "Callable[[int, torch.Generator], torch.Tensor] | None" = None,
+    negative_sampler: Callable[[int, torch.Generator], torch.Tensor] | None = None,
 ) -> TrainResult:
     """Train a TRIPLET (``xl=False``) or TRIPLETXL (``xl=True``) head.
 
@@ -460,7 +461,7 @@ def train_heads(
 
 
 def encode(
-    head: "TrainResult | torch.nn.Module",
+    head: TrainResult | torch.nn.Module,
     title_emb: np.ndarray,
     body_emb: np.ndarray,
     batch_size: int = 4096,

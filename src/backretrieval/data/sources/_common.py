@@ -7,13 +7,13 @@ import gzip
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 
-from ...errors import InputError
 from ..._util.io import naming_written_path, raise_if_no_space, write_csv, write_json
+from ...errors import InputError
 
 ITEM_COLUMNS = ["item_id", "lang", "image_id", "title", "body", "split"]
 

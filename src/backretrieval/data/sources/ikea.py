@@ -34,18 +34,18 @@ What was tested here: the parser / prepare step on tiny hand-made folders in thi
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..prepared import check_features_finite
-from ...errors import InputError
 from ..._util.io import atomic_path, write_text
-from ._common import place_images, read_lines, staged_dir, write_prepared
+from ...errors import InputError
 from ..archive import safe_extract
 from ..download import fetch, resolve_url
+from ..prepared import check_features_finite
+from ._common import place_images, read_lines, staged_dir, write_prepared
 
 ARCHIVE_BASE = "https://github.com/sampalomad/IKEA-Dataset/archive/"
 PINS: dict[str, str | None] = {"master.zip": None}

@@ -1,8 +1,8 @@
 """Multi30K (Elliott et al. 2016/2017/2018): download, verify and prepare.
 
 Upstream: https://github.com/multi30k/dataset, pinned at commit ``a3d2e0d``. Only the
-*short* hash of that commit is recorded here (the full 40-hex hash was not available
-when this module was written); GitHub resolves unambiguous short hashes in ``/raw/``
+*short* hash of that commit is recorded here (the full 40-hex hash is not known);
+GitHub resolves unambiguous short hashes in ``/raw/``
 URLs, and every file is verified against the sha256 pins in
 ``checksums/multi30k.sha256``, so a different commit cannot slip through unnoticed.
 
@@ -31,18 +31,19 @@ same code paths.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..prepared import check_features_finite
-from ...errors import InputError
 from ..._util.io import atomic_path, write_text
-from ._common import place_images, read_lines, staged_dir, write_prepared
+from ...errors import InputError
 from ..download import fetch, resolve_url
+from ..prepared import check_features_finite
+from ._common import place_images, read_lines, staged_dir, write_prepared
 
 UPSTREAM_COMMIT = "a3d2e0d"  # short hash only (see module docstring)
 UPSTREAM_BASE = f"https://github.com/multi30k/dataset/raw/{UPSTREAM_COMMIT}/"

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
 from ...errors import InputError
-from ._common import place_images, staged_dir, write_prepared
 from ..archive import safe_extract
 from ..download import fetch, resolve_url
+from ._common import place_images, staged_dir, write_prepared
 
 STAIR_BASE = "https://github.com/STAIR-Lab-CIT/STAIR-captions/raw/master/"
 STAIR_ARCHIVE = "stair_captions_v1.2.tar.gz"

@@ -4,7 +4,7 @@ random stream (synonyms, templates, word order, optional details), see the packa
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 from ...errors import InputError
 from .scenes import _check_scene, _rng

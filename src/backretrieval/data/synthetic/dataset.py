@@ -9,8 +9,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ...errors import InputError
 from .captions import _WRITERS, SUPPORTED_LANGUAGES, describe_scene

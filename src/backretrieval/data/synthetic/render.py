@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
