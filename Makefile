@@ -3,7 +3,7 @@
 #               store its outputs in DVC's cache (dvc commit: dvc.lock is unchanged when the
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it)
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
-.PHONY: setup run test lint report bench figures dvc-yaml results-doc
+.PHONY: setup run test lint report bench figures dvc-yaml results-doc evaluate-example
 SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stage of params.yaml (its run_name; see scripts/dvc_runs.yaml)
@@ -52,3 +52,8 @@ figures:
 # are (only the results_doc rule runs; tests/test_results_doc.py checks the committed file)
 results-doc:
 	source $(VENV)/activate && snakemake --cores 1 --allowed-rules results_doc --forcerun results_doc -- results_doc
+
+# The README's `backretrieval evaluate` example run from scratch; its output is written into
+# docs/EVALUATE.md (tests/test_evaluate_example.py checks that it is current)
+evaluate-example:
+	source $(VENV)/activate && python scripts/evaluate_example.py
