@@ -1,7 +1,7 @@
 """The paper protocol's metric phase through the pipeline vs the bare matrix products it needs
 (issue 16, goal 3), measured side by side in one run.
 
-    python benchmarks/bench_protocol.py --full          # config/protocol.yaml as it is: 25,000 items,
+    python benchmarks/bench_protocol.py --full          # benchmarks/protocol.yaml as it is: 25,000 items,
                                                         # 10 encoders x 8 directions x 25 seeds, N=10,000
     python benchmarks/bench_protocol.py --items 5000 --sample-size 2000 --seeds 4   # scaled down
 
@@ -9,7 +9,7 @@ Data: SYNTHETIC (benchmarks/protocol_data.py: precomputed text vectors of ten st
 and precomputed image features), so embedding time is excluded. Steps, in one working
 directory (default benchmarks/results/protocol-<sizes>, reused by later runs):
 
-1. generate the data, write the config (config/protocol.yaml with the sizes given here);
+1. generate the data, write the config (benchmarks/protocol.yaml with the sizes given here);
 2. `snakemake --cores C` up to the embeddings (prepare, check, embed: not timed);
 3. **metric phase**, timed: `snakemake --cores C --forcerun sample <every direction's metrics
    CSV>` (sample, metrics or metrics_part + metrics_gather), wall clock of the whole command;
@@ -46,7 +46,7 @@ from protocol_data import D_IMG, ENCODERS, generate  # noqa: E402
 
 from backretrieval.steps import layout  # noqa: E402
 
-CONFIG = ROOT / "config" / "protocol.yaml"
+CONFIG = HERE / "protocol.yaml"
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
@@ -100,7 +100,7 @@ def floor(n: int, dims: list[int], samples: int, repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--full", action="store_true", help="the protocol as config/protocol.yaml sets it")
+    ap.add_argument("--full", action="store_true", help="the protocol as benchmarks/protocol.yaml sets it")
     ap.add_argument("--items", type=int, default=5000)
     ap.add_argument("--sample-size", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=4)

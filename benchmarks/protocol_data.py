@@ -1,4 +1,4 @@
-"""SYNTHETIC data of the paper-protocol config (config/protocol.yaml): a prepared dataset with
+"""SYNTHETIC data of the paper-protocol config (benchmarks/protocol.yaml): a prepared dataset with
 precomputed image features and ten precomputed text encoders, generated from a fixed seed.
 
     python benchmarks/protocol_data.py                      # data/generated/protocol (25,000 items)
@@ -13,7 +13,7 @@ back-retrieved targets show realistic hubness), an image's feature is the image-
 centre + noise. Encoder dimensions mimic the paper's kinds of encoders (300 for word vectors,
 384-1024 for sentence encoders); the image features have EfficientNet-Lite0's 1280.
 
-Layout under ``--root`` (the paths config/protocol.yaml names)::
+Layout under ``--root`` (the paths benchmarks/protocol.yaml names)::
 
     dataset/dataset.json, dataset/items.csv          prepared dataset (source: prepared)
     dataset/features/sim.npy, sim.ids.txt            precomputed image features (backbone `sim`)

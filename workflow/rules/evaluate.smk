@@ -11,6 +11,8 @@ rule sample:
         direction="|".join(config["directions"]),
     log:
         f"{LOGS}/sample/{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/sample/{{direction}}.tsv",
     shadow:
         SHADOW
     conda:
@@ -112,6 +114,8 @@ else:
         threads: 1
         log:
             f"{LOGS}/metrics_gather/{{direction}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics_gather/{{direction}}.tsv",
         shadow:
             SHADOW
         conda:
