@@ -19,9 +19,10 @@ directory (default benchmarks/results/protocol-<sizes>, reused by later runs):
    ``src @ tgt2.T`` (BkR's text step), each shape timed best of ``--repeats`` with numpy's
    default BLAS threads (all cores), times the number of times the protocol needs it.
 
-Prints a Markdown table: metric-phase wall, floor, their ratio (goal <= 1.3), the report rule,
-and the per-job times from Snakemake's benchmark files. Times depend on the machine's load:
-compare ratios measured in one run.
+Prints a Markdown table: metric-phase wall and CPU time (snakemake and every job it ran), the
+floor's, their ratios (goal <= 1.3 in wall time on an idle machine), the report rule, and the
+per-job times from Snakemake's benchmark files. On a loaded machine only the CPU ratio means
+something (the jobs wait for a core; the floor, timed at another moment, waits less or more).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -60,42 +62,54 @@ def _config(a: argparse.Namespace) -> dict:
     return cfg
 
 
-def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> float:
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> tuple[float, float]:
+    """(wall s, CPU s of snakemake and every job it ran) of one snakemake command."""
     cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(cfg_file),
            "--cores", str(cores), *args, "--quiet", "rules"]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode != 0:
         sys.exit(f"snakemake failed ({' '.join(cmd)}):\n{(res.stdout + res.stderr)[-4000:]}")
-    return wall
+    return wall, cpu
 
 
-def _bench_tsvs(wd: Path, run: str, rule: str) -> list[float]:
+def _bench_tsvs(wd: Path, run: str, rule: str) -> list[tuple[float, float]]:
+    """(wall s, CPU s) of every job of a rule, from Snakemake's benchmark files."""
     out = []
     for p in sorted((wd / "logs" / run / "benchmarks" / rule).rglob("*.tsv")):
         with open(p) as fh:
-            out.append(float(next(csv.DictReader(fh, delimiter="\t"))["s"]))
+            row = next(csv.DictReader(fh, delimiter="\t"))
+        out.append((float(row["s"]), float(row["cpu_time"])))
     return out
 
 
-def _product_s(n: int, d: int, repeats: int, rng: np.random.Generator) -> float:
+def _product_s(n: int, d: int, repeats: int, rng: np.random.Generator) -> tuple[float, float]:
+    """(wall s, CPU s) of one N x N x d float32 product, best of ``repeats``."""
     a = rng.standard_normal((n, d), dtype=np.float32)
     b = rng.standard_normal((n, d), dtype=np.float32)
-    best = float("inf")
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         _ = a @ b.T
-        best = min(best, time.perf_counter() - t0)
+        best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
         del _
-    return best
+    return best, best_cpu
 
 
 def floor(n: int, dims: list[int], samples: int, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     per_dim = {d: _product_s(n, d, repeats, rng) for d in sorted(set(dims) | {D_IMG})}
-    per_sample = per_dim[D_IMG] + sum(2 * per_dim[d] for d in dims)
-    return {"per_dim_s": per_dim, "per_sample_s": per_sample, "total_s": samples * per_sample}
+    out = {"per_dim": per_dim}
+    for i, what in enumerate(("s", "cpu_s")):
+        per_sample = per_dim[D_IMG][i] + sum(2 * per_dim[d][i] for d in dims)
+        out[f"per_sample_{what}"], out[f"total_{what}"] = per_sample, samples * per_sample
+    return out
 
 
 def main() -> None:
@@ -129,40 +143,46 @@ def main() -> None:
     run = cfg["run_name"]
     embeddings = [str(layout.image_emb_path(cfg))] + [
         str(layout.text_emb_path(cfg, e, lang)) for e in cfg["encoders"] for lang in cfg["languages"]]
-    prep_s = _snakemake(wd, cfg_file, a.cores, *embeddings)
+    prep_s, _ = _snakemake(wd, cfg_file, a.cores, *embeddings)
     metric_files = [str(layout.metrics_path(cfg, d)) for d in cfg["directions"]]
-    metric_s = _snakemake(wd, cfg_file, a.cores, "--forcerun", "sample", *metric_files)
-    report_s = _snakemake(wd, cfg_file, a.cores, "--forcerun", "report")
+    metric_s, metric_cpu = _snakemake(wd, cfg_file, a.cores, "--forcerun", "sample", *metric_files)
+    report_s, report_cpu = _snakemake(wd, cfg_file, a.cores, "--forcerun", "report")
     samples = len(cfg["directions"]) * len(cfg["seeds"])
     dims = [ENCODERS[e] for e in cfg["encoders"]]
     fl = floor(a.sample_size, dims, samples, a.repeats)
-    jobs = {r: _bench_tsvs(wd, run, r) for r in ("metrics", "sample")}
+    jobs = {r: _bench_tsvs(wd, run, r) for r in ("metrics", "metrics_gather", "sample")}
+    fw, fc = fl["total_s"], fl["total_cpu_s"]
     rows = [
-        ("data generation (SYNTHETIC, not timed in the ratio)", gen_s, ""),
-        ("prepare + check + embed (precomputed lookups, not in the ratio)", prep_s, ""),
-        ("**metric phase**: `snakemake --forcerun sample` to every metrics CSV", metric_s, metric_s / fl["total_s"]),
-        ("floor: the bare products (`tgt_img @ src_img.T` + 2 text products per encoder, per sample)",
-         fl["total_s"], 1.0),
-        ("report rule (correlations, significance, tables)", report_s, report_s / fl["total_s"]),
-        ("metric phase + report", metric_s + report_s, (metric_s + report_s) / fl["total_s"]),
+        ("data generation (SYNTHETIC; not in the ratio)", gen_s, None),
+        ("prepare + check + embed (precomputed lookups; not in the ratio)", prep_s, None),
+        ("**metric phase**: `snakemake --forcerun sample` to every metrics CSV", (metric_s, metric_cpu)),
+        ("floor: the bare products (`tgt_img @ src_img.T` + 2 text products per encoder, per sample)", (fw, fc)),
+        ("report rule (correlations, significance, tables)", (report_s, report_cpu)),
+        ("metric phase + report", (metric_s + report_s, metric_cpu + report_cpu)),
     ]
     print(f"\nProtocol: {a.items:,} items, {len(cfg['encoders'])} encoders (dims {dims}), "
           f"{len(cfg['directions'])} directions x {len(cfg['seeds'])} seeds = {samples} samples at N={a.sample_size:,}, "
           f"seed_group_size={cfg['seed_group_size']}, corr_max_pairs={cfg['corr_max_pairs']}, --cores {a.cores}; "
           f"workdir {wd}\n")
-    print("| step | wall s | × floor (goal ≤ 1.3) |\n|---|---|---|")
-    for name, s, r in rows:
-        print(f"| {name} | {s:.1f} | {r if r == '' else f'{r:.2f}'} |")
-    m = jobs["metrics"]
-    if m:
-        print(f"\nmetrics jobs: {len(m)}, per job {min(m):.1f}–{max(m):.1f} s, sum {sum(m):.1f} s "
-              f"(sum / floor {sum(m) / fl['total_s']:.2f}; floor per sample {fl['per_sample_s']:.2f} s)")
-    print("bare product per shape (N×N×d, best of %d): " % a.repeats
-          + ", ".join(f"d={d}: {s:.3f} s" for d, s in fl["per_dim_s"].items()))
+    print("| step | wall s | CPU s | wall × floor (goal ≤ 1.3) | CPU × floor |\n|---|---|---|---|---|")
+    for name, *vals in rows:
+        if vals[-1] is None:
+            print(f"| {name} | {vals[0]:.1f} |  |  |  |")
+        else:
+            w, c = vals[0]
+            print(f"| {name} | {w:.1f} | {c:.1f} | {w / fw:.2f} | {c / fc:.2f} |")
+    for rule, js in jobs.items():
+        if js:
+            print(f"\n{rule} jobs: {len(js)}, wall per job {min(j[0] for j in js):.1f}–{max(j[0] for j in js):.1f} s, "
+                  f"CPU sum {sum(j[1] for j in js):.1f} s", end="")
+    print(f"\nfloor per sample: {fl['per_sample_s']:.2f} s wall, {fl['per_sample_cpu_s']:.2f} s CPU; "
+          f"bare product per shape (N×N×d, best of {a.repeats}, wall/CPU s): "
+          + ", ".join(f"d={d}: {w:.3f}/{c:.3f}" for d, (w, c) in fl["per_dim"].items()))
     if a.out:
         a.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()}, "metric_s": metric_s,
-                                     "report_s": report_s, "prep_s": prep_s, "floor": fl, "jobs": jobs,
-                                     "samples": samples}, indent=1))
+                                     "metric_cpu_s": metric_cpu, "report_s": report_s, "report_cpu_s": report_cpu,
+                                     "prep_s": prep_s, "floor": {**fl, "per_dim": {str(k): v for k, v in fl["per_dim"].items()}},
+                                     "jobs": jobs, "samples": samples}, indent=1))
 
 
 if __name__ == "__main__":
