@@ -91,3 +91,24 @@ def test_run_all_small_smoke(tmp_path):
     quality = units["corr"]["quality"]
     assert len(quality["new"]) == len(quality["old"]) == quality["seeds"] > 0
     assert max(abs(r - quality["exact"]) for r in quality["new"]) < 0.05  # 3.6e4 of 3.6e5 pairs
+
+
+def test_protocol_config_validates_on_its_generated_data(tmp_path, monkeypatch):
+    """benchmarks/protocol.yaml (the paper protocol on SYNTHETIC data) passes every config check
+    on what benchmarks/protocol_data.py writes (here 300 items instead of 25,000, N=100)."""
+    import yaml
+    from protocol_data import ENCODERS, LANGUAGES, generate
+
+    from backretrieval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert generate(Path("data/generated/protocol"), n_items=300)
+    assert not generate(Path("data/generated/protocol"), n_items=300)  # up to date: nothing rewritten
+    cfg = yaml.safe_load((BENCH / "protocol.yaml").read_text())
+    assert len(cfg["encoders"]) == len(ENCODERS) == 10 and len(cfg["directions"]) == 8
+    assert len(cfg["seeds"]) == 25 and cfg["sample_size"] == 10_000 and cfg["languages"] == LANGUAGES
+    cfg["sample_size"] = 100
+    Path("protocol.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["validate-config", "--config", "protocol.yaml"]) == 0
+    emb = np.load("data/generated/protocol/text/syn-laser/de.npy")
+    assert emb.shape == (300, ENCODERS["syn-laser"]) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)

@@ -253,3 +253,25 @@ def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
     # ungrouped, these 7 jobs (3 sample, 3 metrics, report) were 7 submissions; grouped: 2
     assert sorted(new) == ["smk-group-evaluate", "smk-report"]
     assert _results(wd) == runs["cluster_results"] == _results(runs["local"])
+
+
+@pytest.mark.slow
+def test_seed_groups_on_grouped_profile_are_identical(runs):
+    """seed_group_size=1: one metrics_part job per (direction, seed), joined by metrics_gather;
+    through the grouped profile the parts are packed 4 per submission. Same bytes as one metrics
+    job per direction (locally and on the cluster)."""
+    wd = runs["cluster"]
+    before = len(_spool(wd))
+    res = subprocess.run(
+        _snakemake_cmd(wd, "--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped"),
+                       "--config", "seed_group_size=1",
+                       "--forcerun", "sample", "metrics_part", "metrics_gather", "report"),
+        capture_output=True, text=True, env=_env(), timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
+    new = sorted(r["name"] for r in _spool(wd)[before:])
+    # 3 samples (1 job), 3 directions x 2 seeds = 6 parts (4 per job: 2 jobs), 3 gathers (1 job), report
+    assert new == ["smk-group-evaluate", "smk-group-gather", "smk-group-metric_parts", "smk-group-metric_parts",
+                   "smk-report"]
+    parts = sorted((wd / "artifacts" / RUN / "metric_parts").rglob("*.csv"))
+    assert len(parts) == 6
+    assert _results(wd) == runs["cluster_results"] == _results(runs["local"])

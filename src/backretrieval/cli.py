@@ -161,8 +161,20 @@ def cmd_metrics(args) -> int:
         corr_max_pairs=args.corr_max_pairs,
         full_bkr_ranks=not args.hits_only,
         out=Path(args.out),
+        seeds=args.seeds,
     )
     log.info("metrics %s: %.1fs", args.direction, time.perf_counter() - t0)
+    return 0
+
+
+def cmd_metrics_gather(args) -> int:
+    from .steps.layout import ranks_path
+    from .steps.metrics import gather_metrics
+
+    if Path(args.ranks) != ranks_path(Path(args.out)):
+        raise InputError(f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, "
+                         f"not {args.ranks}")
+    gather_metrics([Path(p) for p in args.parts], Path(args.out))
     return 0
 
 
@@ -456,6 +468,14 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--recall-k", "k of Recall@k", type=int)
     sp.add_argument("--corr-max-pairs", type=int, metavar="N", help="CORR on a seeded subsample of N pairs")
     sp.add_argument("--hits-only", action="store_true", help="store BkR 0/1 hits instead of full per-query ranks")
+    sp.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                    help="only these seeds' samples (one seed group; metrics-gather joins the groups)")
+    req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
+    req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
+
+    sp = add("metrics-gather", cmd_metrics_gather,
+             "join the metric files of one direction's seed groups into the direction's files")
+    files(sp, "--parts", "inputs: the seed groups' metrics CSVs, in seed-group order (ranks npz beside each)")
     req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
     req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
 

@@ -23,6 +23,8 @@ if CASE:
             mem_mb=4000,
         log:
             f"{LOGS}/case/embed/{{encoder}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/embed/{{encoder}}.tsv",
         shadow:
             SHADOW
         conda:
@@ -46,6 +48,8 @@ if CASE:
             models=list(CASE["base_encoders"]),
         log:
             f"{LOGS}/case/select.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/select.tsv",
         shadow:
             SHADOW
         conda:
@@ -79,6 +83,8 @@ if CASE:
             mem_mb=4000,
         log:
             f"{LOGS}/case/train_{{head}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/train_{{head}}.tsv",
         shadow:
             SHADOW
         conda:
@@ -103,6 +109,8 @@ if CASE:
             models=CASE_MODELS,
         log:
             f"{LOGS}/case/evaluate.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/evaluate.tsv",
         shadow:
             SHADOW
         conda:
@@ -133,6 +141,8 @@ if CASE:
             corpus=corpus_flag,
         log:
             f"{LOGS}/case/report.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/report.tsv",
         shadow:
             SHADOW
         conda:
@@ -162,6 +172,8 @@ if CASE:
             languages=[HUMAN["source_lang"], HUMAN["target_lang"]],
         log:
             f"{LOGS}/case/human_sheets.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/human_sheets.tsv",
         shadow:
             SHADOW
         conda:
@@ -183,6 +195,8 @@ if CASE:
             seed=HUMAN["seed"],
         log:
             f"{LOGS}/case/human_simulate.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/human_simulate.tsv",
         shadow:
             SHADOW
         conda:
@@ -204,6 +218,8 @@ if CASE:
             simulated="" if HUMAN.get("ratings") else "--simulated",
         log:
             f"{LOGS}/case/human_tally.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/human_tally.tsv",
         shadow:
             SHADOW
         conda:

@@ -23,6 +23,7 @@ from backretrieval._util.hashing import tree_sha256
 from backretrieval.config import validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
 from backretrieval.steps import layout
+from backretrieval.steps.metrics import seed_groups
 from backretrieval.steps.prepare import fit_requirements
 from backretrieval.steps.report import report_settings
 
@@ -209,6 +210,26 @@ def metrics_file(direction):
 
 def ranks_file(direction):
     return str(layout.ranks_path(layout.metrics_path(config, direction)))
+
+
+# Seed groups (`seed_group_size`): each direction's metrics are computed by one job per group
+# of consecutive seeds (metrics_part, spread by a cluster executor) and joined byte-identically
+# (metrics_gather); unset = one metrics job per direction.
+SEED_GROUP_SIZE = config.get("seed_group_size")
+SEED_GROUPS = seed_groups(list(config["seeds"]), SEED_GROUP_SIZE)
+
+
+def metrics_part_file(direction, group):
+    return str(layout.metrics_part_path(config, direction, group))
+
+
+def metrics_parts(wildcards):
+    """The seed groups' metrics CSVs of a direction, in group order (metrics-gather --parts)."""
+    return [metrics_part_file(wildcards.direction, g) for g in range(len(SEED_GROUPS))]
+
+
+def metrics_part_ranks(wildcards):
+    return [str(layout.ranks_path(p)) for p in metrics_parts(wildcards)]
 
 
 def direction_text_inputs(wildcards):

@@ -11,6 +11,8 @@ rule prepare_dataset:
         source=source_flag,
     log:
         f"{LOGS}/prepare_dataset.log",
+    benchmark:
+        f"{LOGS}/benchmarks/prepare_dataset.tsv",
     shadow:
         SHADOW
     conda:
@@ -35,6 +37,8 @@ rule prepare_corpus:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
     log:
         f"{LOGS}/prepare_corpus/{{corpus}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/prepare_corpus/{{corpus}}.tsv",
     shadow:
         SHADOW
     conda:
@@ -57,6 +61,8 @@ rule check_dataset:
         requirements=as_json(fit_requirements(config)),
     log:
         f"{LOGS}/check_dataset.log",
+    benchmark:
+        f"{LOGS}/benchmarks/check_dataset.tsv",
     shadow:
         SHADOW
     conda:

@@ -11,6 +11,8 @@ rule sample:
         direction="|".join(config["directions"]),
     log:
         f"{LOGS}/sample/{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/sample/{{direction}}.tsv",
     shadow:
         SHADOW
     conda:
@@ -20,39 +22,103 @@ rule sample:
         " --seeds {params.seeds} --out {output} > {log} 2>&1"
 
 
-rule metrics:
-    input:
-        dataset=DATASET,
-        samples=samples_file("{direction}"),
-        images=image_emb(),
-        text=direction_text_inputs,
-    output:
-        csv=metrics_file("{direction}"),
-        ranks=ranks_file("{direction}"),
-    params:
-        name=config["dataset"]["name"],
-        backbone=config["image_backbone"],
-        encoders=list(config["encoders"]),
-        field=config["text_field"],
-        k=config["recall_k"],
-        corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
-        hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
-    wildcard_constraints:
-        direction="|".join(config["directions"]),
-    threads: 1
-    resources:
-        mem_mb=2000,
-    log:
-        f"{LOGS}/metrics/{{direction}}.log",
-    benchmark:
-        f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
-    shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
-        " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
-        " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-        " {params.corr} {params.hits} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+if SEED_GROUP_SIZE is None:
+
+    rule metrics:
+        input:
+            dataset=DATASET,
+            samples=samples_file("{direction}"),
+            images=image_emb(),
+            text=direction_text_inputs,
+        output:
+            csv=metrics_file("{direction}"),
+            ranks=ranks_file("{direction}"),
+        params:
+            name=config["dataset"]["name"],
+            backbone=config["image_backbone"],
+            encoders=list(config["encoders"]),
+            field=config["text_field"],
+            k=config["recall_k"],
+            corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
+            hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
+        threads: 1
+        resources:
+            mem_mb=2000,
+        log:
+            f"{LOGS}/metrics/{{direction}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        shell:
+            "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+            "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
+            " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
+            " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
+            " {params.corr} {params.hits} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+
+else:
+
+    rule metrics_part:
+        input:
+            dataset=DATASET,
+            samples=samples_file("{direction}"),
+            images=image_emb(),
+            text=direction_text_inputs,
+        output:
+            csv=metrics_part_file("{direction}", "{group}"),
+            ranks=str(layout.ranks_path(metrics_part_file("{direction}", "{group}"))),
+        params:
+            name=config["dataset"]["name"],
+            backbone=config["image_backbone"],
+            encoders=list(config["encoders"]),
+            field=config["text_field"],
+            k=config["recall_k"],
+            corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
+            hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
+            seeds=lambda wc: SEED_GROUPS[int(wc.group)],
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
+            group=r"\d+",
+        threads: 1
+        resources:
+            mem_mb=2000,
+        log:
+            f"{LOGS}/metrics/{{direction}}/{{group}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics/{{direction}}/{{group}}.tsv"
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        shell:
+            "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+            "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
+            " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
+            " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
+            " {params.corr} {params.hits} --seeds {params.seeds} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+
+    rule metrics_gather:
+        input:
+            csv=metrics_parts,
+            ranks=metrics_part_ranks,
+        output:
+            csv=metrics_file("{direction}"),
+            ranks=ranks_file("{direction}"),
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
+        threads: 1
+        log:
+            f"{LOGS}/metrics_gather/{{direction}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics_gather/{{direction}}.tsv",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        shell:
+            "backretrieval metrics-gather --parts {input.csv} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"

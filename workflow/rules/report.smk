@@ -23,6 +23,8 @@ rule report:
         settings=as_json(report_settings(config)),
     log:
         f"{LOGS}/report.log",
+    benchmark:
+        f"{LOGS}/benchmarks/report.tsv",
     shadow:
         SHADOW
     conda:

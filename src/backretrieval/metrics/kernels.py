@@ -22,12 +22,15 @@ one text retrieval plus an O(N) lookup.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
+#: the largest image score matrix of a sample that ``evaluate_sample`` keeps to share between
+#: encoders (bytes; N = 10,000 float32 is 400 MB)
+SCORE_CACHE_BYTES = 1 << 30
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,18 +294,26 @@ class BkrImageIndex:
     For each target image t it stores the source images whose rank w.r.t. t is <= k, i.e.
     whose similarity is >= the k-th largest similarity in row t (ties at the boundary are
     members, matching the rank convention). Stored as a sorted array of codes t*n_src + q.
-    Memory is O(n_tgt·k), never N×N.
+    Memory is O(n_tgt·k), never N×N, unless ``keep_scores``: then ``scores`` also holds the
+    whole n_tgt × n_src image score matrix the build computes anyway, and
+    :meth:`ranks_of_sources` gives every encoder's full BkR ranks from it with no further
+    image product. Its scores equal those ``_ranks_of_true_pivots`` computes per encoder bit
+    for bit where the BLAS computes an entry independently of the other rows of its block
+    (OpenBLAS: blocks of >= 2 rows above its small-matrix sizes, M·N·K > 10^6; lone rows are
+    therefore scored in a 2-row product); below those sizes they may differ by float rounding,
+    which changes a rank only at a near-tie.
     """
 
     k: int
     n_src: int
     n_tgt: int
     codes: np.ndarray
+    scores: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
         cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
-        assume_normalized: bool = False,
+        assume_normalized: bool = False, keep_scores: bool = False,
     ) -> BkrImageIndex:
         s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
         n_src, n_tgt = s_img.shape[0], t_img.shape[0]
@@ -312,15 +323,41 @@ class BkrImageIndex:
         step = _block_rows(n_tgt, n_src, block_elems)
         parts = []
         st = s_img.T
+        full = np.empty((n_tgt, n_src), dtype=np.result_type(t_img.dtype, s_img.dtype)) if keep_scores else None
         score_buf = _score_buffer(step, t_img, s_img)
         mask_buf = np.empty(score_buf.shape, dtype=bool)
         for start in range(0, n_tgt, step):
             stop = min(n_tgt, start + step)
             scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
+            if full is not None:
+                if stop - start == 1 and n_tgt > 1:  # a lone row: sgemm of 2 rows, as the pivot path scores it
+                    full[start] = np.matmul(t_img[[start, start - 1 if start else start + 1]], st)[0]
+                else:
+                    full[start:stop] = scores
             rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
             parts.append((rows + start).astype(np.int64) * n_src + cols)
         codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
-        return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes)
+        return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes, scores=full)
+
+    def ranks_of_sources(self, t_star: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
+        """rank[q] = 1 + #{j : <t_img[t_star[q]], s_img[j]> > <t_img[t_star[q]], s_img[q]>}: BkR's
+        full ranks (``_ranks_of_true(t_img, s_img, arange, query_rows=t_star)``) from the kept
+        score matrix (``build(keep_scores=True)``)."""
+        if self.scores is None:
+            raise ValueError("BkrImageIndex.ranks_of_sources needs build(..., keep_scores=True)")
+        t_star = np.asarray(t_star, dtype=np.int64)
+        if t_star.shape != (self.n_src,):
+            raise ValueError(f"t_star must have one entry per source query ({self.n_src})")
+        n, n_c = self.n_src, self.scores.shape[1]
+        ranks = np.empty(n, dtype=np.int64)
+        qstep = _block_rows(n, n_c, block_elems)
+        gather_buf = np.empty((qstep, n_c), dtype=self.scores.dtype)
+        greater_buf = np.empty((qstep, n_c), dtype=bool)
+        for start in range(0, n, qstep):
+            stop = min(n, start + qstep)
+            rows = np.take(self.scores, t_star[start:stop], axis=0, out=gather_buf[: stop - start])
+            ranks[start:stop] = _rank_in_rows(rows, np.arange(start, stop), greater_buf)
+        return ranks
 
     def hits(self, t_star: np.ndarray) -> np.ndarray:
         """hit[q] = source image q is within the top k for target image t_star[q]."""
@@ -785,6 +822,7 @@ def evaluate_sample(
     full_bkr_ranks: bool = True,
     ranks_out: dict[str, dict[str, np.ndarray]] | None = None,
     with_corr: bool = True,
+    score_cache_bytes: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """Metrics of several encoders on one seed's sample; image work done once.
 
@@ -794,10 +832,19 @@ def evaluate_sample(
     (bkr_mrr, bkr_mean_rank if ``full_bkr_ranks``) and corr (if ``with_corr``).
     If ``ranks_out`` is a dict, per-query ranks are stored in it: ``ranks_out[name]`` =
     ``{"xlr": ranks, "bkr": ranks or hits}`` (BkR hits as 0/1 when not ``full_bkr_ranks``).
+
+    With full BkR ranks and several encoders, the image score matrix of the sample (computed
+    once for the :class:`BkrImageIndex`) is kept when it fits in ``score_cache_bytes``
+    (default :data:`SCORE_CACHE_BYTES`; 0 = never), so no encoder computes image products of
+    its own (same scores as without it: see :class:`BkrImageIndex`).
     """
+    if score_cache_bytes is None:
+        score_cache_bytes = SCORE_CACHE_BYTES
     del xlr_img  # XLR needs no images; kept for signature symmetry
     s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
-    index = BkrImageIndex.build(s_img, t_img, k=k, assume_normalized=True)
+    keep = (full_bkr_ranks and len(encoders) > 1
+            and s_img.shape[0] * t_img.shape[0] * s_img.dtype.itemsize <= score_cache_bytes)
+    index = BkrImageIndex.build(s_img, t_img, k=k, assume_normalized=True, keep_scores=keep)
     corr_side = (
         CorrImageSide.build(s_img, t_img, max_pairs=corr_max_pairs, seed=corr_seed, assume_normalized=True)
         if with_corr else None
@@ -819,7 +866,8 @@ def evaluate_sample(
         row["bkr_recall"] = float(np.mean(hits))
         kept["bkr"] = hits.astype(np.int64)
         if full_bkr_ranks:
-            r = _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star)
+            r = (index.ranks_of_sources(t_star) if index.scores is not None
+                 else _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star))
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
             kept["bkr"] = r
         if corr_side is not None:

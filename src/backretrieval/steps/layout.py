@@ -67,6 +67,11 @@ def metrics_path(cfg: dict, direction: str) -> Path:
     return artifacts_root(cfg) / "metrics" / f"{direction}.csv"
 
 
+def metrics_part_path(cfg: dict, direction: str, group: int) -> Path:
+    """The metrics CSV of seed group ``group`` of a direction (``seed_group_size``; ranks beside it)."""
+    return artifacts_root(cfg) / "metric_parts" / direction / f"{group}.csv"
+
+
 def ranks_path(metrics_csv: Path) -> Path:
     """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
     return Path(metrics_csv).with_suffix(".ranks.npz")

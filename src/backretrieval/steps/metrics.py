@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .._util import io
@@ -17,7 +18,18 @@ from .sample import read_samples
 
 log = logging.getLogger("backretrieval")
 
-__all__ = ["METRIC_COLUMNS", "metrics_step", "read_metrics"]
+__all__ = ["METRIC_COLUMNS", "gather_metrics", "metrics_step", "read_metrics", "seed_groups"]
+
+
+def seed_groups(seeds: list[int], size: int | None) -> list[list[int]]:
+    """The seed groups of one direction's metric jobs: consecutive chunks of ``seeds`` (in their
+    configured order, which is the order of the samples file) of at most ``size`` seeds; one
+    group of all seeds when ``size`` is None."""
+    if size is None:
+        return [list(seeds)]
+    if size < 1:
+        raise InputError(f"seed_group_size: expected an integer >= 1, got {size}")
+    return [list(seeds[i:i + size]) for i in range(0, len(seeds), size)]
 
 
 def metrics_step(
@@ -35,6 +47,7 @@ def metrics_step(
     full_bkr_ranks: bool,
     out: Path,
     with_corr: bool = True,
+    seeds: list[int] | None = None,
 ) -> None:
     """All metrics of all encoders for one direction and every seed → tidy CSV.
 
@@ -42,6 +55,9 @@ def metrics_step(
     once and shared by all encoders (see metrics.BkrImageIndex). Per-query ranks (XLR ranks;
     BkR ranks, or 0/1 hits when not ``full_bkr_ranks``) go to ``<out stem>.ranks.npz`` under
     keys ``<encoder>/<seed>/<xlr|bkr>`` for the paired significance tests.
+
+    ``seeds``: only the samples of these seeds (one seed group of a direction, in the order of
+    the samples file; :func:`gather_metrics` joins the groups); None: every sample.
     """
     items = load_items(dataset)
     img = load_embedding(image_file)
@@ -54,13 +70,47 @@ def metrics_step(
             log.warning("encoder %s skipped: %s", enc, skipped_reason(sp) or skipped_reason(tp))
             continue
         texts[enc] = (s, t)
+    samples = read_samples(samples_file)
+    if seeds is not None:
+        by_seed = {s.seed: s for s in samples}
+        missing = [x for x in seeds if x not in by_seed]
+        if missing:
+            raise InputError(f"{samples_file}: no sample for seed(s) {missing} (has {sorted(by_seed)})")
+        wanted = set(seeds)
+        samples = [s for s in samples if s.seed in wanted]
     df, per_query = evaluate_direction(
-        read_samples(samples_file), image_of_items(items), img, texts,
+        samples, image_of_items(items), img, texts,
         labels=dict(dataset=dataset_name, backbone=backbone, text_field=text_field, direction=direction),
         k=k, corr_max_pairs=corr_max_pairs, full_bkr_ranks=full_bkr_ranks, with_corr=with_corr,
         images_what=str(image_file),
     )
     io.save_npz(ranks_path(out), **per_query)
+    io.write_csv(out, df)
+
+
+def gather_metrics(parts: list[Path], out: Path) -> None:
+    """Join the metric files of a direction's seed groups (:func:`seed_groups`, in that order)
+    into the files one job over every seed writes, byte for byte: the CSV rows sorted by seed
+    (stable: each group's rows are already sorted by seed, encoder, metric) and the per-query
+    ranks in group order (= the samples' order). Cells are joined as text, never re-parsed as
+    numbers, so no value is re-formatted."""
+    if not parts:
+        raise InputError("metrics-gather: no part files given")
+    frames: list[pd.DataFrame] = []
+    ranks: dict[str, np.ndarray] = {}
+    for p in parts:
+        frame = pd.read_csv(p, dtype=str, keep_default_na=False)
+        if list(frame.columns) != METRIC_COLUMNS:
+            raise InputError(f"{p}: expected the metric columns {METRIC_COLUMNS}, got {list(frame.columns)}")
+        frames.append(frame)
+        part_ranks = io.load_npz(ranks_path(p))
+        dup = sorted(set(part_ranks) & set(ranks))
+        if dup:
+            raise InputError(f"{ranks_path(p)}: per-query ranks {dup[:3]} also in an earlier part (overlapping seed groups)")
+        ranks.update(part_ranks)
+    df = pd.concat(frames, ignore_index=True)
+    df = df.iloc[df["seed"].astype(int).argsort(kind="stable")]
+    io.save_npz(ranks_path(out), **ranks)
     io.write_csv(out, df)
 
 
