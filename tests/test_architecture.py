@@ -11,6 +11,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "backretrieval"
 
 # unit (top-level module or subpackage of backretrieval) -> layer; imports only point down
 LAYERS: dict[str, int] = {
+    "__main__": 6,
     "__init__": 5, "cli": 5, "config": 5,
     "steps": 4,
     "study": 3, "reporting": 3, "evaluation": 3,
