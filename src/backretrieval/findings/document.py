@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Sequence
 
@@ -389,10 +389,3 @@ def read_records(paths: Sequence[str | os.PathLike[str]]) -> list[FindingsRecord
             files.append(p)
     recs = [read_record(f) for f in files]
     return sorted(recs, key=lambda r: (r.run.run_name if r.run else "~", r.analysis))
-
-
-@dataclass
-class DocumentOutputs:
-    findings_md: str
-    readme: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)
