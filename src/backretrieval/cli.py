@@ -227,6 +227,9 @@ def cmd_findings_bli(args) -> int:
         if not isinstance(spec, dict):
             raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
         specs[enc] = spec
+    if args.specs_from:
+        cfg = load_config(args.specs_from, [])
+        specs.update({e: s for e, s in cfg["encoders"].items() if s.get("type") == "wordvec" and e not in specs})
     bli_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), specs=specs,
              test_size=args.test_size, min_count=args.min_count, seed=args.seed, csls_k=args.csls_k)
     return 0
@@ -283,6 +286,7 @@ def _add_findings_parsers(add) -> None:
     sp = add("findings-bli", cmd_findings_bli, "findings 6: BLI of the word-vector family", config=False)
     run_inputs(sp, False)
     sp.add_argument("--spec", action="append", metavar="ENCODER=JSON", help="a wordvec encoder's params entry as JSON")
+    sp.add_argument("--specs-from", metavar="CONFIG", help="also every wordvec encoder of this config's `encoders`")
     sp.add_argument("--test-size", type=int, default=2000)
     sp.add_argument("--min-count", type=int, default=5)
     sp.add_argument("--seed", type=int, default=0)

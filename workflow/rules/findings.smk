@@ -54,7 +54,7 @@ RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type
 
 FINDINGS_JSON += [f"{FINDINGS}/{a}.json" for a in ("inference", "calibration", "bli", "agreement")]
 # BLI writes its tables and figure only when the config has word-vector encoders
-BLI_OUTPUTS = ([f"{FINDINGS}/bli.csv", f"{FINDINGS}/bli.md"] + [f"{FINDINGS}/figures/bli.{x}" for x in ("png", "svg", "pdf")]
+BLI_OUTPUTS = ([f"{FINDINGS}/bli.csv", f"{FINDINGS}/bli.md", f"{FINDINGS}/bli_test_dictionary.csv"] + [f"{FINDINGS}/figures/bli.{x}" for x in ("png", "svg", "pdf")]
                if WORDVEC_ENCODERS else [])
 
 

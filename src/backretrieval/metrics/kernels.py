@@ -21,11 +21,12 @@ one text retrieval plus an O(N) lookup.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
 
@@ -481,6 +482,18 @@ def corr(
 
 
 _SMALL_PRODUCT = 1 << 28  # multiply-adds of one tile below which BandPairs uses one BLAS thread
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _blas_threads(limit: int | None):
+    """``threadpool_limits(limit, user_api="blas")`` through one controller made on first use:
+    a fresh ``threadpool_limits`` scans every loaded shared library (milliseconds in a process
+    with torch loaded), which dominated many small subsampled CORRs (the bootstrap)."""
+    if limit is None:
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=limit, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -539,7 +552,7 @@ class BandPairs:
         pos = 0
         # small tiles: BLAS threads would only add synchronisation (one thread is faster)
         threads = 1 if step * width(step) * a.shape[1] < _SMALL_PRODUCT else None
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with _blas_threads(threads):
             for s in range(0, n_s, step):
                 e = min(n_s, s + step)
                 first, per_row = self._rows(np.arange(s, e))

@@ -508,14 +508,15 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
                 row = {"dataset": run.meta.name, "direction": d, "seed": s.seed, "encoder": e,
                        "n": len(s.queries), "p_hit": side.p_hit, "p_miss": side.p_miss}
                 xr = ranks[f"{e}/{s.seed}/xlr"].astype(np.int64)
+                br = _per_query(ranks, e, s.seed, "bkr", run.k, "bkr_mrr" in wide.columns)
                 row.update(xlr_r1=float(np.mean(xr <= 1)), xlr_rk=float(np.mean(xr <= run.k)),
-                           xlr_mrr=float(np.mean(1.0 / xr)), bkr=float(csv["bkr_recall"]),
+                           xlr_mrr=float(np.mean(1.0 / xr)), bkr=float(np.mean(br)),
                            corr=float(csv["corr"]) if "corr" in csv else float("nan"))
                 for m in ms:
                     row[f"soft_bkr_m{m}"] = float(np.mean(index.soft_hits(top[:, :m])))
-                if row["soft_bkr_m1"] != row["bkr"]:
-                    raise InputError(f"{d} seed {s.seed} {e}: recomputed BkR {row['soft_bkr_m1']} differs from the "
-                                     f"metrics CSV's {row['bkr']} (stale artifacts?)")
+                if row["soft_bkr_m1"] != row["bkr"] or abs(row["bkr"] - float(csv["bkr_recall"])) > 1e-9:
+                    raise InputError(f"{d} seed {s.seed} {e}: recomputed BkR {row['soft_bkr_m1']}, per-query ranks "
+                                     f"{row['bkr']} and the metrics CSV's {csv['bkr_recall']} differ (stale artifacts?)")
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -650,6 +651,7 @@ def bli_step(
     langs = sorted({lang for enc in encs.values() for lang in enc.spec.languages if lang != hub})
     rows = []
     test_sizes = {}
+    test_rows = []
     for lang in langs:
         members = {e: enc for e, enc in encs.items() if lang in enc.spec.languages}
         ex_src, ex_tgt = set(), set()
@@ -666,6 +668,7 @@ def bli_step(
         counts = first.mono(lang).count_map()
         test = B.held_out_dictionary(((w, h) for h, w in pairs), ex_src, ex_tgt, counts, vocab_tgt, test_size, min_count, seed)
         test_sizes[lang] = len(test)
+        test_rows += [{"lang": lang, "word": w, "gold": " ".join(g)} for w, g in sorted(test.items())]
         if not test:
             log.warning("BLI %s-%s: no held-out dictionary pairs left", lang, hub)
             continue
@@ -690,6 +693,8 @@ def bli_step(
           f"up to {test_size} source words with corpus count ≥ {min_count} per language ({', '.join(f'{k}: {v}' for k, v in test_sizes.items())}); "
           f"queries in the source language, candidates: the whole {hub} vocabulary; CSLS k={csls_k}.\n\n" + markdown_table(md_rows, 3))
     outputs = _write_tables(out_dir, "bli", frame, md)
+    io.write_csv(out_dir / "bli_test_dictionary.csv", pd.DataFrame(test_rows, columns=["lang", "word", "gold"]))
+    outputs.append("bli_test_dictionary.csv")
     B.plot_bli(frame, out_dir / "figures" / "bli", f"{info.dataset}: BLI of the word-vector family (mean over languages)")
     outputs += _figure_outputs("bli")
     settings["test_dictionary_sizes"] = test_sizes
