@@ -192,3 +192,20 @@ def test_random_effects_known_answers():
     assert r.sign_pvalue == pytest.approx(st.binomtest(4, 5).pvalue)
     with pytest.raises(InputError, match="SEs > 0"):
         inf.random_effects_summary([0.1, 0.2], [0.0, 0.1])
+
+
+def test_corr_pair_subsample_estimates_corr():
+    rng = np.random.default_rng(7)
+    N = 200
+    q_img, t_img = rng.normal(size=(N, 8)).astype(np.float32), rng.normal(size=(N, 8)).astype(np.float32)
+    texts = [(q_img + s * rng.normal(size=q_img.shape).astype(np.float32), t_img + s * rng.normal(size=t_img.shape).astype(np.float32))
+             for s in (0.3, 1.0, 3.0)]
+    exact = np.array([corr(s, t, q_img, t_img) for s, t in texts])
+    fn = inf.corr_resampler(q_img, t_img, texts, max_pairs=20000, seed=1)
+    est = fn(np.arange(N), np.arange(N), 0)
+    np.testing.assert_allclose(est, exact, atol=0.03)
+    assert not np.array_equal(est, fn(np.arange(N), np.arange(N), 1))  # each replicate its own pairs
+    # more pairs than exist: the exact kernel on the resampled rows
+    rows = np.array([3, 3, 7, 8, 9, 10, 10, 11])
+    full = inf.corr_resampler(q_img, t_img, texts, max_pairs=10**6, seed=1)
+    np.testing.assert_allclose(full(rows, rows, 5), [corr(s[rows], t[rows], q_img[rows], t_img[rows]) for s, t in texts], atol=1e-6)

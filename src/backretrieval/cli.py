@@ -273,7 +273,7 @@ def _add_findings_parsers(add) -> None:
     run_inputs(sp, True)
     sp.add_argument("--B", type=int, default=200, help="bootstrap replicates")
     sp.add_argument("--bootstrap-seed", type=int, default=0)
-    sp.add_argument("--n-seeds", type=int, default=5, help="the first n seeds of each direction are used")
+    sp.add_argument("--n-seeds", type=int, default=3, help="the first n seeds of each direction are used")
     sp.add_argument("--corr-max-pairs", type=int, default=20000,
                     help="CORR per replicate on this many sampled pairs (0 = all pairs)")
     sp.add_argument("--random-encoders", nargs="*", default=["random"], help="chance-level encoders (left out in one sensitivity set)")

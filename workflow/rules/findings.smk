@@ -44,7 +44,7 @@ BLAS_THREADS = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM
 
 # Settings of these analyses (sized so the default config's findings take minutes on 2 cores).
 FINDINGS_A = {
-    "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 5, "corr_max_pairs": 20000},
+    "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000},
     "calibration": {"soft_m": [1, 3, 5, 10]},
     "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
     "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},

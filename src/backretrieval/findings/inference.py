@@ -12,8 +12,8 @@ crossed random-effects design, Owen 2007, Ann. Appl. Stat. 1(2)):
   appears in, so the dependence between seeds is kept. Per-query metrics (XLR, BkR Recall@k)
   become weighted means of their per-query outcomes; CORR is recomputed on the resampled
   queries × resampled targets (rows repeated by their weight) with the project's CORR kernel,
-  optionally on a seeded subsample of ``max_pairs`` pairs (then the bootstrap spread also
-  contains the subsampling noise: a conservative interval).
+  or CORR's estimator on a seeded subsample of ``max_pairs`` of those pairs (then the bootstrap
+  spread also contains the subsampling noise: a conservative interval; :func:`corr_resampler`).
 * **encoders**: ``E`` draws with replacement from the encoder set, shared by all seeds and all
   metrics of a replicate (so BkR − CORR is a paired difference).
 
@@ -41,8 +41,9 @@ from ..errors import InputError
 from ..stats import bootstrap_ci
 
 STATS = ("pearson", "spearman")
-#: per-replicate CORR of every encoder: (query rows, target rows) of the seed's sample → (E,)
-CorrFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: per-replicate CORR of every encoder: (query rows, target rows, replicate) of the seed's
+#: sample → (E,)
+CorrFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ def crossed_bootstrap(
                 rq = np.repeat(np.arange(s.query_items.size), W[b, s.query_items])
                 rt = np.repeat(np.arange(s.target_items.size), wt[b])
                 if rq.size >= 2 and rt.size >= 2:
-                    c[:, b] = s.corr(rq, rt)
+                    c[:, b] = s.corr(rq, rt, b)
             vals["corr"] = c
         cols = np.arange(B)[:, None]
         for name, d in draws.items():
@@ -345,20 +346,42 @@ def corr_resampler(
     seed: int,
 ) -> CorrFn:
     """A :data:`CorrFn` for one sample: CORR of every encoder (``texts[e] = (src, tgt)`` rows
-    aligned with the images) on the rows ``(rq, rt)``, with the project's CORR kernel
-    (:class:`~backretrieval.metrics.CorrImageSide`, image side shared by the encoders);
-    ``max_pairs``: a seeded subsample of that many pairs when there are more."""
-    from ..metrics import CorrImageSide, normalize
+    aligned with the images) on the resampled rows ``(rq, rt)`` of replicate ``b``.
+
+    All pairs (``max_pairs`` None or not smaller than ``len(rq)·len(rt)``): the project's exact
+    CORR kernel (:class:`~backretrieval.metrics.CorrImageSide`, image side shared by the
+    encoders). Otherwise CORR's estimator on ``max_pairs`` pairs drawn uniformly with replacement
+    from ``rq × rt`` (generator ``default_rng([seed, b])``): Spearman's rho of the text and image
+    cosine distances of those pairs (float32, as the kernel computes them), average ranks by
+    :func:`~backretrieval.metrics.average_ranks`. The sample's distance matrices are computed
+    once, so a replicate costs a few sorts; the subsampling noise widens the bootstrap interval
+    (conservative).
+    """
+    from ..metrics import CorrImageSide, average_ranks, normalize
 
     qi, ti = normalize(q_img), normalize(t_img)
     tx = [(normalize(s), normalize(t)) for s, t in texts]
+    n_pairs = qi.shape[0] * ti.shape[0]
+    if max_pairs is not None and (len(tx) + 1) * n_pairs * 4 > _MAX_DISTANCE_BYTES:
+        raise InputError(f"corr_resampler: {len(tx) + 1} distance matrices of {qi.shape[0]}x{ti.shape[0]} pairs "
+                         f"exceed {_MAX_DISTANCE_BYTES >> 20} MiB; use fewer seeds, encoders or a smaller N")
+    dist = None
+    if max_pairs is not None:
+        dist = [np.subtract(np.float32(1), a @ b.T, dtype=np.float32) for a, b in [(qi, ti), *tx]]
 
-    def fn(rq: np.ndarray, rt: np.ndarray) -> np.ndarray:
-        mp = max_pairs if max_pairs is not None and max_pairs < rq.size * rt.size else None
-        side = CorrImageSide.build(qi[rq], ti[rt], max_pairs=mp, seed=seed, assume_normalized=True)
-        return np.array([side.spearman(s[rq], t[rt]) for s, t in tx], dtype=np.float64)
+    def fn(rq: np.ndarray, rt: np.ndarray, b: int = 0) -> np.ndarray:
+        if dist is None or max_pairs >= rq.size * rt.size:
+            side = CorrImageSide.build(qi[rq], ti[rt], assume_normalized=True)
+            return np.array([side.spearman(s[rq], t[rt]) for s, t in tx], dtype=np.float64)
+        rng = np.random.default_rng([seed, b])
+        i, j = rq[rng.integers(0, rq.size, max_pairs)], rt[rng.integers(0, rt.size, max_pairs)]
+        ranks = np.stack([average_ranks(d[i, j]) for d in dist])
+        return corr_rows(ranks[1:], np.broadcast_to(ranks[0], ranks[1:].shape), "pearson")
 
     return fn
+
+
+_MAX_DISTANCE_BYTES = 1 << 30
 
 
 # --------------------------------------------------------------------------- figure
