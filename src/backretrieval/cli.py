@@ -338,6 +338,132 @@ def cmd_compare(args) -> int:
     return 0
 
 
+# findings (issue 15): explicit files and settings, no config (findings-a: inference,
+# calibration, bli, agreement, document)
+
+
+def _findings_run(args):
+    from .steps.findings import load_run
+
+    return load_run(
+        dataset=Path(args.dataset), metrics_files=[Path(p) for p in args.metrics],
+        samples_files=[Path(p) for p in args.samples or []], ranks_files=[Path(p) for p in args.ranks or []],
+        image_file=Path(args.image_emb) if args.image_emb else None,
+        text_files=[Path(p) for p in args.text_emb or []], k=args.k,
+    )
+
+
+def cmd_findings_inference(args) -> int:
+    from .steps.findings import inference_step
+
+    inference_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), B=args.B,
+                   boot_seed=args.bootstrap_seed, n_seeds=args.n_seeds, max_pairs=args.corr_max_pairs or None,
+                   random_encoders=args.random_encoders, family=args.family or [], family_name=args.family_name)
+    return 0
+
+
+def cmd_findings_calibration(args) -> int:
+    from .steps.findings import calibration_step
+
+    calibration_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), soft_m=args.soft_m,
+                     n_seeds=args.n_seeds)
+    return 0
+
+
+def cmd_findings_bli(args) -> int:
+    import json
+
+    from .errors import ConfigError
+    from .steps.findings import bli_step
+
+    specs = {}
+    for item in args.spec or []:
+        enc, sep, raw = item.partition("=")
+        try:
+            spec = json.loads(raw) if sep else None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--spec {item!r}: the part after '=' is not JSON ({exc})") from exc
+        if not isinstance(spec, dict):
+            raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
+        specs[enc] = spec
+    if args.specs_from:
+        cfg = load_config(args.specs_from, [])
+        specs.update({e: s for e, s in cfg["encoders"].items() if s.get("type") == "wordvec" and e not in specs})
+    bli_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), specs=specs,
+             test_size=args.test_size, min_count=args.min_count, seed=args.seed, csls_k=args.csls_k)
+    return 0
+
+
+def cmd_findings_agreement(args) -> int:
+    from .steps.findings import agreement_step
+
+    agreement_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), points_file=Path(args.points),
+                   bli_file=Path(args.bli) if args.bli else None, soft_m=args.soft_m, B=args.B, boot_seed=args.bootstrap_seed)
+    return 0
+
+
+def cmd_findings_document(args) -> int:
+    from .steps.findings import document_step
+
+    document_step([Path(p) for p in args.records], doc=Path(args.doc), summary_dir=Path(args.summary_dir),
+                  readme=Path(args.readme) if args.readme else None)
+    return 0
+
+
+def _add_findings_parsers(add) -> None:
+    def run_inputs(sp, embeddings: bool) -> None:
+        sp.add_argument("--dataset", required=True, help="prepared dataset folder (data/prepared/<name>)")
+        sp.add_argument("--metrics", nargs="+", required=True, help="metrics CSVs of every direction")
+        sp.add_argument("--k", type=int, required=True, help="Recall@k of the run")
+        sp.add_argument("--run-name", required=True)
+        sp.add_argument("--out-dir", required=True, help="<reports_dir>/findings")
+        if embeddings:
+            sp.add_argument("--ranks", nargs="+", required=True, help="<direction>.ranks.npz of every direction")
+            sp.add_argument("--samples", nargs="+", required=True, help="<direction>.json samples of every direction")
+            sp.add_argument("--image-emb", required=True, help="image embedding of the run's backbone")
+            sp.add_argument("--text-emb", nargs="+", required=True, help="text embeddings <encoder>/<lang>.<field>.npz")
+        else:
+            sp.add_argument("--ranks", nargs="*")
+            sp.add_argument("--samples", nargs="*")
+            sp.add_argument("--image-emb")
+            sp.add_argument("--text-emb", nargs="*")
+
+    sp = add("findings-inference", cmd_findings_inference, "findings 1: encoder x item bootstrap, order accuracy, sensitivity")
+    run_inputs(sp, True)
+    sp.add_argument("--B", type=int, default=200, help="bootstrap replicates")
+    sp.add_argument("--bootstrap-seed", type=int, default=0)
+    sp.add_argument("--n-seeds", type=int, default=3, help="the first n seeds of each direction are used")
+    sp.add_argument("--corr-max-pairs", type=int, default=20000,
+                    help="CORR per replicate on this many sampled pairs (0 = all pairs)")
+    sp.add_argument("--random-encoders", nargs="*", default=["random"], help="chance-level encoders (left out in one sensitivity set)")
+    sp.add_argument("--family", nargs="*", help="encoders of one model family (a sensitivity set)")
+    sp.add_argument("--family-name", default="word-vector")
+    sp = add("findings-calibration", cmd_findings_calibration, "findings 5: BkR -> XLR calibration, soft BkR")
+    run_inputs(sp, True)
+    sp.add_argument("--soft-m", type=int, nargs="+", default=[1, 3, 5, 10], help="m of soft BkR (1 = BkR)")
+    sp.add_argument("--n-seeds", type=int, default=None, help="the first n seeds (default: all)")
+    sp = add("findings-bli", cmd_findings_bli, "findings 6: BLI of the word-vector family")
+    run_inputs(sp, False)
+    sp.add_argument("--spec", action="append", metavar="ENCODER=JSON", help="a wordvec encoder's params entry as JSON")
+    sp.add_argument("--specs-from", metavar="CONFIG", help="also every wordvec encoder of this config's `encoders`")
+    sp.add_argument("--test-size", type=int, default=2000)
+    sp.add_argument("--min-count", type=int, default=5)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--csls-k", type=int, default=10)
+    sp = add("findings-agreement", cmd_findings_agreement, "findings 6: agreement matrix of every metric")
+    run_inputs(sp, False)
+    sp.add_argument("--points", required=True, help="calibration_points.csv of the run")
+    sp.add_argument("--bli", help="bli.csv of the run (optional)")
+    sp.add_argument("--soft-m", type=int, default=5)
+    sp.add_argument("--B", type=int, default=1000)
+    sp.add_argument("--bootstrap-seed", type=int, default=0)
+    sp = add("findings-document", cmd_findings_document, "docs/FINDINGS.md + overall verdict from every findings JSON")
+    sp.add_argument("--records", nargs="+", required=True, help="every configuration's <reports_dir>/findings/*.json")
+    sp.add_argument("--doc", default="docs/FINDINGS.md")
+    sp.add_argument("--summary-dir", default="reports/findings_summary")
+    sp.add_argument("--readme", help="README whose findings-verdict block is regenerated")
+
+
 # -------------------------------------------------------------------------------------------
 
 
@@ -534,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions")
+    _add_findings_parsers(add)
 
     def eval_opts(sp, required: bool) -> None:
         sp.add_argument("--data", required=required,

@@ -17,8 +17,10 @@ from .kernels import (
     evaluate_sample,
     mean_rank,
     mrr,
+    nearest_m,
     normalize,
     recall_at_k,
+    soft_bkr_hits,
     xlr,
     xlr_ranks,
 )
@@ -35,8 +37,10 @@ __all__ = [
     "evaluate_sample",
     "mean_rank",
     "mrr",
+    "nearest_m",
     "normalize",
     "recall_at_k",
+    "soft_bkr_hits",
     "xlr",
     "xlr_ranks",
 ]

@@ -21,11 +21,12 @@ one text retrieval plus an O(N) lookup.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
 
@@ -278,9 +279,16 @@ def bkr(
     k: int = 10,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
+    top_m: int = 1,
 ) -> float:
     """Backretrieval Recall@k (the paper's BkR; k=10 in the paper). ``inplace=True``
-    normalises the four inputs in place (they are modified; no copies) — for very large N."""
+    normalises the four inputs in place (they are modified; no copies) — for very large N.
+
+    ``top_m`` > 1: soft BkR (not in the paper, off by default), the mean of the BkR hits of
+    the ``top_m`` nearest target texts (see :func:`soft_bkr_hits`); ``top_m=1`` is the paper's.
+    """
+    if top_m != 1:
+        return float(np.mean(soft_bkr_hits(src_text, tgt_text, src_img, tgt_img, k, top_m, block_elems, inplace)))
     return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, inplace), k)
 
 
@@ -332,6 +340,16 @@ class BkrImageIndex:
         pos = np.minimum(pos, len(self.codes) - 1)
         return self.codes[pos] == query if len(self.codes) else np.zeros(self.n_src, bool)
 
+    def soft_hits(self, top: np.ndarray) -> np.ndarray:
+        """Mean of :meth:`hits` over the columns of ``top`` (n_src, m): per-query soft BkR."""
+        top = np.asarray(top, dtype=np.int64)
+        if top.ndim != 2 or top.shape[0] != self.n_src or top.shape[1] < 1:
+            raise ValueError(f"top must be (n_src={self.n_src}, m >= 1), got shape {top.shape}")
+        total = np.zeros(self.n_src, dtype=np.int64)
+        for j in range(top.shape[1]):
+            total += self.hits(top[:, j])
+        return total / top.shape[1]
+
     def recall(self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
         """BkR Recall@k of one text encoder on this sample."""
         if src_text.shape[0] != self.n_src or tgt_text.shape[0] != self.n_tgt:
@@ -367,6 +385,62 @@ def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = Non
     kth = vals[by_row_desc][first + k - 1]
     keep = vals >= kth[rows]
     return rows[keep], cols[keep]
+
+
+# --------------------------------------------------------------------------------------------
+# soft BkR (an option, not in the paper): BkR hits averaged over the top-m retrieved texts
+
+
+def nearest_m(
+    queries: np.ndarray, candidates: np.ndarray, m: int, block_elems: int = DEFAULT_BLOCK_ELEMS
+) -> np.ndarray:
+    """The ``m`` nearest candidates of every query, best first: (n, m) indices in the order of
+    descending cosine, ties → lowest index (so column 0 is :func:`backretrieve`'s choice).
+    Inputs are normalised here; block by block, rows never fully sorted."""
+    q, c = _as_pair(queries, candidates, "nearest_m")
+    n, n_c = q.shape[0], c.shape[0]
+    if not 1 <= m <= n_c:
+        raise ValueError(f"nearest_m: m must be in [1, {n_c}] (number of candidates), got {m}")
+    if m == 1:
+        return _nearest(q, c, block_elems)[:, None]
+    out = np.empty((n, m), dtype=np.int64)
+    step = _block_rows(n, n_c, block_elems)
+    score_buf = _score_buffer(step, q, c)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        scores = np.matmul(q[start:stop], c.T, out=score_buf[: stop - start])
+        kth = np.partition(scores, n_c - m, axis=1)[:, n_c - m]  # the m-th largest of each row
+        rows, cols = np.nonzero(scores >= kth[:, None])  # >= m entries per row (ties included)
+        order = np.lexsort((cols, -scores[rows, cols], rows))  # row, then score desc, then index
+        rows, cols = rows[order], cols[order]
+        first = np.searchsorted(rows, np.arange(stop - start))
+        out[start:stop] = cols[first[:, None] + np.arange(m)]
+    return out
+
+
+def soft_bkr_hits(
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    k: int = 10,
+    m: int = 1,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+    index: "BkrImageIndex | None" = None,
+) -> np.ndarray:
+    """Per-query soft BkR: hit_q = (1/m) Σ_{j<m} [q's image is within the top k source images
+    for the image of q's j-th nearest target text] (:func:`nearest_m`; BkR's steps 2-4 for each
+    of them). ``m=1`` gives the paper's per-query BkR hits exactly. ``index``: a prebuilt
+    :class:`BkrImageIndex` of these images (same ``k``), shared across encoders."""
+    _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
+    if index is None:
+        index = BkrImageIndex.build(src_img, tgt_img, k=k, block_elems=block_elems)
+    elif index.k != k or index.n_src != src_img.shape[0] or index.n_tgt != tgt_img.shape[0]:
+        raise ValueError("soft_bkr_hits: the image index was built for another k or sample")
+    src, tgt = _as_pair(src_text, tgt_text, "bkr text", inplace)
+    top = nearest_m(src, tgt, m, block_elems)
+    return index.soft_hits(top)
 
 
 # --------------------------------------------------------------------------------------------
@@ -408,6 +482,18 @@ def corr(
 
 
 _SMALL_PRODUCT = 1 << 28  # multiply-adds of one tile below which BandPairs uses one BLAS thread
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _blas_threads(limit: int | None):
+    """``threadpool_limits(limit, user_api="blas")`` through one controller made on first use:
+    a fresh ``threadpool_limits`` scans every loaded shared library (milliseconds in a process
+    with torch loaded), which dominated many small subsampled CORRs (the bootstrap)."""
+    if limit is None:
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=limit, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -466,7 +552,7 @@ class BandPairs:
         pos = 0
         # small tiles: BLAS threads would only add synchronisation (one thread is faster)
         threads = 1 if step * width(step) * a.shape[1] < _SMALL_PRODUCT else None
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with _blas_threads(threads):
             for s in range(0, n_s, step):
                 e = min(n_s, s + step)
                 first, per_row = self._rows(np.arange(s, e))
