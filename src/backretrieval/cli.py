@@ -179,6 +179,161 @@ def cmd_versions(args) -> int:
 
 
 # -------------------------------------------------------------------------------------------
+# findings-b: image quality, sample size, hubness (explicit inputs, outputs and settings)
+
+
+def _text_files(specs: list[str]) -> dict[tuple[str, str], Path]:
+    """``ENCODER:LANG=PATH`` flags → {(encoder, lang): path}."""
+    from .errors import InputError
+
+    out: dict[tuple[str, str], Path] = {}
+    for spec in specs:
+        key, sep, path = spec.partition("=")
+        enc, sep2, lang = key.rpartition(":")
+        if not sep or not sep2 or not enc or not lang or not path:
+            raise InputError(f"--text {spec!r}: expected ENCODER:LANG=PATH")
+        out[(enc, lang)] = Path(path)
+    return out
+
+
+def _named_files(specs: list[str], flag: str) -> dict[str, Path]:
+    """``NAME=PATH`` flags → {name: path} (order kept)."""
+    from .errors import InputError
+
+    out: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"{flag} {spec!r}: expected NAME=PATH")
+        out[name] = Path(path)
+    return out
+
+
+def cmd_findings_image_quality(args) -> int:
+    from .steps import findings as fs
+
+    fs.image_quality_step(
+        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples],
+        text_files=_text_files(args.text), image_files=_named_files(args.image, "--image"), base=args.base,
+        degradations=fs.parse_degradations(args.noise, args.project, args.shuffle), k=args.k,
+        max_seeds=args.max_seeds, seed=args.seed, out_dir=Path(args.out_dir), config_name=args.config_name,
+    )
+    return 0
+
+
+def cmd_findings_sample_size(args) -> int:
+    from .findings.sample_size import Criterion
+    from .steps import findings as fs
+
+    fs.sample_size_step(
+        dataset=Path(args.dataset), text_files=_text_files(args.text), image_file=Path(args.image),
+        directions=args.directions, n_grid=args.n_grid, seeds=args.seeds, k=args.k, baseline=args.baseline,
+        out_dir=Path(args.out_dir), config_name=args.config_name,
+        criterion=Criterion(agreement=args.min_agreement, share=args.min_share),
+    )
+    return 0
+
+
+def cmd_findings_hubness(args) -> int:
+    from .steps import findings as fs
+
+    fs.hubness_step(
+        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples], text_files=_text_files(args.text),
+        image_file=Path(args.image), retrievals=args.retrievals, hub_fraction=args.hub_fraction,
+        hub_noise=args.hub_noise, k=args.k, max_seeds=args.max_seeds, seed=args.seed,
+        out_dir=Path(args.out_dir), config_name=args.config_name,
+    )
+    return 0
+
+
+def cmd_findings_synthetic(args) -> int:
+    from .steps.findings import synthetic_dataset_step
+
+    synthetic_dataset_step(Path(args.out), args.n_items, args.languages, args.seed, args.image_size)
+    return 0
+
+
+def cmd_findings_embed(args) -> int:
+    """Embeddings of a prepared dataset with a model given by its spec (explicit paths)."""
+    import json
+
+    from .errors import InputError
+    from .steps.embed import embed_dataset_images, embed_dataset_text
+
+    try:
+        spec = json.loads(args.spec)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--spec: not valid JSON ({exc})") from exc
+    if not isinstance(spec, dict):
+        raise InputError("--spec: expected a JSON object, e.g. '{\"type\": \"char_ngram\"}'")
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    if args.cmd == "findings-embed-text":
+        embed_dataset_text(Path(args.dataset), args.model, spec, args.lang, args.field, Path(args.out), cache)
+    else:
+        embed_dataset_images(Path(args.dataset), args.model, spec, Path(args.out), cache)
+    return 0
+
+
+def _add_findings_b(sub, add) -> None:
+    def common(sp, samples: bool = True):
+        sp.add_argument("--dataset", required=True, help="prepared dataset folder")
+        if samples:
+            sp.add_argument("--samples", nargs="+", required=True, help="samples JSON files (one per direction)")
+        sp.add_argument("--text", nargs="+", required=True, metavar="ENCODER:LANG=NPZ", help="text embeddings")
+        sp.add_argument("--k", type=int, default=10)
+        sp.add_argument("--config-name", required=True, help="run name written into the outputs")
+        sp.add_argument("--out-dir", required=True, help="e.g. reports/findings")
+
+    sp = add("findings-image-quality", cmd_findings_image_quality,
+             "findings: image quality vs BkR's agreement with XLR", config=False)
+    common(sp)
+    sp.add_argument("--image", nargs="+", required=True, metavar="BACKBONE=NPZ", help="image features per backbone")
+    sp.add_argument("--base", required=True, help="the backbone whose features are degraded")
+    sp.add_argument("--noise", nargs="*", type=float, default=[], help="Gaussian noise levels (noise/signal norm)")
+    sp.add_argument("--project", nargs="*", type=int, default=[], help="random projections to these dimensions")
+    sp.add_argument("--shuffle", action="store_true", help="add shuffled features (the floor)")
+    sp.add_argument("--max-seeds", type=int, default=None, help="first seeds of each samples file (default all)")
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("findings-sample-size", cmd_findings_sample_size, "findings: BkR's ranking stability vs N", config=False)
+    common(sp, samples=False)
+    sp.add_argument("--image", required=True, help="image features (npz)")
+    sp.add_argument("--directions", nargs="+", required=True)
+    sp.add_argument("--n-grid", nargs="+", type=int, required=True)
+    sp.add_argument("--seeds", nargs="+", type=int, required=True)
+    sp.add_argument("--baseline", help="the random encoder (its BkR is compared with k/N)")
+    sp.add_argument("--min-agreement", type=float, default=0.9)
+    sp.add_argument("--min-share", type=float, default=0.9)
+
+    sp = add("findings-hubness", cmd_findings_hubness, "findings: hubness, CSLS / margin, injected hubs", config=False)
+    common(sp)
+    sp.add_argument("--image", required=True, help="image features (npz)")
+    sp.add_argument("--retrievals", nargs="+", default=["cosine", "csls", "margin"], choices=["cosine", "csls", "margin"])
+    sp.add_argument("--hub-fraction", type=float, default=0.02, help="injected hubs per target")
+    sp.add_argument("--hub-noise", type=float, default=0.1)
+    sp.add_argument("--max-seeds", type=int, default=None)
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("findings-synthetic", cmd_findings_synthetic, "findings: the scaled SYNTHETIC dataset", config=False)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--n-items", type=int, required=True)
+    sp.add_argument("--languages", nargs="+", required=True)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--image-size", type=int, default=160)
+
+    for name, what in (("findings-embed-text", "texts of one language"), ("findings-embed-images", "images")):
+        sp = add(name, cmd_findings_embed, f"findings: embed the {what} of a prepared dataset", config=False)
+        sp.add_argument("--dataset", required=True)
+        sp.add_argument("--model", required=True, help="encoder / backbone id")
+        sp.add_argument("--spec", required=True, help="its params.yaml entry as JSON")
+        sp.add_argument("--cache-dir")
+        sp.add_argument("--out", required=True)
+        if name == "findings-embed-text":
+            sp.add_argument("--lang", required=True)
+            sp.add_argument("--field", default="title")
+
+
+# -------------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder", config=False)
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions", config=False)
+    _add_findings_b(sub, add)
     return p
 
 
