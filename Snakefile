@@ -19,6 +19,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/case_study.smk"
+include: "workflow/rules/findings.smk"
 
 
 rule all:

@@ -303,3 +303,45 @@ def hubness_step(
 # =============================================================================================
 # end of findings-b
 # =============================================================================================
+
+
+# ---- settings of the findings-b rules (defaults, overridable in the config's `findings:`) ----
+
+LITE_VARIANTS = ("lite0", "lite2")
+
+
+def settings_b(cfg: dict) -> dict:
+    """The settings of questions 2-4 for one config: the defaults below, updated by the
+    config's ``findings: {image_quality: {...}, sample_size: {...}, hubness: {...}}``.
+
+    Defaults are sized for the 2-core budget of ``snakemake findings`` (a few minutes each):
+    image quality on the first 5 seeds of every direction, hubness on the first 3; question 3
+    on a SYNTHETIC dataset scaled to 10,000 items (en, de; the cheap encoders plus USE-M) for
+    the synthetic config, and on the config's own items (N up to what they allow) for real data.
+    """
+    user = cfg.get("findings") or {}
+    synthetic = cfg["dataset"]["source"] == "synthetic"
+    base = cfg["image_backbone"]
+    base_spec = dict(cfg["backbones"][base])
+    extra: dict[str, dict] = {}
+    if base_spec.get("type") == "efficientnet-lite":  # the other offline EfficientNet-Lite variant
+        for v in LITE_VARIANTS:
+            if v != str(base_spec.get("variant", "lite0")):
+                extra[f"effnet-{v}"] = {**base_spec, "variant": v}
+    iq = {"max_seeds": 5, "noise": [0.5, 1.0, 2.0, 4.0], "project": [128, 16, 4], "shuffle": True, "seed": 0,
+          "backbones": extra, **(user.get("image_quality") or {})}
+    ss_default = {
+        "seeds": list(range(10)), "min_agreement": 0.9, "min_share": 0.9,
+        "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
+        "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
+        "encoders": ([e for e in ("random", "char-ngram", "minilm-en", "use-m") if e in cfg["encoders"]]
+                     if synthetic else list(cfg["encoders"])),
+        "synthetic": {"n_items": 10000, "languages": ["en", "de"], "seed": cfg["dataset"].get("synthetic", {}).get("seed", 0),
+                      "image_size": cfg["dataset"].get("synthetic", {}).get("image_size", 160)} if synthetic else None,
+    }
+    ss_cfg = {**ss_default, **(user.get("sample_size") or {})}
+    random_encoders = [e for e in ss_cfg["encoders"] if cfg["encoders"].get(e, {}).get("type") == "random"]
+    ss_cfg.setdefault("baseline", random_encoders[0] if random_encoders else None)
+    hub = {"max_seeds": 3, "retrievals": ["cosine", "csls", "margin"], "hub_fraction": 0.02, "hub_noise": 0.1,
+           "seed": 0, **(user.get("hubness") or {})}
+    return {"image_quality": iq, "sample_size": ss_cfg, "hubness": hub}
