@@ -120,12 +120,33 @@ def test_neighbourhood_means_equal_slow_means_and_repeat_bit_for_bit():
     rng = np.random.default_rng(4)
     q = M.normalize(rng.normal(size=(40, 8)).astype(np.float32))
     c = M.normalize(rng.normal(size=(31, 8)).astype(np.float32))
-    ref = M.neighbourhood_means(q, c, 5)
-    assert M.neighbourhood_means(q, c, 5).tobytes() == ref.tobytes()
-    slow = [slow_r(x, c, 5) for x in q]
-    for block in (1, 8, 100):  # BLAS may round a 1-row product differently: values, not bits
-        assert M.neighbourhood_means(q, c, 5, block_elems=block) == pytest.approx(slow, abs=1e-6)
-    assert M.neighbourhood_means(q, c, 99) == pytest.approx([slow_r(x, c, 31) for x in q], abs=1e-6)
+    r_q, r_c = M.neighbourhood_means(q, c, 5)
+    again = M.neighbourhood_means(q, c, 5)
+    assert again[0].tobytes() == r_q.tobytes() and again[1].tobytes() == r_c.tobytes()
+    for block in (1, 8, 100, M.DEFAULT_BLOCK_ELEMS):  # BLAS may round a 1-row product differently
+        b_q, b_c = M.neighbourhood_means(q, c, 5, block_elems=block)
+        assert b_q == pytest.approx([slow_r(x, c, 5) for x in q], abs=1e-6)
+        assert b_c == pytest.approx([slow_r(y, q, 5) for y in c], abs=1e-6)
+        # the running column top-k equals the top-k of the full matrix from the same blocks
+        # (retrieval_scores normalises its inputs: compare on the rows it uses)
+        full = M.retrieval_scores(q, c, block_elems=block)
+        f_q, f_c = M._neighbourhoods_of_matrix(full, 5)
+        n_q, n_c = M.neighbourhood_means(M.normalize(q), M.normalize(c), 5, block_elems=block)
+        assert f_q.tobytes() == n_q.tobytes() and f_c.tobytes() == n_c.tobytes()
+    big_q, big_c = M.neighbourhood_means(q, c, 99)  # k capped at the other side's size
+    assert big_q == pytest.approx([slow_r(x, c, 31) for x in q], abs=1e-6)
+    assert big_c == pytest.approx([slow_r(y, q, 40) for y in c], abs=1e-6)
+
+
+def test_scores_from_cosines_are_the_kernel_scores_bit_for_bit():
+    src, _, tgt2, _, _ = _data(seed=8, n=50, m=45)
+    src, tgt2 = src.astype(np.float32), tgt2.astype(np.float32)
+    for block in (7 * 45, M.DEFAULT_BLOCK_ELEMS):
+        cos_ = M.retrieval_scores(src, tgt2, block_elems=block)
+        for kind in ("csls", "margin"):
+            direct = M.retrieval_scores(src, tgt2, kind, block_elems=block)
+            assert M.retrieval_scores(None, None, kind, cosines=cos_).tobytes() == direct.tobytes()
+            assert np.argmax(direct, axis=1).tolist() == M.backretrieve(src, tgt2, block, retrieval=kind).tolist()
 
 
 def test_retrieval_scores_match_slow_formula():

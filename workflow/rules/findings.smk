@@ -122,7 +122,7 @@ if FB_SYNTHETIC:
         output:
             fb_ss_text("{encoder}", "{lang}"),
         params:
-            spec=lambda wc: json.dumps(config["encoders"][wc.encoder], sort_keys=True),
+            spec=lambda wc: json.dumps(FB_SS["encoders"][wc.encoder], sort_keys=True),
             field=config["text_field"],
             cache=config["cache_dir"],
         wildcard_constraints:

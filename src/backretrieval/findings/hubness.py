@@ -120,8 +120,14 @@ def hubness_metrics(
             xlr_tgt = v.xlr_tgt.get(enc)
             for condition, cands, index in (("clean", tgt, index_clean),
                                             ("hubs", np.concatenate([tgt, hubs]), index_hubs)):
+                # one cosine matrix per condition; CSLS / margin derived from it (same values
+                # as the kernels' options, see metrics.kernels.retrieval_scores)
+                cos_bkr = retrieval_scores(src, cands)
+                cos_xlr = None
+                if xlr_tgt is not None:
+                    cos_xlr = retrieval_scores(src, xlr_tgt if condition == "clean" else np.concatenate([xlr_tgt, hubs]))
                 for retrieval in retrievals:
-                    scores = retrieval_scores(src, cands, retrieval)
+                    scores = retrieval_scores(None, None, retrieval, cosines=cos_bkr)
                     t_star = np.argmax(scores, axis=1)
                     n1 = hubness_stats(k_occurrence(t_star, cands.shape[0]))
                     nk = hubness_stats(k_occurrence(top_k_targets(scores, occurrence_k), cands.shape[0]))
@@ -132,9 +138,9 @@ def hubness_metrics(
                                top1pct_nk=nk["top1pct_share"],
                                hub_capture=float(np.mean(t_star >= n_t)),
                                bkr_recall=float(np.mean(index.hits(t_star))))
-                    if xlr_tgt is not None:
-                        xc = xlr_tgt if condition == "clean" else np.concatenate([xlr_tgt, hubs])
-                        row["xlr_recall"] = float(np.mean(_ranks_from_scores(retrieval_scores(src, xc, retrieval)) <= k))
+                    if cos_xlr is not None:
+                        x_scores = retrieval_scores(None, None, retrieval, cosines=cos_xlr)
+                        row["xlr_recall"] = float(np.mean(_ranks_from_scores(x_scores) <= k))
                     out.append(row)
     return pd.DataFrame(out)
 

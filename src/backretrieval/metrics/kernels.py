@@ -250,25 +250,44 @@ def _check_retrieval(retrieval: str, retrieval_k: int | None) -> int:
     return int(retrieval_k)
 
 
+def _mean_of_top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Mean of the k largest values of every row, float64; the k values are sorted before they
+    are summed, so the result depends only on the values, not on their order in the row."""
+    m = scores.shape[1]
+    top = np.sort(np.partition(scores, m - k, axis=1)[:, m - k :], axis=1).astype(np.float64)
+    return top.sum(axis=1) / k
+
+
 def neighbourhood_means(
     queries: np.ndarray, candidates: np.ndarray, k: int, block_elems: int = DEFAULT_BLOCK_ELEMS
-) -> np.ndarray:
-    """Mean cosine of every (normalised) query row with its k most similar candidate rows
-    (k is capped at the number of candidates), float64. The k values are sorted before they
-    are summed, so the result does not depend on the block size."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(r_q, r_c): mean cosine of every (normalised) query row with its k most similar
+    candidates, and of every candidate with its k most similar queries (k capped at the other
+    side's size), float64, in one pass over the query×candidate blocks: r_q from each block's
+    rows, r_c from a running top-k of each column. The values are those of the block products
+    that XLR / BkR step 1 rank, and equal to :func:`_neighbourhoods_of_matrix` of the full
+    matrix assembled from the same blocks."""
     n, m = queries.shape[0], candidates.shape[0]
-    if m == 0:
-        raise ValueError("neighbourhood of an empty candidate set")
-    kk = min(int(k), m)
-    out = np.empty(n, dtype=np.float64)
+    if n == 0 or m == 0:
+        raise ValueError("neighbourhood of an empty query or candidate set")
+    kq, kc = min(int(k), m), min(int(k), n)
+    r_q = np.empty(n, dtype=np.float64)
     step = _block_rows(n, m, block_elems)
     score_buf = _score_buffer(step, queries, candidates)
+    col_top = np.empty((0, m), dtype=score_buf.dtype)
     for start in range(0, n, step):
         stop = min(n, start + step)
         scores = np.matmul(queries[start:stop], candidates.T, out=score_buf[: stop - start])
-        top = np.sort(np.partition(scores, m - kk, axis=1)[:, m - kk :], axis=1).astype(np.float64)
-        out[start:stop] = top.sum(axis=1) / kk
-    return out
+        r_q[start:stop] = _mean_of_top(scores, kq)
+        both = np.concatenate([col_top, scores])
+        col_top = both if both.shape[0] <= kc else np.partition(both, both.shape[0] - kc, axis=0)[-kc:]
+    return r_q, _mean_of_top(np.ascontiguousarray(col_top.T), kc)
+
+
+def _neighbourhoods_of_matrix(cosines: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(r_q, r_c) of :func:`neighbourhood_means` from a full query×candidate cosine matrix."""
+    n, m = cosines.shape
+    return _mean_of_top(cosines, min(int(k), m)), _mean_of_top(np.ascontiguousarray(cosines.T), min(int(k), n))
 
 
 @dataclass(frozen=True)
@@ -282,13 +301,15 @@ class _HubAdjustment:
 
     @classmethod
     def build(cls, queries: np.ndarray, candidates: np.ndarray, retrieval: str, retrieval_k: int | None,
-              block_elems: int = DEFAULT_BLOCK_ELEMS) -> "_HubAdjustment | None":
+              block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None) -> "_HubAdjustment | None":
         k = _check_retrieval(retrieval, retrieval_k)
         if retrieval == "cosine":
             return None
-        r_q = neighbourhood_means(queries, candidates, k, block_elems)
-        r_c = neighbourhood_means(candidates, queries, k, block_elems)
-        if retrieval == "margin" and ((r_q[:, None] + r_c[None, :]) <= 0).any():
+        if cosines is not None:
+            r_q, r_c = _neighbourhoods_of_matrix(cosines, k)
+        else:
+            r_q, r_c = neighbourhood_means(queries, candidates, k, block_elems)
+        if retrieval == "margin" and (r_q.min() + r_c.min()) <= 0:
             raise ValueError(
                 "margin retrieval: a query and a candidate have a non-positive mean neighbourhood "
                 "similarity sum; the ratio margin is undefined there (use csls or cosine)"
@@ -309,10 +330,21 @@ class _HubAdjustment:
 
 def retrieval_scores(
     queries: np.ndarray, candidates: np.ndarray, retrieval: str = "cosine", retrieval_k: int | None = None,
-    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None,
 ) -> np.ndarray:
     """The full (n_queries, n_candidates) score matrix that XLR and BkR step 1 rank by:
-    cosine, CSLS or ratio margin (see above). For analyses (k-occurrence); O(n·m) memory."""
+    cosine, CSLS or ratio margin (see above), computed with the same blocks as they are (so
+    its argmax is :func:`backretrieve`'s choice). For analyses (k-occurrence); O(n·m) memory.
+
+    ``cosines``: this function's own ``"cosine"`` result for the same inputs and block size;
+    the CSLS / margin scores are then derived from it without new products (same values)."""
+    if cosines is not None:
+        _check_retrieval(retrieval, retrieval_k)
+        out = np.array(cosines, copy=True)
+        adjust = _HubAdjustment.build(None, None, retrieval, retrieval_k, cosines=cosines)
+        if adjust is not None:
+            adjust.apply(out, 0, out.shape[0])
+        return out
     q, c = _as_pair(queries, candidates, "retrieval scores")
     adjust = _HubAdjustment.build(q, c, retrieval, retrieval_k, block_elems)
     out = np.empty((q.shape[0], c.shape[0]), dtype=np.result_type(q.dtype, c.dtype))

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._util import io
 from ..data.prepared import load_items, read_meta
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..findings import hubness as hub_mod
 from ..findings import image_quality as iq
 from ..findings import sample_size as ss
@@ -316,8 +316,10 @@ def settings_b(cfg: dict) -> dict:
 
     Defaults are sized for the 2-core budget of ``snakemake findings`` (a few minutes each):
     image quality on the first 5 seeds of every direction, hubness on the first 3; question 3
-    on a SYNTHETIC dataset scaled to 10,000 items (en, de; the cheap encoders plus USE-M) for
-    the synthetic config, and on the config's own items (N up to what they allow) for real data.
+    on a SYNTHETIC dataset scaled to 10,000 items (en, de; random, MiniLM, USE-M and 1024-bucket
+    char n-grams) for the synthetic config, and on the config's own items and encoders (N up to
+    what the items allow) for real data. ``sample_size.encoders`` is a list of configured ids
+    or, on the synthetic config, a mapping id → spec.
     """
     user = cfg.get("findings") or {}
     synthetic = cfg["dataset"]["source"] == "synthetic"
@@ -334,13 +336,24 @@ def settings_b(cfg: dict) -> dict:
         "seeds": list(range(10)), "min_agreement": 0.9, "min_share": 0.9,
         "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
         "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
-        "encoders": ([e for e in ("random", "char-ngram", "minilm-en", "use-m") if e in cfg["encoders"]]
+        # synthetic: cheap encoders of graded quality; the 1024-bucket char n-grams cost a quarter
+        # of the config's 4096-bucket ones in every N x N product
+        "encoders": ({**{e: cfg["encoders"][e] for e in ("random", "minilm-en", "use-m") if e in cfg["encoders"]},
+                      "char-ngram-1k": {"type": "char_ngram", "dim": 1024, "n": [2, 3, 4]}}
                      if synthetic else list(cfg["encoders"])),
         "synthetic": {"n_items": 10000, "languages": ["en", "de"], "seed": cfg["dataset"].get("synthetic", {}).get("seed", 0),
                       "image_size": cfg["dataset"].get("synthetic", {}).get("image_size", 160)} if synthetic else None,
     }
     ss_cfg = {**ss_default, **(user.get("sample_size") or {})}
-    random_encoders = [e for e in ss_cfg["encoders"] if cfg["encoders"].get(e, {}).get("type") == "random"]
+    if not isinstance(ss_cfg["encoders"], dict):  # a list of the config's encoder ids
+        missing = [e for e in ss_cfg["encoders"] if e not in cfg["encoders"]]
+        if missing:
+            raise ConfigError(f"findings.sample_size.encoders: {missing} are not configured encoders")
+        ss_cfg["encoders"] = {e: cfg["encoders"][e] for e in ss_cfg["encoders"]}
+    if not synthetic and any(spec != cfg["encoders"].get(e) for e, spec in ss_cfg["encoders"].items()):
+        raise ConfigError("findings.sample_size.encoders: on a real dataset only configured encoders "
+                          "(their cached embeddings) can be used")
+    random_encoders = [e for e, spec in ss_cfg["encoders"].items() if spec.get("type") == "random"]
     ss_cfg.setdefault("baseline", random_encoders[0] if random_encoders else None)
     hub = {"max_seeds": 3, "retrievals": ["cosine", "csls", "margin"], "hub_fraction": 0.02, "hub_noise": 0.1,
            "seed": 0, **(user.get("hubness") or {})}
