@@ -93,3 +93,16 @@ def test_cli_outputs_are_deterministic(tmp_path):
     doc = json.loads((tmp_path / "a" / "hubness.json").read_text())
     assert doc["settings"]["n_hubs"] == 1 and doc["settings"]["csls_k"] == 10 and doc["settings"]["margin_k"] == 4
     assert "clean/csls" in doc["numbers"]["per_setting"]
+
+
+def test_xlr_from_score_matrix_equals_the_kernel_with_distractors():
+    from backretrieval.metrics import kernels as M
+
+    rng = np.random.default_rng(3)
+    src = (rng.normal(size=(60, 10)) + 2).astype(np.float32)
+    tgt = (src + rng.normal(size=(60, 10))).astype(np.float32)
+    hubs = H.inject_hubs(tgt, 3, 0.1, seed=0)
+    for kind in ("cosine", "csls", "margin"):
+        scores = M.retrieval_scores(src, np.concatenate([tgt, hubs]), kind)
+        ranks = H._ranks_from_scores(scores)
+        assert ranks.tolist() == M.xlr_ranks(src, tgt, retrieval=kind, extra_candidates=hubs).tolist()
