@@ -4,6 +4,7 @@ agreement statistics the analyses share (metric vs XLR across encoders)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Iterable, Iterator, Mapping
@@ -14,6 +15,8 @@ import scipy.stats as st
 
 from ..data.sampling import Sample
 from ..errors import InputError
+
+log = logging.getLogger("backretrieval")
 
 #: (id -> row, matrix): an embedding artifact as read by ``steps.layout.load_embedding``
 Lookup = tuple[dict[str, int], np.ndarray]
@@ -84,7 +87,9 @@ def iter_views(samples: Iterable[Sample], items: pd.DataFrame,
                texts: Mapping[str, Mapping[str, Lookup]]) -> Iterator[SampleView]:
     """Views of ``samples`` one at a time (the arrays of all samples would not fit in memory)."""
     imgs = image_of(items)
-    for s in samples:
+    samples = list(samples)
+    for i, s in enumerate(samples, start=1):
+        log.info("sample %d/%d: %s-%s seed %d", i, len(samples), s.src_lang, s.tgt_lang, s.seed)
         yield build_view(s, imgs, texts)
 
 
