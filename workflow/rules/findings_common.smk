@@ -1,72 +1,140 @@
-# Helpers and settings of the findings rules (workflow/rules/findings.smk); blocks as there.
+# Helpers and settings of the findings rules (workflow/rules/findings.smk).
 import glob as _glob
-import shlex as _shlex
 
-FINDINGS = f"{REPORTS}/findings"
+from backretrieval.steps.findings import ANALYSES as FINDINGS_ANALYSES
+from backretrieval.steps.findings import findings_settings
+
+FS = findings_settings(config)
+FINDINGS = str(Path(config["reports_dir"]) / "findings")
+FINDINGS_ART = f"{layout.artifacts_root(config)}.findings"
 FINDINGS_SUMMARY = "reports/findings_summary"
 FINDINGS_DOC = "docs/FINDINGS.md"
-FINDINGS_JSON = []
+FINDINGS_JSON = [f"{FINDINGS}/{a}.json" for a in FINDINGS_ANALYSES]
+FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
+WORDVEC_ENCODERS = sorted(
+    e for e, s in config["encoders"].items() if s.get("type") == "wordvec"
+)
+RANDOM_ENCODERS = sorted(
+    e for e, s in config["encoders"].items() if s.get("type") == "random"
+)
+DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
+METRICS_FILES = [metrics_file(d) for d in config["directions"]]
 
 
 def findings_figure(name):
-    return multiext(f"{FINDINGS}/figures/{name}", ".png", ".svg", ".pdf")
+    return [f"{FINDINGS}/figures/{name}.{ext}" for ext in ("png", "svg", "pdf")]
 
 
-def findings_run_inputs(wildcards=None):
-    """The cached artifacts of the main pipeline an analysis reads (every direction)."""
-    return {
-        "dataset": DATASET_DIR,
-        "metrics": [metrics_file(d) for d in config["directions"]],
-        "ranks": [ranks_file(d) for d in config["directions"]],
-        "samples": [samples_file(d) for d in config["directions"]],
-        "image": image_emb(),
-        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
-    }
+def findings_tables(name, samples=False):
+    exts = ("csv", "md", "samples.csv") if samples else ("csv", "md")
+    return [f"{FINDINGS}/{name}.{ext}" for ext in exts]
 
 
 def findings_dir(wildcards, output):
-    """<reports_dir>/findings, from a rule's JSON record output."""
+    """<reports_dir>/findings, the folder of the rule's declared JSON record."""
     return str(Path(output.json).parent)
 
 
-# ---- findings-a ------------------------------------------------------------------------------
-# Settings of these analyses (sized so the default config's findings take minutes on 2 cores).
-FINDINGS_A = {
-    "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000},
-    "calibration": {"soft_m": [1, 3, 5, 10]},
-    "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
-    "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},
-}
-WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
-RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "random")
-FINDINGS_JSON += [f"{FINDINGS}/{a}.json" for a in ("inference", "calibration", "bli", "agreement")]
+def findings_run_inputs(wildcards=None):
+    """The main pipeline's artifacts an analysis of this config reads (every direction)."""
+    return {
+        "dataset": DATASET,
+        "metrics": METRICS_FILES,
+        "ranks": [ranks_file(d) for d in config["directions"]],
+        "samples": [samples_file(d) for d in config["directions"]],
+        "image": image_emb(),
+        "text": [
+            text_emb(e, lang)
+            for e in config["encoders"]
+            for lang in config["languages"]
+        ],
+    }
+
+
+def text_flags(encoders, langs, path_of):
+    """ENCODER:LANG=PATH of every encoder and language (the findings-b steps' --text)."""
+    return " ".join(
+        f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs
+    )
+
+
+IQ = FS["image_quality"]
+IQ_BACKBONES = dict(IQ["backbones"])
+
+
+def iq_image(backbone):
+    return f"{FINDINGS_ART}/image/{backbone}.npz"
+
+
+SS = FS["sample_size"]
+SS_LANGS = sorted({lang for d in SS["directions"] for lang in d.split("-")})
+
+
+if FINDINGS_SYNTHETIC:
+    # the SYNTHETIC generator scaled up (its first items equal the default's), prepared as any dataset
+    _syn = SS["synthetic"]
+    SS_DATASET_NAME = f"synthetic-findings-{_syn['n_items']}-{'-'.join(_syn['languages'])}-s{_syn['seed']}"
+    SS_DATASET = str(layout.PREPARED / SS_DATASET_NAME)
+    SS_IMAGE = f"{FINDINGS_ART}/sample_size/image/{config['image_backbone']}.npz"
+
+    def ss_text(encoder, lang):
+        return f"{FINDINGS_ART}/sample_size/text/{encoder}/{lang}.{config['text_field']}.npz"
+
+else:
+    SS_DATASET = DATASET
+    SS_IMAGE = image_emb()
+    ss_text = text_emb
+
+
+HUB = FS["hubness"]
+
+
 # BLI writes its tables and figure only when the config has word-vector encoders
 BLI_OUTPUTS = (
-    [f"{FINDINGS}/{name}" for name in ("bli.csv", "bli.md", "bli_test_dictionary.csv", "figures/bli.png",
-                                       "figures/bli.svg", "figures/bli.pdf")]
+    [
+        *findings_tables("bli"),
+        f"{FINDINGS}/bli_test_dictionary.csv",
+        *findings_figure("bli"),
+    ]
     if WORDVEC_ENCODERS
     else []
 )
 
 
 def wordvec_inputs(wildcards):
-    """The word-vector encoders' embeddings (so the wordvec cache holds their vectors, seed
-    dictionaries and maps) and training corpora."""
-    embeddings = [text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]]
-    return [*embeddings, *sorted({config["encoders"][e]["corpus"] for e in WORDVEC_ENCODERS})]
+    """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are then
+    in wordvec's training cache, a side store) and training corpora."""
+    embeddings = [
+        text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]
+    ]
+    return [
+        *embeddings,
+        *(
+            p
+            for e in WORDVEC_ENCODERS
+            for p in _spec_input_paths(config["encoders"][e])
+        ),
+    ]
 
 
-def wordvec_spec_args():
-    specs = [f"{e}={json.dumps(config['encoders'][e], sort_keys=True)}" for e in WORDVEC_ENCODERS]
-    return " ".join(f"--spec {_shlex.quote(x)}" for x in specs)
+def wordvec_spec_args(wildcards, input):
+    return " ".join(
+        f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS
+    )
 
 
 def other_configs_findings():
-    """The committed findings records of the other configurations (their rules run with their
-    own --configfile) and the calibration points beside them; this config's records and the
-    cross-configuration ones are excluded."""
-    found = sorted(_glob.glob("reports/**/findings/*.json", recursive=True))
+    """The committed findings records of the other configurations (each is produced by its own
+    `snakemake findings --configfile ...`) and the calibration points beside them."""
     own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
-    records = [p for p in found if Path(p).parent not in own]
-    points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
+    records = [
+        p
+        for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True))
+        if Path(p).parent not in own
+    ]
+    points = [
+        str(Path(p).parent / "calibration_points.csv")
+        for p in records
+        if Path(p).name == "calibration.json"
+    ]
     return [*records, *points]

@@ -8,7 +8,9 @@ assembles ``docs/FINDINGS.md`` from every configuration's ``<analysis>.json``.
 
 * :mod:`.inference` (1): the unit of inference — crossed encoder × item bootstrap,
   pairwise-order accuracy, sensitivity, one verdict across datasets × directions.
-* :mod:`.image_quality` (2), :mod:`.sample_size` (3), :mod:`.hubness` (4).
+* :mod:`.image_quality` (2: image features vs BkR's agreement with XLR), :mod:`.sample_size`
+  (3: ranking stability vs N), :mod:`.hubness` (4: k-occurrence, CSLS / margin, injected hubs),
+  with :mod:`.views` (one seed's sample of one direction as arrays) shared by them.
 * :mod:`.calibration` (5): BkR → XLR (image-side mixture, regression), soft BkR.
 * :mod:`.bli` + :mod:`.agreement` (6): bilingual lexicon induction for the word-vector
   family; the agreement matrix of every metric across encoders.
