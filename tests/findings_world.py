@@ -51,7 +51,11 @@ def views(items, texts, n=100, seeds=(0, 1), direction="en-de"):
 
 
 def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), directions=("en-de", "de-en")):
-    """The world as files: prepared dataset, text/image npz, samples JSON. Returns the paths."""
+    """The world as files: prepared dataset, text/image npz, samples JSON and the metrics CSVs of
+    the main pipeline (the run a findings record names). Returns the paths; the metrics CSVs
+    are ``root/metrics/<direction>.csv`` (:func:`metrics_files`)."""
+    from backretrieval.steps.metrics import metrics_step
+
     items, texts, (img_index, img_emb), concept = make_world(n_items=n_items)
     ds = root / "dataset"
     ds.mkdir(parents=True)
@@ -77,4 +81,12 @@ def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), direction
         ss = draw_samples(items, src, tgt, n, list(seeds), True)
         p.write_text(json.dumps({"direction": d, "n": n, "samples": [s.to_dict() for s in ss]}))
         samples.append(p)
+        metrics_step(dataset=ds, dataset_name="world", direction=d, samples_file=p, image_file=img, backbone="bb",
+                     text_files={e: (text_files[(e, src)], text_files[(e, tgt)]) for e in texts}, text_field="title",
+                     k=10, corr_max_pairs=None, full_bkr_ranks=False, out=root / "metrics" / f"{d}.csv")
     return ds, text_files, img, samples
+
+
+def metrics_files(root: Path) -> list[str]:
+    """The metrics CSVs :func:`write_world` wrote under ``root``."""
+    return sorted(str(p) for p in (root / "metrics").glob("*.csv"))

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 import scipy.stats as st
-from findings_world import make_world, views, write_world
+from findings_world import metrics_files, make_world, views, write_world
 
 from backretrieval.cli import main
 from backretrieval.errors import InputError
+from backretrieval.findings.document import read_record
 from backretrieval.findings import hubness as H
 
 
@@ -85,11 +86,13 @@ def test_cli_outputs_are_deterministic(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w", n_items=300, n=60, seeds=(0, 1))
     args = ["findings-hubness", "--dataset", str(ds), "--samples", str(samples[0]), "--text",
             *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()], "--image", str(img),
-            "--max-seeds", "1", "--config-name", "world", "--out-dir"]
+            "--max-seeds", "1", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir"]
     assert main(args + [str(tmp_path / "a")]) == 0
     assert main(args + [str(tmp_path / "b")]) == 0
     for name in ("hubness.csv", "hubness.md", "hubness.json", "hubness.samples.csv", "figures/hubness.png"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    rec = read_record(tmp_path / "a" / "hubness.json")  # document.py's schema
+    assert rec.analysis == "hubness" and rec.run.run_name == "world" and rec.verdict
     doc = json.loads((tmp_path / "a" / "hubness.json").read_text())
     assert doc["settings"]["n_hubs"] == 1 and doc["settings"]["csls_k"] == 10 and doc["settings"]["margin_k"] == 4
     assert "clean/csls" in doc["numbers"]["per_setting"]

@@ -9,11 +9,12 @@ import random
 
 import numpy as np
 import pytest
-from findings_world import make_world, views, write_world
+from findings_world import metrics_files, make_world, views, write_world
 
 from backretrieval.cli import main
 from backretrieval.data.synthetic import sample_scene, scene_similarity
 from backretrieval.errors import InputError
+from backretrieval.findings.document import read_record
 from backretrieval.findings import image_quality as iq
 
 
@@ -88,7 +89,7 @@ def test_step_and_cli_write_outputs_deterministically(tmp_path):
     args = ["findings-image-quality", "--dataset", str(ds), "--samples", *map(str, samples),
             "--text", *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
             "--image", f"bb={img}", "--base", "bb", "--noise", "1", "--project", "4", "--shuffle",
-            "--max-seeds", "2", "--config-name", "world", "--out-dir"]
+            "--max-seeds", "2", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir"]
     assert main(args + [str(tmp_path / "a")]) == 0
     assert main(args + [str(tmp_path / "b")]) == 0
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
@@ -97,8 +98,11 @@ def test_step_and_cli_write_outputs_deterministically(tmp_path):
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     doc = json.loads((tmp_path / "a" / "image_quality.json").read_text())
-    assert {"question", "answer", "config", "synthetic", "numbers", "settings"} <= set(doc)
-    assert doc["synthetic"] is False and doc["config"] == "world"
+    rec = read_record(tmp_path / "a" / "image_quality.json")  # document.py's schema
+    assert rec.analysis == "image_quality" and rec.run.run_name == "world" and rec.run.dataset == "world"
+    assert rec.run.synthetic is False and rec.verdict and rec.answer.startswith(rec.verdict[:-1])
+    assert set(rec.outputs) == {"image_quality.md", "image_quality.csv", "image_quality.samples.csv",
+                                "figures/image_quality.png", "figures/image_quality.svg", "figures/image_quality.pdf"}
     assert set(doc["numbers"]["per_variant"]) == {"bb", "bb:noise-1", "bb:project-4", "bb:shuffle"}
     assert doc["settings"]["samples"] == 4  # 2 directions x first 2 seeds
 
@@ -107,7 +111,7 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     out = tmp_path / "out"
     base = ["findings-image-quality", "--dataset", str(ds), "--samples", *map(str, samples),
-            "--image", f"bb={img}", "--config-name", "w", "--out-dir", str(out)]
+            "--image", f"bb={img}", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "w", "--out-dir", str(out)]
     texts = [f"{e}:{lang}={p}" for (e, lang), p in text_files.items()]
     assert main(base + ["--text", *texts, "--base", "nope"]) == 2
     assert "base backbone 'nope'" in capsys.readouterr().err

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from findings_world import make_world, write_world
+from findings_world import metrics_files, make_world, write_world
 
 from backretrieval.cli import main
 from backretrieval.errors import InputError
+from backretrieval.findings.document import read_record
 from backretrieval.findings import sample_size as ss
 
 
@@ -67,8 +68,10 @@ def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
     args = ["findings-sample-size", "--dataset", str(ds), "--text",
             *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()], "--image", str(img),
             "--directions", "en-de", "--n-grid", "40", "80", "1000", "--seeds", "0", "1", "2",
-            "--baseline", "random", "--config-name", "world", "--out-dir", str(out)]
+            "--baseline", "random", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir", str(out)]
     assert main(args) == 0
+    rec = read_record(out / "sample_size.json")  # document.py's schema
+    assert rec.analysis == "sample_size" and rec.run.run_name == "world" and rec.verdict
     doc = json.loads((out / "sample_size.json").read_text())
     assert doc["settings"]["n_grid"] == [40, 80] and doc["settings"]["n_dropped"] == [1000]
     assert "N = " in doc["answer"] and doc["numbers"]["criterion"].startswith(">= 90%")
