@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from backretrieval.data.sampling import draw_samples
-from backretrieval.findings.views import build_view, image_of
+from backretrieval.evaluation.core import image_of_items
+from backretrieval.findings.views import build_view
 
 SIGMAS = {"good": 0.05, "mid": 0.6, "weak": 1.5, "random": None}
 
@@ -46,7 +47,7 @@ def make_world(n_items: int = 400, n_concepts: int = 40, d: int = 24, di: int = 
 
 def views(items, texts, n=100, seeds=(0, 1), direction="en-de"):
     src, tgt = direction.split("-")
-    imgs = image_of(items)
+    imgs = image_of_items(items)
     return [build_view(s, imgs, texts, direction) for s in draw_samples(items, src, tgt, n, list(seeds), True)]
 
 

@@ -15,15 +15,16 @@ XLR when hubs are injected, and do CSLS / margin retrieval help?
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 import scipy.stats as st
 
 from ..errors import InputError
+from ..evaluation.core import rows_of
 from ..metrics.kernels import BkrImageIndex, normalize, retrieval_scores
-from .views import Lookup, SampleView, rows
+from .views import Lookup, SampleView
 
 RETRIEVAL_ORDER = ("cosine", "csls", "margin")
 
@@ -106,8 +107,8 @@ def hubness_metrics(
         raise InputError(f"hubness: hub_fraction must be in (0, 1], got {hub_fraction}")
     out = []
     for v in views:
-        q_img = rows(images, v.query_images, "image features")
-        t_img = rows(images, v.target_images, "image features")
+        q_img = rows_of(images, v.query_images, "image features")
+        t_img = rows_of(images, v.target_images, "image features")
         n_t = t_img.shape[0]
         n_hubs = max(1, round(hub_fraction * n_t))
         index_clean = BkrImageIndex.build(q_img, t_img, k=k)

@@ -29,8 +29,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..metrics.kernels import BkrImageIndex, backretrieve, normalize, recall_at_k, xlr_ranks
-from .views import Lookup, SampleView, agreement_table, mean_interval, rows
+from ..evaluation.core import rows_of
+from ..metrics.kernels import (
+    BkrImageIndex,
+    backretrieve,
+    normalize,
+    recall_at_k,
+    xlr_ranks,
+)
+from .views import Lookup, SampleView, agreement_table, mean_interval
 
 DEGRADATION_KINDS = ("noise", "project", "shuffle")
 
@@ -206,8 +213,8 @@ def image_quality_metrics(
             except KeyError as exc:
                 raise InputError(f"scenes: no ground-truth scene for item {exc.args[0]!r}") from exc
         for name in sorted(variants):
-            q_img = rows(variants[name], v.query_images, f"image features {name}")
-            t_img = rows(variants[name], v.target_images, f"image features {name}")
+            q_img = rows_of(variants[name], v.query_images, f"image features {name}")
+            t_img = rows_of(variants[name], v.target_images, f"image features {name}")
             index = BkrImageIndex.build(q_img, t_img, k=k)
             side = dict(variant=name, direction=v.direction, seed=v.seed, n=len(v.queries))
             if oracle is not None:

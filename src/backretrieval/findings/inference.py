@@ -29,7 +29,6 @@ datasets × directions (:func:`random_effects_summary`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 

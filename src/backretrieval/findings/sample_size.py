@@ -20,8 +20,15 @@ import scipy.stats as st
 
 from ..data.sampling import draw_sample
 from ..errors import InputError
+from ..evaluation.core import image_of_items, rows_of
 from ..metrics.kernels import evaluate_sample
-from .views import Lookup, agreement, build_view, image_of, mean_interval, pairwise_order_agreement, rows
+from .views import (
+    Lookup,
+    agreement,
+    build_view,
+    mean_interval,
+    pairwise_order_agreement,
+)
 
 
 def sample_size_metrics(
@@ -42,7 +49,7 @@ def sample_size_metrics(
     """
     if not parallel:
         raise InputError("sample size: XLR needs a parallel dataset (translations of the queries)")
-    imgs = image_of(items)
+    imgs = image_of_items(items)
     out = []
     grid = sorted({int(n) for n in n_grid})
     if not grid or grid[0] < 2:
@@ -53,8 +60,8 @@ def sample_size_metrics(
             for seed in seeds:
                 sample = draw_sample(items, src, tgt, n, int(seed), parallel)
                 v = build_view(sample, imgs, texts, direction)
-                q_img = rows(images, v.query_images, "image features")
-                t_img = rows(images, v.target_images, "image features")
+                q_img = rows_of(images, v.query_images, "image features")
+                t_img = rows_of(images, v.target_images, "image features")
                 enc_inputs = {e: {"bkr_src": v.bkr_src[e], "bkr_tgt": v.bkr_tgt[e],
                                   "xlr_src": v.bkr_src[e], "xlr_tgt": v.xlr_tgt[e]} for e in v.encoders}
                 ranks: dict[str, dict[str, np.ndarray]] = {}

@@ -15,21 +15,9 @@ import scipy.stats as st
 
 from ..data.sampling import Sample
 from ..errors import InputError
+from ..evaluation.core import Lookup, image_of_items, rows_of
 
 log = logging.getLogger("backretrieval")
-
-#: (id -> row, matrix): an embedding artifact as read by ``steps.layout.load_embedding``
-Lookup = tuple[dict[str, int], np.ndarray]
-
-
-def rows(lookup: Lookup, ids: Iterable[str], what: str) -> np.ndarray:
-    """Rows of ``lookup`` for ``ids`` (in order); a missing id is an :class:`InputError`."""
-    index, emb = lookup
-    try:
-        return emb[[index[i] for i in ids]]
-    except KeyError as exc:
-        raise InputError(f"{what}: no embedding for id {exc.args[0]!r}") from exc
-
 
 @dataclass(frozen=True)
 class SampleView:
@@ -55,11 +43,6 @@ class SampleView:
         return sorted(self.bkr_src)
 
 
-def image_of(items: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """lang -> item id -> image id."""
-    return {lang: dict(zip(sub["item_id"], sub["image_id"])) for lang, sub in items.groupby("lang")}
-
-
 def build_view(sample: Sample, images: Mapping[str, Mapping[str, str]],
                texts: Mapping[str, Mapping[str, Lookup]], direction: str | None = None) -> SampleView:
     """The view of one sample; ``texts[encoder][lang]`` are embedding lookups."""
@@ -75,10 +58,10 @@ def build_view(sample: Sample, images: Mapping[str, Mapping[str, str]],
         by_lang = texts[enc]
         if src not in by_lang or tgt not in by_lang:
             raise InputError(f"encoder {enc}: embeddings of {src} and {tgt} are needed for {d}")
-        bkr_src[enc] = rows(by_lang[src], sample.queries, f"{enc}/{src}")
-        bkr_tgt[enc] = rows(by_lang[tgt], sample.bkr_targets, f"{enc}/{tgt}")
+        bkr_src[enc] = rows_of(by_lang[src], sample.queries, f"{enc}/{src}")
+        bkr_tgt[enc] = rows_of(by_lang[tgt], sample.bkr_targets, f"{enc}/{tgt}")
         if sample.xlr_targets is not None:
-            xlr_tgt[enc] = rows(by_lang[tgt], sample.xlr_targets, f"{enc}/{tgt}")
+            xlr_tgt[enc] = rows_of(by_lang[tgt], sample.xlr_targets, f"{enc}/{tgt}")
     return SampleView(d, int(sample.seed), list(sample.queries), list(sample.bkr_targets), q_img, t_img,
                       bkr_src, bkr_tgt, xlr_tgt)
 
@@ -86,7 +69,7 @@ def build_view(sample: Sample, images: Mapping[str, Mapping[str, str]],
 def iter_views(samples: Iterable[Sample], items: pd.DataFrame,
                texts: Mapping[str, Mapping[str, Lookup]]) -> Iterator[SampleView]:
     """Views of ``samples`` one at a time (the arrays of all samples would not fit in memory)."""
-    imgs = image_of(items)
+    imgs = image_of_items(items)
     samples = list(samples)
     for i, s in enumerate(samples, start=1):
         log.info("sample %d/%d: %s-%s seed %d", i, len(samples), s.src_lang, s.tgt_lang, s.seed)

@@ -22,6 +22,7 @@ from .._util import io
 from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..data.sampling import Sample
 from ..errors import ConfigError, InputError
+from ..evaluation.core import rows_of
 from ..findings import hubness as hub_mod
 from ..findings import image_quality as iq
 from ..findings import sample_size as ss
@@ -113,24 +114,17 @@ class RunArtifacts:
         index, emb = self.image()
         img_src, img_tgt = self.image_of(src), self.image_of(tgt)
         out: dict[str, Any] = {
-            "q_img": _gather(index, emb, [img_src[i] for i in sample.queries], str(self.image_file)),
-            "t_img": _gather(index, emb, [img_tgt[i] for i in sample.bkr_targets], str(self.image_file)),
+            "q_img": rows_of((index, emb), [img_src[i] for i in sample.queries], str(self.image_file)),
+            "t_img": rows_of((index, emb), [img_tgt[i] for i in sample.bkr_targets], str(self.image_file)),
             "text": {},
         }
         for enc in encoders:
             s, t = self.text(enc, src), self.text(enc, tgt)
             if s is None or t is None:
                 raise InputError(f"encoder {enc!r} was skipped in {direction}; its metrics cannot be recomputed")
-            xlr_t = _gather(*t, sample.xlr_targets, f"{enc}/{tgt}") if sample.xlr_targets is not None else None
-            out["text"][enc] = (_gather(*s, sample.queries, f"{enc}/{src}"), _gather(*t, sample.bkr_targets, f"{enc}/{tgt}"), xlr_t)
+            xlr_t = rows_of(t, sample.xlr_targets, f"{enc}/{tgt}") if sample.xlr_targets is not None else None
+            out["text"][enc] = (rows_of(s, sample.queries, f"{enc}/{src}"), rows_of(t, sample.bkr_targets, f"{enc}/{tgt}"), xlr_t)
         return out
-
-
-def _gather(index: dict[str, int], emb: np.ndarray, ids: Sequence[str], what: str) -> np.ndarray:
-    try:
-        return emb[[index[i] for i in ids]]
-    except KeyError as exc:
-        raise InputError(f"{what}: no embedding for item/image id {exc.args[0]!r}") from exc
 
 
 def load_run(
