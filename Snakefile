@@ -27,3 +27,12 @@ rule all:
     input:
         all_outputs(),
     default_target: True
+
+
+rule findings:
+    """Every findings analysis of the current config (workflow/rules/findings.smk), then
+    docs/FINDINGS.md from every configuration's findings records."""
+    input:
+        FINDINGS_JSON,
+        FINDINGS_DOC,
+        f"{FINDINGS_ART}/findings.done",

@@ -371,11 +371,3 @@ rule findings_document:
     shell:
         "backretrieval findings-document --records {input.own} {params.others} --doc {output.doc}"
         " --summary-dir {output.summary} --readme {params.readme:q} > {log} 2>&1"
-
-
-rule findings:
-    """Every findings analysis of the current config, then docs/FINDINGS.md."""
-    input:
-        FINDINGS_JSON,
-        FINDINGS_DOC,
-        f"{FINDINGS_ART}/findings.done",
