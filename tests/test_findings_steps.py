@@ -213,3 +213,20 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
     assert not set(" ".join(test["gold"]).split()) & {h for h, _ in seed}
     rec = json.loads((out / "bli.json").read_text())
     assert rec["status"] == "ok" and "MAP" in rec["answer"]
+
+
+def test_findings_settings_defaults_overrides_and_unknown_analysis():
+    from backretrieval.config import load_config
+    from backretrieval.errors import ConfigError
+    from backretrieval.steps.findings import ANALYSES, findings_settings
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
+    s = findings_settings(cfg)
+    assert set(s) == set(ANALYSES)
+    assert s["inference"]["B"] == 200 and s["sample_size"]["synthetic"]["n_items"] == 10000
+    assert s["image_quality"]["backbones"] == {"effnet-lite2": {"type": "efficientnet-lite", "variant": "lite2"}}
+    s = findings_settings({**cfg, "findings": {"inference": {"B": 50}, "hubness": {"max_seeds": 1}}})
+    assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000}
+    assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
+    with pytest.raises(ConfigError, match="unknown analyses"):
+        findings_settings({**cfg, "findings": {"infrence": {}}})

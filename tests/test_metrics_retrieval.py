@@ -195,3 +195,11 @@ def test_bad_options_are_clear_errors():
     c = np.array([[-1.0, 0.05], [-0.9, -0.1]])
     with pytest.raises(ValueError, match="ratio margin is undefined"):
         M.backretrieve(q, c, retrieval="margin")
+
+
+def test_soft_bkr_is_defined_for_cosine_step_1_only():
+    rng = np.random.default_rng(3)
+    s, t, si, ti = (rng.normal(size=(12, 5)).astype(np.float32) for _ in range(4))
+    assert M.bkr(s, t, si, ti, k=3, top_m=1, retrieval="csls") == M.bkr(s, t, si, ti, k=3, retrieval="csls")
+    with pytest.raises(ValueError, match="cosine step 1 only"):
+        M.bkr(s, t, si, ti, k=3, top_m=2, retrieval="csls")
