@@ -194,6 +194,17 @@ def test_random_effects_known_answers():
         inf.random_effects_summary([0.1, 0.2], [0.0, 0.1])
 
 
+def test_i2_is_the_truncated_share_of_heterogeneity():
+    # I² = max(0, (Q - df) / Q) with Q the fixed-effect heterogeneity statistic
+    for y, s in (([0.1, 0.11, 0.09, 0.1], [0.05] * 4), ([0.3, -0.1, 0.2, 0.5, 0.05], [0.1, 0.12, 0.08, 0.2, 0.1])):
+        y, s = np.array(y), np.array(s)
+        w = 1 / s**2
+        q = np.sum(w * (y - np.sum(w * y) / np.sum(w)) ** 2)
+        want = max(0.0, (q - (len(y) - 1)) / q)
+        assert inf.random_effects_summary(y, s).i2 == pytest.approx(want, abs=1e-12)
+        assert 0 <= inf.random_effects_summary(y, s).i2 <= 1
+
+
 def test_corr_pair_subsample_estimates_corr():
     rng = np.random.default_rng(7)
     N = 200

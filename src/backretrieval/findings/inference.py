@@ -312,7 +312,9 @@ def random_effects_summary(effects: Sequence[float], ses: Sequence[float], alpha
     DerSimonian & Kacker 2007 recommend; statsmodels' one-step ``'dl'`` does not truncate a
     negative variance at 0), a normal-theory CI,
     and a two-sided exact sign test (:func:`scipy.stats.binomtest`) of positive vs negative
-    effects (zeros dropped). Effects with a non-finite or zero SE are refused."""
+    effects (zeros dropped). I² = max(0, (Q − df)/Q) (Higgins & Thompson 2002; statsmodels'
+    ``i2`` is not truncated, negative when Q < df). Effects with a non-finite or zero SE are
+    refused."""
     from statsmodels.stats.meta_analysis import combine_effects
 
     eff = np.asarray(effects, dtype=np.float64)
@@ -330,7 +332,7 @@ def random_effects_summary(effects: Sequence[float], ses: Sequence[float], alpha
     return RandomEffects(
         k=int(eff.size), estimate=est, se=sd, low=est - z * sd, high=est + z * sd,
         pvalue=float(2 * st.norm.sf(abs(est / sd))) if sd > 0 else float("nan"),
-        tau2=float(res.tau2), i2=float(res.i2), n_positive=pos, n_negative=neg, sign_pvalue=sign_p,
+        tau2=float(res.tau2), i2=max(0.0, float(res.i2)), n_positive=pos, n_negative=neg, sign_pvalue=sign_p,
     )
 
 
