@@ -21,9 +21,20 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/case_study.smk"
 include: "workflow/rules/results_doc_common.smk"
 include: "workflow/rules/results_doc.smk"
+include: "workflow/rules/findings_common.smk"
+include: "workflow/rules/findings.smk"
 
 
 rule all:
     input:
         all_outputs(),
     default_target: True
+
+
+rule findings:
+    """Every findings analysis of the current config (workflow/rules/findings.smk), then
+    docs/FINDINGS.md from every configuration's findings records."""
+    input:
+        FINDINGS_JSON,
+        FINDINGS_DOC,
+        f"{FINDINGS_ART}/findings.done",

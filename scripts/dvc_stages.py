@@ -14,9 +14,18 @@ The run configs are listed in scripts/dvc_runs.yaml (`stages:`); every config/*.
 not a stage is listed under `not_stages:` with the reason (tests/test_dvc.py checks both, and
 that the committed dvc.yaml equals a fresh generation).
 
+The findings (issue 15, `snakemake findings`) of the run configs listed under `findings:` are a
+second stage ``<run_name>-findings`` each: `snakemake --cores all findings [--configfile C]`,
+depending on the run's stage outputs it reads (``artifacts/<run>``, the prepared dataset) and
+the code; outs: ``artifacts/<run>.findings`` and any extra prepared dataset (cached), the
+``<reports_dir>/findings/`` files (``cache: false``, committed). docs/FINDINGS.md,
+reports/findings_summary/ and the README's verdict block are generated from every
+configuration's committed findings records: git files, not outs of one configuration's stage.
+
   python scripts/dvc_stages.py               write dvc.yaml from scripts/dvc_runs.yaml
   python scripts/dvc_stages.py --check       exit 1 if dvc.yaml differs from a fresh generation
   python scripts/dvc_stages.py CONFIG ...    stages for these configs instead of the list
+  python scripts/dvc_stages.py --findings CONFIG ...   ... each with its findings stage
 """
 
 from __future__ import annotations
@@ -47,9 +56,13 @@ SPEC_INPUTS = {"glove-translate": ("glove", "translations"), "laser": ("bpe_code
                "muse": ("vectors",), "rcsls": ("vectors",)}
 
 
-def _snakemake_outputs(config_path: str) -> list[tuple[str, str]]:
-    """(file, rule) of every output of the DAG of ``config_path``."""
-    cmd = [sys.executable, "-m", "snakemake", "--summary", "--configfile", config_path]
+# outputs of the findings DAG that are generated across configurations (git files, see above)
+CROSS_CONFIG_RULES = {"findings_document"}
+
+
+def _snakemake_outputs(config_path: str, target: str | None = None) -> list[tuple[str, str]]:
+    """(file, rule) of every output of the DAG of ``config_path`` (for ``target``, default: all)."""
+    cmd = [sys.executable, "-m", "snakemake", *([target] if target else []), "--summary", "--configfile", config_path]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     if res.returncode != 0:
@@ -139,14 +152,50 @@ def stage(config_path: str) -> tuple[str, dict]:
     return run, body
 
 
-def generate(configs: list[str]) -> str:
+def findings_stage(config_path: str) -> tuple[str, dict]:
+    """(``<run_name>-findings``, stage) of one run config: `snakemake findings` on it."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from backretrieval.config import load_config
+    from backretrieval.steps import layout
+
+    cfg = load_config(ROOT / config_path)
+    run = cfg["run_name"]
+    artifacts = layout.artifacts_root(cfg).as_posix()
+    own = f"{artifacts}.findings"
+    findings = Path(cfg["reports_dir"]) / "findings"
+    main_outputs = {path for path, _ in _snakemake_outputs(config_path)}
+    outs, report_outs = set(), []
+    for path, rule in _snakemake_outputs(config_path, "findings"):
+        p = Path(path)
+        if path in main_outputs or rule in CROSS_CONFIG_RULES:
+            continue  # the run's own stage, or generated across configurations
+        if path == own or path.startswith(own + "/"):
+            outs.add(own)
+        elif p.parent == layout.PREPARED:
+            outs.add(path)
+        elif findings in p.parents:
+            report_outs.append(path)
+        else:
+            raise SystemExit(f"dvc_stages: {config_path}: findings output {path} of rule {rule} is neither under "
+                             f"{own}/, {layout.PREPARED}/ nor {findings}/; extend scripts/dvc_stages.py")
+    cmd = "snakemake --cores all findings" + ("" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}")
+    body: dict = {
+        "cmd": cmd,
+        "deps": CODE_DEPS + [artifacts, layout.dataset_root(cfg).as_posix()] + _source_deps(cfg),
+        "params": [{config_path: None}],
+        "outs": sorted(outs) + [{p: {"cache": False}} for p in sorted(report_outs)],
+    }
+    return f"{run}-findings", body
+
+
+def generate(configs: list[str], findings: list[str] = ()) -> str:
     stages: dict[str, dict] = {}
     owner: dict[str, str] = {}
-    for c in configs:
-        name, body = stage(c)
+    for c, make in [*((c, stage) for c in configs), *((c, findings_stage) for c in findings)]:
+        name, body = make(c)
         if name in stages:
             raise SystemExit(f"dvc_stages: {c} and another config share run_name {name!r} (the stage name)")
-        for entry in body["outs"] + body["metrics"] + body["plots"]:
+        for entry in body["outs"] + body.get("metrics", []) + body.get("plots", []):
             path = entry if isinstance(entry, str) else next(iter(entry))
             if path in owner:
                 raise SystemExit(f"dvc_stages: {path} is written by both stage {owner[path]!r} and {name!r}; "
@@ -156,14 +205,17 @@ def generate(configs: list[str]) -> str:
     return HEADER + yaml.safe_dump({"stages": stages}, sort_keys=False, default_flow_style=False, width=100)
 
 
-def listed_runs() -> list[str]:
-    return list(yaml.safe_load(RUNS.read_text(encoding="utf-8"))["stages"])
+def listed_runs() -> tuple[list[str], list[str]]:
+    """(run configs, run configs whose findings are a stage too) of scripts/dvc_runs.yaml."""
+    runs = yaml.safe_load(RUNS.read_text(encoding="utf-8"))
+    return list(runs["stages"]), list(runs.get("findings") or [])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", help="run configs (default: the stages of scripts/dvc_runs.yaml)")
     ap.add_argument("--check", action="store_true", help="compare with dvc.yaml instead of writing it")
+    ap.add_argument("--findings", action="store_true", help="with CONFIGs: also each one's findings stage")
     ap.add_argument("--output", default=str(ROOT / "dvc.yaml"))
     args = ap.parse_args(argv)
     configs = []
@@ -172,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         if ROOT not in path.parents:
             ap.error(f"{c}: a run config must be inside the repository ({ROOT})")
         configs.append(path.relative_to(ROOT).as_posix())
-    text = generate(configs or listed_runs())
+    if args.findings and not configs:
+        ap.error("--findings needs CONFIGs (the listed runs' findings stages are in scripts/dvc_runs.yaml)")
+    text = generate(configs, configs if args.findings else []) if configs else generate(*listed_runs())
     out = Path(args.output)
     if args.check:
         if not out.is_file() or out.read_text(encoding="utf-8") != text:

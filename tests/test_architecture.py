@@ -14,7 +14,7 @@ LAYERS: dict[str, int] = {
     "__main__": 6,
     "__init__": 5, "cli": 5, "config": 5,
     "steps": 4,
-    "study": 3, "reporting": 3, "evaluation": 3,
+    "study": 3, "reporting": 3, "evaluation": 3, "findings": 3,
     "encoders": 2, "images": 2, "data": 2,
     "metrics": 1, "stats": 1,
     "_util": 0, "errors": 0,

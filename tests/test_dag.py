@@ -55,11 +55,12 @@ def test_every_rule_runs_in_a_minimal_shadow_directory():
     blocks = {}
     for smk in sorted((ROOT / "workflow/rules").glob("*.smk")):
         blocks.update(_rule_blocks(smk.read_text()))
-    assert {"prepare_dataset", "check_dataset", "embed_text", "report", "case_train", "human_tally"} <= set(blocks)
+    assert {"prepare_dataset", "check_dataset", "embed_text", "report", "case_train", "human_tally",
+            "findings_inference", "findings_hubness", "findings_document"} <= set(blocks)
     for name, block in blocks.items():
         assert re.search(r"shadow:\s+SHADOW\b", block), f"rule {name} has no `shadow: SHADOW`"
         assert "--config" not in block, f"rule {name} hands a config file to its step"
-    assert set(_rule_blocks((ROOT / "Snakefile").read_text())) == {"all"}  # no job, only targets
+    assert set(_rule_blocks((ROOT / "Snakefile").read_text())) == {"all", "findings"}  # no job, only targets
 
 
 @pytest.mark.slow
@@ -203,3 +204,15 @@ def test_layout_heads_are_the_case_study_heads():
     from backretrieval.study.case_study import HEADS
 
     assert layout.HEADS == HEADS
+
+
+def test_findings_target_plans_every_analysis_of_the_config(tmp_path):
+    """`snakemake findings` = every analysis of the current config, each a shadowed rule over
+    the main pipeline's declared files, then the document."""
+    res = _smk(tmp_path / "wd", "-n", "findings", "--configfile", str(TINY))
+    assert res.returncode == 0, res.stderr[-3000:]
+    jobs = set(re.findall(r"^\s*(?:local)?rule (\w+):", res.stdout, re.M))
+    analyses = {f"findings_{a}" for a in ("inference", "image_quality", "sample_size", "hubness", "calibration",
+                                            "bli", "agreement", "document")}
+    assert analyses <= jobs, sorted(analyses - jobs)
+    assert {"metrics", "sample", "embed_text"} <= jobs  # the main pipeline's artifacts come first

@@ -103,6 +103,7 @@ def test_every_named_config_is_a_stage_or_listed_with_a_reason():
         assert isinstance(reason, str) and len(reason) > 20, cfg
     for cfg in stages:
         assert (ROOT / cfg).is_file(), cfg
+    assert set(runs.get("findings") or []) <= set(stages)  # a findings stage follows its run's stage
 
 
 @needs_dvc
@@ -119,6 +120,22 @@ def test_stage_tracks_code_config_outputs_metrics_and_plots():
     assert {"reports/plots/fig2_xlr_vs_bkr.csv", "reports/case_study/figures/fig3_boxplot.png"} <= {
         next(iter(p)) for p in stage["plots"]}
     assert not any("logs/" in o for o in outs)
+
+
+def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    stage = stages["default-findings"]
+    assert stage["cmd"] == "snakemake --cores all findings"
+    assert stage["params"] == [{"params.yaml": None}]
+    assert {"Snakefile", "workflow", "src/backretrieval", "artifacts/default", "data/prepared/synthetic"} <= set(stage["deps"])
+    outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
+    assert "artifacts/default.findings" in outs and "reports/findings/inference.json" in outs
+    assert {f"reports/findings/{a}.json" for a in ("inference", "image_quality", "sample_size", "hubness",
+                                                    "calibration", "bli", "agreement")} <= set(outs)
+    # generated across configurations (git files), and the run's own outs belong to its stage
+    assert not any(o.startswith(("docs/", "reports/findings_summary", "artifacts/default/")) for o in outs)
+    default = {o if isinstance(o, str) else next(iter(o)) for o in stages["default"]["outs"]}
+    assert not default & set(outs)
 
 
 # ---------------------------------------------------------------------------------- slow

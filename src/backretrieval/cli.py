@@ -357,6 +357,248 @@ def cmd_compare(args) -> int:
     return 0
 
 
+# findings (issue 15): explicit files and settings, no config (findings-a: inference,
+# calibration, bli, agreement, document)
+
+
+def _findings_run(args):
+    from .steps.findings import load_run
+
+    return load_run(
+        dataset=Path(args.dataset), metrics_files=[Path(p) for p in args.metrics],
+        samples_files=[Path(p) for p in args.samples or []], ranks_files=[Path(p) for p in args.ranks or []],
+        image_file=Path(args.image_emb) if args.image_emb else None,
+        text_files=[Path(p) for p in args.text_emb or []], k=args.k,
+    )
+
+
+def cmd_findings_inference(args) -> int:
+    from .steps.findings import inference_step
+
+    inference_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), B=args.B,
+                   boot_seed=args.bootstrap_seed, n_seeds=args.n_seeds, max_pairs=args.corr_max_pairs or None,
+                   random_encoders=args.random_encoders, family=args.family or [], family_name=args.family_name)
+    return 0
+
+
+def cmd_findings_calibration(args) -> int:
+    from .steps.findings import calibration_step
+
+    calibration_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), soft_m=args.soft_m,
+                     n_seeds=args.n_seeds)
+    return 0
+
+
+def cmd_findings_bli(args) -> int:
+    import json
+
+    from .errors import ConfigError
+    from .steps.findings import bli_step
+
+    specs = {}
+    for item in args.spec or []:
+        enc, sep, raw = item.partition("=")
+        try:
+            spec = json.loads(raw) if sep else None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--spec {item!r}: the part after '=' is not JSON ({exc})") from exc
+        if not isinstance(spec, dict):
+            raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
+        specs[enc] = spec
+    bli_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), specs=specs,
+             test_size=args.test_size, min_count=args.min_count, seed=args.seed, csls_k=args.csls_k)
+    return 0
+
+
+def cmd_findings_agreement(args) -> int:
+    from .steps.findings import agreement_step
+
+    agreement_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), points_file=Path(args.points),
+                   bli_file=Path(args.bli) if args.bli else None, soft_m=args.soft_m, B=args.B, boot_seed=args.bootstrap_seed)
+    return 0
+
+
+def cmd_findings_document(args) -> int:
+    from .steps.findings import document_step
+
+    document_step([Path(p) for p in args.records], doc=Path(args.doc), summary_dir=Path(args.summary_dir),
+                  readme=Path(args.readme) if args.readme else None)
+    return 0
+
+
+def _add_findings_parsers(add) -> None:
+    def run_inputs(sp, embeddings: bool) -> None:
+        sp.add_argument("--dataset", required=True, help="prepared dataset folder (data/prepared/<name>)")
+        sp.add_argument("--metrics", nargs="+", required=True, help="metrics CSVs of every direction")
+        sp.add_argument("--k", type=int, required=True, help="Recall@k of the run")
+        sp.add_argument("--run-name", required=True)
+        sp.add_argument("--out-dir", required=True, help="<reports_dir>/findings")
+        if embeddings:
+            sp.add_argument("--ranks", nargs="+", required=True, help="<direction>.ranks.npz of every direction")
+            sp.add_argument("--samples", nargs="+", required=True, help="<direction>.json samples of every direction")
+            sp.add_argument("--image-emb", required=True, help="image embedding of the run's backbone")
+            sp.add_argument("--text-emb", nargs="+", required=True, help="text embeddings <encoder>/<lang>.<field>.npz")
+        else:
+            sp.add_argument("--ranks", nargs="*")
+            sp.add_argument("--samples", nargs="*")
+            sp.add_argument("--image-emb")
+            sp.add_argument("--text-emb", nargs="*")
+
+    sp = add("findings-inference", cmd_findings_inference, "findings 1: encoder x item bootstrap, order accuracy, sensitivity")
+    run_inputs(sp, True)
+    sp.add_argument("--B", type=int, default=200, help="bootstrap replicates")
+    sp.add_argument("--bootstrap-seed", type=int, default=0)
+    sp.add_argument("--n-seeds", type=int, default=3, help="the first n seeds of each direction are used")
+    sp.add_argument("--corr-max-pairs", type=int, default=20000,
+                    help="CORR per replicate on this many sampled pairs (0 = all pairs)")
+    sp.add_argument("--random-encoders", nargs="*", default=["random"], help="chance-level encoders (left out in one sensitivity set)")
+    sp.add_argument("--family", nargs="*", help="encoders of one model family (a sensitivity set)")
+    sp.add_argument("--family-name", default="word-vector")
+    sp = add("findings-calibration", cmd_findings_calibration, "findings 5: BkR -> XLR calibration, soft BkR")
+    run_inputs(sp, True)
+    sp.add_argument("--soft-m", type=int, nargs="+", default=[1, 3, 5, 10], help="m of soft BkR (1 = BkR)")
+    sp.add_argument("--n-seeds", type=int, default=None, help="the first n seeds (default: all)")
+    sp = add("findings-bli", cmd_findings_bli, "findings 6: BLI of the word-vector family")
+    run_inputs(sp, False)
+    sp.add_argument("--spec", action="append", metavar="ENCODER=JSON", help="a wordvec encoder's params entry as JSON")
+    sp.add_argument("--test-size", type=int, default=2000)
+    sp.add_argument("--min-count", type=int, default=5)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--csls-k", type=int, default=10)
+    sp = add("findings-agreement", cmd_findings_agreement, "findings 6: agreement matrix of every metric")
+    run_inputs(sp, False)
+    sp.add_argument("--points", required=True, help="calibration_points.csv of the run")
+    sp.add_argument("--bli", help="bli.csv of the run (optional)")
+    sp.add_argument("--soft-m", type=int, default=5)
+    sp.add_argument("--B", type=int, default=1000)
+    sp.add_argument("--bootstrap-seed", type=int, default=0)
+    sp = add("findings-document", cmd_findings_document, "docs/FINDINGS.md + overall verdict from every findings JSON")
+    sp.add_argument("--records", nargs="+", required=True, help="every configuration's <reports_dir>/findings/*.json")
+    sp.add_argument("--doc", default="docs/FINDINGS.md")
+    sp.add_argument("--summary-dir", default="reports/findings_summary")
+    sp.add_argument("--readme", help="README whose findings-verdict block is regenerated")
+
+
+# findings-b: image quality, sample size, hubness (explicit inputs, outputs and settings)
+
+
+def _text_files(specs: list[str]) -> dict[tuple[str, str], Path]:
+    """``ENCODER:LANG=PATH`` flags → {(encoder, lang): path}."""
+    from .errors import InputError
+
+    out: dict[tuple[str, str], Path] = {}
+    for spec in specs:
+        key, sep, path = spec.partition("=")
+        enc, sep2, lang = key.rpartition(":")
+        if not sep or not sep2 or not enc or not lang or not path:
+            raise InputError(f"--text {spec!r}: expected ENCODER:LANG=PATH")
+        out[(enc, lang)] = Path(path)
+    return out
+
+
+def _named_files(specs: list[str], flag: str) -> dict[str, Path]:
+    """``NAME=PATH`` flags → {name: path} (order kept)."""
+    from .errors import InputError
+
+    out: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"{flag} {spec!r}: expected NAME=PATH")
+        out[name] = Path(path)
+    return out
+
+
+def _findings_b_run(args):
+    """The run the analysis belongs to (its record's ``run``), from the run's metrics CSVs."""
+    from .steps.findings import load_run
+
+    run = load_run(dataset=Path(args.run_dataset or args.dataset), metrics_files=[Path(p) for p in args.metrics], k=args.k)
+    return run.run_info(args.run_name, str(Path(args.out_dir).parent))
+
+
+def cmd_findings_image_quality(args) -> int:
+    from .steps import findings as fs
+
+    fs.image_quality_step(
+        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples],
+        text_files=_text_files(args.text), image_files=_named_files(args.image, "--image"), base=args.base,
+        degradations=fs.parse_degradations(args.noise, args.project, args.shuffle), k=args.k,
+        max_seeds=args.max_seeds, seed=args.seed, out_dir=Path(args.out_dir), run=_findings_b_run(args),
+    )
+    return 0
+
+
+def cmd_findings_sample_size(args) -> int:
+    from .findings.sample_size import Criterion
+    from .steps import findings as fs
+
+    fs.sample_size_step(
+        dataset=Path(args.dataset), text_files=_text_files(args.text), image_file=Path(args.image),
+        directions=args.directions, n_grid=args.n_grid, seeds=args.seeds, k=args.k, baseline=args.baseline,
+        out_dir=Path(args.out_dir), run=_findings_b_run(args),
+        criterion=Criterion(agreement=args.min_agreement, share=args.min_share),
+    )
+    return 0
+
+
+def cmd_findings_hubness(args) -> int:
+    from .steps import findings as fs
+
+    fs.hubness_step(
+        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples], text_files=_text_files(args.text),
+        image_file=Path(args.image), retrievals=args.retrievals, hub_fraction=args.hub_fraction,
+        hub_noise=args.hub_noise, k=args.k, max_seeds=args.max_seeds, seed=args.seed,
+        out_dir=Path(args.out_dir), run=_findings_b_run(args),
+    )
+    return 0
+
+
+def _add_findings_b(add) -> None:
+    def common(sp, samples: bool = True):
+        sp.add_argument("--dataset", required=True, help="prepared dataset folder")
+        if samples:
+            sp.add_argument("--samples", nargs="+", required=True, help="samples JSON files (one per direction)")
+        sp.add_argument("--text", nargs="+", required=True, metavar="ENCODER:LANG=NPZ", help="text embeddings")
+        sp.add_argument("--k", type=int, default=10)
+        sp.add_argument("--metrics", nargs="+", required=True, help="the run's metrics CSVs (every direction)")
+        sp.add_argument("--run-dataset", help="the run's prepared dataset when --dataset is another one")
+        sp.add_argument("--run-name", required=True, help="run name written into the outputs")
+        sp.add_argument("--out-dir", required=True, help="<reports_dir>/findings")
+
+    sp = add("findings-image-quality", cmd_findings_image_quality,
+             "findings: image quality vs BkR's agreement with XLR")
+    common(sp)
+    sp.add_argument("--image", nargs="+", required=True, metavar="BACKBONE=NPZ", help="image features per backbone")
+    sp.add_argument("--base", required=True, help="the backbone whose features are degraded")
+    sp.add_argument("--noise", nargs="*", type=float, default=[], help="Gaussian noise levels (noise/signal norm)")
+    sp.add_argument("--project", nargs="*", type=int, default=[], help="random projections to these dimensions")
+    sp.add_argument("--shuffle", action="store_true", help="add shuffled features (the floor)")
+    sp.add_argument("--max-seeds", type=int, default=None, help="first seeds of each samples file (default all)")
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("findings-sample-size", cmd_findings_sample_size, "findings: BkR's ranking stability vs N")
+    common(sp, samples=False)
+    sp.add_argument("--image", required=True, help="image features (npz)")
+    sp.add_argument("--directions", nargs="+", required=True)
+    sp.add_argument("--n-grid", nargs="+", type=int, required=True)
+    sp.add_argument("--seeds", nargs="+", type=int, required=True)
+    sp.add_argument("--baseline", help="the random encoder (its BkR is compared with k/N)")
+    sp.add_argument("--min-agreement", type=float, default=0.9)
+    sp.add_argument("--min-share", type=float, default=0.9)
+
+    sp = add("findings-hubness", cmd_findings_hubness, "findings: hubness, CSLS / margin, injected hubs")
+    common(sp)
+    sp.add_argument("--image", required=True, help="image features (npz)")
+    sp.add_argument("--retrievals", nargs="+", default=["cosine", "csls", "margin"], choices=["cosine", "csls", "margin"])
+    sp.add_argument("--hub-fraction", type=float, default=0.02, help="injected hubs per target")
+    sp.add_argument("--hub-noise", type=float, default=0.1)
+    sp.add_argument("--max-seeds", type=int, default=None)
+    sp.add_argument("--seed", type=int, default=0)
+
+
+
+
 # -------------------------------------------------------------------------------------------
 
 
@@ -571,6 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions")
+    _add_findings_parsers(add)
+    _add_findings_b(add)
 
     def eval_opts(sp, required: bool) -> None:
         sp.add_argument("--data", required=required,

@@ -13,6 +13,11 @@ has at most ``block_elems`` entries (default 2**24 ≈ 64 MB in float32), so no 
 exists beyond one bounded block. Computation happens in the input dtype (float32 stays
 float32 — one BLAS sgemm per block).
 
+**Retrieval scores** (XLR and BkR step 1; the image step always uses cosine): ``retrieval=
+"cosine"`` (the paper, the default) or, as named options for hubness studies, ``"csls"``
+(Conneau et al. 2018) and ``"margin"`` (the ratio margin of Artetxe & Schwenk 2019, as in
+LASER/xSIM); see :func:`retrieval_scores`. The default path is untouched by the options.
+
 BkR's image step can be shared by every text encoder evaluated on the same sample:
 :class:`BkrImageIndex` stores, for every target image, the set of source images that would
 rank within the top k (ties at the boundary included), so evaluating another encoder costs
@@ -21,11 +26,12 @@ one text retrieval plus an O(N) lookup.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
 #: the largest image score matrix of a sample that ``evaluate_sample`` keeps to share between
@@ -121,15 +127,19 @@ def _ranks_of_true(
     true_idx: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     query_rows: np.ndarray | None = None,
+    adjust: _HubAdjustment | None = None,
 ) -> np.ndarray:
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, computed block by block.
 
     The true score is read from the same block of the same matrix product, so it is
     bit-identical to the scores it is compared against. ``query_rows`` (optional): query i is
     row ``query_rows[i]`` of ``queries``; each distinct row is scored once
-    (``_ranks_of_true_pivots``), never a full gathered copy.
+    (``_ranks_of_true_pivots``), never a full gathered copy. ``adjust`` (optional): the
+    cosines of each block are turned into CSLS / margin scores before ranking.
     """
     if query_rows is not None:
+        if adjust is not None:
+            raise ValueError("score adjustment is not supported with shared pivot rows")
         return _ranks_of_true_pivots(queries, candidates, true_idx, query_rows, block_elems)
     n = queries.shape[0]
     ranks = np.empty(n, dtype=np.int64)
@@ -139,6 +149,8 @@ def _ranks_of_true(
     for start in range(0, n, step):
         stop = min(n, start + step)
         scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
+        if adjust is not None:
+            adjust.apply(scores, start, stop)
         ranks[start:stop] = _rank_in_rows(scores, true_idx[start:stop], greater_buf)
     return ranks
 
@@ -195,9 +207,11 @@ def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.
 
 
 def _nearest(
-    queries: np.ndarray, candidates: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS
+    queries: np.ndarray, candidates: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS,
+    adjust: _HubAdjustment | None = None,
 ) -> np.ndarray:
-    """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block."""
+    """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block; with
+    ``adjust``, argmax of the CSLS / margin scores instead."""
     n = queries.shape[0]
     out = np.empty(n, dtype=np.int64)
     step = _block_rows(n, candidates.shape[0], block_elems)
@@ -205,7 +219,147 @@ def _nearest(
     score_buf = _score_buffer(step, queries, candidates)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        out[start:stop] = np.argmax(np.matmul(queries[start:stop], ct, out=score_buf[: stop - start]), axis=1)
+        scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
+        if adjust is not None:
+            adjust.apply(scores, start, stop)
+        out[start:stop] = np.argmax(scores, axis=1)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# hubness-reducing retrieval scores (named options; the paper uses plain cosine)
+#
+# CSLS (Conneau et al. 2018, "Word translation without parallel data", eq. 6):
+#     CSLS(x, y) = 2 cos(x, y) − r_T(x) − r_S(y),
+#     r_T(x) = mean cosine of x with its k nearest candidates (target side),
+#     r_S(y) = mean cosine of y with its k nearest queries (source side); k = 10 in the paper.
+# Ratio margin (Artetxe & Schwenk 2019, "Margin-based parallel corpus mining", eq. 2 with the
+# ratio of Section 3.1; LASER's mining and xSIM "ratio"):
+#     margin(x, y) = cos(x, y) / (r_T(x)/2 + r_S(y)/2); k = 4 in the paper and in LASER.
+# Neighbourhoods are taken within the evaluated sets themselves (queries vs candidates).
+
+RETRIEVALS = ("cosine", "csls", "margin")
+CSLS_K = 10
+MARGIN_K = 4
+
+
+def _check_retrieval(retrieval: str, retrieval_k: int | None) -> int:
+    """The neighbourhood size of ``retrieval`` (its paper's k unless ``retrieval_k``)."""
+    if retrieval not in RETRIEVALS:
+        raise ValueError(f"retrieval must be one of {RETRIEVALS}, got {retrieval!r}")
+    if retrieval_k is None:
+        return CSLS_K if retrieval == "csls" else MARGIN_K
+    if isinstance(retrieval_k, bool) or not isinstance(retrieval_k, (int, np.integer)) or retrieval_k < 1:
+        raise ValueError(f"retrieval_k must be a positive integer, got {retrieval_k!r}")
+    return int(retrieval_k)
+
+
+def _mean_of_top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Mean of the k largest values of every row, float64; the k values are sorted before they
+    are summed, so the result depends only on the values, not on their order in the row."""
+    m = scores.shape[1]
+    top = np.sort(np.partition(scores, m - k, axis=1)[:, m - k :], axis=1).astype(np.float64)
+    return top.sum(axis=1) / k
+
+
+def neighbourhood_means(
+    queries: np.ndarray, candidates: np.ndarray, k: int, block_elems: int = DEFAULT_BLOCK_ELEMS
+) -> tuple[np.ndarray, np.ndarray]:
+    """(r_q, r_c): mean cosine of every (normalised) query row with its k most similar
+    candidates, and of every candidate with its k most similar queries (k capped at the other
+    side's size), float64, in one pass over the query×candidate blocks: r_q from each block's
+    rows, r_c from a running top-k of each column. The values are those of the block products
+    that XLR / BkR step 1 rank, and equal to :func:`_neighbourhoods_of_matrix` of the full
+    matrix assembled from the same blocks."""
+    n, m = queries.shape[0], candidates.shape[0]
+    if n == 0 or m == 0:
+        raise ValueError("neighbourhood of an empty query or candidate set")
+    kq, kc = min(int(k), m), min(int(k), n)
+    r_q = np.empty(n, dtype=np.float64)
+    step = _block_rows(n, m, block_elems)
+    score_buf = _score_buffer(step, queries, candidates)
+    col_top = np.empty((0, m), dtype=score_buf.dtype)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        scores = np.matmul(queries[start:stop], candidates.T, out=score_buf[: stop - start])
+        r_q[start:stop] = _mean_of_top(scores, kq)
+        both = np.concatenate([col_top, scores])
+        col_top = both if both.shape[0] <= kc else np.partition(both, both.shape[0] - kc, axis=0)[-kc:]
+    return r_q, _mean_of_top(np.ascontiguousarray(col_top.T), kc)
+
+
+def _neighbourhoods_of_matrix(cosines: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(r_q, r_c) of :func:`neighbourhood_means` from a full query×candidate cosine matrix."""
+    n, m = cosines.shape
+    return _mean_of_top(cosines, min(int(k), m)), _mean_of_top(np.ascontiguousarray(cosines.T), min(int(k), n))
+
+
+@dataclass(frozen=True)
+class _HubAdjustment:
+    """Turns a block of cosines (rows = queries ``start:stop``, all candidates) into CSLS or
+    ratio-margin scores in place, in the block's dtype."""
+
+    kind: str
+    r_queries: np.ndarray  # r_T: per query, mean cosine with its k nearest candidates
+    r_candidates: np.ndarray  # r_S: per candidate, mean cosine with its k nearest queries
+
+    @classmethod
+    def build(cls, queries: np.ndarray | None, candidates: np.ndarray | None, retrieval: str, retrieval_k: int | None,
+              block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None) -> _HubAdjustment | None:
+        k = _check_retrieval(retrieval, retrieval_k)
+        if retrieval == "cosine":
+            return None
+        if cosines is not None:
+            r_q, r_c = _neighbourhoods_of_matrix(cosines, k)
+        else:
+            if queries is None or candidates is None:
+                raise ValueError("retrieval adjustment: queries and candidates, or cosines, are needed")
+            r_q, r_c = neighbourhood_means(queries, candidates, k, block_elems)
+        if retrieval == "margin" and (r_q.min() + r_c.min()) <= 0:
+            raise ValueError(
+                "margin retrieval: a query and a candidate have a non-positive mean neighbourhood "
+                "similarity sum; the ratio margin is undefined there (use csls or cosine)"
+            )
+        return cls(retrieval, r_q, r_c)
+
+    def apply(self, scores: np.ndarray, start: int, stop: int) -> None:
+        dt = scores.dtype
+        r_q = self.r_queries[start:stop, None].astype(dt)
+        r_c = self.r_candidates[None, :].astype(dt)
+        if self.kind == "csls":
+            scores *= 2
+            scores -= r_q
+            scores -= r_c
+        else:  # ratio margin
+            scores /= (r_q + r_c) / 2
+
+
+def retrieval_scores(
+    queries: np.ndarray, candidates: np.ndarray, retrieval: str = "cosine", retrieval_k: int | None = None,
+    block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None,
+) -> np.ndarray:
+    """The full (n_queries, n_candidates) score matrix that XLR and BkR step 1 rank by:
+    cosine, CSLS or ratio margin (see above), computed with the same blocks as they are (so
+    its argmax is :func:`backretrieve`'s choice). For analyses (k-occurrence); O(n·m) memory.
+
+    ``cosines``: this function's own ``"cosine"`` result for the same inputs and block size;
+    the CSLS / margin scores are then derived from it without new products (same values)."""
+    if cosines is not None:
+        _check_retrieval(retrieval, retrieval_k)
+        out = np.array(cosines, copy=True)
+        adjust = _HubAdjustment.build(None, None, retrieval, retrieval_k, cosines=cosines)
+        if adjust is not None:
+            adjust.apply(out, 0, out.shape[0])
+        return out
+    q, c = _as_pair(queries, candidates, "retrieval scores")
+    adjust = _HubAdjustment.build(q, c, retrieval, retrieval_k, block_elems)
+    out = np.empty((q.shape[0], c.shape[0]), dtype=np.result_type(q.dtype, c.dtype))
+    step = _block_rows(q.shape[0], c.shape[0], block_elems)
+    for start in range(0, q.shape[0], step):
+        stop = min(q.shape[0], start + step)
+        np.matmul(q[start:stop], c.T, out=out[start:stop])
+        if adjust is not None:
+            adjust.apply(out[start:stop], start, stop)
     return out
 
 
@@ -214,23 +368,35 @@ def _nearest(
 
 
 def xlr_ranks(
-    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False
+    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False,
+    *, retrieval: str = "cosine", retrieval_k: int | None = None, extra_candidates: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-query rank of the true translation (row i of src matches row i of tgt).
 
-    ``inplace=True`` normalises the inputs in place (they are modified; no copies)."""
+    ``inplace=True`` normalises the inputs in place (they are modified; no copies).
+    ``retrieval``/``retrieval_k``: rank by cosine (default), CSLS or ratio margin (see
+    :func:`retrieval_scores`). ``extra_candidates``: rows appended to the candidates after
+    tgt (distractors, e.g. injected hubs); the true translation of query i stays row i."""
     src, tgt = _as_pair(src_text, tgt_text, "xlr", inplace)
     if src.shape[0] != tgt.shape[0]:
         raise ValueError(f"xlr: src and tgt must be aligned (same rows), got {src.shape[0]} vs {tgt.shape[0]}")
-    return _ranks_of_true(src, tgt, np.arange(src.shape[0]), block_elems)
+    if extra_candidates is not None:
+        extra = normalize(extra_candidates)
+        if extra.shape[1] != tgt.shape[1]:
+            raise ValueError(f"xlr: extra candidates have dimension {extra.shape[1]}, targets {tgt.shape[1]}")
+        tgt = np.concatenate([tgt, extra.astype(tgt.dtype, copy=False)])
+    adjust = _HubAdjustment.build(src, tgt, retrieval, retrieval_k, block_elems)
+    return _ranks_of_true(src, tgt, np.arange(src.shape[0]), block_elems, adjust=adjust)
 
 
 def xlr(
     src_text: np.ndarray, tgt_text: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
-    inplace: bool = False,
+    inplace: bool = False, *, retrieval: str = "cosine", retrieval_k: int | None = None,
 ) -> float:
     """Ground-truth cross-lingual retrieval Recall@k (the paper's XLR)."""
-    return recall_at_k(xlr_ranks(src_text, tgt_text, block_elems, inplace), k)
+    return recall_at_k(
+        xlr_ranks(src_text, tgt_text, block_elems, inplace, retrieval=retrieval, retrieval_k=retrieval_k), k
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,11 +411,14 @@ def _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img) -> None:
 
 
 def backretrieve(
-    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False
+    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False,
+    *, retrieval: str = "cosine", retrieval_k: int | None = None,
 ) -> np.ndarray:
-    """BkR step 1: index of the nearest target text for every source text (ties → lowest)."""
+    """BkR step 1: index of the nearest target text for every source text (ties → lowest).
+    ``retrieval``: by cosine (the paper, default), CSLS or ratio margin (:func:`retrieval_scores`)."""
     src, tgt = _as_pair(src_text, tgt_text, "bkr text", inplace)
-    return _nearest(src, tgt, block_elems)
+    adjust = _HubAdjustment.build(src, tgt, retrieval, retrieval_k, block_elems)
+    return _nearest(src, tgt, block_elems, adjust=adjust)
 
 
 def bkr_ranks(
@@ -259,6 +428,9 @@ def bkr_ranks(
     tgt_img: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
+    *,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
 ) -> np.ndarray:
     """Per-query Backretrieval rank, exactly the paper's four steps.
 
@@ -266,9 +438,11 @@ def bkr_ranks(
     2. take the image of t* (row t* of ``tgt_img``);
     3. rank all source images (rows of ``src_img``) by cosine with that image;
     4. return the rank of q's own image (row q of ``src_img``).
+
+    ``retrieval`` (a named option, not the paper's): step 1 by CSLS or ratio margin.
     """
     _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
-    t_star = backretrieve(src_text, tgt_text, block_elems, inplace)
+    t_star = backretrieve(src_text, tgt_text, block_elems, inplace, retrieval=retrieval, retrieval_k=retrieval_k)
     s_img, t_img = _as_pair(src_img, tgt_img, "bkr image", inplace)
     return _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), block_elems, query_rows=t_star)
 
@@ -281,10 +455,27 @@ def bkr(
     k: int = 10,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
+    top_m: int = 1,
+    *,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
 ) -> float:
     """Backretrieval Recall@k (the paper's BkR; k=10 in the paper). ``inplace=True``
-    normalises the four inputs in place (they are modified; no copies) — for very large N."""
-    return recall_at_k(bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, inplace), k)
+    normalises the four inputs in place (they are modified; no copies) — for very large N.
+
+    ``top_m`` > 1: soft BkR (not in the paper, off by default), the mean of the BkR hits of
+    the ``top_m`` nearest target texts (see :func:`soft_bkr_hits`; cosine step 1 only);
+    ``top_m=1`` is the paper's. ``retrieval`` (a named option, not the paper's): step 1 by
+    CSLS or ratio margin (:func:`retrieval_scores`).
+    """
+    if top_m != 1:
+        if retrieval != "cosine":
+            raise ValueError(f"bkr: soft BkR (top_m={top_m}) is defined for cosine step 1 only, got {retrieval!r}")
+        return float(np.mean(soft_bkr_hits(src_text, tgt_text, src_img, tgt_img, k, top_m, block_elems, inplace)))
+    return recall_at_k(
+        bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, inplace,
+                  retrieval=retrieval, retrieval_k=retrieval_k), k
+    )
 
 
 @dataclass(frozen=True)
@@ -369,14 +560,28 @@ class BkrImageIndex:
         pos = np.minimum(pos, len(self.codes) - 1)
         return self.codes[pos] == query if len(self.codes) else np.zeros(self.n_src, bool)
 
-    def recall(self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
-        """BkR Recall@k of one text encoder on this sample."""
+    def soft_hits(self, top: np.ndarray) -> np.ndarray:
+        """Mean of :meth:`hits` over the columns of ``top`` (n_src, m): per-query soft BkR."""
+        top = np.asarray(top, dtype=np.int64)
+        if top.ndim != 2 or top.shape[0] != self.n_src or top.shape[1] < 1:
+            raise ValueError(f"top must be (n_src={self.n_src}, m >= 1), got shape {top.shape}")
+        total = np.zeros(self.n_src, dtype=np.int64)
+        for j in range(top.shape[1]):
+            total += self.hits(top[:, j])
+        return total / top.shape[1]
+
+    def recall(
+        self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS,
+        *, retrieval: str = "cosine", retrieval_k: int | None = None,
+    ) -> float:
+        """BkR Recall@k of one text encoder on this sample (step 1 by ``retrieval``)."""
         if src_text.shape[0] != self.n_src or tgt_text.shape[0] != self.n_tgt:
             raise ValueError(
                 f"text rows ({src_text.shape[0]}, {tgt_text.shape[0]}) do not match the image index "
                 f"({self.n_src}, {self.n_tgt})"
             )
-        return float(np.mean(self.hits(backretrieve(src_text, tgt_text, block_elems))))
+        t_star = backretrieve(src_text, tgt_text, block_elems, retrieval=retrieval, retrieval_k=retrieval_k)
+        return float(np.mean(self.hits(t_star)))
 
 
 def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
@@ -405,6 +610,62 @@ def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = Non
     kth = vals[by_row_desc][first + k - 1]
     keep = vals >= kth[rows]
     return rows[keep], cols[keep]
+
+
+# --------------------------------------------------------------------------------------------
+# soft BkR (an option, not in the paper): BkR hits averaged over the top-m retrieved texts
+
+
+def nearest_m(
+    queries: np.ndarray, candidates: np.ndarray, m: int, block_elems: int = DEFAULT_BLOCK_ELEMS
+) -> np.ndarray:
+    """The ``m`` nearest candidates of every query, best first: (n, m) indices in the order of
+    descending cosine, ties → lowest index (so column 0 is :func:`backretrieve`'s choice).
+    Inputs are normalised here; block by block, rows never fully sorted."""
+    q, c = _as_pair(queries, candidates, "nearest_m")
+    n, n_c = q.shape[0], c.shape[0]
+    if not 1 <= m <= n_c:
+        raise ValueError(f"nearest_m: m must be in [1, {n_c}] (number of candidates), got {m}")
+    if m == 1:
+        return _nearest(q, c, block_elems)[:, None]
+    out = np.empty((n, m), dtype=np.int64)
+    step = _block_rows(n, n_c, block_elems)
+    score_buf = _score_buffer(step, q, c)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        scores = np.matmul(q[start:stop], c.T, out=score_buf[: stop - start])
+        kth = np.partition(scores, n_c - m, axis=1)[:, n_c - m]  # the m-th largest of each row
+        rows, cols = np.nonzero(scores >= kth[:, None])  # >= m entries per row (ties included)
+        order = np.lexsort((cols, -scores[rows, cols], rows))  # row, then score desc, then index
+        rows, cols = rows[order], cols[order]
+        first = np.searchsorted(rows, np.arange(stop - start))
+        out[start:stop] = cols[first[:, None] + np.arange(m)]
+    return out
+
+
+def soft_bkr_hits(
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    k: int = 10,
+    m: int = 1,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+    index: BkrImageIndex | None = None,
+) -> np.ndarray:
+    """Per-query soft BkR: hit_q = (1/m) Σ_{j<m} [q's image is within the top k source images
+    for the image of q's j-th nearest target text] (:func:`nearest_m`; BkR's steps 2-4 for each
+    of them). ``m=1`` gives the paper's per-query BkR hits exactly. ``index``: a prebuilt
+    :class:`BkrImageIndex` of these images (same ``k``), shared across encoders."""
+    _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
+    if index is None:
+        index = BkrImageIndex.build(src_img, tgt_img, k=k, block_elems=block_elems)
+    elif index.k != k or index.n_src != src_img.shape[0] or index.n_tgt != tgt_img.shape[0]:
+        raise ValueError("soft_bkr_hits: the image index was built for another k or sample")
+    src, tgt = _as_pair(src_text, tgt_text, "bkr text", inplace)
+    top = nearest_m(src, tgt, m, block_elems)
+    return index.soft_hits(top)
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,6 +707,18 @@ def corr(
 
 
 _SMALL_PRODUCT = 1 << 28  # multiply-adds of one tile below which BandPairs uses one BLAS thread
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _blas_threads(limit: int | None):
+    """``threadpool_limits(limit, user_api="blas")`` through one controller made on first use:
+    a fresh ``threadpool_limits`` scans every loaded shared library (milliseconds in a process
+    with torch loaded), which dominated many small subsampled CORRs (the bootstrap)."""
+    if limit is None:
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=limit, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -504,7 +777,7 @@ class BandPairs:
         pos = 0
         # small tiles: BLAS threads would only add synchronisation (one thread is faster)
         threads = 1 if step * width(step) * a.shape[1] < _SMALL_PRODUCT else None
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with _blas_threads(threads):
             for s in range(0, n_s, step):
                 e = min(n_s, s + step)
                 first, per_row = self._rows(np.arange(s, e))
@@ -823,6 +1096,8 @@ def evaluate_sample(
     ranks_out: dict[str, dict[str, np.ndarray]] | None = None,
     with_corr: bool = True,
     score_cache_bytes: int | None = None,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """Metrics of several encoders on one seed's sample; image work done once.
 
@@ -837,10 +1112,13 @@ def evaluate_sample(
     once for the :class:`BkrImageIndex`) is kept when it fits in ``score_cache_bytes``
     (default :data:`SCORE_CACHE_BYTES`; 0 = never), so no encoder computes image products of
     its own (same scores as without it: see :class:`BkrImageIndex`).
+    ``retrieval``/``retrieval_k``: XLR and BkR step 1 by cosine (the paper, default), CSLS or
+    ratio margin (:func:`retrieval_scores`); CORR and the image step are unaffected.
     """
     if score_cache_bytes is None:
         score_cache_bytes = SCORE_CACHE_BYTES
     del xlr_img  # XLR needs no images; kept for signature symmetry
+    _check_retrieval(retrieval, retrieval_k)
     s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
     keep = (full_bkr_ranks and len(encoders) > 1
             and s_img.shape[0] * t_img.shape[0] * s_img.dtype.itemsize <= score_cache_bytes)
@@ -858,10 +1136,11 @@ def evaluate_sample(
             x_src, x_tgt = _as_pair(emb["xlr_src"], emb["xlr_tgt"], f"{name} xlr text")
             if x_src.shape[0] != x_tgt.shape[0]:
                 raise ValueError(f"{name}: xlr src and tgt must be aligned")
-            r = _ranks_of_true(x_src, x_tgt, np.arange(x_src.shape[0]))
+            x_adjust = _HubAdjustment.build(x_src, x_tgt, retrieval, retrieval_k)
+            r = _ranks_of_true(x_src, x_tgt, np.arange(x_src.shape[0]), adjust=x_adjust)
             row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
             kept["xlr"] = r
-        t_star = _nearest(b_src, b_tgt)
+        t_star = _nearest(b_src, b_tgt, adjust=_HubAdjustment.build(b_src, b_tgt, retrieval, retrieval_k))
         hits = index.hits(t_star)
         row["bkr_recall"] = float(np.mean(hits))
         kept["bkr"] = hits.astype(np.int64)

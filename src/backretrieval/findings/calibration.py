@@ -1,0 +1,223 @@
+"""Section 5: from BkR to an estimate of XLR, and soft BkR.
+
+**Image side alone.** For one sample, two numbers describe how informative the image pivot is,
+neither using any text:
+
+* ``p_hit`` — the *image-oracle* BkR: step 1 picks, for each query, the target whose *image*
+  is nearest to the query's image (what a text encoder that knows the content perfectly would
+  retrieve among non-matching targets); steps 2–4 as in BkR. The ceiling of BkR on this sample
+  *if* the text side's notion of similarity were the image features' own. It is not a measure
+  of image quality: on features that carry no content at all it is still high (it counts how
+  often image nearest neighbours are reciprocal), so the mixture below can only be as good as
+  that assumption; :func:`implied_image_side` gives the values the encoders' data imply.
+* ``p_miss`` — the chance level: the expected BkR hit of a uniformly random target,
+  ``#{(t, q): q within the top k for t} / (N_src·N_tgt)`` (≈ k/N; more with ties).
+
+**Mixture.** If an encoder's step 1 finds the content-matching target with probability
+XLR@1 and otherwise a random one, ``BkR ≈ p_hit·XLR@1 + p_miss·(1 − XLR@1)``, so
+``XLR@1 ≈ (BkR − p_miss) / (p_hit − p_miss)`` (clipped to [0, 1]). Nothing is fitted to XLR,
+so its error is an honest out-of-sample error on every encoder and dataset.
+
+**Regressions** (ordinary least squares, :func:`numpy.linalg.lstsq`), fitted on seed means per
+(direction, encoder): ``XLR ~ a + b·BkR`` and ``XLR ~ a + b·mixture``; evaluated
+leave-one-encoder-out (:func:`leave_one_group_out` over encoders) and leave-one-dataset-out
+(over configurations).
+
+**Soft BkR** (:func:`backretrieval.metrics.soft_bkr_hits`): the BkR hits of the top-m retrieved
+texts averaged; m=1 is BkR. :func:`soft_agreement` correlates it with XLR@1, XLR@k and MRR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .inference import corr_rows
+
+MODELS = ("mixture", "linear_bkr", "linear_mixture")
+
+
+@dataclass(frozen=True)
+class ImageSide:
+    p_hit: float
+    p_miss: float
+    k: int
+    n_src: int
+    n_tgt: int
+
+
+def image_side(q_img: np.ndarray, t_img: np.ndarray, k: int, index=None) -> ImageSide:
+    """``p_hit`` (image-oracle BkR) and ``p_miss`` (chance) of one sample (module doc).
+    ``index``: a prebuilt :class:`~backretrieval.metrics.BkrImageIndex` of these images."""
+    from ..metrics import BkrImageIndex, backretrieve
+
+    if index is None:
+        index = BkrImageIndex.build(q_img, t_img, k=k)
+    t_star = backretrieve(q_img, t_img)  # the target whose image is nearest to the query's image
+    p_hit = float(np.mean(index.hits(t_star)))
+    p_miss = float(index.codes.size / (index.n_src * index.n_tgt))
+    return ImageSide(p_hit=p_hit, p_miss=p_miss, k=k, n_src=index.n_src, n_tgt=index.n_tgt)
+
+
+def mixture_estimate(bkr: np.ndarray, p_hit: np.ndarray, p_miss: np.ndarray) -> np.ndarray:
+    """XLR@1 ≈ (BkR − p_miss) / (p_hit − p_miss), clipped to [0, 1]; NaN where p_hit <= p_miss
+    (the image side carries no signal)."""
+    bkr, p_hit, p_miss = (np.asarray(a, dtype=np.float64) for a in (bkr, p_hit, p_miss))
+    span = p_hit - p_miss
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = np.where(span > 0, (bkr - p_miss) / np.where(span > 0, span, 1.0), np.nan)
+    return np.clip(est, 0.0, 1.0)
+
+
+def implied_image_side(cells: pd.DataFrame) -> tuple[float, float]:
+    """(p_hit, p_miss) implied by the data: the least-squares line BkR = a + b·XLR@1 over the
+    cells gives p_miss = a and p_hit = a + b (the mixture's values if it held exactly)."""
+    x, y = cells["xlr_r1"].to_numpy(float), cells["bkr"].to_numpy(float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 2 or np.ptp(x[ok]) == 0:
+        return float("nan"), float("nan")
+    b, a = np.polyfit(x[ok], y[ok], 1)
+    return float(a + b), float(a)
+
+
+def _design(frame: pd.DataFrame, model: str) -> np.ndarray:
+    ones = np.ones(len(frame))
+    if model == "linear_bkr":
+        return np.column_stack([ones, frame["bkr"].to_numpy(float)])
+    if model == "linear_mixture":
+        return np.column_stack([ones, frame["mixture"].to_numpy(float)])
+    raise InputError(f"model: expected one of {MODELS[1:]}, got {model!r}")
+
+
+def fit_predict(train: pd.DataFrame, test: pd.DataFrame, model: str, target: str) -> np.ndarray:
+    """Predictions of ``target`` on ``test`` from a model fitted on ``train`` (``mixture``: no fit,
+    only defined for XLR@1)."""
+    if model == "mixture":
+        if target != "xlr_r1":
+            raise InputError("the mixture estimates XLR@1 only")
+        return test["mixture"].to_numpy(float)
+    X, y = _design(train, model), train[target].to_numpy(float)
+    ok = np.isfinite(X).all(axis=1) & np.isfinite(y)
+    if ok.sum() < X.shape[1]:
+        return np.full(len(test), np.nan)
+    coef, *_ = np.linalg.lstsq(X[ok], y[ok], rcond=None)
+    return _design(test, model) @ coef
+
+
+def cell_means(points: pd.DataFrame) -> pd.DataFrame:
+    """Seed means per (dataset, direction, encoder) of every numeric column, plus ``mixture``."""
+    keys = [c for c in ("dataset", "direction", "encoder") if c in points.columns]
+    num = [c for c in points.columns if c not in keys and c != "seed" and pd.api.types.is_numeric_dtype(points[c])]
+    g = points.groupby(keys, sort=True)[num].mean().reset_index()
+    g["mixture"] = mixture_estimate(g["bkr"], g["p_hit"], g["p_miss"])
+    return g
+
+
+def leave_one_group_out(cells: pd.DataFrame, group: str, target: str, models: Sequence[str] = MODELS) -> pd.DataFrame:
+    """Out-of-group predictions of ``target`` for every cell: each group (an encoder, or a
+    dataset) predicted by a model fitted on the others. Rows: the cell keys, group, model,
+    truth, prediction, error (prediction − truth)."""
+    if group not in cells.columns:
+        raise InputError(f"calibration: no column {group!r} to leave out")
+    rows = []
+    for model in models:
+        if model == "mixture" and target != "xlr_r1":
+            continue
+        for g in sorted(cells[group].unique()):
+            test = cells[cells[group] == g]
+            train = cells[cells[group] != g]
+            pred = fit_predict(train, test, model, target)
+            for (_, r), p in zip(test.iterrows(), pred):
+                rows.append({**{c: r[c] for c in ("dataset", "direction", "encoder") if c in cells.columns},
+                             "left_out": f"{group}={g}", "model": model, "target": target,
+                             "truth": float(r[target]), "prediction": float(p), "error": float(p - r[target])})
+    return pd.DataFrame(rows)
+
+
+def error_summary(pred: pd.DataFrame, by: Sequence[str] = ("model", "target")) -> pd.DataFrame:
+    """MAE, RMSE, mean error (bias) and Spearman of prediction vs truth, per model/target."""
+    rows = []
+    for key, g in pred.groupby(list(by), sort=True):
+        e = g["error"].to_numpy(float)
+        ok = np.isfinite(e)
+        rho = float(corr_rows(g["prediction"].to_numpy(float)[ok], g["truth"].to_numpy(float)[ok], "spearman")) if ok.sum() >= 3 else float("nan")
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key)), "n": int(ok.sum()), "mae": float(np.mean(np.abs(e[ok]))) if ok.any() else float("nan"),
+                     "rmse": float(np.sqrt(np.mean(e[ok] ** 2))) if ok.any() else float("nan"),
+                     "bias": float(np.mean(e[ok])) if ok.any() else float("nan"), "spearman": rho})
+    return pd.DataFrame(rows)
+
+
+def soft_agreement(cells: pd.DataFrame, soft_columns: Sequence[str], references: Mapping[str, str]) -> pd.DataFrame:
+    """Per direction, Pearson and Spearman across encoders between each soft-BkR column and each
+    reference (e.g. ``{"XLR@1": "xlr_r1", "XLR@10": "xlr_rk", "MRR": "xlr_mrr"}``), and their
+    mean over directions (``direction = "mean"``)."""
+    rows = []
+    for d, g in cells.groupby("direction", sort=True):
+        for col in soft_columns:
+            for ref_name, ref in references.items():
+                for stat in ("pearson", "spearman"):
+                    r = float(corr_rows(g[col].to_numpy(float), g[ref].to_numpy(float), stat)) if len(g) >= 3 else float("nan")
+                    rows.append({"direction": d, "metric": col, "reference": ref_name, "stat": stat, "value": r})
+    out = pd.DataFrame(rows)
+    if len(out):
+        mean = out.groupby(["metric", "reference", "stat"], sort=False)["value"].mean().reset_index()
+        mean.insert(0, "direction", "mean")
+        out = pd.concat([out, mean], ignore_index=True)
+    return out
+
+
+def plot_calibration(cells: pd.DataFrame, loeo: pd.DataFrame, out_base, title: str) -> list:
+    """Left: BkR vs XLR@1 per (direction, encoder) with the mixture line of the mean image side;
+    right: leave-one-encoder-out predictions vs truth for each model. PNG/SVG/PDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..reporting.figures import save_figure
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    ax = axes[0]
+    encoders = sorted(cells["encoder"].unique())
+    palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
+    sns.scatterplot(data=cells, x="xlr_r1", y="bkr", hue="encoder", hue_order=encoders, palette=palette, ax=ax, s=22)
+    x = np.linspace(0, 1, 50)
+    ph, pm = float(cells["p_hit"].mean()), float(cells["p_miss"].mean())
+    ax.plot(x, ph * x + pm * (1 - x), "k--", linewidth=1, label=f"mixture (p_hit={ph:.2f}, p_miss={pm:.3f})")
+    ax.set_xlabel("XLR@1")
+    ax.set_ylabel("BkR (Recall@k)")
+    ax.legend(fontsize=6, loc="upper left")
+    ax = axes[1]
+    sub = loeo[loeo["target"] == "xlr_r1"]
+    sns.scatterplot(data=sub, x="truth", y="prediction", hue="model", style="model", ax=ax, s=18)
+    ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
+    ax.set_xlabel("XLR@1 (truth)")
+    ax.set_ylabel("XLR@1 predicted (leave one encoder out)")
+    ax.legend(fontsize=6, loc="upper left")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    written = save_figure(fig, out_base)
+    plt.close(fig)
+    return written
+
+
+def lodo_text(summary: pd.DataFrame, datasets: Sequence[str]) -> tuple[str, str]:
+    """(paragraph, verdict) of the leave-one-dataset-out evaluation."""
+    if summary.empty:
+        return ("Fewer than two datasets have calibration points; no leave-one-dataset-out evaluation.", "")
+    parts = [f"Leave one dataset out over {len(datasets)} datasets ({', '.join(datasets)}):"]
+    for r in summary.itertuples():
+        parts.append(f"{r.model} → {r.target}: MAE {r.mae:.3f}, bias {r.bias:+.3f}, Spearman {r.spearman:.2f} (n={r.n}).")
+    best = summary[summary["target"] == "xlr_r1"].sort_values("mae")
+    verdict = ""
+    if len(best):
+        b = best.iloc[0]
+        verdict = f"Predicting XLR@1 on an unseen dataset, the best calibration ({b.model}) has MAE {b.mae:.3f}."
+    return " ".join(parts), verdict

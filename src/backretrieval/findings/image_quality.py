@@ -1,0 +1,349 @@
+"""Question 2: how good must the image side be? (the paper's future work)
+
+On the same samples, the image features are varied — other backbones (EfficientNet-Lite0 vs
+Lite2, ResNet-50 where features exist) and seeded, controlled degradations of one backbone
+(:func:`degrade`: Gaussian noise, random projection to fewer dimensions, shuffled rows as the
+floor) — and for each variant this module measures
+
+* the image side's own quality: same-concept image→image precision@k (:func:`concept_precision`;
+  on the SYNTHETIC data, concept = the ground-truth kind of a scene's main object), on the
+  synthetic data the BkR of a perfect text encoder (:func:`scene_oracle_targets`: step 1
+  returns the target whose ground-truth scene is most similar to the query's) and, where no
+  ground truth exists (real data), the BkR of the best encoder by XLR as a stand-in;
+* BkR's agreement with XLR across the text encoders (Spearman, Kendall, pairwise order).
+
+Why not "the query's own translation" as the perfect encoder: BkR's targets are, by the
+paper's protocol, disjoint from the queries by item and by image, so the translation is not
+among them; were it retrieved, its image would be the query's own image and every query would
+score rank 1 (a ceiling of 1 for any image side). The oracle above is the best a perfect text
+encoder can do on BkR's target set. (A bound over *all* step-1 choices — the share of queries
+whose image is in the top k of some target image — is no measure of quality: N targets cover
+the N sources about k times each, so it is close to 1 even for shuffled features.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..evaluation.core import rows_of
+from ..metrics.kernels import (
+    BkrImageIndex,
+    backretrieve,
+    normalize,
+    recall_at_k,
+    xlr_ranks,
+)
+from .views import Lookup, SampleView, agreement_table, mean_interval
+
+DEGRADATION_KINDS = ("noise", "project", "shuffle")
+
+
+# ---------------------------------------------------------------------------------------------
+# variants of the image features
+
+
+def degrade(features: np.ndarray, kind: str, level: float | int | None, seed: int) -> np.ndarray:
+    """A seeded degradation of an image feature matrix (one row per image), float32.
+
+    * ``noise``: rows are L2-normalised, then ``level · z / sqrt(d)`` is added, z ~ N(0, I):
+      the noise has about ``level`` times the norm of the signal;
+    * ``project``: normalised rows times a d × ``level`` Gaussian matrix (a random projection
+      to ``level`` dimensions, Johnson–Lindenstrauss);
+    * ``shuffle``: the rows are permuted, so every image gets another image's features — the
+      floor: BkR then scores chance (k/N).
+
+    Applied to the whole matrix once, so an image has the same degraded vector in every sample.
+    """
+    x = np.asarray(features)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise InputError(f"degrade: expected a feature matrix with >= 2 rows, got shape {x.shape}")
+    rng = np.random.default_rng(seed)
+    if kind == "shuffle":
+        return np.ascontiguousarray(x[rng.permutation(x.shape[0])], dtype=np.float32)
+    xn = normalize(x.astype(np.float64))
+    d = xn.shape[1]
+    if kind == "noise":
+        if level is None or not float(level) >= 0:
+            raise InputError(f"degrade noise: level must be a number >= 0, got {level!r}")
+        return (xn + float(level) * rng.standard_normal(xn.shape) / np.sqrt(d)).astype(np.float32)
+    if kind == "project":
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or not 1 <= level:
+            raise InputError(f"degrade project: level must be a positive number of dimensions, got {level!r}")
+        return (xn @ rng.standard_normal((d, int(level)))).astype(np.float32)
+    raise InputError(f"degrade: kind must be one of {DEGRADATION_KINDS}, got {kind!r}")
+
+
+def variant_name(kind: str, level: float | int | None) -> str:
+    """Stable name of a degradation, e.g. ``noise-1``, ``project-16``, ``shuffle``."""
+    if kind == "shuffle":
+        return "shuffle"
+    return f"{kind}-{level:g}" if isinstance(level, float) else f"{kind}-{level}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the image side's own quality
+
+
+def concept_precision(features: np.ndarray, labels: np.ndarray, k: int = 10, block_rows: int = 512) -> float:
+    """Same-concept image→image retrieval: the mean over images of the share of its k most
+    similar *other* images (cosine; ties → lower index) that have its label."""
+    labels = np.asarray(labels)
+    x = normalize(np.asarray(features))
+    n = x.shape[0]
+    if labels.shape != (n,):
+        raise InputError(f"concept precision: {n} feature rows but {labels.shape} labels")
+    if not 1 <= k < n:
+        raise InputError(f"concept precision: k must be in [1, {n - 1}], got {k}")
+    _, codes = np.unique(labels, return_inverse=True)
+    codes = codes.ravel()
+    hits = 0
+    for s in range(0, n, block_rows):
+        e = min(n, s + block_rows)
+        scores = x[s:e] @ x.T
+        scores[np.arange(e - s), np.arange(s, e)] = -np.inf  # leave the image itself out
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        hits += int(np.sum(codes[order] == codes[s:e, None]))
+    return hits / (n * k)
+
+
+def concept_chance(labels: np.ndarray) -> float:
+    """Expected :func:`concept_precision` of random features: P(another image shares the label)."""
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    n = counts.sum()
+    return float(np.sum(counts * (counts - 1)) / (n * (n - 1)))
+
+
+def scene_main_kind(scene: Mapping) -> str:
+    """The concept of a SYNTHETIC scene: the kind of its main object."""
+    return str(scene["objects"][0]["kind"])
+
+
+def _scene_arrays(scenes: list[Mapping]) -> dict[str, np.ndarray]:
+    """Attribute codes of at most two object groups per scene (as the generator makes them)."""
+    n = len(scenes)
+    a = {f: np.full((n, 2), -1, dtype=np.int64) for f in ("kind", "color", "count", "size", "position")}
+    bg = np.empty(n, dtype=object)
+    present = np.zeros((n, 2), dtype=bool)
+    vocab: dict[str, dict[str, int]] = {f: {} for f in ("kind", "color", "size", "position", "bg")}
+    for i, sc in enumerate(scenes):
+        objs = sc["objects"]
+        if not 1 <= len(objs) <= 2:
+            raise InputError(f"scene similarity matrix: scenes have 1 or 2 object groups, got {len(objs)}")
+        bg[i] = vocab["bg"].setdefault(sc["background"], len(vocab["bg"]))
+        for g, o in enumerate(objs):
+            present[i, g] = True
+            a["count"][i, g] = int(o["count"])
+            for f in ("kind", "color", "size", "position"):
+                a[f][i, g] = vocab[f].setdefault(o[f], len(vocab[f]))
+    a["bg"] = bg.astype(np.int64)
+    a["present"] = present
+    return a
+
+
+def scene_similarity_matrix(scenes_a: list[Mapping], scenes_b: list[Mapping]) -> np.ndarray:
+    """``data.synthetic.scene_similarity`` of every pair (rows: scenes_a), vectorised for scenes
+    of one or two object groups (the generator's): equal to it up to rounding (tested)."""
+    arr = _scene_arrays(list(scenes_a) + list(scenes_b))  # one vocabulary for both sides
+    na = len(scenes_a)
+    A = {f: v[:na] for f, v in arr.items()}
+    B = {f: v[na:] for f, v in arr.items()}
+    from ..data.synthetic.scenes import MAX_COUNT
+
+    def obj_sim(ga: int, gb: int) -> np.ndarray:
+        ca, cb = A["count"][:, ga, None], B["count"][None, :, gb]
+        count_sim = 1.0 - np.minimum(np.abs(ca - cb), MAX_COUNT - 1) / (MAX_COUNT - 1)
+        return (0.5 * (A["kind"][:, ga, None] == B["kind"][None, :, gb])
+                + 0.25 * (A["color"][:, ga, None] == B["color"][None, :, gb])
+                + 0.1 * count_sim
+                + 0.1 * (A["size"][:, ga, None] == B["size"][None, :, gb])
+                + 0.05 * (A["position"][:, ga, None] == B["position"][None, :, gb]))
+
+    two_a, two_b = A["present"][:, 1][:, None], B["present"][:, 1][None, :]
+    s00, s01, s10, s11 = obj_sim(0, 0), obj_sim(0, 1), obj_sim(1, 0), obj_sim(1, 1)
+    one_one = s00
+    one_two = np.maximum(s00, 0.75 * s01) / 1.25
+    two_one = np.maximum(s00, 0.75 * s10) / 1.25
+    two_two = np.maximum(s00 + 0.5 * s11, 0.75 * s01 + 0.75 * s10) / 1.5
+    objects = np.where(two_a, np.where(two_b, two_two, two_one), np.where(two_b, one_two, one_one))
+    sim = 0.25 * (A["bg"][:, None] == B["bg"][None, :]) + 0.75 * objects
+    return np.clip(sim, 0.0, 1.0)
+
+
+def scene_oracle_targets(query_scenes: list[Mapping], target_scenes: list[Mapping]) -> np.ndarray:
+    """Step 1 of a perfect text encoder (SYNTHETIC data only): for every query the target whose
+    ground-truth scene is most similar to the query's (ties → lowest index)."""
+    return np.argmax(scene_similarity_matrix(query_scenes, target_scenes), axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis
+
+
+def image_quality_metrics(
+    views: Iterable[SampleView],
+    variants: Mapping[str, Lookup],
+    k: int = 10,
+    scenes: Mapping[str, Mapping] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """BkR of every encoder under every image variant, on the same samples.
+
+    Returns (per encoder: variant, direction, seed, encoder, xlr_recall, bkr_recall;
+    per sample: variant, direction, seed, n[, bkr_oracle]). Step 1 (text
+    only) is computed once per encoder and sample and shared by all variants; XLR (text only)
+    is the same for every variant. ``scenes`` (item id → scene, SYNTHETIC data): adds the
+    perfect-text-encoder BkR ``bkr_oracle``.
+    """
+    if not variants:
+        raise InputError("image quality: no image variants given")
+    enc_rows, side_rows = [], []
+    for v in views:
+        t_star, xlr_r = {}, {}
+        for enc in v.encoders:
+            t_star[enc] = backretrieve(v.bkr_src[enc], v.bkr_tgt[enc])
+            if enc in v.xlr_tgt:
+                xlr_r[enc] = recall_at_k(xlr_ranks(v.bkr_src[enc], v.xlr_tgt[enc]), k)
+        oracle = None
+        if scenes is not None:
+            try:
+                oracle = scene_oracle_targets([scenes[i] for i in v.queries], [scenes[i] for i in v.bkr_targets])
+            except KeyError as exc:
+                raise InputError(f"scenes: no ground-truth scene for item {exc.args[0]!r}") from exc
+        for name in sorted(variants):
+            q_img = rows_of(variants[name], v.query_images, f"image features {name}")
+            t_img = rows_of(variants[name], v.target_images, f"image features {name}")
+            index = BkrImageIndex.build(q_img, t_img, k=k)
+            side = dict(variant=name, direction=v.direction, seed=v.seed, n=len(v.queries))
+            if oracle is not None:
+                side["bkr_oracle"] = float(np.mean(index.hits(oracle)))
+            side_rows.append(side)
+            for enc in v.encoders:
+                enc_rows.append(dict(variant=name, direction=v.direction, seed=v.seed, encoder=enc,
+                                     xlr_recall=xlr_r.get(enc, float("nan")),
+                                     bkr_recall=float(np.mean(index.hits(t_star[enc])))))
+    return pd.DataFrame(enc_rows), pd.DataFrame(side_rows)
+
+
+def summarize_image_quality(
+    per_encoder: pd.DataFrame,
+    per_sample: pd.DataFrame,
+    k: int,
+    concept: Mapping[str, float] | None = None,
+    order: list[str] | None = None,
+) -> pd.DataFrame:
+    """One row per image variant: its own quality (concept precision@k where given, the
+    perfect-encoder BkR where scenes exist, the BkR of the best encoder by mean XLR) and BkR's
+    agreement with XLR across encoders per (direction, seed) — mean and 2.5–97.5 % spread over
+    the samples — plus the mean BkR per encoder."""
+    agree = agreement_table(per_encoder, ["variant", "direction", "seed"], "bkr_recall", "xlr_recall")
+    best = per_encoder.groupby("encoder")["xlr_recall"].mean().idxmax()
+    out = []
+    for name in order or sorted(per_sample["variant"].unique()):
+        a = agree[agree.variant == name]
+        s = per_sample[per_sample.variant == name]
+        row: dict = {"variant": name}
+        if concept is not None:
+            row["concept_precision"] = concept.get(name, float("nan"))
+        if "bkr_oracle" in s:
+            row["bkr_oracle"] = float(s["bkr_oracle"].mean())
+        row["best_encoder"] = best
+        sel = (per_encoder.variant == name) & (per_encoder.encoder == best)
+        row["bkr_best_encoder"] = float(per_encoder.loc[sel, "bkr_recall"].mean())
+        row["chance_k_over_n"] = float(np.mean(k / s["n"]))
+        for stat in ("spearman", "kendall", "pairwise"):
+            mi = mean_interval(a[stat].to_numpy())
+            row[f"{stat}_mean"], row[f"{stat}_p2.5"], row[f"{stat}_p97.5"] = mi["mean"], mi["p2.5"], mi["p97.5"]
+        row["n_samples"] = int(len(a))
+        means = per_encoder[per_encoder.variant == name].groupby("encoder")["bkr_recall"].mean()
+        row.update({f"bkr[{e}]": float(val) for e, val in means.items()})
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# figure and answer
+
+
+def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
+    """Image quality (x) vs BkR's Spearman agreement with XLR (y, mean and 2.5–97.5 % of the
+    samples), one point per image variant; one panel per available quality measure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..reporting.figures import save_figure
+
+    xs = [c for c in ("concept_precision", "bkr_oracle", "bkr_best_encoder")
+          if c in summary and summary[c].notna().any()]
+    labels = {"concept_precision": "same-concept image precision@k", "bkr_oracle": "BkR of a perfect text encoder",
+              "bkr_best_encoder": "BkR of the best encoder (by XLR)"}
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, len(xs), figsize=(4.2 * len(xs), 3.6), squeeze=False)
+    for ax, x in zip(axes.flat, xs):
+        y = summary["spearman_mean"]
+        err = np.vstack([y - summary["spearman_p2.5"], summary["spearman_p97.5"] - y])
+        ax.errorbar(summary[x], y, yerr=err, fmt="o", ms=4, capsize=2, color="#08519c", ecolor="#9ecae1")
+        for _, r in summary.iterrows():
+            ax.annotate(r["variant"], (r[x], r["spearman_mean"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        ax.set_xlabel(labels[x])
+        ax.set_ylabel("Spearman(BkR, XLR) across encoders")
+        ax.set_ylim(-1.05, 1.05)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    written = save_figure(fig, out_base)
+    plt.close(fig)
+    return written
+
+
+def answer(summary: pd.DataFrame, *, base: str, dataset: str, synthetic: bool, k: int, n: int,
+           n_encoders: int, tolerance: float = 0.1) -> str:
+    """The generated answer paragraph (from the numbers of ``summary``)."""
+    s = summary.set_index("variant")
+    b = s.loc[base]
+    syn = "SYNTHETIC data (numbers say nothing about real images)" if synthetic else "real data"
+    quality = "concept_precision" if "concept_precision" in s and s["concept_precision"].notna().any() else "bkr_best_encoder"
+    qlabel = {"concept_precision": f"same-concept image precision@{k}",
+              "bkr_best_encoder": f"BkR of the best encoder by XLR ({b['best_encoder']})"}[quality]
+
+    def q(v: str) -> str:
+        return f"{s.loc[v, quality]:.2f}"
+
+    parts = [
+        f"On {dataset} ({syn}; {n_encoders} text encoders, N={n}, {int(b['n_samples'])} samples = direction x seed), "
+        f"BkR with the pipeline's image features ({base}) agrees with XLR across encoders at a mean Spearman rho of "
+        f"{b['spearman_mean']:.2f} (2.5-97.5 % of samples {b['spearman_p2.5']:.2f} to {b['spearman_p97.5']:.2f}; "
+        f"pairwise order {b['pairwise_mean']:.2f}); its {qlabel} is {q(base)}"
+        + (f"; a perfect text encoder would reach BkR {b['bkr_oracle']:.2f}" if "bkr_oracle" in s else "")
+        + (f", the best encoder by XLR ({b['best_encoder']}) reaches {b['bkr_best_encoder']:.2f}"
+           if quality != "bkr_best_encoder" else "") + "."
+    ]
+    others = [v for v in s.index if v != base and not v.startswith(("noise", "project", "shuffle"))]
+    for v in others:
+        parts.append(f"{v}: {qlabel} {q(v)}, rho {s.loc[v, 'spearman_mean']:.2f}.")
+    kept = [v for v in s.index if s.loc[v, "spearman_mean"] >= b["spearman_mean"] - tolerance]
+    lost = [v for v in s.index if v not in kept]
+    if lost:
+        worst_kept = min(kept, key=lambda v: s.loc[v, quality])
+        best_lost = max(lost, key=lambda v: s.loc[v, quality])
+        parts.append(
+            f"Agreement stays within {tolerance} of the base down to a {qlabel} of {q(worst_kept)} ({worst_kept}); "
+            f"the best-quality variant that loses more is {best_lost} ({qlabel} {q(best_lost)}, rho "
+            f"{s.loc[best_lost, 'spearman_mean']:.2f})."
+        )
+    else:
+        parts.append(f"Every variant keeps rho within {tolerance} of the base.")
+    if "shuffle" in s.index:
+        sh = s.loc["shuffle"]
+        bkr_cols = [c for c in s.columns if c.startswith("bkr[")]
+        mean_bkr = float(np.nanmean([sh[c] for c in bkr_cols])) if bkr_cols else float("nan")
+        parts.append(
+            f"With shuffled features (the floor) BkR is at chance (mean {mean_bkr:.3f} vs k/N = {sh['chance_k_over_n']:.3f}) "
+            f"and rho drops to {sh['spearman_mean']:.2f}."
+        )
+    parts.append("Samples of one direction re-split the same items, so the spreads describe variation, not independent replicates.")
+    return " ".join(parts)

@@ -1,0 +1,233 @@
+"""Question 3: how large must N be?
+
+For every N of a grid, seeded samples of the paper's protocol (N queries, their N
+translations for XLR, N disjoint targets for BkR) are drawn and XLR@1, XLR@k and BkR@k of every
+encoder computed (:func:`sample_size_metrics`). :func:`ranking_stability` then asks, per N,
+how often a sample orders the encoders as the largest N does (by BkR: stability; by XLR:
+validity), how well BkR agrees with XLR@1 and XLR@k on the same sample, and where the
+random encoder's BkR lies against its chance level k/N. :func:`smallest_reliable_n` states the
+answer under an explicit criterion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.stats as st
+
+from ..data.sampling import draw_sample
+from ..errors import InputError
+from ..evaluation.core import image_of_items, rows_of
+from ..metrics.kernels import evaluate_sample
+from .views import (
+    Lookup,
+    agreement,
+    build_view,
+    mean_interval,
+    pairwise_order_agreement,
+)
+
+
+def sample_size_metrics(
+    items: pd.DataFrame,
+    texts: Mapping[str, Mapping[str, Lookup]],
+    images: Lookup,
+    directions: Iterable[str],
+    n_grid: Iterable[int],
+    seeds: Iterable[int],
+    k: int = 10,
+    parallel: bool = True,
+) -> pd.DataFrame:
+    """XLR@1, XLR@k, XLR MRR and BkR@k of every encoder for every (N, direction, seed).
+
+    Samples are drawn with :func:`backretrieval.data.sampling.draw_sample` (the pipeline's
+    sampler) from ``items``; ``texts[encoder][lang]`` and ``images`` are embedding lookups.
+    Returns a wide frame: n, direction, seed, encoder, xlr_r1, xlr_recall, xlr_mrr, bkr_recall.
+    """
+    if not parallel:
+        raise InputError("sample size: XLR needs a parallel dataset (translations of the queries)")
+    imgs = image_of_items(items)
+    out = []
+    grid = sorted({int(n) for n in n_grid})
+    if not grid or grid[0] < 2:
+        raise InputError(f"sample size: the N grid must hold integers >= 2, got {list(n_grid)}")
+    for n in grid:
+        for direction in directions:
+            src, tgt = direction.split("-")
+            for seed in seeds:
+                sample = draw_sample(items, src, tgt, n, int(seed), parallel)
+                v = build_view(sample, imgs, texts, direction)
+                q_img = rows_of(images, v.query_images, "image features")
+                t_img = rows_of(images, v.target_images, "image features")
+                enc_inputs = {e: {"bkr_src": v.bkr_src[e], "bkr_tgt": v.bkr_tgt[e],
+                                  "xlr_src": v.bkr_src[e], "xlr_tgt": v.xlr_tgt[e]} for e in v.encoders}
+                ranks: dict[str, dict[str, np.ndarray]] = {}
+                res = evaluate_sample(enc_inputs, None, q_img, t_img, k=k, full_bkr_ranks=False,
+                                      ranks_out=ranks, with_corr=False)
+                for e in v.encoders:
+                    out.append(dict(n=n, direction=direction, seed=int(seed), encoder=e,
+                                    xlr_r1=float(np.mean(ranks[e]["xlr"] == 1)),
+                                    xlr_recall=res[e]["xlr_recall"], xlr_mrr=res[e]["xlr_mrr"],
+                                    bkr_recall=res[e]["bkr_recall"]))
+    return pd.DataFrame(out)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """"BkR orders the encoders reliably at N": in at least ``share`` of the samples (direction ×
+    seed) at N, and at every larger N of the grid, at least ``agreement`` of the encoder pairs
+    are ordered as the reference orders them (the mean over seeds at the largest N)."""
+
+    agreement: float = 0.9
+    share: float = 0.9
+
+    def text(self) -> str:
+        return (f">= {self.agreement:.0%} of encoder pairs ordered as at the largest N in >= "
+                f"{self.share:.0%} of the samples (direction x seed), at that N and every larger N")
+
+
+def ranking_stability(df: pd.DataFrame, k: int, baseline: str | None = None,
+                      criterion: Criterion = Criterion()) -> pd.DataFrame:
+    """One row per N: agreement of each sample's BkR order with the reference orders at the
+    largest N (BkR mean over seeds: ``stab_*``; XLR@k mean: ``valid_*``), Spearman of BkR with
+    XLR@1 and XLR@k on the same sample, the share of samples meeting ``criterion``, and the
+    mean BkR of the ``baseline`` (random) encoder next to k/N."""
+    n_max = int(df["n"].max())
+    ref = df[df.n == n_max].groupby(["direction", "encoder"])[["bkr_recall", "xlr_recall"]].mean()
+    out = []
+    for n, g_n in df.groupby("n", sort=True):
+        per_sample = []
+        for (direction, _seed), g in g_n.groupby(["direction", "seed"], sort=True):
+            g = g.sort_values("encoder")
+            r = ref.loc[direction].reindex(g["encoder"])
+            bkr = g["bkr_recall"].to_numpy()
+            per_sample.append(dict(
+                stab_pairwise=pairwise_order_agreement(bkr, r["bkr_recall"].to_numpy()),
+                stab_kendall=_kendall(bkr, r["bkr_recall"].to_numpy()),
+                valid_pairwise=pairwise_order_agreement(bkr, r["xlr_recall"].to_numpy()),
+                xlr_pairwise=pairwise_order_agreement(g["xlr_recall"].to_numpy(), r["xlr_recall"].to_numpy()),
+                spearman_xlr1=agreement(bkr, g["xlr_r1"].to_numpy())["spearman"],
+                spearman_xlr=agreement(bkr, g["xlr_recall"].to_numpy())["spearman"],
+            ))
+        ps = pd.DataFrame(per_sample)
+        row: dict = {"n": int(n), "n_samples": len(ps), "chance_k_over_n": k / int(n)}
+        for col in ps.columns:
+            mi = mean_interval(ps[col].to_numpy())
+            row[f"{col}_mean"], row[f"{col}_p2.5"], row[f"{col}_p97.5"] = mi["mean"], mi["p2.5"], mi["p97.5"]
+        row["stab_reliable_share"] = float(np.mean(ps["stab_pairwise"] >= criterion.agreement))
+        row["valid_reliable_share"] = float(np.mean(ps["valid_pairwise"] >= criterion.agreement))
+        if baseline is not None:
+            row["baseline_bkr"] = float(g_n[g_n.encoder == baseline]["bkr_recall"].mean())
+        row["mean_bkr"] = float(g_n[g_n.encoder != baseline]["bkr_recall"].mean())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _kendall(x: np.ndarray, y: np.ndarray) -> float:
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(st.kendalltau(x, y).statistic)
+
+
+def smallest_reliable_n(stability: pd.DataFrame, column: str = "stab_reliable_share",
+                        criterion: Criterion = Criterion()) -> int | None:
+    """The smallest N of the grid from which on (that N and every larger one) ``column`` is
+    at least ``criterion.share``; None when even the largest N misses it."""
+    ok = (stability.sort_values("n")[column] >= criterion.share).to_numpy()
+    ns = stability.sort_values("n")["n"].to_numpy()
+    best = None
+    for i in range(len(ns) - 1, -1, -1):
+        if not ok[i]:
+            break
+        best = int(ns[i])
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# figure and answer
+
+
+def plot_sample_size(stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int, out_base, title: str,
+                     criterion: Criterion = Criterion()) -> list:
+    """Three panels over N (log scale): ranking stability / validity (pairwise order agreement,
+    mean and 2.5–97.5 % of samples), Spearman of BkR with XLR@1 and XLR@k, and every encoder's
+    mean BkR with the chance level k/N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..reporting.figures import save_figure
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.6))
+    n = stability["n"]
+    for ax, cols in ((axes[0], (("stab_pairwise", "vs BkR order at largest N"), ("valid_pairwise", "vs XLR order at largest N"))),
+                     (axes[1], (("spearman_xlr1", "Spearman(BkR, XLR@1)"), ("spearman_xlr", f"Spearman(BkR, XLR@{k})")))):
+        for col, label in cols:
+            ax.plot(n, stability[f"{col}_mean"], marker="o", ms=3, label=label)
+            ax.fill_between(n, stability[f"{col}_p2.5"], stability[f"{col}_p97.5"], alpha=0.2)
+        ax.set_xscale("log")
+        ax.set_xlabel("N")
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].axhline(criterion.agreement, color="grey", lw=0.8, ls="--")
+    axes[0].set_ylabel("pairwise order agreement")
+    axes[1].set_ylabel("correlation across encoders")
+    means = per_encoder.groupby(["n", "encoder"])["bkr_recall"].mean().reset_index()
+    for enc, g in means.groupby("encoder", sort=True):
+        axes[2].plot(g["n"], g["bkr_recall"], marker="o", ms=3, label=enc)
+    axes[2].plot(n, k / n, color="black", ls=":", label="k/N (chance)")
+    axes[2].set_xscale("log")
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("N")
+    axes[2].set_ylabel(f"BkR@{k} (mean over samples)")
+    axes[2].legend(fontsize=6, ncol=2)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    written = save_figure(fig, out_base)
+    plt.close(fig)
+    return written
+
+
+def answer(stability: pd.DataFrame, *, dataset: str, synthetic: bool, k: int, n_encoders: int,
+           n_seeds: int, directions: list[str], baseline: str | None, criterion: Criterion = Criterion()) -> str:
+    """The generated answer paragraph (from the numbers of ``stability``)."""
+    st_ = stability.sort_values("n").set_index("n")
+    n_stab = smallest_reliable_n(stability, "stab_reliable_share", criterion)
+    n_valid = smallest_reliable_n(stability, "valid_reliable_share", criterion)
+    syn = "SYNTHETIC data" if synthetic else "real data"
+    grid = ", ".join(str(int(x)) for x in st_.index)
+    n_max = int(st_.index.max())
+    parts = [
+        f"On {dataset} ({syn}; {n_encoders} encoders, directions {', '.join(directions)}, {n_seeds} seeds per N, "
+        f"N in {{{grid}}}) with the criterion '{criterion.text()}':",
+        (f"BkR's encoder order is stable from N = {n_stab} on" if n_stab is not None
+         else f"BkR's encoder order is not stable even at N = {n_max}"),
+        "and it matches the XLR order at the largest N" + (f" from N = {n_valid} on." if n_valid is not None
+                                                           else " at no N of the grid."),
+    ]
+    lo, hi = st_.iloc[0], st_.iloc[-1]
+    parts.append(
+        f"At N = {int(st_.index[0])} a sample orders {lo['stab_pairwise_mean']:.0%} of encoder pairs as the largest N does "
+        f"(2.5 % of samples: {lo['stab_pairwise_p2.5']:.0%}), at N = {n_max} {hi['stab_pairwise_mean']:.0%}; "
+        f"agreement with the XLR order goes from {lo['valid_pairwise_mean']:.0%} to {hi['valid_pairwise_mean']:.0%}."
+    )
+    parts.append(
+        f"BkR's Spearman correlation with XLR@1 on the same sample is {lo['spearman_xlr1_mean']:.2f} at the smallest and "
+        f"{hi['spearman_xlr1_mean']:.2f} at the largest N (with XLR@{k}: {lo['spearman_xlr_mean']:.2f} and "
+        f"{hi['spearman_xlr_mean']:.2f})."
+    )
+    if baseline is not None and "baseline_bkr" in st_:
+        ratios = st_["baseline_bkr"] / st_["chance_k_over_n"]
+        parts.append(
+            f"The random encoder scores BkR at {ratios.min():.2f}-{ratios.max():.2f} times its chance level k/N "
+            f"(k/N = {lo['chance_k_over_n']:.3f} at N = {int(st_.index[0])}, {hi['chance_k_over_n']:.4f} at N = {n_max}), "
+            f"while the other encoders average {lo['mean_bkr']:.3f} and {hi['mean_bkr']:.3f}."
+        )
+    parts.append("Seeds re-split one item pool (at the largest N they reuse nearly all items), so the spreads describe "
+                 "sampling variation within this dataset, not between datasets.")
+    return " ".join(parts)

@@ -1,0 +1,138 @@
+"""The findings record (the contract between the analyses), docs/FINDINGS.md and the README's
+verdict block: schema checks, deterministic generation, and that the committed files equal a
+fresh generation from the committed records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backretrieval.errors import InputError
+from backretrieval.findings import document as doc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(name="default", synthetic=True, reports_dir="reports"):
+    return doc.RunInfo(run_name=name, dataset=f"ds-{name}", synthetic=synthetic, reports_dir=reports_dir,
+                       sample_size=100, seeds=(0, 1), directions=("en-de", "de-en"), encoders=("a", "b", "c"),
+                       image_backbone="bb", k=10)
+
+
+def _rec(analysis="inference", run=None, **kw):
+    base = dict(analysis=analysis, run=run if run is not None or analysis in doc.CROSS_CONFIG else _run(),
+                settings={"B": 10}, numbers={"x": 0.5, "nan": float("nan")}, answer=f"answer of {analysis}",
+                verdict=f"verdict of {analysis}", outputs=(f"{analysis}.md", f"figures/{analysis}.png"))
+    base.update(kw)
+    return doc.FindingsRecord(**base)
+
+
+def test_record_round_trip_and_nan_is_null(tmp_path):
+    r = _rec()
+    doc.write_record(tmp_path / "inference.json", r)
+    raw = json.loads((tmp_path / "inference.json").read_text())
+    assert raw["numbers"]["nan"] is None and raw["schema"] == doc.SCHEMA_VERSION
+    back = doc.read_record(tmp_path / "inference.json")
+    assert back.to_dict() == r.to_dict()
+    assert back.run == r.run
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d.pop("answer"), "missing field"),
+    (lambda d: d.update(schema="other/9"), "field 'schema'"),
+    (lambda d: d.update(analysis="nope"), "unknown analysis"),
+    (lambda d: d.update(status="maybe"), "status"),
+    (lambda d: d.update(outputs=["../escape.md"]), "relative"),
+    (lambda d: d.update(run=None), "'run' must be null exactly"),
+    (lambda d: d["run"].pop("k"), "field 'run'"),
+    (lambda d: d.update(numbers=[1]), "field 'numbers'"),
+])
+def test_bad_records_are_named(tmp_path, mutate, match):
+    d = _rec().to_dict()
+    mutate(d)
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError, match=match) as exc:
+        doc.read_record(p)
+    assert str(p) in str(exc.value)
+
+
+def test_unreadable_record(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    with pytest.raises(InputError, match="not a valid JSON"):
+        doc.read_record(p)
+
+
+def test_render_is_deterministic_and_complete():
+    recs = [
+        _rec("inference", run=_run()), _rec("calibration", run=_run()),
+        _rec("inference", run=_run("multi30k", False, "reports/multi30k")),
+        _rec("overall", run=None, outputs=("overall.md",)),
+    ]
+    a = doc.render_findings(recs)
+    b = doc.render_findings(list(reversed(recs)))
+    assert a == b
+    assert a.index("**default (ds-default, SYNTHETIC)**") < a.index("**multi30k (ds-multi30k)**")  # default first
+    assert "[inference.md](../reports/multi30k/findings/inference.md)" in a
+    assert "[overall.md](../reports/findings_summary/overall.md)" in a
+    assert "verdict of overall" in a.split("\n## 1.")[0]  # the overall verdict on top
+    assert "_No results yet for: multi30k._" in a  # calibration only on default
+    assert "### Hubness" in a and "_Not computed yet._" in a  # cross-config calibration missing
+    with pytest.raises(InputError, match="two records"):
+        doc.render_findings(recs + [_rec("inference", run=_run())])
+
+
+def test_readme_block():
+    recs = [_rec("overall", run=None)]
+    text = f"intro\n{doc.README_START}\nold\n{doc.README_END}\nrest\n"
+    new = doc.update_readme_block(text, recs)
+    assert new.startswith("intro\n") and new.endswith("\nrest\n") and "verdict of overall" in new and "old" not in new
+    assert doc.update_readme_block(new, recs) == new
+    with pytest.raises(InputError, match="exactly once"):
+        doc.update_readme_block("no markers", recs)
+    with pytest.raises(InputError, match="before the start"):
+        doc.update_readme_block(f"{doc.README_END}\n{doc.README_START}", recs)
+    assert "No overall verdict yet" in doc.readme_block([])
+
+
+def test_markdown_table():
+    import pandas as pd
+
+    t = doc.markdown_table(pd.DataFrame({"a": [1.23456, float("nan")], "b": ["x|y", "z"]}), digits=2)
+    assert t.splitlines() == ["| a | b |", "|---|---|", "| 1.23 | x\\|y |", "| n/a | z |"]
+
+
+# ---------------------------------------------------------------------------- committed files
+
+
+def _committed_records():
+    return sorted(p for p in ROOT.glob("reports/**/findings/*.json"))
+
+
+def test_committed_findings_document_is_up_to_date(tmp_path, monkeypatch):
+    """docs/FINDINGS.md, reports/findings_summary/*.json and the README's verdict block equal a
+    fresh generation from the committed per-configuration records."""
+    from backretrieval.steps.findings import document_step
+
+    monkeypatch.chdir(ROOT)
+    files = [p.relative_to(ROOT) for p in _committed_records()]
+    out_doc = tmp_path / "FINDINGS.md"
+    summary = tmp_path / "summary"
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text(encoding="utf-8"), encoding="utf-8")
+    document_step(files, doc=out_doc, summary_dir=summary, readme=readme)
+    for name in ("overall.json", "calibration_lodo.json"):
+        committed = ROOT / "reports" / "findings_summary" / name
+        assert committed.is_file(), f"{committed} is not committed; run `snakemake findings`"
+        assert json.loads(committed.read_text()) == json.loads((summary / name).read_text()), f"{name} is stale"
+    # links: the fresh document points into tmp_path; render the committed one's way
+    recs = doc.read_records(files) + doc.read_records([ROOT / "reports" / "findings_summary" / n
+                                                       for n in ("overall.json", "calibration_lodo.json")])
+    fresh = doc.render_findings(recs, doc_dir="docs", summary_dir="reports/findings_summary")
+    assert (ROOT / "docs" / "FINDINGS.md").read_text(encoding="utf-8") == fresh, \
+        "docs/FINDINGS.md is stale: run `backretrieval findings-document` (rule findings_document)"
+    assert (ROOT / "README.md").read_text(encoding="utf-8") == readme.read_text(encoding="utf-8"), \
+        "README.md's findings-verdict block is stale"

@@ -1,0 +1,232 @@
+"""The findings steps through the CLI on a small constructed run (prepared dataset, embeddings,
+samples and metrics made here; SYNTHETIC vectors): files written, deterministic bytes, soft
+BkR's m=1 column equal to the metrics' BkR, clear errors for missing inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backretrieval._util import io
+from backretrieval.cli import main
+from backretrieval.steps.metrics import metrics_step
+from backretrieval.steps.sample import sample_step
+
+NOISE = {"good": 0.3, "mid": 0.8, "weak": 1.6, "poor": 3.0, "random": None}
+
+
+def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> dict:
+    rng = np.random.default_rng(0)
+    ds = root / "data" / "ds"
+    ds.mkdir(parents=True)
+    io.write_json(ds / "dataset.json", {"name": "toy", "synthetic": True, "parallel": True, "languages": ["en", "de"]})
+    concepts = rng.normal(size=(12, 16))
+    items = []
+    img = np.empty((n_items, 16), np.float32)
+    for i in range(n_items):
+        img[i] = concepts[i % 12] + 0.5 * rng.normal(size=16)
+        for lang in ("en", "de"):
+            items.append({"item_id": f"i{i:03d}", "lang": lang, "image_id": f"img{i:03d}", "title": f"t{i}", "body": ""})
+    io.write_csv(ds / "items.csv", pd.DataFrame(items))
+    art = root / "artifacts"
+    io.save_npz(art / "image" / "bb.npz", emb=img, ids=np.array([f"img{i:03d}" for i in range(n_items)]))
+    text = {}
+    for enc, noise in NOISE.items():
+        for lang in ("en", "de"):
+            e = rng.normal(size=(n_items, 16)) if noise is None else img + noise * rng.normal(size=img.shape)
+            p = art / "text" / enc / f"{lang}.title.npz"
+            io.save_npz(p, emb=e.astype(np.float32), ids=np.array([f"i{i:03d}" for i in range(n_items)]))
+            text[(enc, lang)] = p
+    files = {"dataset": ds, "image": art / "image" / "bb.npz", "metrics": [], "ranks": [], "samples": [],
+             "text": sorted(str(p) for p in text.values())}
+    for d in ("en-de", "de-en"):
+        s = art / "samples" / f"{d}.json"
+        sample_step(ds, d, n, list(seeds), s)
+        m = art / "metrics" / f"{d}.csv"
+        src, tgt = d.split("-")
+        metrics_step(dataset=ds, dataset_name="toy", direction=d, samples_file=s, image_file=files["image"], backbone="bb",
+                     text_files={e: (text[(e, src)], text[(e, tgt)]) for e in NOISE}, text_field="title", k=5,
+                     corr_max_pairs=None, full_bkr_ranks=True, out=m)
+        files["metrics"].append(str(m))
+        files["ranks"].append(str(m.with_suffix(".ranks.npz")))
+        files["samples"].append(str(s))
+    return files
+
+
+def _run_args(f, out_dir, run_name="toy"):
+    return ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--ranks", *f["ranks"], "--samples", *f["samples"],
+            "--image-emb", str(f["image"]), "--text-emb", *f["text"], "--k", "5", "--run-name", run_name, "--out-dir", str(out_dir)]
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("findings-run")
+    return root, _make_run(root)
+
+
+def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None:
+    assert main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--corr-max-pairs", "300"]) == 0
+    assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "3"]) == 0
+    assert main(["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
+                 "--out-dir", str(out)]) == 0
+    assert main(["findings-agreement", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
+                 "--out-dir", str(out), "--points", str(out / "calibration_points.csv"), "--soft-m", "3", "--B", "50"]) == 0
+    assert main(["findings-document", "--records", *sorted(str(p) for p in out.glob("*.json")), "--doc", str(doc),
+                 "--summary-dir", str(summary)]) == 0
+
+
+def test_steps_write_every_output_deterministically(run, tmp_path):
+    root, f = run
+    outs = []
+    for i in range(2):
+        out, summary, doc = tmp_path / f"o{i}" / "findings", tmp_path / f"o{i}" / "summary", tmp_path / f"o{i}" / "FINDINGS.md"
+        _all_steps(root, f, out, summary, doc)
+        outs.append((out, summary, doc))
+    (o1, s1, d1), (o2, s2, d2) = outs
+    h1, h2 = _hashes(o1), _hashes(o2)
+    for name in ("inference.json", "inference.csv", "inference.md", "figures/inference_ci.png", "figures/inference_ci.svg",
+                 "figures/inference_ci.pdf", "calibration.json", "calibration_points.csv", "calibration_soft.csv",
+                 "figures/calibration.png", "bli.json", "agreement.json", "agreement.md", "figures/agreement_clustermap.pdf"):
+        assert name in h1, name
+    # bit-identical reruns (the records name their folder: compare them without it)
+    assert {k: v for k, v in h1.items() if not k.endswith(".json")} == {k: v for k, v in h2.items() if not k.endswith(".json")}
+    for name in (k for k in h1 if k.endswith(".json")):
+        a, b = json.loads((o1 / name).read_text()), json.loads((o2 / name).read_text())
+        assert a["run"].pop("reports_dir") != b["run"].pop("reports_dir")
+        assert a == b, name
+    assert d1.read_text().replace(str(tmp_path / "o0"), "") == d2.read_text().replace(str(tmp_path / "o1"), "")
+    rec = json.loads((o1 / "inference.json").read_text())
+    assert rec["run"]["synthetic"] is True and "SYNTHETIC" in rec["answer"]
+    assert {r["direction"] for r in rec["numbers"]["per_direction"]} == {"en-de", "de-en"}
+    assert rec["settings"]["n_seeds_used"] == 2
+    bli = json.loads((o1 / "bli.json").read_text())
+    assert bli["status"] == "not_applicable" and "no word-vector" in bli["answer"]
+    overall = json.loads((s1 / "overall.json").read_text())
+    assert overall["run"] is None and overall["numbers"]["n_cells"] == 2
+    assert "toy" in d1.read_text() and "Pooled over the 2" in d1.read_text()
+
+
+def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):
+    root, f = run
+    out = tmp_path / "findings"
+    assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "2"]) == 0
+    pts = pd.read_csv(out / "calibration_points.csv")
+    assert (pts["soft_bkr_m1"] == pts["bkr"]).all()
+    means = pts.groupby("encoder")["xlr_r1"].mean()
+    assert means["good"] > means["weak"] > means["random"]  # the constructed quality order
+    assert pts["p_miss"].between(5 / 30 - 1e-9, 1).all()  # at least k/N
+
+
+def test_inference_finds_wider_intervals_than_seeds(run, tmp_path):
+    root, f = run
+    out = tmp_path / "findings"
+    assert main(["findings-inference", *_run_args(f, out), "--B", "30", "--n-seeds", "3", "--corr-max-pairs", "0"]) == 0
+    frame = pd.read_csv(out / "inference.csv")
+    row = frame[(frame["set"] == "all") & (frame["quantity"] == "rho_bkr") & (frame["stat"] == "pearson")]
+    assert (row["n_valid"] > 0).all()
+    assert {"all", "no_random", "all-good", "all-random"} <= set(frame["set"])
+
+
+def test_missing_input_fails_before_work(run, tmp_path, capsys):
+    root, f = run
+    args = _run_args(f, tmp_path / "findings")
+    args[args.index("--image-emb") + 1] = str(tmp_path / "nope.npz")
+    assert main(["findings-inference", *args]) == 2
+    assert "nope.npz: input file not found" in capsys.readouterr().err
+    assert not (tmp_path / "findings").exists()
+    assert main(["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "t",
+                 "--out-dir", str(tmp_path / "b"), "--spec", "ft=notjson"]) == 2
+    assert "--spec 'ft=notjson'" in capsys.readouterr().err
+
+
+def _write_dictd(folder: Path, stem: str, articles: list[tuple[str, str]]) -> None:
+    """A dictd dictionary (``.index`` + gzip ``.dict.dz``), as Debian's FreeDict packages ship."""
+    import gzip
+
+    b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+    def enc(n: int) -> str:
+        out = ""
+        while True:
+            out, n = b64[n % 64] + out, n // 64
+            if n == 0:
+                return out
+
+    data, index = b"", []
+    for head, text in articles:
+        raw = text.encode("utf-8")
+        index.append(f"{head}\t{enc(len(data))}\t{enc(len(raw))}\n")
+        data += raw
+    (folder / f"{stem}.index").write_text("".join(index), encoding="utf-8")
+    with gzip.open(folder / f"{stem}.dict.dz", "wb") as fh:
+        fh.write(data)
+
+
+def test_bli_step_on_trained_word_vectors(run, tmp_path):
+    """fastText on a constructed parallel corpus (the same Markov-chain word sequences in 'en'
+    and 'de' words), aligned with a 20-pair seed dictionary: BLI on the held-out pairs is far above
+    chance, and no held-out word belongs to any seed dictionary."""
+    root, f = run
+    rng = np.random.default_rng(0)
+    n_words = 60
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    io.write_json(corpus / "dataset.json", {"name": "toy-corpus", "languages": ["en", "de"]})
+    succ = np.array([[(w * 7 + 1) % n_words, (w * 13 + 5) % n_words, (w + 1) % n_words] for w in range(n_words)])
+    rows = []
+    for i in range(3000):  # a sparse Markov chain: every word has its own contexts
+        seq = [int(rng.integers(n_words))]
+        for _ in range(9):
+            seq.append(int(succ[seq[-1], rng.integers(3)]))
+        for lang, pre in (("en", "e"), ("de", "d")):
+            rows.append({"item_id": f"s{i}", "lang": lang, "image_id": f"s{i}", "title": " ".join(f"{pre}{w}x" for w in seq), "body": ""})
+    io.write_csv(corpus / "items.csv", pd.DataFrame(rows))
+    dicts = tmp_path / "dictd"
+    dicts.mkdir()
+    _write_dictd(dicts, "freedict-eng-deu", [(f"e{w}x", f"e{w}x\nd{w}x\n") for w in range(n_words)])
+    base = {"type": "wordvec", "dict_size": 20, "corpus": str(corpus), "languages": ["de"], "text_fields": ["title"],
+            "dim": 10, "epochs": 20, "seed": 0, "cache_dir": str(tmp_path / "wv"), "dict_dir": str(dicts), "remove_pc": False}
+    specs = {"ft-procrustes": {**base, "method": "procrustes"}, "ft-rcsls": {**base, "method": "rcsls", "rcsls_epochs": 2}}
+    out = tmp_path / "findings"
+    args = ["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
+            "--out-dir", str(out), "--min-count", "1"]
+    for e, s in specs.items():
+        args += ["--spec", f"{e}={json.dumps(s)}"]
+    assert main(args) == 0
+    res = pd.read_csv(out / "bli.csv")
+    assert set(res["encoder"]) == set(specs) and set(res["retrieval"]) == {"nn", "csls"}
+    assert (res["n_test"] == n_words - 20).all()
+    # chance: P@1 = 1/60, MAP = H(60)/60 = 0.078
+    assert (res["p_at_1"] >= 3 / 40).all() and (res["map"] > 0.2).all()
+    test = pd.read_csv(out / "bli_test_dictionary.csv")
+    seed = json.loads(next((tmp_path / "wv" / "dict").glob("*.json")).read_text())["pairs"]
+    assert not set(test["word"]) & {w for _, w in seed}
+    assert not set(" ".join(test["gold"]).split()) & {h for h, _ in seed}
+    rec = json.loads((out / "bli.json").read_text())
+    assert rec["status"] == "ok" and "MAP" in rec["answer"]
+
+
+def test_findings_settings_defaults_overrides_and_unknown_analysis():
+    from backretrieval.config import load_config
+    from backretrieval.errors import ConfigError
+    from backretrieval.steps.findings import ANALYSES, findings_settings
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
+    s = findings_settings(cfg)
+    assert set(s) == set(ANALYSES)
+    assert s["inference"]["B"] == 200 and s["sample_size"]["synthetic"]["n_items"] == 10000
+    assert s["image_quality"]["backbones"] == {"effnet-lite2": {"type": "efficientnet-lite", "variant": "lite2"}}
+    s = findings_settings({**cfg, "findings": {"inference": {"B": 50}, "hubness": {"max_seeds": 1}}})
+    assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000}
+    assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
+    with pytest.raises(ConfigError, match="unknown analyses"):
+        findings_settings({**cfg, "findings": {"infrence": {}}})

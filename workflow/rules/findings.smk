@@ -1,0 +1,373 @@
+# Findings (issue 15, docs/FINDINGS.md): every analysis of the current config over the main
+# pipeline's artifacts -> <reports_dir>/findings/<analysis>.{csv,md,json} (+ figures/), then
+# docs/FINDINGS.md, reports/findings_summary/* and the README's verdict block from every
+# configuration's committed findings records. Target: `snakemake findings` (--configfile for a
+# named config). As every rule: declared files passed to the file-based CLI, settings as params
+# (steps.findings.findings_settings: defaults + the config's optional `findings:` section),
+# shadow, log. The output folder is passed as --out-dir, derived from the declared outputs.
+# Intermediate artifacts (other backbones' features, the scaled SYNTHETIC set's embeddings) go
+# to artifacts/<run>.findings/ (beside, not inside, artifacts/<run>: DVC versions the findings
+# as their own stage, see scripts/dvc_stages.py).
+# Helpers and settings: findings_common.smk.
+
+
+# ---- 1. the unit of inference ----------------------------------------------------------------
+rule findings_inference:
+    input:
+        unpack(findings_run_inputs),
+    output:
+        json=f"{FINDINGS}/inference.json",
+        tables=findings_tables("inference"),
+        figure=findings_figure("inference_ci"),
+    log:
+        f"{LOGS}/findings/inference.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+        s=FS["inference"],
+        max_pairs=FS["inference"]["corr_max_pairs"] or 0,
+        random=RANDOM_ENCODERS,
+        family=WORDVEC_ENCODERS,
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-inference --dataset {input.dataset} --metrics {input.metrics} --ranks {input.ranks}"
+        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --k {params.k}"
+        " --run-name {params.run_name} --out-dir {params.out_dir} --B {params.s[B]}"
+        " --bootstrap-seed {params.s[bootstrap_seed]} --n-seeds {params.s[n_seeds]}"
+        " --corr-max-pairs {params.max_pairs} --random-encoders {params.random} --family {params.family}"
+        " > {log} 2>&1"
+
+
+# ---- 2. image quality ------------------------------------------------------------------------
+rule findings_embed_backbone:
+    """Image features of another backbone on the config's dataset (section 2)."""
+    input:
+        dataset=DATASET,
+        check=ancient(CHECK),
+    output:
+        iq_image("{backbone}"),
+    log:
+        f"{LOGS}/findings/embed_backbone/{{backbone}}.log",
+    wildcard_constraints:
+        backbone="|".join(IQ_BACKBONES) or "(?!x)x",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: HEAVY_THREADS
+    params:
+        spec=lambda wc: as_json(IQ_BACKBONES[wc.backbone]),
+        threads=MODEL_THREADS,
+        cache=lambda wc, input: absolute(config["cache_dir"]),
+    shell:
+        "backretrieval embed-images --dataset {input.dataset} --backbone {wildcards.backbone} --spec {params.spec:q}"
+        " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+
+
+rule findings_image_quality:
+    input:
+        dataset=DATASET,
+        metrics=METRICS_FILES,
+        samples=[samples_file(d) for d in config["directions"]],
+        text=[text_emb(e, lang) for e in config["encoders"] for lang in DIRECTION_LANGS],
+        base=image_emb(),
+        extra=[iq_image(b) for b in IQ_BACKBONES],
+    output:
+        json=f"{FINDINGS}/image_quality.json",
+        tables=findings_tables("image_quality", samples=True),
+        figure=findings_figure("image_quality"),
+    log:
+        f"{LOGS}/findings/image_quality.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        text=text_flags(config["encoders"], DIRECTION_LANGS, text_emb),
+        images=" ".join(
+            [f"{config['image_backbone']}={image_emb()}"]
+            + [f"{b}={iq_image(b)}" for b in IQ_BACKBONES]
+        ),
+        base=config["image_backbone"],
+        noise=IQ["noise"],
+        project=IQ["project"],
+        shuffle="--shuffle" if IQ["shuffle"] else "",
+        max_seeds=f"--max-seeds {IQ['max_seeds']}" if IQ["max_seeds"] else "",
+        seed=IQ["seed"],
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-image-quality --dataset {input.dataset} --metrics {input.metrics}"
+        " --samples {input.samples} --text {params.text} --image {params.images} --base {params.base}"
+        " --noise {params.noise} --project {params.project} {params.shuffle} {params.max_seeds}"
+        " --seed {params.seed} --k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# ---- 3. sample size --------------------------------------------------------------------------
+if FINDINGS_SYNTHETIC:
+
+    rule findings_sample_size_dataset:
+        output:
+            directory(SS_DATASET),
+        log:
+            f"{LOGS}/findings/sample_size_dataset.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        params:
+            spec=as_json(
+                {
+                    "name": SS_DATASET_NAME,
+                    "source": "synthetic",
+                    "options": {},
+                    "synthetic": {
+                        k: _syn[k] for k in ("n_items", "seed", "image_size")
+                    },
+                }
+            ),
+            languages=_syn["languages"],
+        shell:
+            "backretrieval prepare --spec {params.spec:q} --languages {params.languages} --out {output} > {log} 2>&1"
+
+    rule findings_sample_size_embed_text:
+        input:
+            dataset=SS_DATASET,
+        output:
+            [ss_text("{encoder}", lang) for lang in SS_LANGS],
+        log:
+            f"{LOGS}/findings/sample_size_embed/{{encoder}}.log",
+        wildcard_constraints:
+            encoder="|".join(SS["encoders"]),
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: HEAVY_THREADS
+        params:
+            spec=lambda wc: as_json(SS["encoders"][wc.encoder]),
+            field=config["text_field"],
+            languages=SS_LANGS,
+            threads=MODEL_THREADS,
+            cache=lambda wc, input: absolute(config["cache_dir"]),
+        shell:
+            "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
+            " --text-field {params.field} --languages {params.languages} --out {output}"
+            " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+
+    rule findings_sample_size_embed_images:
+        input:
+            dataset=SS_DATASET,
+        output:
+            SS_IMAGE,
+        log:
+            f"{LOGS}/findings/sample_size_embed_images.log",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: HEAVY_THREADS
+        params:
+            backbone=config["image_backbone"],
+            spec=as_json(config["backbones"][config["image_backbone"]]),
+            threads=MODEL_THREADS,
+            cache=lambda wc, input: absolute(config["cache_dir"]),
+        shell:
+            "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
+            " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+
+
+rule findings_sample_size:
+    input:
+        dataset=SS_DATASET,
+        run_dataset=DATASET,
+        metrics=METRICS_FILES,
+        text=[ss_text(e, lang) for e in SS["encoders"] for lang in SS_LANGS],
+        image=SS_IMAGE,
+    output:
+        json=f"{FINDINGS}/sample_size.json",
+        tables=findings_tables("sample_size", samples=True),
+        figure=findings_figure("sample_size"),
+    log:
+        f"{LOGS}/findings/sample_size.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        text=text_flags(SS["encoders"], SS_LANGS, ss_text),
+        directions=SS["directions"],
+        n_grid=SS["n_grid"],
+        seeds=SS["seeds"],
+        baseline=f"--baseline {SS['baseline']}" if SS["baseline"] else "",
+        crit=f"--min-agreement {SS['min_agreement']} --min-share {SS['min_share']}",
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-sample-size --dataset {input.dataset} --run-dataset {input.run_dataset}"
+        " --metrics {input.metrics} --text {params.text} --image {input.image} --directions {params.directions}"
+        " --n-grid {params.n_grid} --seeds {params.seeds} {params.baseline} {params.crit} --k {params.k}"
+        " --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# ---- 4. hubness ------------------------------------------------------------------------------
+rule findings_hubness:
+    input:
+        dataset=DATASET,
+        metrics=METRICS_FILES,
+        samples=[samples_file(d) for d in config["directions"]],
+        text=[text_emb(e, lang) for e in config["encoders"] for lang in DIRECTION_LANGS],
+        image=image_emb(),
+    output:
+        json=f"{FINDINGS}/hubness.json",
+        tables=findings_tables("hubness", samples=True),
+        figure=findings_figure("hubness"),
+    log:
+        f"{LOGS}/findings/hubness.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        text=text_flags(config["encoders"], DIRECTION_LANGS, text_emb),
+        retrievals=HUB["retrievals"],
+        hub_fraction=HUB["hub_fraction"],
+        hub_noise=HUB["hub_noise"],
+        max_seeds=f"--max-seeds {HUB['max_seeds']}" if HUB["max_seeds"] else "",
+        seed=HUB["seed"],
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-hubness --dataset {input.dataset} --metrics {input.metrics} --samples {input.samples}"
+        " --text {params.text} --image {input.image} --retrievals {params.retrievals}"
+        " --hub-fraction {params.hub_fraction} --hub-noise {params.hub_noise} {params.max_seeds} --seed {params.seed}"
+        " --k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# ---- 5. calibration + soft BkR ---------------------------------------------------------------
+rule findings_calibration:
+    input:
+        unpack(findings_run_inputs),
+    output:
+        json=f"{FINDINGS}/calibration.json",
+        tables=findings_tables("calibration"),
+        soft=f"{FINDINGS}/calibration_soft.csv",
+        points=f"{FINDINGS}/calibration_points.csv",
+        figure=findings_figure("calibration"),
+    log:
+        f"{LOGS}/findings/calibration.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+        soft_m=FS["calibration"]["soft_m"],
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-calibration --dataset {input.dataset} --metrics {input.metrics} --ranks {input.ranks}"
+        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --k {params.k}"
+        " --run-name {params.run_name} --out-dir {params.out_dir} --soft-m {params.soft_m} > {log} 2>&1"
+
+
+# ---- 6. BLI + the agreement matrix -----------------------------------------------------------
+rule findings_bli:
+    input:
+        dataset=DATASET,
+        metrics=METRICS_FILES,
+        wordvec=wordvec_inputs,
+    output:
+        json=f"{FINDINGS}/bli.json",
+        tables=BLI_OUTPUTS,
+    log:
+        f"{LOGS}/findings/bli.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+        encoders={e: config["encoders"][e] for e in WORDVEC_ENCODERS},
+        specs=wordvec_spec_args,
+        s=FS["bli"],
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval findings-bli --dataset {input.dataset} --metrics {input.metrics} --k {params.k}"
+        " --run-name {params.run_name} --out-dir {params.out_dir} {params.specs} --test-size {params.s[test_size]}"
+        " --min-count {params.s[min_count]} --seed {params.s[seed]} --csls-k {params.s[csls_k]} > {log} 2>&1"
+
+
+rule findings_agreement:
+    input:
+        dataset=DATASET,
+        metrics=METRICS_FILES,
+        points=f"{FINDINGS}/calibration_points.csv",
+        bli=[f"{FINDINGS}/bli.csv"] if WORDVEC_ENCODERS else [],
+    output:
+        json=f"{FINDINGS}/agreement.json",
+        tables=findings_tables("agreement"),
+        figure=findings_figure("agreement_clustermap"),
+    log:
+        f"{LOGS}/findings/agreement.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    params:
+        k=config["recall_k"],
+        run_name=RUN,
+        out_dir=findings_dir,
+        bli=lambda wc, input: f"--bli {input.bli}" if input.bli else "",
+        s=FS["agreement"],
+    shell:
+        "backretrieval findings-agreement --dataset {input.dataset} --metrics {input.metrics} --k {params.k}"
+        " --run-name {params.run_name} --out-dir {params.out_dir} --points {input.points} {params.bli}"
+        " --soft-m {params.s[soft_m]} --B {params.s[B]} --bootstrap-seed {params.s[bootstrap_seed]} > {log} 2>&1"
+
+
+# ---- across configurations: docs/FINDINGS.md, the overall verdict ------------------------------
+rule findings_document:
+    input:
+        own=FINDINGS_JSON,
+        points=f"{FINDINGS}/calibration_points.csv",
+        others=other_configs_findings(),
+    output:
+        doc=FINDINGS_DOC,
+        summary=directory(FINDINGS_SUMMARY),
+        done=touch(f"{FINDINGS_ART}/findings.done"),
+    log:
+        f"{LOGS}/findings/document.log",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    params:
+        others=lambda wc, input: [p for p in input.others if p.endswith(".json")],
+        # README.md's generated verdict block is rewritten in place: a location outside the
+        # declared files (a failed job must never delete the README)
+        readme=lambda wc, input: absolute("README.md"),
+    shell:
+        "backretrieval findings-document --records {input.own} {params.others} --doc {output.doc}"
+        " --summary-dir {output.summary} --readme {params.readme:q} > {log} 2>&1"
