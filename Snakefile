@@ -26,9 +26,9 @@ include: "workflow/rules/findings.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_outputs(),
-    default_target: True
 
 
 rule findings:

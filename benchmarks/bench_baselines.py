@@ -92,13 +92,34 @@ def run(quick: bool = False, n: int = 10_000, argsort_queries: int | None = None
     t_sub, c_sub, r_arg = measure(lambda: argsort_ranks(src, tgt, nq), 1)
     t_arg, c_arg = t_sub * n / nq, c_sub * n / nq
     agree = float(np.mean(r_arg == ranks[:nq]))
-    rows = [["ours `xlr_ranks` (all ranks)", t_ours, c_ours, 1.0, 1.0, f"R@10={r_ours:.4f}"],
-            ["bare fp32 product `src @ tgt.T` (numpy; no ranks)", t_bare, c_bare, t_bare / t_ours, c_bare / c_ours,
-             "the floor of any exact fp32 implementation"],
-            [f"per-query argsort (timed on {nq} queries, ×{n / nq:g})", t_arg, c_arg, t_arg / t_ours, c_arg / c_ours,
-             f"ranks identical on {agree:.1%} of the {nq} queries"]]
-    units = {"ours_s": t_ours, "ours_cpu_s": c_ours, "argsort_s": t_arg, "argsort_cpu_s": c_arg,
-             "argsort_agree": agree, "bare_s": t_bare, "bare_cpu_s": c_bare}
+    rows = [
+        ["ours `xlr_ranks` (all ranks)", t_ours, c_ours, 1.0, 1.0, f"R@10={r_ours:.4f}"],
+        [
+            "bare fp32 product `src @ tgt.T` (numpy; no ranks)",
+            t_bare,
+            c_bare,
+            t_bare / t_ours,
+            c_bare / c_ours,
+            "the floor of any exact fp32 implementation",
+        ],
+        [
+            f"per-query argsort (timed on {nq} queries, ×{n / nq:g})",
+            t_arg,
+            c_arg,
+            t_arg / t_ours,
+            c_arg / c_ours,
+            f"ranks identical on {agree:.1%} of the {nq} queries",
+        ],
+    ]
+    units = {
+        "ours_s": t_ours,
+        "ours_cpu_s": c_ours,
+        "argsort_s": t_arg,
+        "argsort_cpu_s": c_arg,
+        "argsort_agree": agree,
+        "bare_s": t_bare,
+        "bare_cpu_s": c_bare,
+    }
     bkr_rows = ""
     try:
         import sentence_transformers  # noqa: F401
@@ -110,16 +131,47 @@ def run(quick: bool = False, n: int = 10_000, argsort_queries: int | None = None
         r_ss = float(np.mean(hits))
         mism = np.flatnonzero(hits != (ranks <= K))
         _check_near_ties(mism, lambda i: tgt.astype(np.float64) @ src[i].astype(np.float64), lambda i: i)
-        rows.append(["sentence-transformers `semantic_search(top_k=10)` + lookup", t_ss, c_ss, t_ss / t_ours, c_ss / c_ours,
-                     f"R@10={r_ss:.4f}; {len(mism)} queries differ (all float near-ties)"])
-        units.update(semantic_search_s=t_ss, semantic_search_cpu_s=c_ss, recall_ours=r_ours, recall_ss=r_ss, n_mismatch=int(len(mism)))
+        rows.append(
+            [
+                "sentence-transformers `semantic_search(top_k=10)` + lookup",
+                t_ss,
+                c_ss,
+                t_ss / t_ours,
+                c_ss / c_ours,
+                f"R@10={r_ss:.4f}; {len(mism)} queries differ (all float near-ties)",
+            ]
+        )
+        units.update(
+            semantic_search_s=t_ss,
+            semantic_search_cpu_s=c_ss,
+            recall_ours=r_ours,
+            recall_ss=r_ss,
+            n_mismatch=int(len(mism)),
+        )
         bkr_rows, bkr_units = _bkr_comparison(d, rep, t_ours, c_ours, t_ss, c_ss, t_bare, c_bare)
         units.update(bkr_units)
         units["ss_ceiling_xlr"] = t_ss / t_bare
-        rows.append(["ceiling: `semantic_search` / bare fp32 product", "", "", t_ss / t_bare, c_ss / c_bare,
-                     "the most any exact fp32 implementation can be faster than `semantic_search` here"])
-    t = md_table(["method (XLR, N×N)", "wall s", "CPU s", "× ours, wall (goal: argsort ≥ 5, semantic_search ≥ 2)",
-                  "× ours, CPU", "check"], rows)
+        rows.append(
+            [
+                "ceiling: `semantic_search` / bare fp32 product",
+                "",
+                "",
+                t_ss / t_bare,
+                c_ss / c_bare,
+                "the most any exact fp32 implementation can be faster than `semantic_search` here",
+            ]
+        )
+    t = md_table(
+        [
+            "method (XLR, N×N)",
+            "wall s",
+            "CPU s",
+            "× ours, wall (goal: argsort ≥ 5, semantic_search ≥ 2)",
+            "× ours, CPU",
+            "check",
+        ],
+        rows,
+    )
     text = f"N={n:,}, d=768, float32, best of {rep} (argsort: 1 run).\n\n{t}"
     if bkr_rows:
         text += "\n\n" + bkr_rows
@@ -127,7 +179,13 @@ def run(quick: bool = False, n: int = 10_000, argsort_queries: int | None = None
 
 
 def _bkr_comparison(
-    d: dict, rep: int, t_xlr: float, c_xlr: float, t_ss_xlr: float, c_ss_xlr: float, t_xlr_bare: float,
+    d: dict,
+    rep: int,
+    t_xlr: float,
+    c_xlr: float,
+    t_ss_xlr: float,
+    c_ss_xlr: float,
+    t_xlr_bare: float,
     c_xlr_bare: float,
 ) -> tuple[str, dict]:
     """BkR and XLR+BkR vs semantic_search, and one sample scored for E encoders."""
@@ -146,22 +204,58 @@ def _bkr_comparison(
     floor_w, floor_c = 2 * t_xlr_bare + distinct * t_bimg, 2 * c_xlr_bare + distinct * c_bimg
     rows = [
         ["BkR: ours `bkr_ranks` (all ranks)", t_b, c_b, "", "", f"R@10={np.mean(r_b <= K):.4f}"],
-        ["BkR: `semantic_search` top-1 text, then top-10 images of t*", t_sb, c_sb, t_sb / t_b, c_sb / c_b,
-         f"R@10={np.mean(h_sb):.4f}; {len(mism)} queries differ (all float near-ties)"],
+        [
+            "BkR: `semantic_search` top-1 text, then top-10 images of t*",
+            t_sb,
+            c_sb,
+            t_sb / t_b,
+            c_sb / c_b,
+            f"R@10={np.mean(h_sb):.4f}; {len(mism)} queries differ (all float near-ties)",
+        ],
         ["**XLR + BkR**: ours", t_xlr + t_b, c_xlr + c_b, "", "", ""],
-        ["**XLR + BkR**: `semantic_search`", t_ss_xlr + t_sb, c_ss_xlr + c_sb,
-         (t_ss_xlr + t_sb) / (t_xlr + t_b), (c_ss_xlr + c_sb) / (c_xlr + c_b), "goal ≥ 2"],
-        ["XLR + BkR floor: 2 bare text products + the image product of the distinct t* "
-         f"({distinct:.0%} of `tgt_img @ src_img.T`, {t_bimg:.2f} s in full)", floor_w, floor_c, "", "",
-         "the least work of any exact fp32 implementation"],
-        ["ceiling: `semantic_search` / floor", "", "", (t_ss_xlr + t_sb) / floor_w, (c_ss_xlr + c_sb) / floor_c,
-         "the most any exact fp32 implementation can be faster than `semantic_search` here"],
+        [
+            "**XLR + BkR**: `semantic_search`",
+            t_ss_xlr + t_sb,
+            c_ss_xlr + c_sb,
+            (t_ss_xlr + t_sb) / (t_xlr + t_b),
+            (c_ss_xlr + c_sb) / (c_xlr + c_b),
+            "goal ≥ 2",
+        ],
+        [
+            "XLR + BkR floor: 2 bare text products + the image product of the distinct t* "
+            f"({distinct:.0%} of `tgt_img @ src_img.T`, {t_bimg:.2f} s in full)",
+            floor_w,
+            floor_c,
+            "",
+            "",
+            "the least work of any exact fp32 implementation",
+        ],
+        [
+            "ceiling: `semantic_search` / floor",
+            "",
+            "",
+            (t_ss_xlr + t_sb) / floor_w,
+            (c_ss_xlr + c_sb) / floor_c,
+            "the most any exact fp32 implementation can be faster than `semantic_search` here",
+        ],
     ]
-    units = {"bkr_ours_s": t_b, "bkr_ours_cpu_s": c_b, "bkr_ss_s": t_sb, "bkr_ss_cpu_s": c_sb, "bkr_mismatch": int(len(mism)),
-             "xlr_bkr_ratio": (t_ss_xlr + t_sb) / (t_xlr + t_b), "xlr_bkr_ratio_cpu": (c_ss_xlr + c_sb) / (c_xlr + c_b),
-             "index_build_s": t_build, "index_recall_s": t_rec, "ss_image_topk_s": t_simg, "ss_top1_s": t_s1,
-             "distinct_frac": distinct, "bare_img_s": t_bimg, "bare_img_cpu_s": c_bimg,
-             "ss_ceiling_xlr_bkr": (t_ss_xlr + t_sb) / floor_w}
+    units = {
+        "bkr_ours_s": t_b,
+        "bkr_ours_cpu_s": c_b,
+        "bkr_ss_s": t_sb,
+        "bkr_ss_cpu_s": c_sb,
+        "bkr_mismatch": int(len(mism)),
+        "xlr_bkr_ratio": (t_ss_xlr + t_sb) / (t_xlr + t_b),
+        "xlr_bkr_ratio_cpu": (c_ss_xlr + c_sb) / (c_xlr + c_b),
+        "index_build_s": t_build,
+        "index_recall_s": t_rec,
+        "ss_image_topk_s": t_simg,
+        "ss_top1_s": t_s1,
+        "distinct_frac": distinct,
+        "bare_img_s": t_bimg,
+        "bare_img_cpu_s": c_bimg,
+        "ss_ceiling_xlr_bkr": (t_ss_xlr + t_sb) / floor_w,
+    }
     per_e = []
     for e in (1, 10):
         ours_w = t_build + e * (t_xlr + t_rec)
@@ -171,13 +265,27 @@ def _bkr_comparison(
         per_e.append([e, ours_w, ours_c, ss_w, ss_c, ss_w / ours_w, ss_c / ours_c])
         units[f"sample_E{e}_ratio"] = ss_w / ours_w
         units[f"sample_E{e}_ratio_cpu"] = ss_c / ours_c
-    t1 = md_table(["method (BkR, N×N text + N×N image)", "wall s", "CPU s", "× ours, wall", "× ours, CPU", "check"], rows)
-    t2 = md_table(["encoders E on one sample", "ours wall s", "ours CPU s", "semantic_search wall s",
-                   "semantic_search CPU s", "× ours, wall", "× ours, CPU"], per_e)
-    return (f"{t1}\n\nOne sample scored for E encoders, image side computed once by both methods "
-            f"(from the measured units: index build {t_build:.2f} s / semantic_search image top-10 "
-            f"{t_simg:.2f} s; per encoder ours `xlr_ranks` + `index.recall` {t_xlr + t_rec:.2f} s, "
-            f"semantic_search XLR top-10 + top-1 {t_ss_xlr + t_s1:.2f} s):\n\n{t2}"), units
+    t1 = md_table(
+        ["method (BkR, N×N text + N×N image)", "wall s", "CPU s", "× ours, wall", "× ours, CPU", "check"], rows
+    )
+    t2 = md_table(
+        [
+            "encoders E on one sample",
+            "ours wall s",
+            "ours CPU s",
+            "semantic_search wall s",
+            "semantic_search CPU s",
+            "× ours, wall",
+            "× ours, CPU",
+        ],
+        per_e,
+    )
+    return (
+        f"{t1}\n\nOne sample scored for E encoders, image side computed once by both methods "
+        f"(from the measured units: index build {t_build:.2f} s / semantic_search image top-10 "
+        f"{t_simg:.2f} s; per encoder ours `xlr_ranks` + `index.recall` {t_xlr + t_rec:.2f} s, "
+        f"semantic_search XLR top-10 + top-1 {t_ss_xlr + t_s1:.2f} s):\n\n{t2}"
+    ), units
 
 
 if __name__ == "__main__":

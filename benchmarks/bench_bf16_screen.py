@@ -46,6 +46,7 @@ C_OUT = 2.0**-9 * (1 + 2.0**-8)  # relative error bound of the bf16 output round
 
 def screen_bound(q: np.ndarray, q_h: np.ndarray, t: np.ndarray, t_h: np.ndarray) -> float:
     """eps0 of the module docstring: the input-rounding and accumulation part of the bound."""
+
     def max_norm(x: np.ndarray) -> float:  # float32 norms, rounded up by a generous 1e-5 relative
         return float(np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)).max()) * (1 + 1e-5)
 
@@ -124,17 +125,36 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
         ["ours `xlr_ranks` (fp32 sgemm, blocked)", t_ours, c_ours, 1.0, f"R@10={M.recall_at_k(r_ours):.4f}"],
         ["bare fp32 product `src @ tgt.T` (numpy)", t_bare, c_bare, t_bare / t_ours, ""],
         ["bare bf16 product (torch, bf16 output)", t_bf, c_bf, t_bf / t_ours, "no ranks: the screening step alone"],
-        ["bf16 screening + float64 re-check (exact ranks)", t_scr, c_scr, t_scr / t_ours,
-         f"eps0={info['eps0']:.2e}; re-checked {info['band_pairs']:,} pairs "
-         f"({info['band_pairs'] / n**2:.2%}); ranks ≠ ours for {len(diff)} queries (fp32 near-ties)"],
-        ["of which (last run): bf16 products / widen + screening passes / re-check", "", "", "",
-         f"{info['product_s']:.2f} s / {info['screen_s']:.2f} s / {info['recheck_s']:.2f} s"],
+        [
+            "bf16 screening + float64 re-check (exact ranks)",
+            t_scr,
+            c_scr,
+            t_scr / t_ours,
+            f"eps0={info['eps0']:.2e}; re-checked {info['band_pairs']:,} pairs "
+            f"({info['band_pairs'] / n**2:.2%}); ranks ≠ ours for {len(diff)} queries (fp32 near-ties)",
+        ],
+        [
+            "of which (last run): bf16 products / widen + screening passes / re-check",
+            "",
+            "",
+            "",
+            f"{info['product_s']:.2f} s / {info['screen_s']:.2f} s / {info['recheck_s']:.2f} s",
+        ],
     ]
-    text = (f"N={n:,}, d=768, float32 inputs, best of {rep}. Not used by the library; see the module docstring.\n\n"
-            + md_table(["XLR ranks", "wall s", "CPU s", "× ours (wall)", "check"], rows))
-    units = {**{k: info[k] for k in ("product_s", "screen_s", "recheck_s")}, "ours_s": t_ours,
-             "bare_fp32_s": t_bare, "bare_bf16_s": t_bf, "screened_s": t_scr,
-             "band_pairs": int(info["band_pairs"]), "eps0": info["eps0"], "differ": int(len(diff))}
+    text = (
+        f"N={n:,}, d=768, float32 inputs, best of {rep}. Not used by the library; see the module docstring.\n\n"
+        + md_table(["XLR ranks", "wall s", "CPU s", "× ours (wall)", "check"], rows)
+    )
+    units = {
+        **{k: info[k] for k in ("product_s", "screen_s", "recheck_s")},
+        "ours_s": t_ours,
+        "bare_fp32_s": t_bare,
+        "bare_bf16_s": t_bf,
+        "screened_s": t_scr,
+        "band_pairs": int(info["band_pairs"]),
+        "eps0": info["eps0"],
+        "differ": int(len(diff)),
+    }
     return text, units
 
 

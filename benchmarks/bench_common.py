@@ -28,7 +28,11 @@ _CHUNK_ROWS = 8192
 
 
 def _noisy(
-    rng: np.random.Generator, centres: np.ndarray, noise: float, normalise: bool = True, rows: np.ndarray | None = None,
+    rng: np.random.Generator,
+    centres: np.ndarray,
+    noise: float,
+    normalise: bool = True,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """centres[rows] + noise·N(0, 1), optionally L2-normalised, built in row chunks.
 
@@ -51,7 +55,11 @@ def _noisy(
 
 
 def make_data(
-    n: int, d_text: int = D_TEXT, d_img: int = D_IMG, seed: int = 0, separate_bkr_target: bool = True,
+    n: int,
+    d_text: int = D_TEXT,
+    d_img: int = D_IMG,
+    seed: int = 0,
+    separate_bkr_target: bool = True,
     text_noise: float = 3.5,
 ) -> dict[str, np.ndarray]:
     """SYNTHETIC sample of size n (normalised float32), generated from a fixed seed.

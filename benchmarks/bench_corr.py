@@ -50,9 +50,20 @@ def child(n: int, pairs: str, impl: str) -> dict:
     rep = 1 if mp is None or mp >= n * n else 3
     b_s, b_cpu, side = measure(lambda: side_cls.build(d["src_img"], d["tgt_img"], max_pairs=mp, seed=0), rep)
     e_s, e_cpu, rho = measure(lambda: side.spearman(d["src"], d["tgt2"]), rep)
-    return {"n": n, "pairs": pairs, "impl": impl, "build_s": b_s, "build_cpu_s": b_cpu, "spearman_s": e_s,
-            "spearman_cpu_s": e_cpu, "s": b_s + e_s, "cpu_s": b_cpu + e_cpu, "rho": rho, "rss_before_mb": base,
-            "peak_during_mb": hwm_mb() if ok else None}
+    return {
+        "n": n,
+        "pairs": pairs,
+        "impl": impl,
+        "build_s": b_s,
+        "build_cpu_s": b_cpu,
+        "spearman_s": e_s,
+        "spearman_cpu_s": e_cpu,
+        "s": b_s + e_s,
+        "cpu_s": b_cpu + e_cpu,
+        "rho": rho,
+        "rss_before_mb": base,
+        "peak_during_mb": hwm_mb() if ok else None,
+    }
 
 
 def bare(n: int) -> dict:
@@ -88,8 +99,12 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
         for impl in IMPLS:
             r = run_child("bench_corr", ["--child", str(nn), "--pairs", p, "--impl", impl])
             runs.append(r)
-            print(f"  corr N={nn} pairs={p} {impl}: image side {r['build_s']:.2f}s, per encoder {r['spearman_s']:.2f}s, "
-                  f"peak {r['peak_during_mb'] or 0:.0f} MB", file=sys.stderr, flush=True)
+            print(
+                f"  corr N={nn} pairs={p} {impl}: image side {r['build_s']:.2f}s, per encoder {r['spearman_s']:.2f}s, "
+                f"peak {r['peak_during_mb'] or 0:.0f} MB",
+                file=sys.stderr,
+                flush=True,
+            )
     bare_r = run_child("bench_corr", ["--child", str(n), "--bare"])
     q_pairs = min(10**6, n * n // 10)
     q_seeds = 3 if quick else 20
@@ -97,32 +112,97 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
 
     rows = []
     for r in runs:
-        rows.append([f"{r['n']:,}", _pairs_label(r["n"], r["pairs"]), r["impl"] + (" (before issue 16)" if r["impl"] == "old" else ""),
-                     r["build_s"], r["build_cpu_s"], r["spearman_s"], r["spearman_cpu_s"], f"{r['rho']:.6f}",
-                     round(r["rss_before_mb"] or 0), round(r["peak_during_mb"]) if r["peak_during_mb"] else "n/a"])
-    t1 = md_table(["N", "pairs", "implementation", "image side wall s", "image side CPU s", "per encoder wall s",
-                   "per encoder CPU s", "Spearman ρ", "RSS before MB", "peak during CORR MB"], rows)
+        rows.append(
+            [
+                f"{r['n']:,}",
+                _pairs_label(r["n"], r["pairs"]),
+                r["impl"] + (" (before issue 16)" if r["impl"] == "old" else ""),
+                r["build_s"],
+                r["build_cpu_s"],
+                r["spearman_s"],
+                r["spearman_cpu_s"],
+                f"{r['rho']:.6f}",
+                round(r["rss_before_mb"] or 0),
+                round(r["peak_during_mb"]) if r["peak_during_mb"] else "n/a",
+            ]
+        )
+    t1 = md_table(
+        [
+            "N",
+            "pairs",
+            "implementation",
+            "image side wall s",
+            "image side CPU s",
+            "per encoder wall s",
+            "per encoder CPU s",
+            "Spearman ρ",
+            "RSS before MB",
+            "peak during CORR MB",
+        ],
+        rows,
+    )
     by = {(r["n"], r["pairs"], r["impl"]): r for r in runs}
     rows = []
     for nn, p in cases:
         o, w = by[(nn, p, "old")], by[(nn, p, "new")]
         per_bare = w["spearman_s"] / bare_r["text_s"] if nn == bare_r["n"] else ""
-        rows.append([f"{nn:,}", _pairs_label(nn, p), o["build_s"] / w["build_s"], o["build_cpu_s"] / w["build_cpu_s"],
-                     o["spearman_s"] / w["spearman_s"], o["spearman_cpu_s"] / w["spearman_cpu_s"],
-                     (o["peak_during_mb"] or 0) / (w["peak_during_mb"] or 1), per_bare, f"{abs(o['rho'] - w['rho']):.1e}"])
-    t2 = md_table(["N", "pairs", "image side old/new wall", "old/new CPU", "per encoder old/new wall", "old/new CPU",
-                   "peak RSS old/new", "new per encoder / bare text product", "abs(ρ new − ρ old)"], rows)
-    t3 = md_table(["bare product (same data, best of 3)", "wall s", "CPU s"], [
-        [f"text `src @ tgt2.T` ({n:,}×{n:,}×768)", bare_r["text_s"], bare_r["text_cpu_s"]],
-        [f"image `src_img @ tgt_img.T` ({n:,}×{n:,}×1280)", bare_r["image_s"], bare_r["image_cpu_s"]]])
+        rows.append(
+            [
+                f"{nn:,}",
+                _pairs_label(nn, p),
+                o["build_s"] / w["build_s"],
+                o["build_cpu_s"] / w["build_cpu_s"],
+                o["spearman_s"] / w["spearman_s"],
+                o["spearman_cpu_s"] / w["spearman_cpu_s"],
+                (o["peak_during_mb"] or 0) / (w["peak_during_mb"] or 1),
+                per_bare,
+                f"{abs(o['rho'] - w['rho']):.1e}",
+            ]
+        )
+    t2 = md_table(
+        [
+            "N",
+            "pairs",
+            "image side old/new wall",
+            "old/new CPU",
+            "per encoder old/new wall",
+            "old/new CPU",
+            "peak RSS old/new",
+            "new per encoder / bare text product",
+            "abs(ρ new − ρ old)",
+        ],
+        rows,
+    )
+    t3 = md_table(
+        ["bare product (same data, best of 3)", "wall s", "CPU s"],
+        [
+            [f"text `src @ tgt2.T` ({n:,}×{n:,}×768)", bare_r["text_s"], bare_r["text_cpu_s"]],
+            [f"image `src_img @ tgt_img.T` ({n:,}×{n:,}×1280)", bare_r["image_s"], bare_r["image_cpu_s"]],
+        ],
+    )
     rows = []
-    for impl, design in (("old", "iid pairs with replacement (before issue 16)"), ("new", "`BandPairs` (balanced band)")):
+    for impl, design in (
+        ("old", "iid pairs with replacement (before issue 16)"),
+        ("new", "`BandPairs` (balanced band)"),
+    ):
         err = np.abs(np.asarray(qual[impl]) - qual["exact"])
-        rows.append([f"{n:,}", f"{q_pairs:.0e}", design, q_seeds, f"{err.max():.1e}", f"{np.sqrt(np.mean(err**2)):.1e}",
-                     f"{np.median(err):.1e}", f"{q_pairs ** -0.5:.1e}"])
+        rows.append(
+            [
+                f"{n:,}",
+                f"{q_pairs:.0e}",
+                design,
+                q_seeds,
+                f"{err.max():.1e}",
+                f"{np.sqrt(np.mean(err**2)):.1e}",
+                f"{np.median(err):.1e}",
+                f"{q_pairs**-0.5:.1e}",
+            ]
+        )
     t4 = md_table(["N", "pairs", "subsample", "seeds", "max abs(ρ − exact)", "rms", "median", "1/√pairs"], rows)
-    text = (f"{t1}\n\nRatios (old ÷ new; > 1 = faster / smaller now):\n\n{t2}\n\n{t3}\n\n"
-            f"Estimator error over seeds 0..{q_seeds - 1} (exact ρ = {qual['exact']:.6f}):\n\n{t4}")
+    text = (
+        f"{t1}\n\nRatios (old ÷ new; > 1 = faster / smaller now):\n\n{t2}\n\n{t3}\n\n"
+        f"Estimator error over seeds 0..{q_seeds - 1} (exact ρ = {qual['exact']:.6f}):\n\n{t4}"
+    )
     return text, {"runs": runs, "bare": bare_r, "quality": qual}
 
 
@@ -150,8 +230,9 @@ class OldCorrImageSide:
     img_rank_std: np.ndarray
 
     @classmethod
-    def build(cls, src_img, tgt_img, max_pairs=None, seed=0, block_elems=DEFAULT_BLOCK_ELEMS,
-              assume_normalized=False) -> OldCorrImageSide:
+    def build(
+        cls, src_img, tgt_img, max_pairs=None, seed=0, block_elems=DEFAULT_BLOCK_ELEMS, assume_normalized=False
+    ) -> OldCorrImageSide:
         si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
         i, j = _old_pairs(si.shape[0], ti.shape[0], max_pairs, seed)
         d_img = _old_distances(si, ti, i, j, block_elems)

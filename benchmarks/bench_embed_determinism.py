@@ -54,8 +54,14 @@ SPECS = {
 
 
 UNCHANGED = ("e5-small", "char-ngram", "random")  # encode() as before: per text by construction
-FACTORS = ["(a) other texts", "(b) batch size 8 vs 32", "(c) position", "(d) padded length",
-           "(e) threads 1 vs 2", "(f) alone vs batch"]
+FACTORS = [
+    "(a) other texts",
+    "(b) batch size 8 vs 32",
+    "(c) position",
+    "(d) padded length",
+    "(e) threads 1 vs 2",
+    "(f) alone vs batch",
+]
 
 
 def synthetic_texts(n: int, salt: str) -> list[str]:
@@ -82,8 +88,9 @@ def library_encode(name: str, threads: int | None = None) -> Callable[[list[str]
         return lambda texts: np.asarray(model.encode(list(texts)), np.float32)
     if name == "minilm":
         m = enc._load()
-        return lambda texts: m.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                      convert_to_numpy=True, show_progress_bar=False)
+        return lambda texts: m.encode(
+            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
     return enc.encode  # UNCHANGED
 
 
@@ -109,11 +116,12 @@ def n_diff(a: dict[str, np.ndarray], b: dict[str, np.ndarray], keys: list[str]) 
     return len(bad), max((float(np.abs(a[k] - b[k]).max()) for k in bad), default=0.0)
 
 
-def sensitivity(encode: Callable[[list[str]], np.ndarray], targets: list[str], others: list[str],
-                long_text: str) -> dict[str, tuple[int, float]]:
+def sensitivity(
+    encode: Callable[[list[str]], np.ndarray], targets: list[str], others: list[str], long_text: str
+) -> dict[str, tuple[int, float]]:
     """Factors (a)-(d), (f) for one encode function (batches of 32 as the reference)."""
     B = 32
-    base = [targets[i:i + B] for i in range(0, len(targets), B)]
+    base = [targets[i : i + B] for i in range(0, len(targets), B)]
     ref = by_text(encode, base)
     res: dict[str, tuple[int, float]] = {}
     comp, measured = [], []
@@ -122,11 +130,13 @@ def sensitivity(encode: Callable[[list[str]], np.ndarray], targets: list[str], o
         comp.append([t if (i % 2 or i == keep) else others[(j * B + i) % len(others)] for i, t in enumerate(b)])
         measured += [t for i, t in enumerate(b) if i % 2 or i == keep]
     res["(a) other texts"] = n_diff(ref, by_text(encode, comp), measured)
-    res["(b) batch size 8 vs 32"] = n_diff(ref, by_text(encode, [targets[i:i + 8] for i in range(0, len(targets), 8)]),
-                                           targets)
+    res["(b) batch size 8 vs 32"] = n_diff(
+        ref, by_text(encode, [targets[i : i + 8] for i in range(0, len(targets), 8)]), targets
+    )
     res["(c) position"] = n_diff(ref, by_text(encode, [b[::-1] for b in base]), targets)
-    res["(d) padded length"] = n_diff(ref, by_text(encode, [b[:-1] + [long_text] for b in base]),
-                                      [t for b in base for t in b[:-1]])
+    res["(d) padded length"] = n_diff(
+        ref, by_text(encode, [b[:-1] + [long_text] for b in base]), [t for b in base for t in b[:-1]]
+    )
     res["(f) alone vs batch"] = n_diff(ref, by_text(encode, [[t] for t in targets]), targets)
     return res
 
@@ -141,7 +151,7 @@ def _worker(args: argparse.Namespace) -> None:
     encode = (library_encode if args.scheme == "library" else project_encode)(args.encoder, args.threads)
     out = {}
     for bs in (1, 8, 32):
-        got = by_text(encode, [targets[i:i + bs] for i in range(0, len(targets), bs)])
+        got = by_text(encode, [targets[i : i + bs] for i in range(0, len(targets), bs)])
         out[f"b{bs}"] = np.stack([got[t] for t in targets])
     np.savez(args.out, **out)
 
@@ -151,9 +161,26 @@ def threads_factor(encoder: str, scheme: str, n_targets: int, tmp: Path) -> tupl
     for t in (1, 2):
         env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t), MKL_NUM_THREADS=str(t))
         out = tmp / f"{encoder}-{scheme}-{t}.npz"
-        subprocess.run([sys.executable, __file__, "--worker", "--encoder", encoder, "--scheme", scheme,
-                        "--threads", str(t), "--n-targets", str(n_targets), "--out", str(out)],
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--encoder",
+                encoder,
+                "--scheme",
+                scheme,
+                "--threads",
+                str(t),
+                "--n-targets",
+                str(n_targets),
+                "--out",
+                str(out),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         res[t] = np.load(out)
     diff = np.zeros(n_targets, bool)
     mx = 0.0
@@ -182,12 +209,20 @@ def run_sensitivity(encoders: list[str], n_targets: int) -> str:
                 make = library_encode if scheme == "library" else project_encode
                 res = sensitivity(make(name), targets, others, long_text)
                 res["(e) threads 1 vs 2"] = threads_factor(name, scheme, n_targets, Path(tmpd))
-                rows.append([name, label] + [f"{res[k][0]}" + (f" ({res[k][1]:.1g})" if res[k][0] else "")
-                                             for k in FACTORS])
-    head = ["encoder", "scheme", "(a) other texts", "(b) batch size", "(c) position", "(d) padded length",
-            "(e) threads 1 vs 2", "(f) alone"]
-    return (f"Texts (of {n_targets}) whose vector changes in at least one bit (max |diff|):\n\n"
-            + md_table(head, rows))
+                rows.append(
+                    [name, label] + [f"{res[k][0]}" + (f" ({res[k][1]:.1g})" if res[k][0] else "") for k in FACTORS]
+                )
+    head = [
+        "encoder",
+        "scheme",
+        "(a) other texts",
+        "(b) batch size",
+        "(c) position",
+        "(d) padded length",
+        "(e) threads 1 vs 2",
+        "(f) alone",
+    ]
+    return f"Texts (of {n_targets}) whose vector changes in at least one bit (max |diff|):\n\n" + md_table(head, rows)
 
 
 def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
@@ -198,7 +233,7 @@ def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
 
     def former(encode: Callable[[list[str]], np.ndarray]) -> Callable[[], object]:
         encode(texts[:4])  # load the weights outside the timings
-        return lambda: [encode(order[i:i + 64]) for i in range(0, len(order), 64)]
+        return lambda: [encode(order[i : i + 64]) for i in range(0, len(order), 64)]
 
     def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
         from backretrieval.encoders.base import _torch_threads
@@ -206,6 +241,7 @@ def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
         def run() -> object:
             with _torch_threads(1):
                 return fn()
+
         return run
 
     def now(name: str, spec: dict) -> Callable[[], object]:
@@ -238,11 +274,20 @@ def run_throughput(encoders: list[str], n: int, repeats: int) -> str:
         base = best.get("before", best["now"])
         for k in runs:
             wall, cpu = best[k]
-            rows.append([name, k, len(texts), round(len(texts) / wall, 1), round(wall / base[0], 2),
-                         round(cpu, 1), round(cpu / base[1], 2)])
-    return (f"{n} SYNTHETIC texts (titles and bodies), best of {repeats} interleaved runs, no cache:\n\n"
-            + md_table(["encoder", "scheme", "texts", "texts/s", "wall / before", "CPU s (all threads)",
-                        "CPU / before"], rows))
+            rows.append(
+                [
+                    name,
+                    k,
+                    len(texts),
+                    round(len(texts) / wall, 1),
+                    round(wall / base[0], 2),
+                    round(cpu, 1),
+                    round(cpu / base[1], 2),
+                ]
+            )
+    return f"{n} SYNTHETIC texts (titles and bodies), best of {repeats} interleaved runs, no cache:\n\n" + md_table(
+        ["encoder", "scheme", "texts", "texts/s", "wall / before", "CPU s (all threads)", "CPU / before"], rows
+    )
 
 
 def main() -> None:
@@ -267,8 +312,10 @@ def main() -> None:
         args.n, args.targets, args.repeats = 200, 64, 1
     encoders = [e for e in args.encoders.split(",") if e]
     info = machine_info()
-    print(f"machine: {info.get('Model name', '?')}, CPUs {info.get('CPU(s)', '?')}, load {info.get('loadavg', '?')}; "
-          f"{info.get('blas', '')}; torch {info.get('torch', '')}\n")
+    print(
+        f"machine: {info.get('Model name', '?')}, CPUs {info.get('CPU(s)', '?')}, load {info.get('loadavg', '?')}; "
+        f"{info.get('blas', '')}; torch {info.get('torch', '')}\n"
+    )
     if "sensitivity" not in args.skip:
         print(run_sensitivity(encoders, args.targets) + "\n")
     if "throughput" not in args.skip:

@@ -57,24 +57,29 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
         rows = [["numpy CPU fp32", w_np, 1.0, "reference", M.recall_at_k(rx_np), M.recall_at_k(rb_np)]]
         ranks = {}
         for prec in ("fp32", "fp16", "bf16"):
+
             def job(prec=prec):
-                r = (T.xlr_ranks(src, tgt, device=dev, precision=prec),
-                     T.bkr_ranks(src, tgt2, s_img, t_img, device=dev, precision=prec))
+                r = (
+                    T.xlr_ranks(src, tgt, device=dev, precision=prec),
+                    T.bkr_ranks(src, tgt2, s_img, t_img, device=dev, precision=prec),
+                )
                 sync()
                 return r
+
             job()  # warm-up (CUDA context, cuBLAS handles)
             w, _, (rx, rb) = measure(job, rep)
             ranks[prec] = (rx, rb)
             if prec == "fp32":
-                acc = (f"ranks identical to numpy: XLR {np.mean(rx == rx_np):.4%}, "
-                       f"BkR {np.mean(rb == rb_np):.4%}")
+                acc = f"ranks identical to numpy: XLR {np.mean(rx == rx_np):.4%}, BkR {np.mean(rb == rb_np):.4%}"
             else:
                 r32x, r32b = ranks["fp32"]
                 dx = M.recall_at_k(rx) - M.recall_at_k(r32x)
                 db = M.recall_at_k(rb) - M.recall_at_k(r32b)
                 ok = "OK" if max(abs(dx), abs(db)) <= FP16_TOLERANCE else "EXCEEDS 0.01"
-                acc = (f"vs fp32: rank differs XLR {np.mean(rx != r32x):.2%}, BkR {np.mean(rb != r32b):.2%}; "
-                       f"ΔR@10 XLR {dx:+.4f}, BkR {db:+.4f} ({ok})")
+                acc = (
+                    f"vs fp32: rank differs XLR {np.mean(rx != r32x):.2%}, BkR {np.mean(rb != r32b):.2%}; "
+                    f"ΔR@10 XLR {dx:+.4f}, BkR {db:+.4f} ({ok})"
+                )
             rows.append([f"torch {label} {prec}", w, w_np / w, acc, M.recall_at_k(rx), M.recall_at_k(rb)])
             units[f"n{nn}_{prec}_s"] = w
         units[f"n{nn}_numpy_s"] = w_np
@@ -93,20 +98,39 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
 
             kern()
             w, _, (rx, rb) = measure(kern, rep)
-            same = (np.array_equal(rx.cpu().numpy(), ranks[prec][0])
-                    and np.array_equal(rb.cpu().numpy(), ranks[prec][1]))
-            rows.append([f"torch {label} {prec}, data already on device (kernels only)", w, w_np / w,
-                         f"same ranks as the public-API row: {same}", "", ""])
+            same = np.array_equal(rx.cpu().numpy(), ranks[prec][0]) and np.array_equal(rb.cpu().numpy(), ranks[prec][1])
+            rows.append(
+                [
+                    f"torch {label} {prec}, data already on device (kernels only)",
+                    w,
+                    w_np / w,
+                    f"same ranks as the public-API row: {same}",
+                    "",
+                    "",
+                ]
+            )
             del tens, ts, tt, tt2, tsi, tti
         # shared image index: same codes as numpy
         w_bi_np, _, idx_np = measure(lambda: M.BkrImageIndex.build(s_img, t_img, k=10), 1)
         w_bi, _, idx_t = measure(lambda: T.build_image_index(s_img, t_img, k=10, device=dev), rep)
         same = np.array_equal(idx_np.codes, idx_t.codes)
-        rows.append([f"BkrImageIndex.build numpy → torch {label} fp32", w_bi, w_bi_np / w_bi,
-                     f"codes identical: {same}", "", ""])
-        out.append(f"N={nn:,}, {name}:\n\n" + md_table(
-            ["path", "wall s (xlr_ranks+bkr_ranks)", "speed-up vs numpy CPU", "accuracy", "XLR R@10", "BkR R@10"],
-            rows))
+        rows.append(
+            [
+                f"BkrImageIndex.build numpy → torch {label} fp32",
+                w_bi,
+                w_bi_np / w_bi,
+                f"codes identical: {same}",
+                "",
+                "",
+            ]
+        )
+        out.append(
+            f"N={nn:,}, {name}:\n\n"
+            + md_table(
+                ["path", "wall s (xlr_ranks+bkr_ranks)", "speed-up vs numpy CPU", "accuracy", "XLR R@10", "BkR R@10"],
+                rows,
+            )
+        )
 
     # tie behaviour on the device
     s = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [0.0, -1.0, 5.0, 5.0]], device=dev)
@@ -114,8 +138,10 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
     big[:, 100] = big[:, 3000] = 1.0
     am = torch.argmax(s, dim=1).tolist() + [int(v) for v in torch.argmax(big, dim=1).unique().tolist()]
     ours = T._first_argmax(s).tolist() + [int(v) for v in T._first_argmax(big).unique().tolist()]
-    out.append(f"Tie check on {units['device']}: torch.argmax → {am} (lowest index expected [1, 0, 2, 100]); "
-               f"metrics_torch first-argmax → {ours}.")
+    out.append(
+        f"Tie check on {units['device']}: torch.argmax → {am} (lowest index expected [1, 0, 2, 100]); "
+        f"metrics_torch first-argmax → {ours}."
+    )
     return "\n\n".join(out), units
 
 
@@ -123,7 +149,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
-                    help="cpu: same comparison with torch on the CPU (tests the script without a GPU)")
+    ap.add_argument(
+        "--device",
+        default="cuda",
+        choices=["cuda", "cpu"],
+        help="cpu: same comparison with torch on the CPU (tests the script without a GPU)",
+    )
     a = ap.parse_args()
     print(run(a.quick, a.n, a.device)[0])

@@ -49,8 +49,15 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
     ours = w["xlr"] + w["bkr"]
     bare_c = c["bare_x"] + c["bare_t"] + c["bare_i"]
     ours_c = c["xlr"] + c["bkr"]
-    units = {"n": n, "ratio": ours / bare, "ratio_cpu": ours_c / bare_c, "xlr": v_xlr, "bkr": v_bkr,
-             **{f"{k}_s": v for k, v in w.items()}, **{f"{k}_cpu_s": v for k, v in c.items()}}
+    units = {
+        "n": n,
+        "ratio": ours / bare,
+        "ratio_cpu": ours_c / bare_c,
+        "xlr": v_xlr,
+        "bkr": v_bkr,
+        **{f"{k}_s": v for k, v in w.items()},
+        **{f"{k}_cpu_s": v for k, v in c.items()},
+    }
 
     def row(label, a, blabel, b):
         wa, wb = sum(w[x] for x in a), sum(w[x] for x in b)
@@ -59,14 +66,20 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
 
     rows = [
         row("XLR: `xlr(src, tgt)`", ["xlr"], "`src @ tgt.T`", ["bare_x"]),
-        row("BkR: `bkr(src, tgt2, src_img, tgt_img)`", ["bkr"], "`src @ tgt2.T` + `tgt_img @ src_img.T`",
-            ["bare_t", "bare_i"]),
+        row(
+            "BkR: `bkr(src, tgt2, src_img, tgt_img)`",
+            ["bkr"],
+            "`src @ tgt2.T` + `tgt_img @ src_img.T`",
+            ["bare_t", "bare_i"],
+        ),
         row("**XLR + BkR**", ["xlr", "bkr"], "**the 3 bare products**", ["bare_x", "bare_t", "bare_i"]),
         row("BkR step 1 only: `backretrieve`", ["bt"], "`src @ tgt2.T`", ["bare_t"]),
         row("`BkrImageIndex.build(k=10)`", ["build"], "`tgt_img @ src_img.T`", ["bare_i"]),
     ]
-    t1 = md_table(["ours", "wall s", "CPU s", "bare matrix products", "wall s", "CPU s",
-                   "ratio wall (goal ≤ 1.3)", "ratio CPU"], rows)
+    t1 = md_table(
+        ["ours", "wall s", "CPU s", "bare matrix products", "wall s", "CPU s", "ratio wall (goal ≤ 1.3)", "ratio CPU"],
+        rows,
+    )
     rows2 = []
     for e in ENCODER_COUNTS:
         naive = e * t_bkr
@@ -76,9 +89,11 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
         ["encoders on one sample", "E × `bkr` s", "`BkrImageIndex.build` + E × `index.recall` s", "speed-up"],
         rows2,
     )
-    note = (f"N={n:,}, d_text=768, d_img=1280 (EfficientNet-Lite0), float32, best of {rep}; "
-            f"XLR R@10={v_xlr:.3f}, BkR R@10={v_bkr:.3f} (index path identical). Rows with E>1 are "
-            "computed from the measured single-encoder units (linear in E).")
+    note = (
+        f"N={n:,}, d_text=768, d_img=1280 (EfficientNet-Lite0), float32, best of {rep}; "
+        f"XLR R@10={v_xlr:.3f}, BkR R@10={v_bkr:.3f} (index path identical). Rows with E>1 are "
+        "computed from the measured single-encoder units (linear in E)."
+    )
     return f"{note}\n\n{t1}\n\n{t2}", units
 
 

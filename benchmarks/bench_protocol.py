@@ -69,8 +69,20 @@ def _children_cpu() -> float:
 
 def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> tuple[float, float]:
     """(wall s, CPU s of snakemake and every job it ran) of one snakemake command."""
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(cfg_file),
-           "--cores", str(cores), *args, "--quiet", "rules"]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(wd),
+        "--configfile",
+        str(cfg_file),
+        "--cores",
+        str(cores),
+        *args,
+        "--quiet",
+        "rules",
+    ]
     t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
@@ -142,7 +154,8 @@ def main() -> None:
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     run = cfg["run_name"]
     embeddings = [str(layout.image_emb_path(cfg))] + [
-        str(layout.text_emb_path(cfg, e, lang)) for e in cfg["encoders"] for lang in cfg["languages"]]
+        str(layout.text_emb_path(cfg, e, lang)) for e in cfg["encoders"] for lang in cfg["languages"]
+    ]
     prep_s, _ = _snakemake(wd, cfg_file, a.cores, *embeddings)
     metric_files = [str(layout.metrics_path(cfg, d)) for d in cfg["directions"]]
     metric_s, metric_cpu = _snakemake(wd, cfg_file, a.cores, "--forcerun", "sample", *metric_files)
@@ -160,10 +173,12 @@ def main() -> None:
         ("report rule (correlations, significance, tables)", (report_s, report_cpu)),
         ("metric phase + report", (metric_s + report_s, metric_cpu + report_cpu)),
     ]
-    print(f"\nProtocol: {a.items:,} items, {len(cfg['encoders'])} encoders (dims {dims}), "
-          f"{len(cfg['directions'])} directions x {len(cfg['seeds'])} seeds = {samples} samples at N={a.sample_size:,}, "
-          f"seed_group_size={cfg['seed_group_size']}, corr_max_pairs={cfg['corr_max_pairs']}, --cores {a.cores}; "
-          f"workdir {wd}\n")
+    print(
+        f"\nProtocol: {a.items:,} items, {len(cfg['encoders'])} encoders (dims {dims}), "
+        f"{len(cfg['directions'])} directions x {len(cfg['seeds'])} seeds = {samples} samples at N={a.sample_size:,}, "
+        f"seed_group_size={cfg['seed_group_size']}, corr_max_pairs={cfg['corr_max_pairs']}, --cores {a.cores}; "
+        f"workdir {wd}\n"
+    )
     print("| step | wall s | CPU s | wall × floor (goal ≤ 1.3) | CPU × floor |\n|---|---|---|---|---|")
     for name, *vals in rows:
         if vals[-1] is None:
@@ -173,16 +188,33 @@ def main() -> None:
             print(f"| {name} | {w:.1f} | {c:.1f} | {w / fw:.2f} | {c / fc:.2f} |")
     for rule, js in jobs.items():
         if js:
-            print(f"\n{rule} jobs: {len(js)}, wall per job {min(j[0] for j in js):.1f}–{max(j[0] for j in js):.1f} s, "
-                  f"CPU sum {sum(j[1] for j in js):.1f} s", end="")
-    print(f"\nfloor per sample: {fl['per_sample_s']:.2f} s wall, {fl['per_sample_cpu_s']:.2f} s CPU; "
-          f"bare product per shape (N×N×d, best of {a.repeats}, wall/CPU s): "
-          + ", ".join(f"d={d}: {w:.3f}/{c:.3f}" for d, (w, c) in fl["per_dim"].items()))
+            print(
+                f"\n{rule} jobs: {len(js)}, wall per job {min(j[0] for j in js):.1f}–{max(j[0] for j in js):.1f} s, "
+                f"CPU sum {sum(j[1] for j in js):.1f} s",
+                end="",
+            )
+    print(
+        f"\nfloor per sample: {fl['per_sample_s']:.2f} s wall, {fl['per_sample_cpu_s']:.2f} s CPU; "
+        f"bare product per shape (N×N×d, best of {a.repeats}, wall/CPU s): "
+        + ", ".join(f"d={d}: {w:.3f}/{c:.3f}" for d, (w, c) in fl["per_dim"].items())
+    )
     if a.out:
-        a.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()}, "metric_s": metric_s,
-                                     "metric_cpu_s": metric_cpu, "report_s": report_s, "report_cpu_s": report_cpu,
-                                     "prep_s": prep_s, "floor": {**fl, "per_dim": {str(k): v for k, v in fl["per_dim"].items()}},
-                                     "jobs": jobs, "samples": samples}, indent=1))
+        a.out.write_text(
+            json.dumps(
+                {
+                    "args": {k: str(v) for k, v in vars(a).items()},
+                    "metric_s": metric_s,
+                    "metric_cpu_s": metric_cpu,
+                    "report_s": report_s,
+                    "report_cpu_s": report_cpu,
+                    "prep_s": prep_s,
+                    "floor": {**fl, "per_dim": {str(k): v for k, v in fl["per_dim"].items()}},
+                    "jobs": jobs,
+                    "samples": samples,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,18 @@ def run(quick: bool = False) -> tuple[str, list[dict]]:
         for r in res
     ]
     table = md_table(
-        ["N", "xlr s", "bkr s", "xlr+bkr wall s", "CPU s", "inputs MB", "RSS before MB", "peak during kernels MB",
-         "peak RSS of the process MB", "< 2 GB"],
+        [
+            "N",
+            "xlr s",
+            "bkr s",
+            "xlr+bkr wall s",
+            "CPU s",
+            "inputs MB",
+            "RSS before MB",
+            "peak during kernels MB",
+            "peak RSS of the process MB",
+            "< 2 GB",
+        ],
         rows,
     )
     return table, res

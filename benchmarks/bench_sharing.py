@@ -53,15 +53,29 @@ def run(n: int, count: int, repeats: int, corr_max_pairs: int | None) -> list[li
     for _ in range(repeats):
         for label, cache in (("without", 0), ("shared", None)):
             kept = {}
-            w, c, res = _timed(lambda: evaluate_sample(encs, None, s_img, t_img, k=10, corr_max_pairs=corr_max_pairs,
-                                                       ranks_out=kept, score_cache_bytes=cache))
+            w, c, res = _timed(
+                lambda: evaluate_sample(
+                    encs,
+                    None,
+                    s_img,
+                    t_img,
+                    k=10,
+                    corr_max_pairs=corr_max_pairs,
+                    ranks_out=kept,
+                    score_cache_bytes=cache,
+                )
+            )
             best[label] = (min(best[label][0], w), min(best[label][1], c))
             outs[label] = (res, kept)
     same = outs["without"][0] == outs["shared"][0] and all(
-        np.array_equal(outs["without"][1][e][k], outs["shared"][1][e][k]) for e in encs for k in ("xlr", "bkr"))
+        np.array_equal(outs["without"][1][e][k], outs["shared"][1][e][k]) for e in encs for k in ("xlr", "bkr")
+    )
     bare = []
-    for a, b in [(t_img, s_img)] + [(e["xlr_src"], e["xlr_tgt"]) for e in encs.values()] + [
-            (e["bkr_src"], e["bkr_tgt"]) for e in encs.values()]:
+    for a, b in (
+        [(t_img, s_img)]
+        + [(e["xlr_src"], e["xlr_tgt"]) for e in encs.values()]
+        + [(e["bkr_src"], e["bkr_tgt"]) for e in encs.values()]
+    ):
         w, c, _ = _timed(lambda: a @ b.T)
         bare.append((w, c))
     bw, bc = sum(x[0] for x in bare), sum(x[1] for x in bare)
@@ -81,8 +95,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--corr-max-pairs", type=float, default=1e6)
     a = ap.parse_args()
-    print("| N | encoders | evaluate_sample | wall s | CPU s | wall × bare products | CPU × bare products "
-          "| speed-up (wall) | speed-up (CPU) |\n|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| N | encoders | evaluate_sample | wall s | CPU s | wall × bare products | CPU × bare products "
+        "| speed-up (wall) | speed-up (CPU) |\n|---|---|---|---|---|---|---|---|---|"
+    )
     for n in a.n:
         for row in run(n, a.encoders, a.repeats, int(a.corr_max_pairs) if a.corr_max_pairs else None):
             print("| " + " | ".join(f"{x:.3g}" if isinstance(x, float) else str(x) for x in row) + " |", flush=True)

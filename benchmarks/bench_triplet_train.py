@@ -65,13 +65,17 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             mod.train_heads(title, body, names, cfg, xl=args.head == "tripletxl")
             times[name].append(time.perf_counter() - t0)
-    print(f"{args.head}: {args.langs} languages x {args.per_lang} items, dim {args.dim}, "
-          f"{args.epochs} epochs, torch threads {torch.get_num_threads()}, {args.repeats} repeats")
+    print(
+        f"{args.head}: {args.langs} languages x {args.per_lang} items, dim {args.dim}, "
+        f"{args.epochs} epochs, torch threads {torch.get_num_threads()}, {args.repeats} repeats"
+    )
     base = statistics.median(times["this tree"])
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"  {name:28s} median {med:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in ts)})  "
-              f"ratio to this tree {med / base:.2f}")
+        print(
+            f"  {name:28s} median {med:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in ts)})  "
+            f"ratio to this tree {med / base:.2f}"
+        )
     return 0
 
 

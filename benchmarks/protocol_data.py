@@ -34,8 +34,16 @@ DEFAULT_ROOT = Path("data/generated/protocol")
 LANGUAGES = ["en", "de", "fr", "es", "ru"]
 #: encoder id -> dimension (SYNTHETIC stand-ins, named by the kind of encoder they mimic)
 ENCODERS = {
-    "syn-labse": 768, "syn-muse": 512, "syn-laser": 1024, "syn-xlmr": 768, "syn-mbert": 768,
-    "syn-e5-small": 384, "syn-vecmap": 300, "syn-rcsls": 300, "syn-use-m": 512, "syn-sbert": 768,
+    "syn-labse": 768,
+    "syn-muse": 512,
+    "syn-laser": 1024,
+    "syn-xlmr": 768,
+    "syn-mbert": 768,
+    "syn-e5-small": 384,
+    "syn-vecmap": 300,
+    "syn-rcsls": 300,
+    "syn-use-m": 512,
+    "syn-sbert": 768,
 }
 D_IMG = 1280
 CHUNK = 8192
@@ -44,10 +52,10 @@ CHUNK = 8192
 def _rows(rng: np.random.Generator, centres: np.ndarray, rows: np.ndarray, noise: float, normalise: bool) -> np.ndarray:
     out = np.empty((rows.shape[0], centres.shape[1]), dtype=np.float32)
     for s in range(0, rows.shape[0], CHUNK):
-        x = out[s:s + CHUNK]
+        x = out[s : s + CHUNK]
         x[...] = rng.standard_normal(x.shape, dtype=np.float32)
         x *= noise
-        x += centres[rows[s:s + CHUNK]]
+        x += centres[rows[s : s + CHUNK]]
         if normalise:
             x /= np.linalg.norm(x, axis=1, keepdims=True)
     return out
@@ -57,8 +65,15 @@ def generate(root: Path, n_items: int = 25_000, seed: int = 0, text_noise: float
     """Write the SYNTHETIC protocol data under ``root``; False when it is already there with these
     parameters (nothing rewritten, so the pipeline's inputs keep their modification times)."""
     root = Path(root)
-    manifest = {"n_items": n_items, "seed": seed, "text_noise": text_noise, "languages": LANGUAGES,
-                "encoders": ENCODERS, "d_img": D_IMG, "synthetic": True}
+    manifest = {
+        "n_items": n_items,
+        "seed": seed,
+        "text_noise": text_noise,
+        "languages": LANGUAGES,
+        "encoders": ENCODERS,
+        "d_img": D_IMG,
+        "synthetic": True,
+    }
     mpath = root / "manifest.json"
     if mpath.is_file() and json.loads(mpath.read_text()) == manifest:
         return False
@@ -69,10 +84,21 @@ def generate(root: Path, n_items: int = 25_000, seed: int = 0, text_noise: float
     image_ids = [f"img{i:06d}" for i in range(n_items)]
     ds = root / "dataset"
     (ds / "features").mkdir(parents=True, exist_ok=True)
-    (ds / "dataset.json").write_text(json.dumps({
-        "name": "protocol-synthetic", "synthetic": True, "parallel": True, "languages": LANGUAGES,
-        "description": "SYNTHETIC stand-in for the paper protocol (benchmarks/protocol_data.py): no texts "
-                       "or images, precomputed SYNTHETIC embeddings only", "license": "CC0-1.0"}, indent=1) + "\n")
+    (ds / "dataset.json").write_text(
+        json.dumps(
+            {
+                "name": "protocol-synthetic",
+                "synthetic": True,
+                "parallel": True,
+                "languages": LANGUAGES,
+                "description": "SYNTHETIC stand-in for the paper protocol (benchmarks/protocol_data.py): no texts "
+                "or images, precomputed SYNTHETIC embeddings only",
+                "license": "CC0-1.0",
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     with open(ds / "items.csv", "w", encoding="utf-8") as fh:
         fh.write("item_id,lang,image_id,title,body,split\n")
         for lang in LANGUAGES:

@@ -61,8 +61,11 @@ def projection(k: dict, corr_res: dict | None) -> str:
         return k[f"{name}_cpu_s" if cpu else f"{name}_s"]
 
     rows = []
-    for label in ("no index: E × (xlr + bkr) per sample", "`evaluate_sample`, full_bkr_ranks=True",
-                  "`evaluate_sample`, full_bkr_ranks=False"):
+    for label in (
+        "no index: E × (xlr + bkr) per sample",
+        "`evaluate_sample`, full_bkr_ranks=True",
+        "`evaluate_sample`, full_bkr_ranks=False",
+    ):
         for ckey in ["none", *sorted(corr_t, key=lambda x: ("before" in x, not x.startswith("exact"), x))]:
             if "before" in ckey and "True" not in label:
                 continue  # the previous implementation: one variant is enough to compare
@@ -91,7 +94,8 @@ def projection(k: dict, corr_res: dict | None) -> str:
         f"{sd} samples (image index and CORR image side shared per seed×direction). Units = this run's "
         "measurements; embedding time excluded (see benchmarks/throughput.py).\n\n"
         + bench_common.md_table(
-            ["pipeline variant", "CORR", "projected wall (from this run's wall times)", "hours", "CPU-hours"], rows)
+            ["pipeline variant", "CORR", "projected wall (from this run's wall times)", "hours", "CPU-hours"], rows
+        )
     )
 
 
@@ -102,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=f"comma-separated subset of {SECTIONS}")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip")
     ap.add_argument("--n", type=int, default=N_PAPER)
-    ap.add_argument("--out", type=Path, help="also write the report to this Markdown file "
-                    "(and the raw measured numbers to the same name with .json)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="also write the report to this Markdown file (and the raw measured numbers to the same name with .json)",
+    )
     a = ap.parse_args(argv)
     want = [s for s in SECTIONS if (not a.only or s in a.only.split(",")) and s not in a.skip.split(",")]
     if "gpu" in want and not a.gpu and not a.only:

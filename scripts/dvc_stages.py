@@ -52,8 +52,12 @@ HEADER = """\
 # dataset/corpus options that name local input data (download_dir is a verified download cache)
 SOURCE_OPTIONS = ("path", "mirror", "stair_mirror", "coco_mirror", "images_dir", "mapping_csv", "npy")
 # encoder spec keys that name input files (wordvec's corpus is a prepared corpus: a DAG output)
-SPEC_INPUTS = {"glove-translate": ("glove", "translations"), "laser": ("bpe_codes", "bpe_vocab", "encoder"),
-               "muse": ("vectors",), "rcsls": ("vectors",)}
+SPEC_INPUTS = {
+    "glove-translate": ("glove", "translations"),
+    "laser": ("bpe_codes", "bpe_vocab", "encoder"),
+    "muse": ("vectors",),
+    "rcsls": ("vectors",),
+}
 
 
 # outputs of the findings DAG that are generated across configurations (git files, see above)
@@ -116,8 +120,12 @@ def stage(config_path: str) -> tuple[str, dict]:
     reports = Path(cfg["reports_dir"])
     metrics = {layout.report_paths(cfg)["metrics"]}
     plots: dict[Path, dict] = {
-        layout.report_paths(cfg)["fig2_csv"]: {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter",
-                                               "title": "XLR vs BkR per encoder (figure seed)"},
+        layout.report_paths(cfg)["fig2_csv"]: {
+            "x": "xlr_recall",
+            "y": "bkr_recall",
+            "template": "scatter",
+            "title": "XLR vs BkR per encoder (figure seed)",
+        },
     }
     if cfg.get("case_study"):
         metrics |= {layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]}
@@ -138,8 +146,10 @@ def stage(config_path: str) -> tuple[str, dict]:
         elif reports in p.parents:
             report_outs.append(path)
         else:
-            raise SystemExit(f"dvc_stages: {config_path}: output {path} of rule {rule} is neither under "
-                             f"{artifacts}/, {layout.PREPARED}/ nor {reports}/; extend scripts/dvc_stages.py")
+            raise SystemExit(
+                f"dvc_stages: {config_path}: output {path} of rule {rule} is neither under "
+                f"{artifacts}/, {layout.PREPARED}/ nor {reports}/; extend scripts/dvc_stages.py"
+            )
     cmd = "snakemake --cores all" + ("" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}")
     body: dict = {
         "cmd": cmd,
@@ -176,8 +186,10 @@ def findings_stage(config_path: str) -> tuple[str, dict]:
         elif findings in p.parents:
             report_outs.append(path)
         else:
-            raise SystemExit(f"dvc_stages: {config_path}: findings output {path} of rule {rule} is neither under "
-                             f"{own}/, {layout.PREPARED}/ nor {findings}/; extend scripts/dvc_stages.py")
+            raise SystemExit(
+                f"dvc_stages: {config_path}: findings output {path} of rule {rule} is neither under "
+                f"{own}/, {layout.PREPARED}/ nor {findings}/; extend scripts/dvc_stages.py"
+            )
     cmd = "snakemake --cores all findings" + ("" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}")
     body: dict = {
         "cmd": cmd,
@@ -198,8 +210,10 @@ def generate(configs: list[str], findings: list[str] = ()) -> str:
         for entry in body["outs"] + body.get("metrics", []) + body.get("plots", []):
             path = entry if isinstance(entry, str) else next(iter(entry))
             if path in owner:
-                raise SystemExit(f"dvc_stages: {path} is written by both stage {owner[path]!r} and {name!r}; "
-                                 "give the configs distinct run_name, dataset names and reports_dir")
+                raise SystemExit(
+                    f"dvc_stages: {path} is written by both stage {owner[path]!r} and {name!r}; "
+                    "give the configs distinct run_name, dataset names and reports_dir"
+                )
             owner[path] = name
         stages[name] = body
     return HEADER + yaml.safe_dump({"stages": stages}, sort_keys=False, default_flow_style=False, width=100)
@@ -230,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output)
     if args.check:
         if not out.is_file() or out.read_text(encoding="utf-8") != text:
-            print(f"{out} differs from a fresh generation: run `make dvc-yaml` (python scripts/dvc_stages.py)",
-                  file=sys.stderr)
+            print(
+                f"{out} differs from a fresh generation: run `make dvc-yaml` (python scripts/dvc_stages.py)",
+                file=sys.stderr,
+            )
             return 1
         print(f"{out}: up to date")
         return 0

@@ -75,8 +75,12 @@ def train_once(spec: dict[str, Any], lang: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="stress-ft-") as tmp:
         enc = build_wordvec_encoder("stress", {**spec, "cache_dir": tmp})
         mv = enc.mono(lang)
-        return {"hash": _sha(mv.vectors, mv.counts, words=mv.words), "nonfinite": _nonfinite(mv.vectors),
-                "vocab": len(mv.words), "sentences": len(enc._load_sentences()[lang])}
+        return {
+            "hash": _sha(mv.vectors, mv.counts, words=mv.words),
+            "nonfinite": _nonfinite(mv.vectors),
+            "vocab": len(mv.words),
+            "sentences": len(enc._load_sentences()[lang]),
+        }
 
 
 def align_once(specs: dict[str, dict[str, Any]], mono_cache: str, lang: str, hub: str) -> dict[str, Any]:
@@ -94,8 +98,11 @@ def align_once(specs: dict[str, dict[str, Any]], mono_cache: str, lang: str, hub
             docs = [enc.encode(sents[x][:N_ALIGN_TEXTS], x) for x in (lang, hub)]
             per[name] = _sha(w, *docs)
             bad += _nonfinite(w, *docs)
-    return {"hash": _sha(np.array([]), words=tuple(f"{k}={v}" for k, v in sorted(per.items()))),
-            "nonfinite": bad, "per_encoder": per}
+    return {
+        "hash": _sha(np.array([]), words=tuple(f"{k}={v}" for k, v in sorted(per.items()))),
+        "nonfinite": bad,
+        "per_encoder": per,
+    }
 
 
 # ------------------------------------------------------------------------------- running
@@ -103,8 +110,13 @@ def align_once(specs: dict[str, dict[str, Any]], mono_cache: str, lang: str, hub
 
 def _env(i: int) -> dict[str, str]:
     threads = str(1 + i % 3)
-    return {"PYTHONHASHSEED": str(1000 + i), "MALLOC_PERTURB_": str(PERTURB[i % len(PERTURB)]),
-            "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    return {
+        "PYTHONHASHSEED": str(1000 + i),
+        "MALLOC_PERTURB_": str(PERTURB[i % len(PERTURB)]),
+        "OPENBLAS_NUM_THREADS": threads,
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+    }
 
 
 def _fresh(job: dict[str, Any], i: int) -> subprocess.Popen:
@@ -113,7 +125,10 @@ def _fresh(job: dict[str, Any], i: int) -> subprocess.Popen:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -159,7 +174,9 @@ def run_phase(name: str, job: dict[str, Any], n: int, jobs: int) -> dict[str, An
         results.append(("inproc", res))
     hashes = Counter(r["hash"] for _, r in results if "hash" in r)
     summary = {
-        "runs": len(results), "distinct": len(hashes), "hashes": dict(hashes),
+        "runs": len(results),
+        "distinct": len(hashes),
+        "hashes": dict(hashes),
         "nonfinite_runs": sum(1 for _, r in results if r.get("nonfinite", 0) > 0),
         "errors": sum(1 for _, r in results if "error" in r),
     }
@@ -190,8 +207,10 @@ def _prepare_corpus(cfg: dict[str, Any], corpus_path: str, work: Path) -> Path:
     name = Path(corpus_path).name
     corpora = cfg.get("corpora") or {}
     if name not in corpora:
-        sys.exit(f"stress_fasttext: the encoders' corpus {corpus_path!r} is not one of the config's "
-                 f"corpora {sorted(corpora)}")
+        sys.exit(
+            f"stress_fasttext: the encoders' corpus {corpus_path!r} is not one of the config's "
+            f"corpora {sorted(corpora)}"
+        )
     entry = json.loads(json.dumps(corpora[name]))
     entry.setdefault("options", {})["download_dir"] = str(work / "downloads")
     out = work / "prepared" / name
@@ -228,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         for s in specs.values():
             s["corpus"] = str(corpus)
         first_name, first = next(iter(specs.items()))
-        print(f"config {args.config}: settings of '{first_name}' (dim {first.get('dim', 100)}, epochs "
-              f"{first.get('epochs', 10)}, seed {first.get('seed', 0)}); corpus {corpus}", flush=True)
+        print(
+            f"config {args.config}: settings of '{first_name}' (dim {first.get('dim', 100)}, epochs "
+            f"{first.get('epochs', 10)}, seed {first.get('seed', 0)}); corpus {corpus}",
+            flush=True,
+        )
         summaries = {}
         summaries["train"] = run_phase("train", {"phase": "train", "spec": first, "lang": args.lang}, args.n, args.jobs)
         if args.align_n > 0:
@@ -251,9 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         good = s["distinct"] == 1 and s["nonfinite_runs"] == 0 and s["errors"] == 0
         ok &= good
         extra = f"; differing encoders: {s['differing_encoders']}" if s.get("differing_encoders") else ""
-        print(f"{phase}: {s['runs']} runs, {s['distinct']} distinct hash(es) {s['hashes']}, "
-              f"{s['nonfinite_runs']} run(s) with NaN/inf, {s['errors']} failed run(s){extra} -> "
-              f"{'OK' if good else 'NOT DETERMINISTIC'}", flush=True)
+        print(
+            f"{phase}: {s['runs']} runs, {s['distinct']} distinct hash(es) {s['hashes']}, "
+            f"{s['nonfinite_runs']} run(s) with NaN/inf, {s['errors']} failed run(s){extra} -> "
+            f"{'OK' if good else 'NOT DETERMINISTIC'}",
+            flush=True,
+        )
     return 0 if ok else 1
 
 

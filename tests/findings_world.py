@@ -22,8 +22,15 @@ from backretrieval.findings.views import build_view
 SIGMAS = {"good": 0.05, "mid": 0.6, "weak": 1.5, "random": None}
 
 
-def make_world(n_items: int = 400, n_concepts: int = 40, d: int = 24, di: int = 16, seed: int = 0,
-               langs=("en", "de"), sigmas=SIGMAS):
+def make_world(
+    n_items: int = 400,
+    n_concepts: int = 40,
+    d: int = 24,
+    di: int = 16,
+    seed: int = 0,
+    langs=("en", "de"),
+    sigmas=SIGMAS,
+):
     rng = np.random.default_rng(seed)
     concept = rng.integers(n_concepts, size=n_items)
     centres_t = rng.normal(size=(n_concepts, d))
@@ -32,8 +39,13 @@ def make_world(n_items: int = 400, n_concepts: int = 40, d: int = 24, di: int = 
     images = (centres_i[concept] + 0.2 * rng.normal(size=(n_items, di))).astype(np.float32)
     ids = [f"it{i:05d}" for i in range(n_items)]
     img_ids = [f"im{i:05d}" for i in range(n_items)]
-    items = pd.DataFrame([dict(item_id=ids[i], lang=lang, image_id=img_ids[i], title=f"t{i}", body="")
-                          for lang in langs for i in range(n_items)])
+    items = pd.DataFrame(
+        [
+            dict(item_id=ids[i], lang=lang, image_id=img_ids[i], title=f"t{i}", body="")
+            for lang in langs
+            for i in range(n_items)
+        ]
+    )
     texts = {}
     for e_i, (enc, sigma) in enumerate(sigmas.items()):
         texts[enc] = {}
@@ -61,9 +73,18 @@ def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), direction
     ds = root / "dataset"
     ds.mkdir(parents=True)
     items.to_csv(ds / "items.csv", index=False)
-    (ds / "dataset.json").write_text(json.dumps({"name": "world", "synthetic": False, "parallel": True,
-                                                 "languages": ["en", "de"], "description": "test world",
-                                                 "license": "CC0"}))
+    (ds / "dataset.json").write_text(
+        json.dumps(
+            {
+                "name": "world",
+                "synthetic": False,
+                "parallel": True,
+                "languages": ["en", "de"],
+                "description": "test world",
+                "license": "CC0",
+            }
+        )
+    )
     text_files = {}
     for enc, by_lang in texts.items():
         for lang, (index, emb) in by_lang.items():
@@ -82,9 +103,20 @@ def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), direction
         ss = draw_samples(items, src, tgt, n, list(seeds), True)
         p.write_text(json.dumps({"direction": d, "n": n, "samples": [s.to_dict() for s in ss]}))
         samples.append(p)
-        metrics_step(dataset=ds, dataset_name="world", direction=d, samples_file=p, image_file=img, backbone="bb",
-                     text_files={e: (text_files[(e, src)], text_files[(e, tgt)]) for e in texts}, text_field="title",
-                     k=10, corr_max_pairs=None, full_bkr_ranks=False, out=root / "metrics" / f"{d}.csv")
+        metrics_step(
+            dataset=ds,
+            dataset_name="world",
+            direction=d,
+            samples_file=p,
+            image_file=img,
+            backbone="bb",
+            text_files={e: (text_files[(e, src)], text_files[(e, tgt)]) for e in texts},
+            text_field="title",
+            k=10,
+            corr_max_pairs=None,
+            full_bkr_ranks=False,
+            out=root / "metrics" / f"{d}.csv",
+        )
     return ds, text_files, img, samples
 
 

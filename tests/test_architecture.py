@@ -12,12 +12,21 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "backretrieval"
 # unit (top-level module or subpackage of backretrieval) -> layer; imports only point down
 LAYERS: dict[str, int] = {
     "__main__": 6,
-    "__init__": 5, "cli": 5, "config": 5,
+    "__init__": 5,
+    "cli": 5,
+    "config": 5,
     "steps": 4,
-    "study": 3, "reporting": 3, "evaluation": 3, "findings": 3,
-    "encoders": 2, "images": 2, "data": 2,
-    "metrics": 1, "stats": 1,
-    "_util": 0, "errors": 0,
+    "study": 3,
+    "reporting": 3,
+    "evaluation": 3,
+    "findings": 3,
+    "encoders": 2,
+    "images": 2,
+    "data": 2,
+    "metrics": 1,
+    "stats": 1,
+    "_util": 0,
+    "errors": 0,
 }
 
 
@@ -96,7 +105,7 @@ def test_no_cycles_between_subpackages():
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt]
+                return stack[stack.index(nxt) :] + [nxt] if nxt in stack else [node, nxt]
             if nxt not in state:
                 cycle = visit(nxt, stack + [nxt])
                 if cycle:

@@ -73,7 +73,9 @@ def test_run_all_small_smoke(tmp_path):
     sections = "machine,kernels,baselines,bf16screen,corr"
     proc = subprocess.run(
         [sys.executable, str(BENCH / "run_all.py"), "--quick", "--n", "600", "--only", sections, "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text()

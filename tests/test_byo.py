@@ -31,7 +31,11 @@ def _good(root: Path) -> Path:
 
 
 def _find(probs: list[Problem], file: str, row, field, level="error", text=""):
-    hits = [p for p in probs if p.file == file and p.row == row and p.field == field and p.level == level and text in p.message]
+    hits = [
+        p
+        for p in probs
+        if p.file == file and p.row == row and p.field == field and p.level == level and text in p.message
+    ]
     assert hits, f"no {level} at {file}:{row} [{field}] ~{text!r} in:\n" + "\n".join(map(str, probs))
     return hits[0]
 
@@ -47,15 +51,15 @@ def test_broken_dataset_reports_every_problem(tmp_path):
     (root / "images" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
     (root / "items.csv").write_text(
         GOOD_ITEMS
-        + "r3,en,img3,,body only\n"            # row 5: empty title
-        + "r1,en,img1,Pancakes again,x\n"      # row 6: duplicate (r1, en)
-        + "r4,en,img2,Soup,Carrots\n"          # row 7: duplicate text of r2
-        + "r5,xx,img1,Tarte,Farine\n"          # row 8: unknown language code
-        + "r6,English,img1,Pie,Apples\n"       # row 9: malformed language code
-        + "r7,en,img9,Cake,Sugar\n"            # row 10: image id without image
-        + "r8,en,img4,Stew,Beans\n"            # row 11: image 4 escapes root
-        + "r9,en,img5,Tea,Water\n"             # row 12: image 5 unreadable
-        + "r10,en,img6,Jam,Fruit\n"            # row 13: image 6 file missing
+        + "r3,en,img3,,body only\n"  # row 5: empty title
+        + "r1,en,img1,Pancakes again,x\n"  # row 6: duplicate (r1, en)
+        + "r4,en,img2,Soup,Carrots\n"  # row 7: duplicate text of r2
+        + "r5,xx,img1,Tarte,Farine\n"  # row 8: unknown language code
+        + "r6,English,img1,Pie,Apples\n"  # row 9: malformed language code
+        + "r7,en,img9,Cake,Sugar\n"  # row 10: image id without image
+        + "r8,en,img4,Stew,Beans\n"  # row 11: image 4 escapes root
+        + "r9,en,img5,Tea,Water\n"  # row 12: image 5 unreadable
+        + "r10,en,img6,Jam,Fruit\n"  # row 13: image 6 file missing
     )
     (root / "images.csv").write_text(
         "image_id,path\nimg1,images/img1.png\nimg2,images/img2.png\nimg3,images/img1.png\n"

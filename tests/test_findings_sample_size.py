@@ -22,8 +22,18 @@ def _table(orders: dict[int, list[list[float]]]) -> pd.DataFrame:
     for n, per_seed in orders.items():
         for seed, bkr in enumerate(per_seed):
             for enc, val, xlr in zip("abc", bkr, (0.9, 0.5, 0.1)):
-                rows.append(dict(n=n, direction="en-de", seed=seed, encoder=enc, xlr_r1=xlr, xlr_recall=xlr,
-                                 xlr_mrr=xlr, bkr_recall=val))
+                rows.append(
+                    dict(
+                        n=n,
+                        direction="en-de",
+                        seed=seed,
+                        encoder=enc,
+                        xlr_r1=xlr,
+                        xlr_recall=xlr,
+                        xlr_mrr=xlr,
+                        bkr_recall=val,
+                    )
+                )
     return pd.DataFrame(rows)
 
 
@@ -65,10 +75,33 @@ def test_random_encoder_scores_chance_and_graded_encoders_are_ordered():
 def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
     ds, text_files, img, _ = write_world(tmp_path / "w", n_items=300)
     out = tmp_path / "out"
-    args = ["findings-sample-size", "--dataset", str(ds), "--text",
-            *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()], "--image", str(img),
-            "--directions", "en-de", "--n-grid", "40", "80", "1000", "--seeds", "0", "1", "2",
-            "--baseline", "random", "--metrics", *metrics_files(tmp_path / "w"), "--run-name", "world", "--out-dir", str(out)]
+    args = [
+        "findings-sample-size",
+        "--dataset",
+        str(ds),
+        "--text",
+        *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
+        "--image",
+        str(img),
+        "--directions",
+        "en-de",
+        "--n-grid",
+        "40",
+        "80",
+        "1000",
+        "--seeds",
+        "0",
+        "1",
+        "2",
+        "--baseline",
+        "random",
+        "--metrics",
+        *metrics_files(tmp_path / "w"),
+        "--run-name",
+        "world",
+        "--out-dir",
+        str(out),
+    ]
     assert main(args) == 0
     rec = read_record(out / "sample_size.json")  # document.py's schema
     assert rec.analysis == "sample_size" and rec.run.run_name == "world" and rec.verdict

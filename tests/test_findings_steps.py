@@ -31,7 +31,9 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
     for i in range(n_items):
         img[i] = concepts[i % 12] + 0.5 * rng.normal(size=16)
         for lang in ("en", "de"):
-            items.append({"item_id": f"i{i:03d}", "lang": lang, "image_id": f"img{i:03d}", "title": f"t{i}", "body": ""})
+            items.append(
+                {"item_id": f"i{i:03d}", "lang": lang, "image_id": f"img{i:03d}", "title": f"t{i}", "body": ""}
+            )
     io.write_csv(ds / "items.csv", pd.DataFrame(items))
     art = root / "artifacts"
     io.save_npz(art / "image" / "bb.npz", emb=img, ids=np.array([f"img{i:03d}" for i in range(n_items)]))
@@ -42,16 +44,33 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
             p = art / "text" / enc / f"{lang}.title.npz"
             io.save_npz(p, emb=e.astype(np.float32), ids=np.array([f"i{i:03d}" for i in range(n_items)]))
             text[(enc, lang)] = p
-    files = {"dataset": ds, "image": art / "image" / "bb.npz", "metrics": [], "ranks": [], "samples": [],
-             "text": sorted(str(p) for p in text.values())}
+    files = {
+        "dataset": ds,
+        "image": art / "image" / "bb.npz",
+        "metrics": [],
+        "ranks": [],
+        "samples": [],
+        "text": sorted(str(p) for p in text.values()),
+    }
     for d in ("en-de", "de-en"):
         s = art / "samples" / f"{d}.json"
         sample_step(ds, d, n, list(seeds), s)
         m = art / "metrics" / f"{d}.csv"
         src, tgt = d.split("-")
-        metrics_step(dataset=ds, dataset_name="toy", direction=d, samples_file=s, image_file=files["image"], backbone="bb",
-                     text_files={e: (text[(e, src)], text[(e, tgt)]) for e in NOISE}, text_field="title", k=5,
-                     corr_max_pairs=None, full_bkr_ranks=True, out=m)
+        metrics_step(
+            dataset=ds,
+            dataset_name="toy",
+            direction=d,
+            samples_file=s,
+            image_file=files["image"],
+            backbone="bb",
+            text_files={e: (text[(e, src)], text[(e, tgt)]) for e in NOISE},
+            text_field="title",
+            k=5,
+            corr_max_pairs=None,
+            full_bkr_ranks=True,
+            out=m,
+        )
         files["metrics"].append(str(m))
         files["ranks"].append(str(m.with_suffix(".ranks.npz")))
         files["samples"].append(str(s))
@@ -59,12 +78,34 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
 
 
 def _run_args(f, out_dir, run_name="toy"):
-    return ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--ranks", *f["ranks"], "--samples", *f["samples"],
-            "--image-emb", str(f["image"]), "--text-emb", *f["text"], "--k", "5", "--run-name", run_name, "--out-dir", str(out_dir)]
+    return [
+        "--dataset",
+        str(f["dataset"]),
+        "--metrics",
+        *f["metrics"],
+        "--ranks",
+        *f["ranks"],
+        "--samples",
+        *f["samples"],
+        "--image-emb",
+        str(f["image"]),
+        "--text-emb",
+        *f["text"],
+        "--k",
+        "5",
+        "--run-name",
+        run_name,
+        "--out-dir",
+        str(out_dir),
+    ]
 
 
 def _hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -74,31 +115,102 @@ def run(tmp_path_factory):
 
 
 def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None:
-    assert main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--corr-max-pairs", "300"]) == 0
+    assert (
+        main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--corr-max-pairs", "300"]) == 0
+    )
     assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "3"]) == 0
-    assert main(["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
-                 "--out-dir", str(out)]) == 0
-    assert main(["findings-agreement", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
-                 "--out-dir", str(out), "--points", str(out / "calibration_points.csv"), "--soft-m", "3", "--B", "50"]) == 0
-    assert main(["findings-document", "--records", *sorted(str(p) for p in out.glob("*.json")), "--doc", str(doc),
-                 "--summary-dir", str(summary)]) == 0
+    assert (
+        main(
+            [
+                "findings-bli",
+                "--dataset",
+                str(f["dataset"]),
+                "--metrics",
+                *f["metrics"],
+                "--k",
+                "5",
+                "--run-name",
+                "toy",
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "findings-agreement",
+                "--dataset",
+                str(f["dataset"]),
+                "--metrics",
+                *f["metrics"],
+                "--k",
+                "5",
+                "--run-name",
+                "toy",
+                "--out-dir",
+                str(out),
+                "--points",
+                str(out / "calibration_points.csv"),
+                "--soft-m",
+                "3",
+                "--B",
+                "50",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "findings-document",
+                "--records",
+                *sorted(str(p) for p in out.glob("*.json")),
+                "--doc",
+                str(doc),
+                "--summary-dir",
+                str(summary),
+            ]
+        )
+        == 0
+    )
 
 
 def test_steps_write_every_output_deterministically(run, tmp_path):
     root, f = run
     outs = []
     for i in range(2):
-        out, summary, doc = tmp_path / f"o{i}" / "findings", tmp_path / f"o{i}" / "summary", tmp_path / f"o{i}" / "FINDINGS.md"
+        out, summary, doc = (
+            tmp_path / f"o{i}" / "findings",
+            tmp_path / f"o{i}" / "summary",
+            tmp_path / f"o{i}" / "FINDINGS.md",
+        )
         _all_steps(root, f, out, summary, doc)
         outs.append((out, summary, doc))
     (o1, s1, d1), (o2, s2, d2) = outs
     h1, h2 = _hashes(o1), _hashes(o2)
-    for name in ("inference.json", "inference.csv", "inference.md", "figures/inference_ci.png", "figures/inference_ci.svg",
-                 "figures/inference_ci.pdf", "calibration.json", "calibration_points.csv", "calibration_soft.csv",
-                 "figures/calibration.png", "bli.json", "agreement.json", "agreement.md", "figures/agreement_clustermap.pdf"):
+    for name in (
+        "inference.json",
+        "inference.csv",
+        "inference.md",
+        "figures/inference_ci.png",
+        "figures/inference_ci.svg",
+        "figures/inference_ci.pdf",
+        "calibration.json",
+        "calibration_points.csv",
+        "calibration_soft.csv",
+        "figures/calibration.png",
+        "bli.json",
+        "agreement.json",
+        "agreement.md",
+        "figures/agreement_clustermap.pdf",
+    ):
         assert name in h1, name
     # bit-identical reruns (the records name their folder: compare them without it)
-    assert {k: v for k, v in h1.items() if not k.endswith(".json")} == {k: v for k, v in h2.items() if not k.endswith(".json")}
+    assert {k: v for k, v in h1.items() if not k.endswith(".json")} == {
+        k: v for k, v in h2.items() if not k.endswith(".json")
+    }
     for name in (k for k in h1 if k.endswith(".json")):
         a, b = json.loads((o1 / name).read_text()), json.loads((o2 / name).read_text())
         assert a["run"].pop("reports_dir") != b["run"].pop("reports_dir")
@@ -143,8 +255,26 @@ def test_missing_input_fails_before_work(run, tmp_path, capsys):
     assert main(["findings-inference", *args]) == 2
     assert "nope.npz: input file not found" in capsys.readouterr().err
     assert not (tmp_path / "findings").exists()
-    assert main(["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "t",
-                 "--out-dir", str(tmp_path / "b"), "--spec", "ft=notjson"]) == 2
+    assert (
+        main(
+            [
+                "findings-bli",
+                "--dataset",
+                str(f["dataset"]),
+                "--metrics",
+                *f["metrics"],
+                "--k",
+                "5",
+                "--run-name",
+                "t",
+                "--out-dir",
+                str(tmp_path / "b"),
+                "--spec",
+                "ft=notjson",
+            ]
+        )
+        == 2
+    )
     assert "--spec 'ft=notjson'" in capsys.readouterr().err
 
 
@@ -188,17 +318,52 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
         for _ in range(9):
             seq.append(int(succ[seq[-1], rng.integers(3)]))
         for lang, pre in (("en", "e"), ("de", "d")):
-            rows.append({"item_id": f"s{i}", "lang": lang, "image_id": f"s{i}", "title": " ".join(f"{pre}{w}x" for w in seq), "body": ""})
+            rows.append(
+                {
+                    "item_id": f"s{i}",
+                    "lang": lang,
+                    "image_id": f"s{i}",
+                    "title": " ".join(f"{pre}{w}x" for w in seq),
+                    "body": "",
+                }
+            )
     io.write_csv(corpus / "items.csv", pd.DataFrame(rows))
     dicts = tmp_path / "dictd"
     dicts.mkdir()
     _write_dictd(dicts, "freedict-eng-deu", [(f"e{w}x", f"e{w}x\nd{w}x\n") for w in range(n_words)])
-    base = {"type": "wordvec", "dict_size": 20, "corpus": str(corpus), "languages": ["de"], "text_fields": ["title"],
-            "dim": 10, "epochs": 20, "seed": 0, "cache_dir": str(tmp_path / "wv"), "dict_dir": str(dicts), "remove_pc": False}
-    specs = {"ft-procrustes": {**base, "method": "procrustes"}, "ft-rcsls": {**base, "method": "rcsls", "rcsls_epochs": 2}}
+    base = {
+        "type": "wordvec",
+        "dict_size": 20,
+        "corpus": str(corpus),
+        "languages": ["de"],
+        "text_fields": ["title"],
+        "dim": 10,
+        "epochs": 20,
+        "seed": 0,
+        "cache_dir": str(tmp_path / "wv"),
+        "dict_dir": str(dicts),
+        "remove_pc": False,
+    }
+    specs = {
+        "ft-procrustes": {**base, "method": "procrustes"},
+        "ft-rcsls": {**base, "method": "rcsls", "rcsls_epochs": 2},
+    }
     out = tmp_path / "findings"
-    args = ["findings-bli", "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--k", "5", "--run-name", "toy",
-            "--out-dir", str(out), "--min-count", "1"]
+    args = [
+        "findings-bli",
+        "--dataset",
+        str(f["dataset"]),
+        "--metrics",
+        *f["metrics"],
+        "--k",
+        "5",
+        "--run-name",
+        "toy",
+        "--out-dir",
+        str(out),
+        "--min-count",
+        "1",
+    ]
     for e, s in specs.items():
         args += ["--spec", f"{e}={json.dumps(s)}"]
     assert main(args) == 0

@@ -55,18 +55,40 @@ def study(tmp_path):
         }
     )
     sa = {
-        "q1": [("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))), ("c2", "cand 2"), ("c3", "cand 3"), ("c4", "cand 4"), ("c5", "cand 5")],
+        "q1": [
+            ("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))),
+            ("c2", "cand 2"),
+            ("c3", "cand 3"),
+            ("c4", "cand 4"),
+            ("c5", "cand 5"),
+        ],
         "q2": [(f"a2_{i}", f"A text {i}") for i in range(5)],
         "q3": [(f"a3_{i}", f"A text {i}") for i in range(5)],
     }
     sb = {
-        "q1": [("c4", "cand 4"), ("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))), ("b1", HOSTILE), ("b2", "cand b2"), ("b3", "cand b3")],
+        "q1": [
+            ("c4", "cand 4"),
+            ("c1", "cand 1", _png(img_dir / "c1.png", (300, 900))),
+            ("b1", HOSTILE),
+            ("b2", "cand b2"),
+            ("b3", "cand b3"),
+        ],
         "q2": [(f"b2_{i}", f"B text {i}") for i in range(5)],
         "q3": [(f"b3_{i}", f"B text {i}") for i in range(5)],
     }
     out = tmp_path / "sheets"
-    sheets = make_sheets(queries, sa, sb, out, seed=11, model_names=NAMES, image_root=img_dir, show_images=True,
-                         query_lang="en", suggestion_lang="ar")
+    sheets = make_sheets(
+        queries,
+        sa,
+        sb,
+        out,
+        seed=11,
+        model_names=NAMES,
+        image_root=img_dir,
+        show_images=True,
+        query_lang="en",
+        suggestion_lang="ar",
+    )
     return dict(queries=queries, sa=sa, sb=sb, out=out, sheets=sheets, img_dir=img_dir)
 
 
@@ -98,8 +120,15 @@ def test_files_written_and_key_hash(study):
     sha = hashlib.sha256((out / KEY_NAME).read_bytes()).hexdigest()
     assert sheets.key_sha256 == sha
     tpl = pd.read_csv(out / TEMPLATE_NAME, dtype=str, keep_default_na=False)
-    assert list(tpl.columns) == ["suggestion_id", "query_id", "query_text", "suggestion_text", "rating", "rater",
-                                 "key_sha256"]
+    assert list(tpl.columns) == [
+        "suggestion_id",
+        "query_id",
+        "query_text",
+        "suggestion_text",
+        "rating",
+        "rater",
+        "key_sha256",
+    ]
     assert set(tpl["key_sha256"]) == {sha}
     assert (tpl["rating"] == "").all()
     assert sha in (out / HTML_NAME).read_text()
@@ -127,15 +156,31 @@ def test_blinding(study, tmp_path):
     assert shared["c4"]["ranks"] == {NAMES[0]: 4, NAMES[1]: 1}
     assert sheets.n_shared == 2 and sheets.n_suggestions == 28
     # the same seed gives identical files; another seed gives other ids and another order
-    again = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / "again", seed=11,
-                        model_names=NAMES, image_root=study["img_dir"], show_images=True,
-                        query_lang="en", suggestion_lang="ar")
+    again = make_sheets(
+        study["queries"],
+        study["sa"],
+        study["sb"],
+        tmp_path / "again",
+        seed=11,
+        model_names=NAMES,
+        image_root=study["img_dir"],
+        show_images=True,
+        query_lang="en",
+        suggestion_lang="ar",
+    )
     for name in (TEMPLATE_NAME, HTML_NAME, KEY_NAME):
         assert (out / name).read_bytes() == (again.html.parent / name).read_bytes()
     firsts = set()
     for seed in range(8):
-        other = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / f"s{seed}", seed=seed,
-                            model_names=NAMES, image_root=study["img_dir"])
+        other = make_sheets(
+            study["queries"],
+            study["sa"],
+            study["sb"],
+            tmp_path / f"s{seed}",
+            seed=seed,
+            model_names=NAMES,
+            image_root=study["img_dir"],
+        )
         okey = json.loads(other.key.read_text())
         if seed != 11:
             assert not set(okey["suggestions"]) & set(key["suggestions"])
@@ -189,8 +234,15 @@ def test_page_defines_scale_marks_languages_and_asks_rater(study):
 def test_texts_only_by_default(study, tmp_path):
     # the same inputs with image paths, without show_images: no image on the page (the image
     # files are not even opened: a missing one is no error), no language given: dir="auto"
-    sheets = make_sheets(study["queries"], study["sa"], study["sb"], tmp_path / "plain", seed=11,
-                         model_names=NAMES, image_root=tmp_path / "nowhere")
+    sheets = make_sheets(
+        study["queries"],
+        study["sa"],
+        study["sb"],
+        tmp_path / "plain",
+        seed=11,
+        model_names=NAMES,
+        image_root=tmp_path / "nowhere",
+    )
     page = sheets.html.read_text()
     assert "<img" not in page and "data:image" not in page
     assert page.count('class="qtext" dir="auto"') == 3
@@ -238,8 +290,13 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _write_ratings(path: Path, rows: list[tuple[str, str]], extra: dict | None = None, rater: str | None = "r1",
-                   key_path: Path | None = None) -> Path:
+def _write_ratings(
+    path: Path,
+    rows: list[tuple[str, str]],
+    extra: dict | None = None,
+    rater: str | None = "r1",
+    key_path: Path | None = None,
+) -> Path:
     """rows of (suggestion_id, rating) by one rater; ``key_path`` adds that key's sha256."""
     df = pd.DataFrame(rows, columns=["suggestion_id", "rating"])
     if rater is not None:
@@ -286,8 +343,10 @@ def test_tally_hand_computed(tmp_path):
     assert not res.simulated and res.key_verified and res.raters == ["r1"]
     # per query (the shared suggestion, rated 1, counts for both): q0: A 4 + 1, B 2 + 1;
     # q1: A 3, B 1 -> A more in both queries
-    assert res.per_query == [{"query_id": "q0", "very_relevant_a": 5, "very_relevant_b": 3},
-                             {"query_id": "q1", "very_relevant_a": 3, "very_relevant_b": 1}]
+    assert res.per_query == [
+        {"query_id": "q0", "very_relevant_a": 5, "very_relevant_b": 3},
+        {"query_id": "q1", "very_relevant_a": 3, "very_relevant_b": 1},
+    ]
     assert (res.queries_a_more, res.queries_b_more, res.queries_equal) == (2, 0, 0)
     # two tied differences (2, 2): exhaustive sign flips give T+ = 0, 1.5, 1.5, 3 (midranks
     # 1.5, 1.5): P(T+ <= 0) = 1/4, two-sided 1/2; sign test: 2 of 2 positive, p = 2/4
@@ -331,13 +390,13 @@ def signed_rank_p_normal(d: list[float]) -> float:
     ranks = np.array([np.mean(np.flatnonzero(np.sort(absd) == v) + 1) for v in absd])
     t_plus = ranks[d > 0].sum()
     _, t = np.unique(absd, return_counts=True)
-    var = n * (n + 1) * (2 * n + 1) / 24 - (t ** 3 - t).sum() / 48
+    var = n * (n + 1) * (2 * n + 1) / 24 - (t**3 - t).sum() / 48
     z = (t_plus - n * (n + 1) / 4) / math.sqrt(var)
     return float(2 * norm.sf(abs(z)))
 
 
 def sign_test_p_by_hand(k: int, n: int) -> float:
-    probs = [math.comb(n, i) / 2 ** n for i in range(n + 1)]
+    probs = [math.comb(n, i) / 2**n for i in range(n + 1)]
     return min(1.0, sum(p for p in probs if p <= probs[k] * (1 + 1e-9)))
 
 
@@ -346,8 +405,10 @@ def sign_test_p_by_hand(k: int, n: int) -> float:
     [
         ([5, 3, 4, 0, 2, 1, 3, 5, 2, 4], [1, 3, 0, 0, 1, 2, 0, 1, 0, 2]),  # ties and zeros, 8 nonzero
         ([9, 1, 7, 2, 8, 0, 3, 6], [0, 3, 1, 1, 1, 4, 0, 1]),  # distinct |d|: exact distribution
-        ([3, 0, 2, 5, 1, 4, 2, 3, 0, 1, 5, 4, 2, 3, 1, 0, 2, 4, 5, 3],  # 20 queries with ties
-         [1, 0, 2, 1, 0, 2, 3, 1, 1, 0, 2, 1, 0, 1, 2, 0, 1, 1, 2, 0]),
+        (
+            [3, 0, 2, 5, 1, 4, 2, 3, 0, 1, 5, 4, 2, 3, 1, 0, 2, 4, 5, 3],  # 20 queries with ties
+            [1, 0, 2, 1, 0, 2, 3, 1, 1, 0, 2, 1, 0, 1, 2, 0, 1, 1, 2, 0],
+        ),
     ],
 )
 def test_paired_query_tests_against_slow_references(a, b):
@@ -369,8 +430,12 @@ def test_tally_multiple_raters(tmp_path):
     key_path, ratings = _hand_key(tmp_path)
     rows1 = [(k, str(v)) for k, v in ratings.items()]
     rows2 = [(k, "2" if k.startswith("a") else str(v)) for k, v in ratings.items()]  # r2: A's own never 1
-    df = pd.concat([pd.DataFrame(rows1, columns=["suggestion_id", "rating"]).assign(rater="r1"),
-                    pd.DataFrame(rows2, columns=["suggestion_id", "rating"]).assign(rater="r2")])
+    df = pd.concat(
+        [
+            pd.DataFrame(rows1, columns=["suggestion_id", "rating"]).assign(rater="r1"),
+            pd.DataFrame(rows2, columns=["suggestion_id", "rating"]).assign(rater="r2"),
+        ]
+    )
     df["key_sha256"] = _sha(key_path)
     df.to_csv(tmp_path / "two.csv", index=False)
     res = tally(tmp_path / "two.csv", key_path, ("A", "B"))
@@ -394,7 +459,10 @@ def test_tally_multiple_raters(tmp_path):
     "mutate, message",
     [
         (lambda rows: rows[1:], r"rater 'r1': 1 suggestion\(s\) of the key have no row"),
-        (lambda rows: [(rows[0][0], "5")] + rows[1:], r"row 1 \(suggestion_id 'a00', rater 'r1'\): rating 5 outside 1-4"),
+        (
+            lambda rows: [(rows[0][0], "5")] + rows[1:],
+            r"row 1 \(suggestion_id 'a00', rater 'r1'\): rating 5 outside 1-4",
+        ),
         (lambda rows: [(rows[0][0], "0")] + rows[1:], "rating 0 outside 1-4"),
         (lambda rows: [(rows[0][0], "2.5")] + rows[1:], "'2.5' is not an integer"),
         (lambda rows: [(rows[0][0], "very")] + rows[1:], "'very' is not an integer"),
@@ -476,8 +544,10 @@ def test_tally_refuses_an_unverifiable_key_unless_allowed(tmp_path, capsys):
     out = tmp_path / "report.md"
     assert main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out)]) == 2
     assert "--allow-unverified-key" in capsys.readouterr().err and not out.exists()
-    assert main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out),
-                 "--allow-unverified-key"]) == 0
+    assert (
+        main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out), "--allow-unverified-key"])
+        == 0
+    )
     assert "not verified" in out.read_text()
 
 

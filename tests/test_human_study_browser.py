@@ -37,9 +37,16 @@ def driver(tmp_path):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
     ):
         opts.add_argument(flag)
     opts.add_experimental_option(
@@ -76,10 +83,13 @@ def test_rate_in_browser_save_and_tally(driver, tmp_path):
 
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["<script>alert(1)</script> soup", "cake"]})
     sa = {"q1": [(f"a{i}", f"نص {i}") for i in range(5)], "q2": [(f"c{i}", f"c text {i}") for i in range(5)]}
-    sb = {"q1": [("a0", "نص 0")] + [(f"b{i}", f"b text {i}") for i in range(4)],
-          "q2": [(f"d{i}", f"d text {i}") for i in range(5)]}
-    sheets = make_sheets(queries, sa, sb, tmp_path / "sheet", seed=3, model_names=NAMES,
-                         query_lang="en", suggestion_lang="ar")
+    sb = {
+        "q1": [("a0", "نص 0")] + [(f"b{i}", f"b text {i}") for i in range(4)],
+        "q2": [(f"d{i}", f"d text {i}") for i in range(5)],
+    }
+    sheets = make_sheets(
+        queries, sa, sb, tmp_path / "sheet", seed=3, model_names=NAMES, query_lang="en", suggestion_lang="ar"
+    )
     key = json.loads(sheets.key.read_text())["suggestions"]
     assert len(key) == 19
 

@@ -109,7 +109,9 @@ def test_nonfinite_feature_row_is_named(repo, tmp_path):
     bad = _feats("en-de", "val", 9)
     bad[4, 2] = np.inf
     np.save(npy, bad)
-    with pytest.raises(InputError, match=r"val\.norm\.tok\.lc\.10000bpe_ims\.npy: 1 of 9 feature rows .*rows \[4\].*104\.jpg"):
+    with pytest.raises(
+        InputError, match=r"val\.norm\.tok\.lc\.10000bpe_ims\.npy: 1 of 9 feature rows .*rows \[4\].*104\.jpg"
+    ):
         ikea.prepare_ikea(repo, tmp_path / "p", pair="en-de", splits=["val"], features=True)
     assert not (tmp_path / "p").exists()
 
@@ -142,8 +144,11 @@ def test_ikea_runs_xlr_bkr_corr_from_a_zip_mirror(tmp_path, monkeypatch):
     cfg = yaml.safe_load((ROOT / "config/ikea.yaml").read_text())
     cfg["dataset"]["options"]["mirror"] = str(mirror)
     cfg.update(sample_size=8, recall_k=3, seeds=[0, 1], cache_dir=str(tmp_path / "cache"))
-    cfg["encoders"] = {"char-ngram": {"type": "char_ngram", "dim": 256}, "char3": {"type": "char_ngram", "dim": 64, "n": [3]},
-                       "random": {"type": "random", "dim": 16, "seed": 0}}
+    cfg["encoders"] = {
+        "char-ngram": {"type": "char_ngram", "dim": 256},
+        "char3": {"type": "char_ngram", "dim": 64, "n": [3]},
+        "random": {"type": "random", "dim": 16, "seed": 0},
+    }
     (tmp_path / "ikea.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
     assert main(steps_cli.prepare(cfg)) == 0

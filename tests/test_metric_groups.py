@@ -21,9 +21,11 @@ from backretrieval.data.synthetic import generate
 from backretrieval.steps.layout import ranks_path
 from backretrieval.steps.metrics import seed_groups
 
-ENCODERS = {"ngram": {"type": "char_ngram", "dim": 256, "n": [2, 3]},
-            "ngram-small": {"type": "char_ngram", "dim": 32, "n": [3]},
-            "rnd": {"type": "random", "dim": 32, "seed": 0}}
+ENCODERS = {
+    "ngram": {"type": "char_ngram", "dim": 256, "n": [2, 3]},
+    "ngram-small": {"type": "char_ngram", "dim": 32, "n": [3]},
+    "rnd": {"type": "random", "dim": 32, "seed": 0},
+}
 SEEDS = [7, 0, 3, 11, 5]  # not sorted: the samples file keeps this order, the CSV sorts by seed
 DIRECTION = "en-de"
 
@@ -44,25 +46,77 @@ def data(tmp_path_factory) -> dict:
     np.save(root / "features" / "sim.npy", feats)
     (root / "features" / "sim.ids.txt").write_text("\n".join(image_ids) + "\n")
     img = wd / "image.npz"
-    _run("embed-images", "--dataset", root, "--backbone", "sim", "--spec",
-         json.dumps({"type": "precomputed", "name": "sim"}), "--out", img, "--cache-dir", wd / "cache")
+    _run(
+        "embed-images",
+        "--dataset",
+        root,
+        "--backbone",
+        "sim",
+        "--spec",
+        json.dumps({"type": "precomputed", "name": "sim"}),
+        "--out",
+        img,
+        "--cache-dir",
+        wd / "cache",
+    )
     text = []
     for enc, spec in ENCODERS.items():
         outs = [wd / "text" / enc / f"{lang}.npz" for lang in ("en", "de")]
-        _run("embed-text", "--dataset", root, "--encoder", enc, "--spec", json.dumps(spec), "--text-field", "title",
-             "--languages", "en", "de", "--out", *outs, "--cache-dir", wd / "cache")
+        _run(
+            "embed-text",
+            "--dataset",
+            root,
+            "--encoder",
+            enc,
+            "--spec",
+            json.dumps(spec),
+            "--text-field",
+            "title",
+            "--languages",
+            "en",
+            "de",
+            "--out",
+            *outs,
+            "--cache-dir",
+            wd / "cache",
+        )
         text += outs
     samples = wd / "samples.json"
-    _run("sample", "--dataset", root, "--direction", DIRECTION, "--sample-size", 30, "--seeds", *SEEDS,
-         "--out", samples)
+    _run(
+        "sample", "--dataset", root, "--direction", DIRECTION, "--sample-size", 30, "--seeds", *SEEDS, "--out", samples
+    )
     return dict(wd=wd, root=root, images=img, text=text, samples=samples)
 
 
 def _metrics(d: dict, out: Path, *extra: str) -> None:
-    _run("metrics", "--dataset", d["root"], "--dataset-name", "syn", "--direction", DIRECTION,
-         "--samples", d["samples"], "--images", d["images"], "--backbone", "sim", "--encoders", *ENCODERS,
-         "--text", *d["text"], "--text-field", "title", "--recall-k", 5, "--out", out,
-         "--ranks", ranks_path(out), *extra)
+    _run(
+        "metrics",
+        "--dataset",
+        d["root"],
+        "--dataset-name",
+        "syn",
+        "--direction",
+        DIRECTION,
+        "--samples",
+        d["samples"],
+        "--images",
+        d["images"],
+        "--backbone",
+        "sim",
+        "--encoders",
+        *ENCODERS,
+        "--text",
+        *d["text"],
+        "--text-field",
+        "title",
+        "--recall-k",
+        5,
+        "--out",
+        out,
+        "--ranks",
+        ranks_path(out),
+        *extra,
+    )
 
 
 def _grouped(d: dict, tag: str, size: int, *extra: str) -> Path:
@@ -97,14 +151,55 @@ def test_gathered_seed_groups_are_byte_identical_to_one_job(data, extra):
 
 def test_bad_seed_groups_are_clear_errors(data, capsys):
     out = data["wd"] / "bad" / "x.csv"
-    assert cli.main(["metrics", "--dataset", str(data["root"]), "--dataset-name", "syn", "--direction", DIRECTION,
-                     "--samples", str(data["samples"]), "--images", str(data["images"]), "--backbone", "sim",
-                     "--encoders", *ENCODERS, "--text", *map(str, data["text"]), "--text-field", "title",
-                     "--recall-k", "5", "--seeds", "7", "42", "--out", str(out), "--ranks", str(ranks_path(out))]) == 2
+    assert (
+        cli.main(
+            [
+                "metrics",
+                "--dataset",
+                str(data["root"]),
+                "--dataset-name",
+                "syn",
+                "--direction",
+                DIRECTION,
+                "--samples",
+                str(data["samples"]),
+                "--images",
+                str(data["images"]),
+                "--backbone",
+                "sim",
+                "--encoders",
+                *ENCODERS,
+                "--text",
+                *map(str, data["text"]),
+                "--text-field",
+                "title",
+                "--recall-k",
+                "5",
+                "--seeds",
+                "7",
+                "42",
+                "--out",
+                str(out),
+                "--ranks",
+                str(ranks_path(out)),
+            ]
+        )
+        == 2
+    )
     assert "no sample for seed(s) [42]" in capsys.readouterr().err and not out.exists()
     part = data["wd"] / "bad" / "p.csv"
     _metrics(data, part, "--seeds", "7")
     gathered = data["wd"] / "bad" / "g.csv"
-    rc = cli.main(["metrics-gather", "--parts", str(part), str(part), "--out", str(gathered),
-                   "--ranks", str(ranks_path(gathered))])
+    rc = cli.main(
+        [
+            "metrics-gather",
+            "--parts",
+            str(part),
+            str(part),
+            "--out",
+            str(gathered),
+            "--ranks",
+            str(ranks_path(gathered)),
+        ]
+    )
     assert rc == 2 and "overlapping seed groups" in capsys.readouterr().err and not gathered.exists()

@@ -22,8 +22,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 def test_kept_scores_equal_the_pivot_products_bit_for_bit(n, block_rows):
     rng = np.random.default_rng(n + block_rows)
     s_img, t_img = _unit(rng.standard_normal((n, 1280))), _unit(rng.standard_normal((n, 1280)))
-    idx = K.BkrImageIndex.build(s_img, t_img, k=3, block_elems=block_rows * n, assume_normalized=True,
-                                keep_scores=True)
+    idx = K.BkrImageIndex.build(s_img, t_img, k=3, block_elems=block_rows * n, assume_normalized=True, keep_scores=True)
     plain = K.BkrImageIndex.build(s_img, t_img, k=3, block_elems=block_rows * n, assume_normalized=True)
     assert np.array_equal(idx.codes, plain.codes) and plain.scores is None
     for m in sorted({2, 3, min(n, 17), n}):  # any block of >= 2 pivot rows, as _ranks_of_true_pivots scores them
@@ -40,9 +39,12 @@ def test_kept_scores_equal_the_pivot_products_bit_for_bit(n, block_rows):
 def test_evaluate_sample_with_and_without_the_shared_scores_is_identical():
     rng = np.random.default_rng(3)
     n = 150
-    encs = {f"e{i}": {key: rng.standard_normal((n, dim), dtype=np.float32)
-                      for key in ("bkr_src", "bkr_tgt", "xlr_src", "xlr_tgt")}
-            for i, dim in enumerate((16, 40, 7))}
+    encs = {
+        f"e{i}": {
+            key: rng.standard_normal((n, dim), dtype=np.float32) for key in ("bkr_src", "bkr_tgt", "xlr_src", "xlr_tgt")
+        }
+        for i, dim in enumerate((16, 40, 7))
+    }
     s_img, t_img = rng.standard_normal((n, 24), dtype=np.float32), rng.standard_normal((n, 24), dtype=np.float32)
     out = []
     for cache in (0, None):

@@ -245,7 +245,9 @@ def test_permuting_rows_consistently_is_invariant(n, seed):
 # exact binary fraction: mathematical ties are ties in floating point too, in both the fast
 # path and the reference loop, and the tie conventions can be compared exactly.
 _exact_row = st.one_of(
-    st.tuples(st.integers(0, 3), st.sampled_from([-1.0, 1.0])).map(lambda t: [t[1] if i == t[0] else 0.0 for i in range(4)]),
+    st.tuples(st.integers(0, 3), st.sampled_from([-1.0, 1.0])).map(
+        lambda t: [t[1] if i == t[0] else 0.0 for i in range(4)]
+    ),
     st.lists(st.sampled_from([-1.0, 1.0]), min_size=4, max_size=4),
 )
 _exact_matrix = st.lists(_exact_row, min_size=6, max_size=6).map(lambda rows: np.array(rows, dtype=np.float64))
@@ -273,7 +275,9 @@ def test_independent_random_is_near_chance():
     n, k, reps = 200, 10, 20
     x = [M.xlr(rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), k=k) for _ in range(reps)]
     b = [
-        M.bkr(rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), k=k)
+        M.bkr(
+            rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), rng.normal(size=(n, 16)), k=k
+        )
         for _ in range(reps)
     ]
     # expected k/N = 0.05; sd of the mean over 20 reps of a mean of 200 Bernoullis ~ 0.0035
@@ -282,7 +286,9 @@ def test_independent_random_is_near_chance():
 
 
 @settings(max_examples=50, deadline=None)
-@given(x=hnp.arrays(np.float32, st.integers(1, 60), elements=st.sampled_from([0.0, 0.5, 1.0, -2.0, 3.25, np.float32(0.1)])))
+@given(
+    x=hnp.arrays(np.float32, st.integers(1, 60), elements=st.sampled_from([0.0, 0.5, 1.0, -2.0, 3.25, np.float32(0.1)]))
+)
 def test_average_ranks_equals_scipy_with_ties(x):
     assert np.array_equal(M.average_ranks(x), stats.rankdata(x))
 
@@ -378,13 +384,17 @@ def _distances_of_unit_rows(a, b):
 # rows with entries in {-1, 0, 1} and 1 or 4 non-zeros (norm 1 or 2): every cosine is a multiple
 # of 1/4, exact in float32 and float64 and in any summation order, with many ties
 _tie_matrix = lambda rows: st.lists(_exact_row, min_size=rows, max_size=rows).map(  # noqa: E731
-    lambda r: np.array(r, dtype=np.float64))
+    lambda r: np.array(r, dtype=np.float64)
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    x=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 400),
-                 elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30, -1e-30, 7.0]) | st.floats(-5, 5, width=32)),
+    x=hnp.arrays(
+        st.sampled_from([np.float32, np.float64]),
+        st.integers(0, 400),
+        elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30, -1e-30, 7.0]) | st.floats(-5, 5, width=32),
+    ),
 )
 def test_doubled_ranks_equal_scipy_with_ties(x):
     """Doubled average ranks are exactly 2·scipy.stats.rankdata (ties, ±0.0), float32 (packed
@@ -398,9 +408,13 @@ def test_doubled_ranks_equal_scipy_with_ties(x):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    x=hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 300),
-                 elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30]) | st.floats(-5, 5, width=32)),
-    seed=st.integers(0, 2**32 - 1), big=st.booleans(),
+    x=hnp.arrays(
+        st.sampled_from([np.float32, np.float64]),
+        st.integers(0, 300),
+        elements=st.sampled_from([0.0, -0.0, 0.5, -2.0, 3.25, 1e-30]) | st.floats(-5, 5, width=32),
+    ),
+    seed=st.integers(0, 2**32 - 1),
+    big=st.booleans(),
 )
 def test_rank_dot_equals_ranks_times_payload(x, seed, big):
     """Σ 2·rank(x)·other via one sort with ``other`` as payload = the same sum over the ranks in
@@ -412,8 +426,11 @@ def test_rank_dot_equals_ranks_times_payload(x, seed, big):
 
 @settings(max_examples=80, deadline=None)
 @given(
-    n=st.integers(0, 3000), bits_a=st.integers(1, 40), bits_b=st.integers(1, 56),
-    signed=st.booleans(), seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 3000),
+    bits_a=st.integers(1, 40),
+    bits_b=st.integers(1, 56),
+    signed=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
 )
 def test_exact_dot_equals_python_integers(n, bits_a, bits_b, signed, seed):
     rng = np.random.default_rng(seed)
@@ -428,8 +445,12 @@ def test_exact_dot_equals_python_integers(n, bits_a, bits_b, signed, seed):
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st_=_tie_matrix(9), tt=_tie_matrix(7), si=_tie_matrix(9), ti=_tie_matrix(7),
-    dtype=st.sampled_from([np.float32, np.float64]), block=st.sampled_from([1, 5, M.DEFAULT_BLOCK_ELEMS]),
+    st_=_tie_matrix(9),
+    tt=_tie_matrix(7),
+    si=_tie_matrix(9),
+    ti=_tie_matrix(7),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    block=st.sampled_from([1, 5, M.DEFAULT_BLOCK_ELEMS]),
 )
 def test_corr_equals_exact_spearman_with_ties(st_, tt, si, ti, dtype, block):
     """All pairs, many exact ties: CORR is the exactly computed Spearman of scipy's average ranks
@@ -494,15 +515,17 @@ def test_distance_codes_are_exact():
     """2^24·fl32(1 − s) is an integer for every float32 s (the counting path's premise), here
     for every float32 cosine in [-1, 1] near 0, ±1/2, ±1 and random ones."""
     rng = np.random.default_rng(0)
-    near = [np.float32(c) + np.arange(-3000, 3000, dtype=np.float32) * np.spacing(np.float32(c or 2**-100))
-            for c in (0.0, 0.25, 0.5, -0.5, 1.0, -1.0)]
+    near = [
+        np.float32(c) + np.arange(-3000, 3000, dtype=np.float32) * np.spacing(np.float32(c or 2**-100))
+        for c in (0.0, 0.25, 0.5, -0.5, 1.0, -1.0)
+    ]
     s = np.concatenate([rng.uniform(-1, 1, 200_000).astype(np.float32), *near])
     assert s.dtype == np.float32
     d = np.float32(1) - s
     scaled = d.astype(np.float64) * 2**24
     assert np.array_equal(scaled, np.round(scaled))
     out = np.empty((1, s.size), np.int32)
-    (_, codes), = M._code_blocks(np.ones((1, 1), np.float32), s[:, None], 1 << 30, out=out)
+    ((_, codes),) = M._code_blocks(np.ones((1, 1), np.float32), s[:, None], 1 << 30, out=out)
     assert np.array_equal(codes, scaled.astype(np.int64))
 
 
@@ -531,8 +554,12 @@ def test_too_many_pairs_is_a_clear_error():
 
 
 @settings(max_examples=60, deadline=None)
-@given(n_s=st.integers(1, 40), n_t=st.integers(1, 40), frac=st.floats(0, 1, exclude_max=True),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    n_s=st.integers(1, 40),
+    n_t=st.integers(1, 40),
+    frac=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_band_pairs_are_distinct_and_balanced(n_s, n_t, frac, seed):
     m = 1 + int(frac * (n_s * n_t - 1))
     if m >= n_s * n_t:
@@ -549,15 +576,22 @@ def test_band_pairs_are_distinct_and_balanced(n_s, n_t, frac, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st_=_tie_matrix(11), tt=_tie_matrix(8), si=_tie_matrix(11), ti=_tie_matrix(8),
-       m=st.integers(2, 87), seed=st.integers(0, 2**32 - 1), block=st.sampled_from([1, 30, M.DEFAULT_BLOCK_ELEMS]))
+@given(
+    st_=_tie_matrix(11),
+    tt=_tie_matrix(8),
+    si=_tie_matrix(11),
+    ti=_tie_matrix(8),
+    m=st.integers(2, 87),
+    seed=st.integers(0, 2**32 - 1),
+    block=st.sampled_from([1, 30, M.DEFAULT_BLOCK_ELEMS]),
+)
 def test_subsample_corr_is_spearman_of_the_sampled_pairs(st_, tt, si, ti, m, seed, block):
     """max_pairs: the band sample's distances are those of its pairs (any tile size) and CORR is
     the exact Spearman over them; shared image side = fresh computation."""
     args = [M.normalize(v).astype(np.float32) for v in (st_, tt, si, ti)]
     i, j = M.BandPairs.draw(11, 8, m, seed).pairs()
-    d_text = (1 - np.sum(args[0][i].astype(np.float64) * args[1][j], axis=1))
-    d_img = (1 - np.sum(args[2][i].astype(np.float64) * args[3][j], axis=1))
+    d_text = 1 - np.sum(args[0][i].astype(np.float64) * args[1][j], axis=1)
+    d_img = 1 - np.sum(args[2][i].astype(np.float64) * args[3][j], axis=1)
     sample = M.BandPairs.draw(11, 8, m, seed)
     assert np.array_equal(sample.distances(args[0], args[1], block), d_text.astype(np.float32))
     got = M.corr(*args, max_pairs=m, seed=seed, block_elems=block)

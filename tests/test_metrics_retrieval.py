@@ -159,8 +159,15 @@ def test_retrieval_scores_match_slow_formula():
 
 def test_evaluate_sample_options_equal_the_individual_functions():
     src, tgt, tgt2, simg, timg = _data(seed=5, m=23)
-    enc = {"a": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2},
-           "b": {"xlr_src": src[:, ::-1], "xlr_tgt": tgt[:, ::-1] + 0.3, "bkr_src": src[:, ::-1], "bkr_tgt": tgt2[:, ::-1]}}
+    enc = {
+        "a": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2},
+        "b": {
+            "xlr_src": src[:, ::-1],
+            "xlr_tgt": tgt[:, ::-1] + 0.3,
+            "bkr_src": src[:, ::-1],
+            "bkr_tgt": tgt2[:, ::-1],
+        },
+    }
     for kind in M.RETRIEVALS:
         ranks = {}
         res = M.evaluate_sample(enc, None, simg, timg, k=3, ranks_out=ranks, with_corr=False, retrieval=kind)
@@ -177,8 +184,14 @@ def test_default_is_cosine_bit_for_bit():
     src, tgt, tgt2 = (x.astype(np.float32) for x in (src, tgt, tgt2))
     assert M.xlr_ranks(src, tgt).tolist() == M.xlr_ranks(src, tgt, retrieval="cosine").tolist()
     a = M.evaluate_sample({"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}}, None, simg, timg)
-    b = M.evaluate_sample({"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}}, None, simg, timg,
-                          retrieval="cosine", retrieval_k=7)
+    b = M.evaluate_sample(
+        {"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}},
+        None,
+        simg,
+        timg,
+        retrieval="cosine",
+        retrieval_k=7,
+    )
     assert a == b
 
 

@@ -182,10 +182,13 @@ def test_shared_pivot_ranks_equal_numpy(block):
     true_idx = np.arange(41)
     want = M._ranks_of_true(piv, cand, true_idx, query_rows=rows)
     got = T._ranks_of_true(
-        torch.from_numpy(piv), torch.from_numpy(cand), torch.from_numpy(true_idx), block, query_idx=torch.from_numpy(rows)
+        torch.from_numpy(piv),
+        torch.from_numpy(cand),
+        torch.from_numpy(true_idx),
+        block,
+        query_idx=torch.from_numpy(rows),
     )
     assert got.numpy().tolist() == want.tolist()
-
 
 
 def _fp32_knobs() -> list[str]:
@@ -204,8 +207,11 @@ def test_fp32_kernels_are_ieee_whatever_the_global_matmul_precision(mode, monkey
     rng = np.random.default_rng(7)
     src, tgt = correlated(rng, 300, 64, 4.0)
     s_img, t_img = correlated(rng, 300, 80, 1.0)
-    ref = (T.xlr_ranks(src, tgt, device=CPU), T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
-           T.build_image_index(s_img, t_img, device=CPU).codes)
+    ref = (
+        T.xlr_ranks(src, tgt, device=CPU),
+        T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
+        T.build_image_index(s_img, t_img, device=CPU).codes,
+    )
     seen: list[tuple[str, ...]] = []
     matmul = torch.Tensor.__matmul__
 
@@ -218,8 +224,11 @@ def test_fp32_kernels_are_ieee_whatever_the_global_matmul_precision(mode, monkey
     torch.set_float32_matmul_precision(mode)
     try:
         set_by_mode = _fp32_knobs()
-        got = (T.xlr_ranks(src, tgt, device=CPU), T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
-               T.build_image_index(s_img, t_img, device=CPU).codes)
+        got = (
+            T.xlr_ranks(src, tgt, device=CPU),
+            T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
+            T.build_image_index(s_img, t_img, device=CPU).codes,
+        )
         after = _fp32_knobs()
     finally:
         torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = before

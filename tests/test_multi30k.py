@@ -70,7 +70,9 @@ def test_parse_checksums_rejects_garbage():
 
 @needs_shared
 def test_download_from_local_mirror_verifies_every_file(tmp_path):
-    paths = multi30k.download_multi30k(tmp_path / "raw", mirror=str(M30K), splits=["test_2016_flickr"], langs=["en", "de"], task2=True)
+    paths = multi30k.download_multi30k(
+        tmp_path / "raw", mirror=str(M30K), splits=["test_2016_flickr"], langs=["en", "de"], task2=True
+    )
     rels = sorted(str(p.relative_to(tmp_path / "raw")) for p in paths)
     assert len(rels) == 1 + 2 + 10
     pins = multi30k.load_checksums()
@@ -97,7 +99,10 @@ def test_download_detects_tampered_mirror(tmp_path):
 @needs_shared
 def test_prepare_task1_precomputed(tmp_path):
     out = multi30k.prepare_task1(
-        M30K, tmp_path / "t1", ["test_2016_flickr"], ["en", "de"],
+        M30K,
+        tmp_path / "t1",
+        ["test_2016_flickr"],
+        ["en", "de"],
         {"type": "precomputed", "npy": str(NPY), "ids_from_split": "test_2016_flickr"},
     )
     items = ds.load_items(out)
@@ -120,13 +125,19 @@ def test_prepare_task1_precomputed(tmp_path):
 def test_prepare_task1_precomputed_refuses_uncovered_split(tmp_path):
     with pytest.raises(InputError, match="features cover only split"):
         multi30k.prepare_task1(
-            M30K, tmp_path / "x", ["val"], ["en"],
+            M30K,
+            tmp_path / "x",
+            ["val"],
+            ["en"],
             {"type": "precomputed", "npy": str(NPY), "ids_from_split": "test_2016_flickr"},
         )
     assert not (tmp_path / "x").exists()
     with pytest.raises(InputError, match="shape"):
         multi30k.prepare_task1(
-            M30K, tmp_path / "x", ["val"], ["en"],
+            M30K,
+            tmp_path / "x",
+            ["val"],
+            ["en"],
             {"type": "precomputed", "npy": str(NPY), "ids_from_split": "val"},
         )
 
@@ -134,7 +145,9 @@ def test_prepare_task1_precomputed_refuses_uncovered_split(tmp_path):
 @needs_shared
 def test_prepare_task1_missing_flickr30k_folder_explains(tmp_path):
     with pytest.raises(InputError, match="request") as ei:
-        multi30k.prepare_task1(M30K, tmp_path / "x", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(tmp_path / "nope")})
+        multi30k.prepare_task1(
+            M30K, tmp_path / "x", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(tmp_path / "nope")}
+        )
     assert "precomputed" in str(ei.value)
     assert not (tmp_path / "x").exists()
 
@@ -151,14 +164,18 @@ def test_prepare_task1_folder_links_images_inside_root(tmp_path):
     for r in sub.itertuples():
         shutil.copyfile(F8K / r.flickr8k_file, folder / r.multi30k_image)
     with pytest.raises(InputError, match=r"969 of 1000 images missing"):
-        multi30k.prepare_task1(M30K, tmp_path / "x", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(folder)})
+        multi30k.prepare_task1(
+            M30K, tmp_path / "x", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(folder)}
+        )
     # fill the gaps with copies of one real JPEG to check the happy path end to end
     names = (M30K / "data/task1/image_splits/test_2016_flickr.txt").read_text().split()
     filler = folder / sub.multi30k_image.iloc[0]
     for n in names:
         if not (folder / n).exists():
             shutil.copyfile(filler, folder / n)
-    out = multi30k.prepare_task1(M30K, tmp_path / "t1", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(folder)})
+    out = multi30k.prepare_task1(
+        M30K, tmp_path / "t1", ["test_2016_flickr"], ["en"], {"type": "folder", "path": str(folder)}
+    )
     table = ds.load_image_table(out)  # resolves every path inside the root
     assert len(table) == 1000
     p = out / table.loc[table.image_id == names[5], "path"].iloc[0]
@@ -204,7 +221,9 @@ def test_prepare_flickr8k_subset_checks_mapping(tmp_path):
 @needs_shared
 def test_prepare_task2_independent_captions(tmp_path):
     out = multi30k.prepare_task2(
-        M30K, tmp_path / "t2", "test_2016",
+        M30K,
+        tmp_path / "t2",
+        "test_2016",
         {"type": "precomputed", "npy": str(NPY), "ids_from_split": "test_2016_flickr"},
     )
     meta = json.loads((out / "dataset.json").read_text())
@@ -273,19 +292,30 @@ def _coco_json(path: Path, images, anns) -> Path:
 
 def test_stair_coco_parser_on_handmade_fixture(tmp_path):
     """Hand-made files in the documented COCO captions layout (not real STAIR/COCO data)."""
-    imgs = [{"id": 1, "file_name": "COCO_val2014_000000000001.jpg"}, {"id": 2, "file_name": "COCO_val2014_000000000002.jpg"},
-            {"id": 3, "file_name": "COCO_val2014_000000000003.jpg"}]
-    en = _coco_json(tmp_path / "captions_val2014.json", imgs, [
-        {"id": 11, "image_id": 1, "caption": "A cat on a mat. "},
-        {"id": 10, "image_id": 1, "caption": "A cat sleeping."},
-        {"id": 12, "image_id": 2, "caption": "Two dogs."},
-        {"id": 13, "image_id": 3, "caption": "A bus."},
-    ])
-    ja = _coco_json(tmp_path / "stair_captions_v1.2_val.json", imgs[:2], [
-        {"id": 5, "image_id": 2, "caption": "二匹の犬。"},
-        {"id": 4, "image_id": 1, "caption": "マットの上の猫。", "tokenized_caption": "マット の 上 の 猫 。"},
-        {"id": 6, "image_id": 1, "caption": "寝ている猫。"},
-    ])
+    imgs = [
+        {"id": 1, "file_name": "COCO_val2014_000000000001.jpg"},
+        {"id": 2, "file_name": "COCO_val2014_000000000002.jpg"},
+        {"id": 3, "file_name": "COCO_val2014_000000000003.jpg"},
+    ]
+    en = _coco_json(
+        tmp_path / "captions_val2014.json",
+        imgs,
+        [
+            {"id": 11, "image_id": 1, "caption": "A cat on a mat. "},
+            {"id": 10, "image_id": 1, "caption": "A cat sleeping."},
+            {"id": 12, "image_id": 2, "caption": "Two dogs."},
+            {"id": 13, "image_id": 3, "caption": "A bus."},
+        ],
+    )
+    ja = _coco_json(
+        tmp_path / "stair_captions_v1.2_val.json",
+        imgs[:2],
+        [
+            {"id": 5, "image_id": 2, "caption": "二匹の犬。"},
+            {"id": 4, "image_id": 1, "caption": "マットの上の猫。", "tokenized_caption": "マット の 上 の 猫 。"},
+            {"id": 6, "image_id": 1, "caption": "寝ている猫。"},
+        ],
+    )
     img_dir = tmp_path / "val2014"
     img_dir.mkdir()
     from PIL import Image

@@ -32,8 +32,18 @@ def _env():
 
 
 def _snakemake(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2",
-           "--configfile", str(ROOT / "tests/data/e2e.yaml"), *extra]
+    cmd = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        "--configfile",
+        str(ROOT / "tests/data/e2e.yaml"),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
 
 
@@ -51,8 +61,15 @@ def run_dir(tmp_path_factory):
 
 def test_outputs_exist_and_are_sane(run_dir):
     rep = run_dir / "reports"
-    for name in ("table1.md", "metrics.json", "significance.csv", "figures/fig2_scatter.png",
-                 "figures/fig2_scatter.svg", "figures/fig2_scatter.pdf", "plots/fig2_xlr_vs_bkr.csv"):
+    for name in (
+        "table1.md",
+        "metrics.json",
+        "significance.csv",
+        "figures/fig2_scatter.png",
+        "figures/fig2_scatter.svg",
+        "figures/fig2_scatter.pdf",
+        "plots/fig2_xlr_vs_bkr.csv",
+    ):
         assert (rep / name).stat().st_size > 0, name
     table = (rep / "table1.md").read_text()
     assert "SYNTHETIC" in table and "en→de" in table and "BkR Pearson" in table
@@ -93,8 +110,14 @@ def test_nothing_to_do_on_second_run(run_dir):
 
 
 def test_lint_is_clean():
-    res = subprocess.run([str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--lint"],
-                         capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=300)
+    res = subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--lint"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=300,
+    )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]
     assert "Lints for" not in out, out[-3000:]
@@ -104,8 +127,17 @@ def test_bad_config_fails_before_any_work(tmp_path):
     bad = tmp_path / "bad.yaml"
     txt = (ROOT / "tests/data/e2e.yaml").read_text().replace("sample_size: 40", "sample_size: -3")
     bad.write_text(txt)
-    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path / "wd"), "--cores", "1",
-           "--configfile", str(bad)]
+    cmd = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(tmp_path / "wd"),
+        "--cores",
+        "1",
+        "--configfile",
+        str(bad),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
     assert res.returncode != 0
     assert "sample_size" in res.stdout + res.stderr

@@ -52,9 +52,14 @@ def make_prepared(root: Path, n_items: int = N_ITEMS, langs=("en", "de")) -> Pat
     precomputed 8-d features ``features/fake.npy``."""
     root.mkdir(parents=True)
     (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": list(langs), "parallel": True}))
-    rows = [(f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", ("val", "test")[i % 2])
-            for i in range(n_items) for lang in langs]
-    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(root / "items.csv", index=False)
+    rows = [
+        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", ("val", "test")[i % 2])
+        for i in range(n_items)
+        for lang in langs
+    ]
+    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
+        root / "items.csv", index=False
+    )
     (root / "features").mkdir()
     np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n_items, 8)).astype(np.float32))
     (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n_items)))
@@ -178,14 +183,17 @@ def _liar_zip(path: Path) -> None:
     raw = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as zf:
         lh = zf.infolist()[0].header_offset
-    raw[lh + 22: lh + 26] = (10).to_bytes(4, "little")  # local header: uncompressed size 10
+    raw[lh + 22 : lh + 26] = (10).to_bytes(4, "little")  # local header: uncompressed size 10
     cd = raw.rfind(b"PK\x01\x02")
-    raw[cd + 24: cd + 28] = (10).to_bytes(4, "little")  # central directory: the same lie
+    raw[cd + 24 : cd + 28] = (10).to_bytes(4, "little")  # central directory: the same lie
     path.write_bytes(bytes(raw))
 
 
 ARCHIVES = {
-    "chained-symlink": (lambda p: _zip_links(p, [(f"IKEA-Dataset-master/{a}", b) for a, b in CHAIN]), "refused symlink"),
+    "chained-symlink": (
+        lambda p: _zip_links(p, [(f"IKEA-Dataset-master/{a}", b) for a, b in CHAIN]),
+        "refused symlink",
+    ),
     "zip-slip": (lambda p: _zip_links(p, [], files=(("IKEA-Dataset-master/../../evil", b"x"),)), "'..' path component"),
     "absolute": (lambda p: _zip_links(p, [], files=(("/tmp/evil-backretrieval", b"x"),)), "absolute path"),
     "lying-header": (_liar_zip, "corrupt archive|possible zip bomb"),
@@ -266,9 +274,16 @@ def test_compaction_drops_a_damaged_shard(tmp_path, caplog):
 
 
 def _case(cfg):
-    cfg["case_study"] = {"languages": ["en", "de"], "base_encoders": ["char", "char3"], "baseline": "random",
-                         "eval_splits": ["val", "test"], "train_splits": ["train"], "sample_size": 5, "recall_k": 2,
-                         "seeds": [0]}
+    cfg["case_study"] = {
+        "languages": ["en", "de"],
+        "base_encoders": ["char", "char3"],
+        "baseline": "random",
+        "eval_splits": ["val", "test"],
+        "train_splits": ["train"],
+        "sample_size": 5,
+        "recall_k": 2,
+        "seeds": [0],
+    }
     return cfg
 
 
@@ -278,8 +293,13 @@ def _human(cfg):
 
 
 def _wordvec(cfg, **over):
-    spec = {"type": "wordvec", "method": "procrustes", "dict_size": 10, "corpus": "data/prepared/corp",
-            "languages": ["de"]}
+    spec = {
+        "type": "wordvec",
+        "method": "procrustes",
+        "dict_size": 10,
+        "corpus": "data/prepared/corp",
+        "languages": ["de"],
+    }
     cfg["encoders"]["wv"] = {**spec, **over}
     cfg["corpora"] = {"corp": {"source": "prepared", "options": {"path": "src/hand"}}}
     return cfg
@@ -293,30 +313,53 @@ RELATIONS = {
     "two-encoders": (lambda c: c["encoders"].pop("random"), "field 'encoders'"),
     "unknown-encoder-type": (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "field 'encoders.x.type'"),
     "unknown-encoder-key": (lambda c: c["encoders"]["char"].update(ngram=[2, 3]), r"field 'encoders.char'.*'ngram'"),
-    "missing-required-key": (lambda c: c["encoders"].update(st={"type": "sentence-transformers"}), r"encoders.st'.*\['model'\]"),
+    "missing-required-key": (
+        lambda c: c["encoders"].update(st={"type": "sentence-transformers"}),
+        r"encoders.st'.*\['model'\]",
+    ),
     "muse-needs-vectors": (lambda c: c["encoders"].update(m={"type": "muse"}), r"encoders.m'.*vectors"),
     "figure-seed": (lambda c: c.update(figure_seed=7), "field 'figure_seed'"),
     "direction-language": (lambda c: c.update(directions=["en-fr"]), "field 'directions'"),
     "image-backbone": (lambda c: c.update(image_backbone="none"), "field 'image_backbone'"),
-    "synthetic-too-small": (lambda c: c.update(dataset={"name": "s", "source": "synthetic", "synthetic": {"n_items": 15}}),
-                            "field 'dataset.synthetic.n_items'"),
+    "synthetic-too-small": (
+        lambda c: c.update(dataset={"name": "s", "source": "synthetic", "synthetic": {"n_items": 15}}),
+        "field 'dataset.synthetic.n_items'",
+    ),
     "prepared-needs-path": (lambda c: c["dataset"].update(options={}), "field 'dataset.options.path'"),
     "corpus-needs-path": (lambda c: c.update(corpora={"t": {"source": "prepared"}}), "field 'corpora.t.options.path'"),
     "wordvec-languages": (lambda c: _wordvec(c, languages=["fr"]), r"field 'encoders.wv.languages'.*\['de'\]"),
     "corpus-not-configured": (lambda c: _wordvec(c, corpus="data/prepared/elsewhere"), "field 'encoders.wv.corpus'"),
     "case-k-ge-N": (lambda c: _case(c)["case_study"].update(recall_k=5), "field 'case_study.recall_k'"),
     "case-language": (lambda c: _case(c)["case_study"].update(languages=["en", "ru"]), "field 'case_study.languages'"),
-    "case-base-encoder": (lambda c: _case(c)["case_study"].update(base_encoders=["nope"]), "field 'case_study.base_encoders'"),
+    "case-base-encoder": (
+        lambda c: _case(c)["case_study"].update(base_encoders=["nope"]),
+        "field 'case_study.base_encoders'",
+    ),
     "case-baseline-is-base": (lambda c: _case(c)["case_study"].update(baseline="char"), "field 'case_study.baseline'"),
     "case-head-base": (lambda c: _case(c)["case_study"].update(head_base="random"), "field 'case_study.head_base'"),
-    "case-splits-overlap": (lambda c: _case(c)["case_study"].update(train_splits=["val"]), "field 'case_study.train_splits'"),
-    "case-triplet-k": (lambda c: _case(c)["case_study"].update(triplet={"k": 8, "batch_size": 8}), "field 'case_study.triplet.k'"),
+    "case-splits-overlap": (
+        lambda c: _case(c)["case_study"].update(train_splits=["val"]),
+        "field 'case_study.train_splits'",
+    ),
+    "case-triplet-k": (
+        lambda c: _case(c)["case_study"].update(triplet={"k": 8, "batch_size": 8}),
+        "field 'case_study.triplet.k'",
+    ),
     "human-without-case": (lambda c: c.update(human_study={"n_queries": 2}), "field 'human_study'"),
     "human-language": (lambda c: _human(c)["human_study"].update(target_lang="fr"), "field 'human_study.target_lang'"),
-    "human-same-language": (lambda c: _human(c)["human_study"].update(target_lang="en"), "field 'human_study.target_lang'"),
+    "human-same-language": (
+        lambda c: _human(c)["human_study"].update(target_lang="en"),
+        "field 'human_study.target_lang'",
+    ),
     "human-model": (lambda c: _human(c)["human_study"].update(model_a="gpt"), "field 'human_study.model_a'"),
-    "human-same-model": (lambda c: _human(c)["human_study"].update(model_a="base", model_b="base"), "field 'human_study.model_b'"),
-    "human-ratings-missing": (lambda c: _human(c)["human_study"].update(ratings="no/such.csv"), "field 'human_study.ratings'"),
+    "human-same-model": (
+        lambda c: _human(c)["human_study"].update(model_a="base", model_b="base"),
+        "field 'human_study.model_b'",
+    ),
+    "human-ratings-missing": (
+        lambda c: _human(c)["human_study"].update(ratings="no/such.csv"),
+        "field 'human_study.ratings'",
+    ),
 }
 
 
@@ -336,7 +379,11 @@ def test_config_relation_refused_before_any_work(work, capsys, case):
 
 def test_all_shipped_configs_pass_the_relations(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no prepared data here: the config checks only
-    for p in [ROOT / "params.yaml", *sorted((ROOT / "config").glob("*.yaml")), *sorted((ROOT / "tests/data").glob("*.yaml"))]:
+    for p in [
+        ROOT / "params.yaml",
+        *sorted((ROOT / "config").glob("*.yaml")),
+        *sorted((ROOT / "tests/data").glob("*.yaml")),
+    ]:
         assert main(["validate-config", "--config", str(p)]) == 0, p
 
 
@@ -352,17 +399,35 @@ def test_encoder_spec_table_covers_the_registry():
     assert set(wv["required"]) | set(wv["optional"]) == spec_fields | {"normalize", "device"}
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "encoders.x.type"),
-    (lambda c: c["encoders"].pop("random"), "'encoders'"),
-], ids=["unknown-type", "two-encoders"])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "encoders.x.type"),
+        (lambda c: c["encoders"].pop("random"), "'encoders'"),
+    ],
+    ids=["unknown-type", "two-encoders"],
+)
 def test_snakemake_refuses_bad_encoders_before_any_job(tmp_path, mutate, field):
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     mutate(cfg)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    res = subprocess.run([str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path / "wd"),
-                          "--cores", "1", "--configfile", str(tmp_path / "bad.yaml")],
-                         capture_output=True, text=True, env=_env(), timeout=300)
+    res = subprocess.run(
+        [
+            str(BIN / "snakemake"),
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(tmp_path / "wd"),
+            "--cores",
+            "1",
+            "--configfile",
+            str(tmp_path / "bad.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
     assert res.returncode != 0
     assert field in res.stdout + res.stderr and "bad.yaml" in res.stdout + res.stderr
     assert not (tmp_path / "wd" / "data").exists() and not (tmp_path / "wd" / "artifacts").exists()
@@ -372,14 +437,27 @@ def test_snakemake_refuses_bad_encoders_before_any_job(tmp_path, mutate, field):
 
 DATA_RELATIONS = {
     "N-too-large": (lambda c: c.update(sample_size=16), r"field 'sample_size'.*N=16.*has 30 items"),
-    "language-without-texts": (lambda c: c.update(languages=["en", "de", "fr"]), r"field 'languages': 'fr' has no texts"),
-    "no-such-features": (lambda c: c["backbones"]["fake"].update(name="resnet"), r"field 'image_backbone'.*resnet\.ids\.txt"),
-    "image-files-needed": (lambda c: c.update(backbones={"fake": {"type": "efficientnet-lite"}}), r"field 'image_backbone'.*no images\.csv"),
-    "case-eval-too-small": (lambda c: _case(c)["case_study"].update(sample_size=16, train_corpus="src/hand"),
-                            "field 'case_study.sample_size'"),
+    "language-without-texts": (
+        lambda c: c.update(languages=["en", "de", "fr"]),
+        r"field 'languages': 'fr' has no texts",
+    ),
+    "no-such-features": (
+        lambda c: c["backbones"]["fake"].update(name="resnet"),
+        r"field 'image_backbone'.*resnet\.ids\.txt",
+    ),
+    "image-files-needed": (
+        lambda c: c.update(backbones={"fake": {"type": "efficientnet-lite"}}),
+        r"field 'image_backbone'.*no images\.csv",
+    ),
+    "case-eval-too-small": (
+        lambda c: _case(c)["case_study"].update(sample_size=16, train_corpus="src/hand"),
+        "field 'case_study.sample_size'",
+    ),
     "case-no-train-items": (lambda c: _case(c), "field 'case_study.train_splits'"),
-    "human-too-many-queries": (lambda c: (_human(c), c["case_study"].update(train_corpus="src/hand"),
-                                          c["human_study"].update(n_queries=31)), "field 'human_study.n_queries'"),
+    "human-too-many-queries": (
+        lambda c: (_human(c), c["case_study"].update(train_corpus="src/hand"), c["human_study"].update(n_queries=31)),
+        "field 'human_study.n_queries'",
+    ),
 }
 
 
@@ -517,8 +595,13 @@ class _Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-PAYLOADS = ['</script><script>alert(1)</script>', '"><svg onload=alert(2)>', "' onfocus='alert(3)' autofocus x='",
-            '<iframe src="javascript:alert(4)"></iframe>', "</div></form><img src=x onerror=alert(5)>"]
+PAYLOADS = [
+    "</script><script>alert(1)</script>",
+    '"><svg onload=alert(2)>',
+    "' onfocus='alert(3)' autofocus x='",
+    '<iframe src="javascript:alert(4)"></iframe>',
+    "</div></form><img src=x onerror=alert(5)>",
+]
 
 
 def test_rating_page_escapes_xss_payloads(tmp_path):
@@ -546,15 +629,24 @@ def _key_and_ratings(tmp_path: Path) -> tuple[Path, Path]:
     key.write_text(json.dumps({"format": KEY_FORMAT, "model_names": ["A", "B"], "suggestions": sugg}))
     sha = hashlib.sha256(key.read_bytes()).hexdigest()
     ratings = tmp_path / "ratings.csv"
-    pd.DataFrame({"suggestion_id": list(sugg), "rating": [1, 2, 3, 4, 1, 2], "key_sha256": sha, "rater": "r1"}).to_csv(ratings, index=False)
+    pd.DataFrame({"suggestion_id": list(sugg), "rating": [1, 2, 3, 4, 1, 2], "key_sha256": sha, "rater": "r1"}).to_csv(
+        ratings, index=False
+    )
     return key, ratings
 
 
-@pytest.mark.parametrize("tamper, message", [
-    (lambda k, r: r.write_text(r.read_text().replace(",3,", ",7,")), "rating 7 outside 1-4"),
-    (lambda k, r: r.write_text(r.read_text() + f"s9,1,{r.read_text().splitlines()[1].split(',')[2]},r1\n"), "'s9'.*not in the key"),
-    (lambda k, r: k.write_text(k.read_text().replace('"c1"', '"c1x"')), "does not match the key"),
-], ids=["rating-out-of-range", "unknown-suggestion", "key-edited"])
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (lambda k, r: r.write_text(r.read_text().replace(",3,", ",7,")), "rating 7 outside 1-4"),
+        (
+            lambda k, r: r.write_text(r.read_text() + f"s9,1,{r.read_text().splitlines()[1].split(',')[2]},r1\n"),
+            "'s9'.*not in the key",
+        ),
+        (lambda k, r: k.write_text(k.read_text().replace('"c1"', '"c1x"')), "does not match the key"),
+    ],
+    ids=["rating-out-of-range", "unknown-suggestion", "key-edited"],
+)
 def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
     key, ratings = _key_and_ratings(tmp_path)
     out = tmp_path / "tally.md"
@@ -579,8 +671,18 @@ def _env():
 
 
 def _smk_cmd(wd: Path, cores: int, *extra: str) -> list[str]:
-    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--cores", str(cores),
-            "--configfile", str(ROOT / "tests/data/tiny.yaml"), *extra]
+    return [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(wd),
+        "--cores",
+        str(cores),
+        "--configfile",
+        str(ROOT / "tests/data/tiny.yaml"),
+        *extra,
+    ]
 
 
 def _smk(wd: Path, cores: int, *extra: str) -> subprocess.CompletedProcess:
@@ -595,8 +697,10 @@ def tiny_runs(tmp_path_factory):
     shared = base / "shared-cache"
     runs = {"a": _smk_cmd(base / "a", 1)}
     runs.update({n: _smk_cmd(base / n, 2, "--config", f"cache_dir={shared}") for n in ("b", "c")})
-    procs = {n: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
-             for n, cmd in runs.items()}
+    procs = {
+        n: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
+        for n, cmd in runs.items()
+    }
     for p in procs.values():
         out, _ = p.communicate(timeout=900)
         assert p.returncode == 0, out[-4000:]
@@ -618,8 +722,9 @@ def test_two_runs_sharing_one_cache_directory_agree(tiny_runs):
 @pytest.mark.slow
 def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     wd = tmp_path / "k"
-    p = subprocess.Popen(_smk_cmd(wd, 2), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
-                         start_new_session=True)
+    p = subprocess.Popen(
+        _smk_cmd(wd, 2), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True
+    )
     deadline = time.time() + 300
     while not list((wd / "artifacts").rglob("*.npz")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
@@ -646,7 +751,9 @@ def test_moved_working_directory_or_other_cache_reruns_nothing(tiny_runs, tmp_pa
     shutil.copytree(tiny_runs / "a", moved, symlinks=True)  # copy2: modification times kept
     for extra in ((), ("--config", f"cache_dir={tmp_path / 'other-cache'}")):
         res = _smk(moved, 1, "--dry-run", *extra)
-        assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
+        assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[
+            -3000:
+        ]
 
 
 def _venv(tmp_path: Path) -> Path:
@@ -663,8 +770,7 @@ def test_make_figures_reruns_only_the_reports_and_fails_on_a_missing_artifact(ti
     wd = tmp_path / "wd"
     shutil.copytree(tiny_runs / "a", wd, symlinks=True)
     before = tree(wd)
-    cmd = ["make", "-s", "figures", f"VENV={_venv(tmp_path)}", "CONFIG=tests/data/tiny.yaml",
-           f"SNAKEMAKE_ARGS=-d {wd}"]
+    cmd = ["make", "-s", "figures", f"VENV={_venv(tmp_path)}", "CONFIG=tests/data/tiny.yaml", f"SNAKEMAKE_ARGS=-d {wd}"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     said = res.stdout + res.stderr
     assert res.returncode == 0, said[-4000:]

@@ -23,8 +23,19 @@ def _metrics(seed_count=4, encoders=("a", "b", "c", "d", "e"), directions=("en-d
             cor = rng.normal(0, 0.1, len(encoders))  # does not
             for e, x, b, c in zip(encoders, xlr, bkr, cor):
                 for m, v in (("xlr_recall", x), ("bkr_recall", b), ("corr", c)):
-                    rows.append(dict(dataset="t", backbone="b", text_field="title", direction=d, seed=s, n=10,
-                                     encoder=e, metric=m, value=v))
+                    rows.append(
+                        dict(
+                            dataset="t",
+                            backbone="b",
+                            text_field="title",
+                            direction=d,
+                            seed=s,
+                            n=10,
+                            encoder=e,
+                            metric=m,
+                            value=v,
+                        )
+                    )
     return pd.DataFrame(rows)
 
 
@@ -34,7 +45,9 @@ def test_correlate_matches_scipy():
     g = m[(m.direction == "en-de") & (m.seed == 2)].pivot(index="encoder", columns="metric", values="value")
     row = c[(c.direction == "en-de") & (c.seed == 2) & (c.method == "bkr_recall")]
     assert row[row.stat == "pearson"].value.iloc[0] == pytest.approx(ss.pearsonr(g.bkr_recall, g.xlr_recall).statistic)
-    assert row[row.stat == "spearman"].value.iloc[0] == pytest.approx(ss.spearmanr(g.bkr_recall, g.xlr_recall).statistic)
+    assert row[row.stat == "spearman"].value.iloc[0] == pytest.approx(
+        ss.spearmanr(g.bkr_recall, g.xlr_recall).statistic
+    )
     assert set(c.n_encoders) == {5}
     assert len(c) == 2 * 4 * 2 * 2  # directions x seeds x methods x stats
 
@@ -96,17 +109,35 @@ def test_report_marks_significant_cells(tmp_path, monkeypatch):
     from backretrieval.steps.report import build_report, report_settings
 
     monkeypatch.chdir(tmp_path)
-    cfg = {"run_name": "r", "dataset": {"name": "d", "source": "synthetic"}, "directions": ["en-de", "de-en"],
-           "languages": ["en", "de"], "reports_dir": "reports", "image_backbone": "b", "text_field": "title",
-           "sample_size": 10, "seeds": list(range(8)), "recall_k": 10, "encoders": {}, "figure_seed": 0}
+    cfg = {
+        "run_name": "r",
+        "dataset": {"name": "d", "source": "synthetic"},
+        "directions": ["en-de", "de-en"],
+        "languages": ["en", "de"],
+        "reports_dir": "reports",
+        "image_backbone": "b",
+        "text_field": "title",
+        "sample_size": 10,
+        "seeds": list(range(8)),
+        "recall_k": 10,
+        "encoders": {},
+        "figure_seed": 0,
+    }
     (tmp_path / "data/prepared/d").mkdir(parents=True)
-    (tmp_path / "data/prepared/d/dataset.json").write_text('{"name": "d", "languages": ["en", "de"], "synthetic": true}')
+    (tmp_path / "data/prepared/d/dataset.json").write_text(
+        '{"name": "d", "languages": ["en", "de"], "synthetic": true}'
+    )
     m = _metrics(seed_count=8)
     for d in cfg["directions"]:
         io.write_csv(layout.metrics_path(cfg, d), m[m.direction == d])
-    build_report(metrics_files=[layout.metrics_path(cfg, d) for d in cfg["directions"]],
-                 dataset=layout.dataset_root(cfg), text_files={}, settings=report_settings(cfg),
-                 correlations_out=layout.correlations_path(cfg), out=layout.report_paths(cfg))
+    build_report(
+        metrics_files=[layout.metrics_path(cfg, d) for d in cfg["directions"]],
+        dataset=layout.dataset_root(cfg),
+        text_files={},
+        settings=report_settings(cfg),
+        correlations_out=layout.correlations_path(cfg),
+        out=layout.report_paths(cfg),
+    )
     table = (tmp_path / "reports/table1.md").read_text()
     line = next(l for l in table.splitlines() if l.startswith("| en→de"))
     import re

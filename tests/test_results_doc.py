@@ -54,8 +54,21 @@ def tiny_reports(tmp_path):
 
 def test_cli_writes_doc_and_marks_configs_not_run(tiny_reports, monkeypatch):
     monkeypatch.chdir(tiny_reports)
-    rc = main(["results-doc", "--run-configs", "params.yaml", "other.yaml", "--reports", "reports", "reports/other",
-               "--dvc-runs", "runs.yaml", "--out", "docs/RESULTS.md"])
+    rc = main(
+        [
+            "results-doc",
+            "--run-configs",
+            "params.yaml",
+            "other.yaml",
+            "--reports",
+            "reports",
+            "reports/other",
+            "--dvc-runs",
+            "runs.yaml",
+            "--out",
+            "docs/RESULTS.md",
+        ]
+    )
     assert rc == 0
     doc = (tiny_reports / "docs/RESULTS.md").read_text()
     assert "## other\n" in doc and "Not run here, no committed reports: needs data." in doc
@@ -67,8 +80,19 @@ def test_reports_of_another_run_are_refused(tiny_reports, monkeypatch, capsys):
     meta = json.loads((tiny_reports / "reports/metrics.json").read_text())
     meta["meta"]["run_name"] = "someone-else"
     (tiny_reports / "reports/metrics.json").write_text(json.dumps(meta))
-    rc = main(["results-doc", "--run-configs", "params.yaml", "--reports", "reports", "--dvc-runs", "runs.yaml",
-               "--out", "out.md"])
+    rc = main(
+        [
+            "results-doc",
+            "--run-configs",
+            "params.yaml",
+            "--reports",
+            "reports",
+            "--dvc-runs",
+            "runs.yaml",
+            "--out",
+            "out.md",
+        ]
+    )
     assert rc == 2
     assert "written by run 'someone-else'" in capsys.readouterr().err
     assert not (tiny_reports / "out.md").exists()
@@ -91,7 +115,7 @@ def test_readme_is_short_and_carries_no_hand_copied_results():
     assert len(text.splitlines()) <= 150
     start, end = "<!-- findings-verdict:start", "<!-- findings-verdict:end -->"
     if start in text:
-        text = text[: text.index(start)] + text[text.index(end) + len(end):]
+        text = text[: text.index(start)] + text[text.index(end) + len(end) :]
     assert re.findall(r"\d+\.\d{2,}|\d+m\d+s|\d+(?:\.\d+)? ?(?:s|min|h)\b(?! *\|)", text) == []
     # no configuration is called the paper's protocol (only the sentence saying none is)
     assert re.findall(r"paper's[^.|]*protocol", text.replace("is the paper's exact protocol", "")) == []

@@ -179,10 +179,8 @@ def test_dependent_corr_false_positive_rate_simulated():
     s = np.einsum("rni,rnj->rij", c, c)
     sd = np.sqrt(np.einsum("rii->ri", s))
     r = s / sd[:, :, None] / sd[:, None, :]
-    rej_s = np.mean([steiger_z(r[k, 0, 1], r[k, 0, 2], r[k, 1, 2], n).pvalue < 0.05
-                     for k in range(reps)])
-    rej_w = np.mean([williams_t(r[k, 0, 1], r[k, 0, 2], r[k, 1, 2], n).pvalue < 0.05
-                     for k in range(reps)])
+    rej_s = np.mean([steiger_z(r[k, 0, 1], r[k, 0, 2], r[k, 1, 2], n).pvalue < 0.05 for k in range(reps)])
+    rej_w = np.mean([williams_t(r[k, 0, 1], r[k, 0, 2], r[k, 1, 2], n).pvalue < 0.05 for k in range(reps)])
     assert 0.03 <= rej_s <= 0.07
     assert 0.03 <= rej_w <= 0.07
     z_naive = (np.arctanh(r[:, 0, 1]) - np.arctanh(r[:, 0, 2])) / math.sqrt(2 / (n - 3))
@@ -190,9 +188,7 @@ def test_dependent_corr_false_positive_rate_simulated():
     # and they detect a real difference (rho12 = .7 vs rho13 = .3) most of the time
     cov_alt = np.array([[1.0, 0.7, 0.3], [0.7, 1.0, 0.6], [0.3, 0.6, 1.0]])
     data = rng.multivariate_normal(np.zeros(3), cov_alt, size=(300, n))
-    power = np.mean([
-        steiger_z(*np.corrcoef(x.T)[[0, 0, 1], [1, 2, 2]], n).pvalue < 0.05 for x in data
-    ])
+    power = np.mean([steiger_z(*np.corrcoef(x.T)[[0, 0, 1], [1, 2, 2]], n).pvalue < 0.05 for x in data])
     assert power > 0.8
 
 

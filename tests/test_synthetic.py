@@ -70,7 +70,9 @@ def test_first_items_do_not_depend_on_n_items(ds, tmp_path):
     small_items = dataset.load_items(small)
     first10 = big_items[big_items["item_id"].isin(small_items["item_id"])].reset_index(drop=True)
     assert first10.equals(small_items)
-    assert _hashes(small / "images") == {k: v for k, v in _hashes(ds / "images").items() if k in _hashes(small / "images")}
+    assert _hashes(small / "images") == {
+        k: v for k, v in _hashes(ds / "images").items() if k in _hashes(small / "images")
+    }
 
 
 # ---------------------------------------------------------------------------- format
@@ -205,8 +207,10 @@ def test_most_titles_are_distinct(items):
 
 
 def test_same_scene_gets_paraphrased_titles():
-    scene = {"background": "beach", "objects": [
-        {"kind": "car", "color": "red", "count": 2, "size": "large", "position": "left"}]}
+    scene = {
+        "background": "beach",
+        "objects": [{"kind": "car", "color": "red", "count": 2, "size": "large", "position": "left"}],
+    }
     for lang in LANGS:
         texts = [synthetic.describe_scene(scene, lang, seed) for seed in range(30)]
         assert len({t for t, _ in texts}) >= 5, lang
@@ -243,8 +247,10 @@ def _all_texts(scene: dict, lang: str, n: int = 40) -> list[str]:
 
 
 def _scene(kind: str, color: str, count: int, size: str = "small") -> dict:
-    return {"background": "meadow", "objects": [
-        {"kind": kind, "color": color, "count": count, "size": size, "position": "center"}]}
+    return {
+        "background": "meadow",
+        "objects": [{"kind": kind, "color": color, "count": count, "size": size, "position": "center"}],
+    }
 
 
 def test_arabic_numeral_polarity():
@@ -293,9 +299,13 @@ def test_scene_similarity_hand_computed_cases():
     a = {"background": "beach", "objects": [_obj()]}
     assert synthetic.scene_similarity(a, copy.deepcopy(a)) == 1.0
     assert synthetic.scene_similarity(a, {**a, "background": "snow"}) == pytest.approx(0.75)
-    assert synthetic.scene_similarity(a, {"background": "beach", "objects": [_obj(color="blue")]}) == pytest.approx(0.25 + 0.75 * 0.75)
+    assert synthetic.scene_similarity(a, {"background": "beach", "objects": [_obj(color="blue")]}) == pytest.approx(
+        0.25 + 0.75 * 0.75
+    )
     # count 1 vs 4: count closeness 0
-    assert synthetic.scene_similarity(a, {"background": "beach", "objects": [_obj(count=4)]}) == pytest.approx(0.25 + 0.75 * 0.9)
+    assert synthetic.scene_similarity(a, {"background": "beach", "objects": [_obj(count=4)]}) == pytest.approx(
+        0.25 + 0.75 * 0.9
+    )
     # nothing in common: only count closeness (|1-2| of 3 -> 2/3 * 0.1)
     far = {"background": "night", "objects": [_obj(kind="car", color="white", count=2, size="large", position="right")]}
     assert synthetic.scene_similarity(a, far) == pytest.approx(0.75 * 0.1 * 2 / 3)
@@ -357,8 +367,9 @@ def test_image_pixels_track_scene_content(ds):
     same_bg = [sim[a, b] for a, b in pairs if scenes[ids[a]]["background"] == scenes[ids[b]]["background"]]
     diff_bg = [sim[a, b] for a, b in pairs if scenes[ids[a]]["background"] != scenes[ids[b]]["background"]]
     assert np.mean(same_bg) > np.mean(diff_bg) + 0.2
-    rho = spearmanr([synthetic.scene_similarity(scenes[ids[a]], scenes[ids[b]]) for a, b in pairs],
-                    [sim[a, b] for a, b in pairs]).statistic
+    rho = spearmanr(
+        [synthetic.scene_similarity(scenes[ids[a]], scenes[ids[b]]) for a, b in pairs], [sim[a, b] for a, b in pairs]
+    ).statistic
     assert rho > 0.2
     # images differ even for the same background: similarity is informative but imperfect
     assert np.median(same_bg) < 0.999
@@ -375,6 +386,8 @@ def test_prepare_step_makes_the_tiny_config_dataset(tiny_dataset, tmp_path):
 
     cfg = yaml.safe_load((Path(__file__).parent / "data" / "tiny.yaml").read_text(encoding="utf-8"))
     out = tmp_path / "prepared"
-    assert main(["prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"],
-                 "--out", str(out)]) == 0
+    assert (
+        main(["prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"], "--out", str(out)])
+        == 0
+    )
     assert _hashes(out) == _hashes(tiny_dataset)

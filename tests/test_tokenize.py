@@ -34,7 +34,14 @@ def test_spaced_languages_use_the_letter_mark_digit_rule():
 
 def test_language_codes_are_normalised():
     assert [normalize_lang(x) for x in ("ja", "JA-jp", "jpn", "zh_Hans", "cmn", "tha", "en", None)] == [
-        "ja", "ja", "ja", "zh", "zh", "th", "en", None,
+        "ja",
+        "ja",
+        "ja",
+        "zh",
+        "zh",
+        "th",
+        "en",
+        None,
     ]
 
 
@@ -62,9 +69,14 @@ def test_thai_sentence_yields_its_words():
     assert tokenize("แมวนอนอยู่บนโซฟา", "th") == ["แมว", "นอน", "อยู่", "บน", "โซฟา"]
 
 
-@pytest.mark.parametrize("lang,module,package", [
-    ("ja", "fugashi", "fugashi unidic-lite"), ("zh", "jieba", "jieba"), ("th", "pythainlp", "pythainlp"),
-])
+@pytest.mark.parametrize(
+    "lang,module,package",
+    [
+        ("ja", "fugashi", "fugashi unidic-lite"),
+        ("zh", "jieba", "jieba"),
+        ("th", "pythainlp", "pythainlp"),
+    ],
+)
 def test_missing_segmenter_names_the_package(monkeypatch, fresh_segmenters, lang, module, package):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` raise ImportError
     for key in [k for k in sys.modules if k.startswith(module + ".")]:

@@ -41,8 +41,10 @@ def cos_dist(a, b):
 
 def triplet_reference(x_rt, x_rb, neg, alpha):
     """Eq. 1 item by item: mean_r max(0, d(x_rb, x_rt) - d(x_rb, x_nt) + alpha)."""
-    terms = [torch.clamp(cos_dist(x_rb[r], x_rt[r]) - cos_dist(x_rb[r], x_rt[int(neg[r])]) + alpha, min=0)
-             for r in range(len(x_rt))]
+    terms = [
+        torch.clamp(cos_dist(x_rb[r], x_rt[r]) - cos_dist(x_rb[r], x_rt[int(neg[r])]) + alpha, min=0)
+        for r in range(len(x_rt))
+    ]
     return torch.stack(terms).mean()
 
 
@@ -53,10 +55,9 @@ def xl_reference(x_rt, x_rb, langs, k):
     n = len(langs)
     per_item = []
     for r in range(n):
+
         def knn_mean(lang):
-            cand = sorted(
-                (cos_dist(x_rb[r], x_rt[j]).item(), j) for j in range(n) if langs[j] == lang and j != r
-            )[:k]
+            cand = sorted((cos_dist(x_rb[r], x_rt[j]).item(), j) for j in range(n) if langs[j] == lang and j != r)[:k]
             return torch.stack([cos_dist(x_rb[r], x_rt[j]) for _, j in cand]).mean()
 
         own = knn_mean(langs[r])
@@ -360,7 +361,13 @@ def test_stratified_batches_partition_the_items():
 def test_early_stopping_keeps_best_state():
     title, body, langs = synthetic_toy(n=120)
     # a huge lr with a large margin makes the validation loss bounce, so patience=1 stops early
-    res = train_heads(title, body, langs, TripletConfig(seed=0, patience=1, **{**SMALL, "lr": 0.5, "epochs": 30, "alpha": 1.0}), xl=False)
+    res = train_heads(
+        title,
+        body,
+        langs,
+        TripletConfig(seed=0, patience=1, **{**SMALL, "lr": 0.5, "epochs": 30, "alpha": 1.0}),
+        xl=False,
+    )
     n_epochs = len(res.history["val_loss"])
     assert n_epochs < 30
     assert n_epochs == res.best_epoch + 1  # stopped one epoch after the best

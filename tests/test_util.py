@@ -52,13 +52,21 @@ def test_hashes(tmp_path):
 def test_fingerprints_are_unchanged():
     """Values computed by the code before the restructure (flat modules): a change here moves
     every cached embedding of that model to a new cache folder."""
-    assert build_text_encoder("c", {"type": "char_ngram", "dim": 64, "n": [3]}).fingerprint() == \
-        "char_ngram-68670cf70e88d988b0783217"
-    assert build_text_encoder("r", {"type": "random", "dim": 8, "seed": 1}).fingerprint() == \
-        "random-bc4afa73ac1a264b8e917771"
+    assert (
+        build_text_encoder("c", {"type": "char_ngram", "dim": 64, "n": [3]}).fingerprint()
+        == "char_ngram-68670cf70e88d988b0783217"
+    )
+    assert (
+        build_text_encoder("r", {"type": "random", "dim": 8, "seed": 1}).fingerprint()
+        == "random-bc4afa73ac1a264b8e917771"
+    )
     # non-ASCII parts: text encoders hash them as UTF-8, image backbones ASCII-escaped
-    assert build_text_encoder("f", {"type": "callable", "target": "json:dumps", "version": "ü"}).fingerprint() == \
-        "callable-2bf301dce6a0b6a572dd28be"
-    assert build_image_backbone("p", {"type": "precomputed", "name": "résnet"}).fingerprint() == \
-        "precomputed-e915096506e9026bfb575462"
+    assert (
+        build_text_encoder("f", {"type": "callable", "target": "json:dumps", "version": "ü"}).fingerprint()
+        == "callable-2bf301dce6a0b6a572dd28be"
+    )
+    assert (
+        build_image_backbone("p", {"type": "precomputed", "name": "résnet"}).fingerprint()
+        == "precomputed-e915096506e9026bfb575462"
+    )
     assert fingerprint_from({"x": 1}, "img") == f"img-{json_sha256({'x': 1})[:24]}"

@@ -87,15 +87,18 @@ def write_dictd(folder: Path, stem: str, articles: list[tuple[str, str]], compre
 
 
 ENG_DEU = [
-    ("dog", 'dog /dˈɒɡ/\nHund <masc> [zool.]\n      "train a dog"  - einen Hund abrichten\n'
-            "   Synonym: {dawg}\n\n see: {dogs}\n\n"),
+    (
+        "dog",
+        'dog /dˈɒɡ/\nHund <masc> [zool.]\n      "train a dog"  - einen Hund abrichten\n'
+        "   Synonym: {dawg}\n\n see: {dogs}\n\n",
+    ),
     ("dog", "dog /dˈɒɡ/\nBandhaken <masc>, Bandzieher <masc>\n         Note: Fassbinderei\n"),
     ("street", "street /stɹˈiːt/ (St /sˈənt/)\nStraße <fem>Str.,  /ˌɛstˌiːˈɑː/\n         Note: in der Stadt\n"),
     ("man", "man /mˈan/\n1. Mann, Mensch\n2. die Menschheit\n"),
     ("red car", "red car /rɛd/\nrotes Auto\n"),  # multi-word headword: dropped
 ]
 DEU_ENG = [
-    ("frau", "Frau /frˈaʊ/ <fem, n, sg>\nwoman <n>\n      \"die Frau von heute\"  - the new woman\n"),
+    ("frau", 'Frau /frˈaʊ/ <fem, n, sg>\nwoman <n>\n      "die Frau von heute"  - the new woman\n'),
     ("hund", "Hund /hˈʊnt/ <masc, n, sg>\n [zool.] dog <n>, mine car <n>\n"),
 ]
 
@@ -113,9 +116,13 @@ def test_load_freedict_pairs_both_directions(tmp_path):
     write_dictd(tmp_path, "freedict-deu-eng", DEU_ENG, compress=False)
     pairs = load_freedict_pairs("en", "de", tmp_path)
     expected = {
-        ("dog", "hund"), ("dog", "bandhaken"), ("dog", "bandzieher"),
-        ("street", "straße"), ("street", "str"),
-        ("man", "mann"), ("man", "mensch"),
+        ("dog", "hund"),
+        ("dog", "bandhaken"),
+        ("dog", "bandzieher"),
+        ("street", "straße"),
+        ("street", "str"),
+        ("man", "mann"),
+        ("man", "mensch"),
         ("woman", "frau"),  # from deu-eng, flipped
     }
     assert set(pairs) == expected
@@ -142,11 +149,18 @@ def test_missing_dictionary_names_package(tmp_path):
 def test_freedict_entries_are_segmented_like_the_corpus(tmp_path):
     pytest.importorskip("fugashi", reason="fugashi not installed (pip install fugashi unidic-lite)")
     # a multi-word Japanese "translation" is not a single word once segmented: dropped
-    write_dictd(tmp_path, "freedict-eng-jpn", [
-        ("cat", "cat /kæt/\n猫\n"), ("sofa", "sofa /ˈsəʊfə/\nソファ\n"), ("sleeping", "sleeping\n寝ている\n"),
-    ])
-    pairs = parse_dictd_pairs(tmp_path / "freedict-eng-jpn.index", tmp_path / "freedict-eng-jpn.dict.dz",
-                              head_lang="eng", trans_lang="jpn")
+    write_dictd(
+        tmp_path,
+        "freedict-eng-jpn",
+        [
+            ("cat", "cat /kæt/\n猫\n"),
+            ("sofa", "sofa /ˈsəʊfə/\nソファ\n"),
+            ("sleeping", "sleeping\n寝ている\n"),
+        ],
+    )
+    pairs = parse_dictd_pairs(
+        tmp_path / "freedict-eng-jpn.index", tmp_path / "freedict-eng-jpn.dict.dz", head_lang="eng", trans_lang="jpn"
+    )
     assert pairs == [("cat", "猫"), ("sofa", "ソファ")]
 
 
@@ -415,12 +429,18 @@ def test_fasttext_training_is_bit_identical():
     np.testing.assert_array_equal(a.vectors, b.vectors)
     src = str(Path(backretrieval.__file__).resolve().parents[1])
     env = {
-        **os.environ, "MALLOC_PERTURB_": "128", "PYTHONHASHSEED": "4321", "OPENBLAS_NUM_THREADS": "1",
+        **os.environ,
+        "MALLOC_PERTURB_": "128",
+        "PYTHONHASHSEED": "4321",
+        "OPENBLAS_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     out = subprocess.run(
         [sys.executable, "-c", _TRAIN_IN_FRESH_PROCESS, str(M30K / "train.en.gz"), "3000"],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == hashlib.sha256(a.vectors.tobytes()).hexdigest()
@@ -446,8 +466,12 @@ def test_alignment_does_not_depend_on_blas_threads():
         wx, wy = align_cca(X, Y, 32)
         docs = doc_vectors(texts, index, Zs, normalize=False)
         return [
-            align_procrustes(X, Y), wx, wy, align_rcsls(X, Y, Zs, Zt, k=5, epochs=2),
-            docs, first_principal_direction(docs),
+            align_procrustes(X, Y),
+            wx,
+            wy,
+            align_rcsls(X, Y, Zs, Zt, k=5, epochs=2),
+            docs,
+            first_principal_direction(docs),
         ]
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -494,13 +518,21 @@ def _retrieval(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def test_end_to_end_multi30k_en_de(toy_m30k, tmp_path):
     root, val = toy_m30k
     base = dict(
-        type="wordvec", corpus=str(root), languages=["en", "de"], dim=100, epochs=10, seed=0,
-        cache_dir=str(tmp_path / "cache"), rcsls_epochs=5,
+        type="wordvec",
+        corpus=str(root),
+        languages=["en", "de"],
+        dim=100,
+        epochs=10,
+        seed=0,
+        cache_dir=str(tmp_path / "cache"),
+        rcsls_epochs=5,
     )
     chance_p1, chance_r10 = 1 / len(val["en"]), 10 / len(val["en"])
     results = {}
     configs = [
-        ("procrustes", 1000, {}), ("procrustes", 5000, {}), ("rcsls", 1000, {}),
+        ("procrustes", 1000, {}),
+        ("procrustes", 5000, {}),
+        ("rcsls", 1000, {}),
         ("cca", 1000, {}),  # auto = pair space with a single partner language
         ("cca-hub-plain", 1000, {"method": "cca", "cca_space": "hub", "remove_pc": False, "sif": False}),
     ]

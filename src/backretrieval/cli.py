@@ -94,10 +94,15 @@ def cmd_validate_config(args) -> int:
     prepared = (root / "dataset.json").is_file()
     if prepared:
         check_dataset_fits(cfg, root)
-    fits = (f"fits the prepared dataset {root}" if prepared
-            else f"dataset {root} not prepared yet (its checks run in `check-dataset`, before any model)")
-    print(f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
-          f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}")
+    fits = (
+        f"fits the prepared dataset {root}"
+        if prepared
+        else f"dataset {root} not prepared yet (its checks run in `check-dataset`, before any model)"
+    )
+    print(
+        f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
+        f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}"
+    )
     return 0
 
 
@@ -119,16 +124,30 @@ def cmd_embed_text(args) -> int:
     from .steps.embed import embed_text_step
 
     outs = _grid(args.out, "--out", ("--languages", args.languages))
-    embed_text_step(Path(args.dataset), args.encoder, args.spec, args.text_field, outs,
-                    Path(args.cache_dir) if args.cache_dir else None, args.skip_unavailable, args.threads)
+    embed_text_step(
+        Path(args.dataset),
+        args.encoder,
+        args.spec,
+        args.text_field,
+        outs,
+        Path(args.cache_dir) if args.cache_dir else None,
+        args.skip_unavailable,
+        args.threads,
+    )
     return 0
 
 
 def cmd_embed_images(args) -> int:
     from .steps.embed import embed_dataset_images
 
-    embed_dataset_images(Path(args.dataset), args.backbone, args.spec, Path(args.out),
-                         Path(args.cache_dir) if args.cache_dir else None, threads=args.threads)
+    embed_dataset_images(
+        Path(args.dataset),
+        args.backbone,
+        args.spec,
+        Path(args.out),
+        Path(args.cache_dir) if args.cache_dir else None,
+        threads=args.threads,
+    )
     return 0
 
 
@@ -145,8 +164,9 @@ def cmd_metrics(args) -> int:
 
     text = _grid(args.text, "--text", ("--encoders", args.encoders), ("source/target", ["src", "tgt"]))
     if Path(args.ranks) != ranks_path(Path(args.out)):
-        raise InputError(f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, "
-                         f"not {args.ranks}")
+        raise InputError(
+            f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, not {args.ranks}"
+        )
     t0 = time.perf_counter()
     metrics_step(
         dataset=Path(args.dataset),
@@ -172,8 +192,9 @@ def cmd_metrics_gather(args) -> int:
     from .steps.metrics import gather_metrics
 
     if Path(args.ranks) != ranks_path(Path(args.out)):
-        raise InputError(f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, "
-                         f"not {args.ranks}")
+        raise InputError(
+            f"--ranks: the per-query ranks are written beside --out as {ranks_path(Path(args.out))}, not {args.ranks}"
+        )
     gather_metrics([Path(p) for p in args.parts], Path(args.out))
     return 0
 
@@ -183,10 +204,14 @@ def cmd_report(args) -> int:
     from .steps.report import build_report
 
     text = _grid(args.text, "--text", ("--encoders", args.encoders), ("--languages", args.languages))
-    build_report(metrics_files=[Path(p) for p in args.metrics_csv], dataset=Path(args.dataset),
-                 text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
-                 settings=args.settings, correlations_out=Path(args.correlations),
-                 out=_outputs(args, REPORT_FILES))
+    build_report(
+        metrics_files=[Path(p) for p in args.metrics_csv],
+        dataset=Path(args.dataset),
+        text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
+        settings=args.settings,
+        correlations_out=Path(args.correlations),
+        out=_outputs(args, REPORT_FILES),
+    )
     return 0
 
 
@@ -194,10 +219,20 @@ def cmd_case_embed(args) -> int:
     from .steps import case_study as cs
 
     c = _case(args)
-    fields = _grid(args.fields, "--fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS)))
+    fields = _grid(
+        args.fields, "--fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS))
+    )
     reprs = _grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
-    cs.embed_step(Path(args.dataset), c, args.encoder, args.spec, Path(args.cache_dir) if args.cache_dir else None,
-                  fields, reprs, args.threads)
+    cs.embed_step(
+        Path(args.dataset),
+        c,
+        args.encoder,
+        args.spec,
+        Path(args.cache_dir) if args.cache_dir else None,
+        fields,
+        reprs,
+        args.threads,
+    )
     return 0
 
 
@@ -215,11 +250,20 @@ def cmd_case_train(args) -> int:
     from .steps import case_study as cs
 
     c = _case(args)
-    fields = _grid(args.fields, "--fields", ("--encoders", args.encoders),
-                   ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS)))
+    fields = _grid(
+        args.fields,
+        "--fields",
+        ("--encoders", args.encoders),
+        ("case_study.languages", list(c["languages"])),
+        ("fields", list(CASE_FIELDS)),
+    )
     reprs = _grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
-    out = {"head": Path(args.head_out), "meta": Path(args.meta_out), "history": Path(args.history_out),
-           "curve": Path(args.curve_out)}
+    out = {
+        "head": Path(args.head_out),
+        "meta": Path(args.meta_out),
+        "history": Path(args.history_out),
+        "curve": Path(args.curve_out),
+    }
     cs.train_step(Path(args.dataset), c, args.head, Path(args.chosen), fields, out, reprs, args.threads)
     return 0
 
@@ -237,8 +281,14 @@ def cmd_case_report(args) -> int:
     from .steps import case_study as cs
     from .steps.layout import CASE_REPORT_FILES
 
-    cs.report_step(Path(args.dataset), _case(args), Path(args.chosen), Path(args.bkr), Path(args.hits),
-                   _outputs(args, CASE_REPORT_FILES))
+    cs.report_step(
+        Path(args.dataset),
+        _case(args),
+        Path(args.chosen),
+        Path(args.bkr),
+        Path(args.hits),
+        _outputs(args, CASE_REPORT_FILES),
+    )
     return 0
 
 
@@ -261,8 +311,14 @@ def cmd_human_simulate(args) -> int:
 def cmd_human_tally(args) -> int:
     from .steps import human_study as hs
 
-    hs.tally_step(Path(args.ratings), Path(args.key), args.allow_unverified_key, args.simulated,
-                  Path(args.out_md), Path(args.out_json))
+    hs.tally_step(
+        Path(args.ratings),
+        Path(args.key),
+        args.allow_unverified_key,
+        args.simulated,
+        Path(args.out_md),
+        Path(args.out_json),
+    )
     return 0
 
 
@@ -302,10 +358,19 @@ def cmd_versions(args) -> int:
 
 
 def _eval_kwargs(args) -> dict:
-    return dict(n=args.n, seeds=args.seeds, k=args.k, text_field=args.text_field, image_backbone=args.image_backbone,
-                with_corr=not args.no_corr, cache_dir=None if args.no_cache else Path(args.cache_dir),
-                prepared_dir=Path(args.prepared_dir), shared_dir=Path(args.shared_dir), batch_size=args.batch_size,
-                progress=not args.quiet)
+    return dict(
+        n=args.n,
+        seeds=args.seeds,
+        k=args.k,
+        text_field=args.text_field,
+        image_backbone=args.image_backbone,
+        with_corr=not args.no_corr,
+        cache_dir=None if args.no_cache else Path(args.cache_dir),
+        prepared_dir=Path(args.prepared_dir),
+        shared_dir=Path(args.shared_dir),
+        batch_size=args.batch_size,
+        progress=not args.quiet,
+    )
 
 
 def cmd_evaluate(args) -> int:
@@ -351,8 +416,10 @@ def cmd_compare(args) -> int:
     comps = compare_results(a, b, label_a=labels[0], label_b=labels[1], B=args.bootstrap)
     text = format_comparison(comps, a, b)
     if args.out:
-        io.write_json(args.out, {"a": a["model"], "b": b["model"], "dataset": a["dataset"],
-                                 "comparisons": [c.to_dict() for c in comps]})
+        io.write_json(
+            args.out,
+            {"a": a["model"], "b": b["model"], "dataset": a["dataset"], "comparisons": [c.to_dict() for c in comps]},
+        )
     print(text)
     return 0
 
@@ -365,27 +432,44 @@ def _findings_run(args):
     from .steps.findings import load_run
 
     return load_run(
-        dataset=Path(args.dataset), metrics_files=[Path(p) for p in args.metrics],
-        samples_files=[Path(p) for p in args.samples or []], ranks_files=[Path(p) for p in args.ranks or []],
+        dataset=Path(args.dataset),
+        metrics_files=[Path(p) for p in args.metrics],
+        samples_files=[Path(p) for p in args.samples or []],
+        ranks_files=[Path(p) for p in args.ranks or []],
         image_file=Path(args.image_emb) if args.image_emb else None,
-        text_files=[Path(p) for p in args.text_emb or []], k=args.k,
+        text_files=[Path(p) for p in args.text_emb or []],
+        k=args.k,
     )
 
 
 def cmd_findings_inference(args) -> int:
     from .steps.findings import inference_step
 
-    inference_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), B=args.B,
-                   boot_seed=args.bootstrap_seed, n_seeds=args.n_seeds, max_pairs=args.corr_max_pairs or None,
-                   random_encoders=args.random_encoders, family=args.family or [], family_name=args.family_name)
+    inference_step(
+        _findings_run(args),
+        run_name=args.run_name,
+        out_dir=Path(args.out_dir),
+        B=args.B,
+        boot_seed=args.bootstrap_seed,
+        n_seeds=args.n_seeds,
+        max_pairs=args.corr_max_pairs or None,
+        random_encoders=args.random_encoders,
+        family=args.family or [],
+        family_name=args.family_name,
+    )
     return 0
 
 
 def cmd_findings_calibration(args) -> int:
     from .steps.findings import calibration_step
 
-    calibration_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), soft_m=args.soft_m,
-                     n_seeds=args.n_seeds)
+    calibration_step(
+        _findings_run(args),
+        run_name=args.run_name,
+        out_dir=Path(args.out_dir),
+        soft_m=args.soft_m,
+        n_seeds=args.n_seeds,
+    )
     return 0
 
 
@@ -405,24 +489,44 @@ def cmd_findings_bli(args) -> int:
         if not isinstance(spec, dict):
             raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
         specs[enc] = spec
-    bli_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), specs=specs,
-             test_size=args.test_size, min_count=args.min_count, seed=args.seed, csls_k=args.csls_k)
+    bli_step(
+        _findings_run(args),
+        run_name=args.run_name,
+        out_dir=Path(args.out_dir),
+        specs=specs,
+        test_size=args.test_size,
+        min_count=args.min_count,
+        seed=args.seed,
+        csls_k=args.csls_k,
+    )
     return 0
 
 
 def cmd_findings_agreement(args) -> int:
     from .steps.findings import agreement_step
 
-    agreement_step(_findings_run(args), run_name=args.run_name, out_dir=Path(args.out_dir), points_file=Path(args.points),
-                   bli_file=Path(args.bli) if args.bli else None, soft_m=args.soft_m, B=args.B, boot_seed=args.bootstrap_seed)
+    agreement_step(
+        _findings_run(args),
+        run_name=args.run_name,
+        out_dir=Path(args.out_dir),
+        points_file=Path(args.points),
+        bli_file=Path(args.bli) if args.bli else None,
+        soft_m=args.soft_m,
+        B=args.B,
+        boot_seed=args.bootstrap_seed,
+    )
     return 0
 
 
 def cmd_findings_document(args) -> int:
     from .steps.findings import document_step
 
-    document_step([Path(p) for p in args.records], doc=Path(args.doc), summary_dir=Path(args.summary_dir),
-                  readme=Path(args.readme) if args.readme else None)
+    document_step(
+        [Path(p) for p in args.records],
+        doc=Path(args.doc),
+        summary_dir=Path(args.summary_dir),
+        readme=Path(args.readme) if args.readme else None,
+    )
     return 0
 
 
@@ -444,14 +548,27 @@ def _add_findings_parsers(add) -> None:
             sp.add_argument("--image-emb")
             sp.add_argument("--text-emb", nargs="*")
 
-    sp = add("findings-inference", cmd_findings_inference, "findings 1: encoder x item bootstrap, order accuracy, sensitivity")
+    sp = add(
+        "findings-inference",
+        cmd_findings_inference,
+        "findings 1: encoder x item bootstrap, order accuracy, sensitivity",
+    )
     run_inputs(sp, True)
     sp.add_argument("--B", type=int, default=200, help="bootstrap replicates")
     sp.add_argument("--bootstrap-seed", type=int, default=0)
     sp.add_argument("--n-seeds", type=int, default=3, help="the first n seeds of each direction are used")
-    sp.add_argument("--corr-max-pairs", type=int, default=20000,
-                    help="CORR per replicate on this many sampled pairs (0 = all pairs)")
-    sp.add_argument("--random-encoders", nargs="*", default=["random"], help="chance-level encoders (left out in one sensitivity set)")
+    sp.add_argument(
+        "--corr-max-pairs",
+        type=int,
+        default=20000,
+        help="CORR per replicate on this many sampled pairs (0 = all pairs)",
+    )
+    sp.add_argument(
+        "--random-encoders",
+        nargs="*",
+        default=["random"],
+        help="chance-level encoders (left out in one sensitivity set)",
+    )
     sp.add_argument("--family", nargs="*", help="encoders of one model family (a sensitivity set)")
     sp.add_argument("--family-name", default="word-vector")
     sp = add("findings-calibration", cmd_findings_calibration, "findings 5: BkR -> XLR calibration, soft BkR")
@@ -513,7 +630,9 @@ def _findings_b_run(args):
     """The run the analysis belongs to (its record's ``run``), from the run's metrics CSVs."""
     from .steps.findings import load_run
 
-    run = load_run(dataset=Path(args.run_dataset or args.dataset), metrics_files=[Path(p) for p in args.metrics], k=args.k)
+    run = load_run(
+        dataset=Path(args.run_dataset or args.dataset), metrics_files=[Path(p) for p in args.metrics], k=args.k
+    )
     return run.run_info(args.run_name, str(Path(args.out_dir).parent))
 
 
@@ -521,10 +640,17 @@ def cmd_findings_image_quality(args) -> int:
     from .steps import findings as fs
 
     fs.image_quality_step(
-        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples],
-        text_files=_text_files(args.text), image_files=_named_files(args.image, "--image"), base=args.base,
-        degradations=fs.parse_degradations(args.noise, args.project, args.shuffle), k=args.k,
-        max_seeds=args.max_seeds, seed=args.seed, out_dir=Path(args.out_dir), run=_findings_b_run(args),
+        dataset=Path(args.dataset),
+        samples_files=[Path(p) for p in args.samples],
+        text_files=_text_files(args.text),
+        image_files=_named_files(args.image, "--image"),
+        base=args.base,
+        degradations=fs.parse_degradations(args.noise, args.project, args.shuffle),
+        k=args.k,
+        max_seeds=args.max_seeds,
+        seed=args.seed,
+        out_dir=Path(args.out_dir),
+        run=_findings_b_run(args),
     )
     return 0
 
@@ -534,9 +660,16 @@ def cmd_findings_sample_size(args) -> int:
     from .steps import findings as fs
 
     fs.sample_size_step(
-        dataset=Path(args.dataset), text_files=_text_files(args.text), image_file=Path(args.image),
-        directions=args.directions, n_grid=args.n_grid, seeds=args.seeds, k=args.k, baseline=args.baseline,
-        out_dir=Path(args.out_dir), run=_findings_b_run(args),
+        dataset=Path(args.dataset),
+        text_files=_text_files(args.text),
+        image_file=Path(args.image),
+        directions=args.directions,
+        n_grid=args.n_grid,
+        seeds=args.seeds,
+        k=args.k,
+        baseline=args.baseline,
+        out_dir=Path(args.out_dir),
+        run=_findings_b_run(args),
         criterion=Criterion(agreement=args.min_agreement, share=args.min_share),
     )
     return 0
@@ -546,10 +679,18 @@ def cmd_findings_hubness(args) -> int:
     from .steps import findings as fs
 
     fs.hubness_step(
-        dataset=Path(args.dataset), samples_files=[Path(p) for p in args.samples], text_files=_text_files(args.text),
-        image_file=Path(args.image), retrievals=args.retrievals, hub_fraction=args.hub_fraction,
-        hub_noise=args.hub_noise, k=args.k, max_seeds=args.max_seeds, seed=args.seed,
-        out_dir=Path(args.out_dir), run=_findings_b_run(args),
+        dataset=Path(args.dataset),
+        samples_files=[Path(p) for p in args.samples],
+        text_files=_text_files(args.text),
+        image_file=Path(args.image),
+        retrievals=args.retrievals,
+        hub_fraction=args.hub_fraction,
+        hub_noise=args.hub_noise,
+        k=args.k,
+        max_seeds=args.max_seeds,
+        seed=args.seed,
+        out_dir=Path(args.out_dir),
+        run=_findings_b_run(args),
     )
     return 0
 
@@ -566,8 +707,9 @@ def _add_findings_b(add) -> None:
         sp.add_argument("--run-name", required=True, help="run name written into the outputs")
         sp.add_argument("--out-dir", required=True, help="<reports_dir>/findings")
 
-    sp = add("findings-image-quality", cmd_findings_image_quality,
-             "findings: image quality vs BkR's agreement with XLR")
+    sp = add(
+        "findings-image-quality", cmd_findings_image_quality, "findings: image quality vs BkR's agreement with XLR"
+    )
     common(sp)
     sp.add_argument("--image", nargs="+", required=True, metavar="BACKBONE=NPZ", help="image features per backbone")
     sp.add_argument("--base", required=True, help="the backbone whose features are degraded")
@@ -590,13 +732,13 @@ def _add_findings_b(add) -> None:
     sp = add("findings-hubness", cmd_findings_hubness, "findings: hubness, CSLS / margin, injected hubs")
     common(sp)
     sp.add_argument("--image", required=True, help="image features (npz)")
-    sp.add_argument("--retrievals", nargs="+", default=["cosine", "csls", "margin"], choices=["cosine", "csls", "margin"])
+    sp.add_argument(
+        "--retrievals", nargs="+", default=["cosine", "csls", "margin"], choices=["cosine", "csls", "margin"]
+    )
     sp.add_argument("--hub-fraction", type=float, default=0.02, help="injected hubs per target")
     sp.add_argument("--hub-noise", type=float, default=0.1)
     sp.add_argument("--max-seeds", type=int, default=None)
     sp.add_argument("--seed", type=int, default=0)
-
-
 
 
 # -------------------------------------------------------------------------------------------
@@ -625,15 +767,27 @@ def build_parser() -> argparse.ArgumentParser:
         req(sp, "--spec", f"the {what}'s params.yaml entry as a JSON object", type=_json_object, metavar="JSON")
 
     def model_job(sp):
-        sp.add_argument("--cache-dir", metavar="DIR", help="content-addressed embedding cache (a side store; "
-                        "results do not depend on it); omit for no cache")
-        sp.add_argument("--threads", type=int, metavar="N", help="torch/BLAS threads (params.yaml model_threads); "
-                        "omit to leave the libraries' defaults")
+        sp.add_argument(
+            "--cache-dir",
+            metavar="DIR",
+            help="content-addressed embedding cache (a side store; results do not depend on it); omit for no cache",
+        )
+        sp.add_argument(
+            "--threads",
+            type=int,
+            metavar="N",
+            help="torch/BLAS threads (params.yaml model_threads); omit to leave the libraries' defaults",
+        )
 
     def case(sp):
         dataset(sp)
-        req(sp, "--case", "the resolved case_study section as a JSON object (without train_corpus)",
-            type=_json_object, metavar="JSON")
+        req(
+            sp,
+            "--case",
+            "the resolved case_study section as a JSON object (without train_corpus)",
+            type=_json_object,
+            metavar="JSON",
+        )
         sp.add_argument("--train-corpus", metavar="DIR", help="prepared training corpus (case_study.train_corpus)")
 
     def files(sp, flag, help_, required=True):
@@ -643,20 +797,34 @@ def build_parser() -> argparse.ArgumentParser:
         for name in names:
             req(sp, "--" + name.replace("_", "-"), f"output: {what} '{name}'", dest=name, metavar="FILE")
 
-    sp = add("validate-config", cmd_validate_config,
-             "validate a config: schema, cross-field relations, and the prepared dataset if it exists")
+    sp = add(
+        "validate-config",
+        cmd_validate_config,
+        "validate a config: schema, cross-field relations, and the prepared dataset if it exists",
+    )
     sp.add_argument("--config", default="params.yaml", help="params.yaml or a named config (default: params.yaml)")
-    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a config value (YAML), e.g. --set sample_size=200")
+    sp.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value (YAML), e.g. --set sample_size=200",
+    )
 
-    sp = add("results-doc", cmd_results_doc,
-             "docs/RESULTS.md from the committed reports of every run configuration")
-    files(sp, "--run-configs", "run configurations (params.yaml, config/*.yaml), each listed in --dvc-runs; "
-          "only their run_name is read")
-    sp.add_argument("--reports", nargs="+", required=True, metavar="DIR",
-                    help="the reports folder of each --run-configs entry, in the same order")
-    req(sp, "--dvc-runs", "the run list (scripts/dvc_runs.yaml): DVC stages and why the others are not",
-        metavar="FILE")
+    sp = add("results-doc", cmd_results_doc, "docs/RESULTS.md from the committed reports of every run configuration")
+    files(
+        sp,
+        "--run-configs",
+        "run configurations (params.yaml, config/*.yaml), each listed in --dvc-runs; only their run_name is read",
+    )
+    sp.add_argument(
+        "--reports",
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="the reports folder of each --run-configs entry, in the same order",
+    )
+    req(sp, "--dvc-runs", "the run list (scripts/dvc_runs.yaml): DVC stages and why the others are not", metavar="FILE")
     req(sp, "--out", "output: the Markdown document", metavar="FILE")
 
     sp = add("prepare", cmd_prepare, "generate (synthetic), copy (source: prepared) or download + prepare a dataset")
@@ -665,11 +833,19 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--out", "output: the prepared dataset folder", metavar="DIR")
     sp.add_argument("--source-dir", metavar="DIR", help="input for source 'prepared': the folder to validate and copy")
 
-    sp = add("check-dataset", cmd_check_dataset,
-             "check that a prepared dataset fits the config (item counts per direction, images, case study)")
+    sp = add(
+        "check-dataset",
+        cmd_check_dataset,
+        "check that a prepared dataset fits the config (item counts per direction, images, case study)",
+    )
     dataset(sp)
-    req(sp, "--requirements", "what to check (steps.prepare.fit_requirements of the config) as JSON",
-        type=_json_object, metavar="JSON")
+    req(
+        sp,
+        "--requirements",
+        "what to check (steps.prepare.fit_requirements of the config) as JSON",
+        type=_json_object,
+        metavar="JSON",
+    )
     req(sp, "--out", "output: a record of the passed check", metavar="FILE")
 
     sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder, one file per language")
@@ -679,8 +855,11 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--text-field", "title | body | title_body", choices=["title", "body", "title_body"])
     req(sp, "--languages", "languages to embed", nargs="+", metavar="LANG")
     files(sp, "--out", "outputs: one npz per language, in the order of --languages")
-    sp.add_argument("--skip-unavailable", action="store_true",
-                    help="write 'skipped' markers instead of failing when the model cannot be had")
+    sp.add_argument(
+        "--skip-unavailable",
+        action="store_true",
+        help="write 'skipped' markers instead of failing when the model cannot be had",
+    )
     model_job(sp)
 
     sp = add("embed-images", cmd_embed_images, "image features of the dataset with one backbone")
@@ -710,13 +889,21 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--recall-k", "k of Recall@k", type=int)
     sp.add_argument("--corr-max-pairs", type=int, metavar="N", help="CORR on a seeded subsample of N pairs")
     sp.add_argument("--hits-only", action="store_true", help="store BkR 0/1 hits instead of full per-query ranks")
-    sp.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
-                    help="only these seeds' samples (one seed group; metrics-gather joins the groups)")
+    sp.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        metavar="SEED",
+        help="only these seeds' samples (one seed group; metrics-gather joins the groups)",
+    )
     req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
     req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
 
-    sp = add("metrics-gather", cmd_metrics_gather,
-             "join the metric files of one direction's seed groups into the direction's files")
+    sp = add(
+        "metrics-gather",
+        cmd_metrics_gather,
+        "join the metric files of one direction's seed groups into the direction's files",
+    )
     files(sp, "--parts", "inputs: the seed groups' metrics CSVs, in seed-group order (ranks npz beside each)")
     req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
     req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
@@ -797,8 +984,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("human-tally", cmd_human_tally, "human study: unblind and tally the ratings")
     req(sp, "--ratings", "input: ratings CSV (human or SIMULATED)", metavar="FILE")
     req(sp, "--key", "input: sealed key JSON", metavar="FILE")
-    sp.add_argument("--allow-unverified-key", action="store_true",
-                    help="tally even if the ratings file does not carry the key's sha256 on every row")
+    sp.add_argument(
+        "--allow-unverified-key",
+        action="store_true",
+        help="tally even if the ratings file does not carry the key's sha256 on every row",
+    )
     sp.add_argument("--simulated", action="store_true", help="label the tally SIMULATED (simulated rater)")
     req(sp, "--out-md", "output: tally Markdown", metavar="FILE")
     req(sp, "--out-json", "output: tally JSON", metavar="FILE")
@@ -807,9 +997,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--ratings", required=True)
     sp.add_argument("--key", required=True)
     sp.add_argument("--out")
-    sp.add_argument("--allow-unverified-key", action="store_true",
-                    help="tally even if the ratings file does not carry the key's sha256 on every row "
-                         "(a wrong sha256 is always refused)")
+    sp.add_argument(
+        "--allow-unverified-key",
+        action="store_true",
+        help="tally even if the ratings file does not carry the key's sha256 on every row "
+        "(a wrong sha256 is always refused)",
+    )
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
     sp.add_argument("root")
     add("versions", cmd_versions, "print software versions")
@@ -817,28 +1010,39 @@ def build_parser() -> argparse.ArgumentParser:
     _add_findings_b(add)
 
     def eval_opts(sp, required: bool) -> None:
-        sp.add_argument("--data", required=required,
-                        help="a prepared dataset folder, or a named dataset: synthetic, multi30k-test2016")
+        sp.add_argument(
+            "--data",
+            required=required,
+            help="a prepared dataset folder, or a named dataset: synthetic, multi30k-test2016",
+        )
         sp.add_argument("--directions", required=required, help="comma-separated <src>-<tgt>, e.g. en-de,de-en")
         sp.add_argument("--n", type=int, default=1000, help="sample size N (queries per seed; default 1000)")
         sp.add_argument("--seeds", type=int, default=25, help="number of seeds (samples 0..S-1; default 25)")
         sp.add_argument("--k", type=int, default=10, help="Recall@k (default 10)")
-        sp.add_argument("--image-backbone", help="effnet-lite0 (default for image files), effnet-lite2, resnet50, "
-                        "resnext101, or the name of the dataset's precomputed features")
+        sp.add_argument(
+            "--image-backbone",
+            help="effnet-lite0 (default for image files), effnet-lite2, resnet50, "
+            "resnext101, or the name of the dataset's precomputed features",
+        )
         sp.add_argument("--text-field", default="title", choices=["title", "body", "title_body"])
         sp.add_argument("--no-corr", action="store_true", help="skip the CORR baseline (N*N pairs per seed)")
         sp.add_argument("--batch-size", type=int, default=64, help="texts per encode call")
         sp.add_argument("--cache-dir", default=".cache/embeddings", help="embedding cache (default .cache/embeddings)")
         sp.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
         sp.add_argument("--prepared-dir", default="data/prepared", help="where named datasets are prepared")
-        sp.add_argument("--shared-dir", default="../shared/datasets",
-                        help="local mirror of real data (Multi30K texts and features)")
+        sp.add_argument(
+            "--shared-dir", default="../shared/datasets", help="local mirror of real data (Multi30K texts and features)"
+        )
         sp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the CIs and tests")
         sp.add_argument("--quiet", action="store_true", help="no progress bars")
 
     sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON")
-    sp.add_argument("--model", required=True, help="sentence-transformers name or folder | module:callable | "
-                    "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)")
+    sp.add_argument(
+        "--model",
+        required=True,
+        help="sentence-transformers name or folder | module:callable | "
+        "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)",
+    )
     sp.add_argument("--name", help="label of the model in the result (default: from --model)")
     sp.add_argument("--out", help="result JSON (default results/<model>/<dataset>.json)")
     eval_opts(sp, required=True)
@@ -867,8 +1071,11 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno not in io.NO_SPACE_ERRNOS:
             raise
         where = exc.filename or f"an output of `backretrieval {args.cmd}`"
-        print(f"backretrieval: error: {where}: cannot be written: {exc.strerror} (errno {exc.errno}); "
-              "free space on its filesystem and run again", file=sys.stderr)
+        print(
+            f"backretrieval: error: {where}: cannot be written: {exc.strerror} (errno {exc.errno}); "
+            "free space on its filesystem and run again",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -77,10 +77,16 @@ def apply_aliases(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str,
         if RECALL_K_ALIAS not in node:
             continue
         if RECALL_K in node:
-            _fail(source, f"{prefix}{RECALL_K_ALIAS}", f"deprecated alias of '{prefix}{RECALL_K}', which is also "
-                  f"set; keep only {prefix}{RECALL_K}")
-        warnings.warn(f"{source}: field '{prefix}{RECALL_K_ALIAS}' is deprecated; rename it to "
-                      f"'{prefix}{RECALL_K}' (Recall@k)", FutureWarning, stacklevel=2)
+            _fail(
+                source,
+                f"{prefix}{RECALL_K_ALIAS}",
+                f"deprecated alias of '{prefix}{RECALL_K}', which is also set; keep only {prefix}{RECALL_K}",
+            )
+        warnings.warn(
+            f"{source}: field '{prefix}{RECALL_K_ALIAS}' is deprecated; rename it to '{prefix}{RECALL_K}' (Recall@k)",
+            FutureWarning,
+            stacklevel=2,
+        )
         node[RECALL_K] = node.pop(RECALL_K_ALIAS)
     return cfg
 
@@ -132,11 +138,19 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
         raise ConfigError(f"{source}: field 'figure_seed': must be one of 'seeds'")
     n, k = cfg["sample_size"], cfg[RECALL_K]
     if k >= n:
-        _fail(source, RECALL_K, f"Recall@{k} needs {RECALL_K} < sample_size ({n}); with "
-              f"{RECALL_K} >= N every query is a hit and every recall is 1")
+        _fail(
+            source,
+            RECALL_K,
+            f"Recall@{k} needs {RECALL_K} < sample_size ({n}); with "
+            f"{RECALL_K} >= N every query is a hit and every recall is 1",
+        )
     if len(cfg["encoders"]) < MIN_ENCODERS:
-        _fail(source, "encoders", f"{len(cfg['encoders'])} encoder(s); the correlation across encoders "
-              f"(Table 1, Figure 2) needs at least {MIN_ENCODERS}")
+        _fail(
+            source,
+            "encoders",
+            f"{len(cfg['encoders'])} encoder(s); the correlation across encoders "
+            f"(Table 1, Figure 2) needs at least {MIN_ENCODERS}",
+        )
     corpora = cfg.get("corpora") or {}
     for enc_id, spec in cfg["encoders"].items():
         _check_encoder_spec(source, enc_id, spec)
@@ -154,8 +168,11 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     if ds["source"] == "synthetic":
         n_items = (ds.get("synthetic") or {}).get("n_items", 2400)
         if n_items < 2 * n:
-            _fail(source, "dataset.synthetic.n_items", f"{n_items} items, but sample_size N={n} needs "
-                  f"{2 * n} per direction (N queries + N disjoint targets)")
+            _fail(
+                source,
+                "dataset.synthetic.n_items",
+                f"{n_items} items, but sample_size N={n} needs {2 * n} per direction (N queries + N disjoint targets)",
+            )
     if cfg.get("case_study"):
         _check_case_study(cfg, source, corpora)
     elif cfg.get("human_study"):
@@ -200,24 +217,31 @@ def _check_precomputed(source: str, enc_id: str, spec: dict, languages: list[str
                 _fail(source, f"{where}.{key}" + (f".{lang}" if lang else ""), f"{path}: file not found")
 
 
-def _check_wordvec_languages(source: str, encoders: dict, languages: list[str], why: str,
-                             only: list[str] | None = None) -> None:
+def _check_wordvec_languages(
+    source: str, encoders: dict, languages: list[str], why: str, only: list[str] | None = None
+) -> None:
     for enc_id, spec in encoders.items():
         if spec["type"] != "wordvec" or (only is not None and enc_id not in only):
             continue
         have = {spec.get("hub", "en"), *(spec.get("languages") or [])}
         lacking = [lang for lang in languages if lang not in have]
         if lacking:
-            _fail(source, f"encoders.{enc_id}.languages", f"lacks {lacking}, which '{why}' embeds with it "
-                  f"(the encoder covers {sorted(have)})")
+            _fail(
+                source,
+                f"encoders.{enc_id}.languages",
+                f"lacks {lacking}, which '{why}' embeds with it (the encoder covers {sorted(have)})",
+            )
 
 
 def _check_corpus(source: str, field: str, path: str, corpora: dict) -> None:
     parts = Path(str(path)).parts
     if len(parts) == 3 and parts[:2] == ("data", "prepared"):
         if parts[2] not in corpora and not Path(path).is_dir():
-            _fail(source, field, f"{path!r} is neither a configured corpus (corpora: {sorted(corpora)}) "
-                  "nor an existing folder")
+            _fail(
+                source,
+                field,
+                f"{path!r} is neither a configured corpus (corpora: {sorted(corpora)}) nor an existing folder",
+            )
 
 
 def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
@@ -229,26 +253,43 @@ def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
     if cs["baseline"] in raw["base_encoders"]:
-        _fail(source, "case_study.baseline", f"{cs['baseline']!r} is also a base encoder; the baseline is "
-              "evaluated beside them and must differ")
+        _fail(
+            source,
+            "case_study.baseline",
+            f"{cs['baseline']!r} is also a base encoder; the baseline is evaluated beside them and must differ",
+        )
     if cs[RECALL_K] >= cs["sample_size"]:
-        _fail(source, f"case_study.{RECALL_K}", f"Recall@{cs[RECALL_K]} needs {RECALL_K} < "
-              f"case_study.sample_size ({cs['sample_size']})")
+        _fail(
+            source,
+            f"case_study.{RECALL_K}",
+            f"Recall@{cs[RECALL_K]} needs {RECALL_K} < case_study.sample_size ({cs['sample_size']})",
+        )
     if cs.get("train_corpus"):
         _check_corpus(source, "case_study.train_corpus", cs["train_corpus"], corpora)
     else:
         both = sorted(set(cs["train_splits"]) & set(cs["eval_splits"]))
         if both:
-            _fail(source, "case_study.train_splits", f"{both} also in case_study.eval_splits: the heads "
-                  "would be trained on evaluation items")
+            _fail(
+                source,
+                "case_study.train_splits",
+                f"{both} also in case_study.eval_splits: the heads would be trained on evaluation items",
+            )
     from .study.triplet import TripletConfig
 
     tri = TripletConfig.from_dict(dict(cs["triplet"]))
     if tri.k >= tri.batch_size:
-        _fail(source, "case_study.triplet.k", f"{tri.k} neighbours need a larger batch "
-              f"(case_study.triplet.batch_size = {tri.batch_size})")
-    _check_wordvec_languages(source, cfg["encoders"], list(cs["languages"]), "case_study.languages",
-                             only=[*cs["base_encoders"], cs["baseline"]])
+        _fail(
+            source,
+            "case_study.triplet.k",
+            f"{tri.k} neighbours need a larger batch (case_study.triplet.batch_size = {tri.batch_size})",
+        )
+    _check_wordvec_languages(
+        source,
+        cfg["encoders"],
+        list(cs["languages"]),
+        "case_study.languages",
+        only=[*cs["base_encoders"], cs["baseline"]],
+    )
     if not cfg.get("human_study"):
         return
     try:  # languages and models of the study are checked with its defaults

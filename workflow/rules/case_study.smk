@@ -9,6 +9,19 @@ if CASE:
         output:
             fields=case_fields("{encoder}"),
             reprs=[case_repr("{encoder}", lang) for lang in CASE_LANGS],
+        log:
+            f"{LOGS}/case/embed/{{encoder}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/embed/{{encoder}}.tsv"
+        wildcard_constraints:
+            encoder="|".join(CASE_EMBED_ENCODERS),
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: embed_threads
+        resources:
+            mem_mb=4000,
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
@@ -16,19 +29,6 @@ if CASE:
             threads=MODEL_THREADS,
             spec=lambda wc, input: encoder_spec(wc.encoder),
             cache=lambda wc, input: absolute(config["cache_dir"]),
-        wildcard_constraints:
-            encoder="|".join(CASE_EMBED_ENCODERS),
-        threads: embed_threads
-        resources:
-            mem_mb=4000,
-        log:
-            f"{LOGS}/case/embed/{{encoder}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/case/embed/{{encoder}}.tsv",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
         shell:
             "backretrieval case-embed --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --encoder {wildcards.encoder} --spec {params.spec:q} --fields {output.fields} --repr {output.reprs}"
@@ -42,18 +42,18 @@ if CASE:
         output:
             chosen=CHOSEN,
             csv=str(layout.select_bkr_path(config)),
-        params:
-            case=CASE_JSON,
-            corpus=corpus_flag,
-            models=list(CASE["base_encoders"]),
         log:
             f"{LOGS}/case/select.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/select.tsv",
+            f"{LOGS}/benchmarks/case/select.tsv"
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            models=list(CASE["base_encoders"]),
         shell:
             "backretrieval case-select --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --images {input.images} --models {params.models} --repr {input.reprs}"
@@ -68,27 +68,28 @@ if CASE:
             head=str(layout.head_paths(config, "{head}")["head"]),
             meta=str(layout.head_paths(config, "{head}")["meta"]),
             history=str(layout.head_paths(config, "{head}")["history"]),
-            curve=report(str(layout.head_paths(config, "{head}")["curve"]), category="Case study",
-                         caption="../report/loss.rst"),
+            curve=report(
+                str(layout.head_paths(config, "{head}")["curve"]), category="Case study", caption="../report/loss.rst"
+            ),
             reprs=[str(layout.head_repr_path(config, "{head}", lang)) for lang in CASE_LANGS],
+        log:
+            f"{LOGS}/case/train_{{head}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/train_{{head}}.tsv"
+        wildcard_constraints:
+            head="triplet|tripletxl",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: HEAVY_THREADS
+        resources:
+            mem_mb=4000,
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
             encoders=list(CASE["base_encoders"]),
             threads=MODEL_THREADS,
-        wildcard_constraints:
-            head="triplet|tripletxl",
-        threads: HEAVY_THREADS
-        resources:
-            mem_mb=4000,
-        log:
-            f"{LOGS}/case/train_{{head}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/case/train_{{head}}.tsv",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
         shell:
             "backretrieval case-train --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --head {wildcards.head} --chosen {input.chosen} --encoders {params.encoders} --fields {input.fields}"
@@ -103,18 +104,18 @@ if CASE:
         output:
             csv=CASE_BKR,
             hits=CASE_HITS,
-        params:
-            case=CASE_JSON,
-            corpus=corpus_flag,
-            models=CASE_MODELS,
         log:
             f"{LOGS}/case/evaluate.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/evaluate.tsv",
+            f"{LOGS}/benchmarks/case/evaluate.tsv"
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            case=CASE_JSON,
+            corpus=corpus_flag,
+            models=CASE_MODELS,
         shell:
             "backretrieval case-evaluate --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --images {input.images} --models {params.models} --repr {input.reprs}"
@@ -136,17 +137,17 @@ if CASE:
             fig3_pdf=CASE_REPORTS["fig3_pdf"],
             metrics=CASE_REPORTS["metrics"],
             done=touch(f"{FLAGS}/case_report.done"),
-        params:
-            case=CASE_JSON,
-            corpus=corpus_flag,
         log:
             f"{LOGS}/case/report.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/report.tsv",
+            f"{LOGS}/benchmarks/case/report.tsv"
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            case=CASE_JSON,
+            corpus=corpus_flag,
         shell:
             "backretrieval case-report --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --chosen {input.chosen} --bkr {input.bkr} --hits {input.hits} --table2 {output.table2}"
@@ -164,20 +165,20 @@ if CASE:
             html=HUMAN_FILES["html"],
             key=HUMAN_FILES["key"],
             page=HUMAN_FILES["page"],
+        log:
+            f"{LOGS}/case/human_sheets.log",
+        benchmark:
+            f"{LOGS}/benchmarks/case/human_sheets.tsv"
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
             human=as_json({k: v for k, v in HUMAN.items() if k != "ratings"}),
             models=CASE_MODELS,
             languages=[HUMAN["source_lang"], HUMAN["target_lang"]],
-        log:
-            f"{LOGS}/case/human_sheets.log",
-        benchmark:
-            f"{LOGS}/benchmarks/case/human_sheets.tsv",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
         shell:
             "backretrieval human-sheets --dataset {input.dataset} --case {params.case:q} {params.corpus}"
             " --human {params.human:q} --chosen {input.chosen} --models {params.models}"
@@ -191,16 +192,16 @@ if CASE:
             key=HUMAN_FILES["key"],
         output:
             HUMAN_FILES["simulated"],
-        params:
-            seed=HUMAN["seed"],
         log:
             f"{LOGS}/case/human_simulate.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/human_simulate.tsv",
+            f"{LOGS}/benchmarks/case/human_simulate.tsv"
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            seed=HUMAN["seed"],
         shell:
             "backretrieval human-simulate --dataset {input.dataset} --template {input.template} --key {input.key}"
             " --seed {params.seed} --out {output} > {log} 2>&1"
@@ -213,17 +214,17 @@ if CASE:
             md=report(HUMAN_FILES["tally_md"], category="Case study", caption="../report/human.rst"),
             json=HUMAN_FILES["tally_json"],
             done=touch(f"{FLAGS}/human_tally.done"),
-        params:
-            unverified="--allow-unverified-key" if HUMAN["allow_unverified_key"] else "",
-            simulated="" if HUMAN.get("ratings") else "--simulated",
         log:
             f"{LOGS}/case/human_tally.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/human_tally.tsv",
+            f"{LOGS}/benchmarks/case/human_tally.tsv"
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            unverified="--allow-unverified-key" if HUMAN["allow_unverified_key"] else "",
+            simulated="" if HUMAN.get("ratings") else "--simulated",
         shell:
             "backretrieval human-tally --ratings {input.ratings} --key {input.key} {params.unverified}"
             " {params.simulated} --out-md {output.md} --out-json {output.json} > {log} 2>&1"

@@ -70,7 +70,6 @@ def embed_threads(wildcards):
     return inference_threads(config["encoders"][wildcards.encoder]) or HEAVY_THREADS
 
 
-
 def absolute(path):
     """A location outside the declared files (a side store, a mirror): absolute, so it is the
     same inside a job's shadow directory."""
@@ -146,11 +145,20 @@ def corpus_section(name):
 
 # ---- encoders --------------------------------------------------------------------------------
 # spec keys that name files an encoder reads (declared inputs) ...
-SPEC_INPUTS = {"wordvec": ("corpus",), "precomputed": ("npy", "ids"), "glove-translate": ("glove", "translations"),
-               "laser": ("bpe_codes", "bpe_vocab", "encoder"), "muse": ("vectors",), "rcsls": ("vectors",)}
+SPEC_INPUTS = {
+    "wordvec": ("corpus",),
+    "precomputed": ("npy", "ids"),
+    "glove-translate": ("glove", "translations"),
+    "laser": ("bpe_codes", "bpe_vocab", "encoder"),
+    "muse": ("vectors",),
+    "rcsls": ("vectors",),
+}
 # ... and folders it keeps between runs or reads as a whole (absolute; wordvec's cache default)
-SPEC_STORES = {"wordvec": {"cache_dir": ".cache/wordvec", "dict_dir": None},
-               "muse": {"vectors_dir": None}, "rcsls": {"vectors_dir": None}}
+SPEC_STORES = {
+    "wordvec": {"cache_dir": ".cache/wordvec", "dict_dir": None},
+    "muse": {"vectors_dir": None},
+    "rcsls": {"vectors_dir": None},
+}
 
 
 def _spec_input_paths(spec):

@@ -3,20 +3,20 @@ rule prepare_dataset:
         unpack(lambda wc: {"source": byo_folder(config["dataset"])} if byo_folder(config["dataset"]) else {}),
     output:
         directory(DATASET),
+    log:
+        f"{LOGS}/prepare_dataset.log",
+    benchmark:
+        f"{LOGS}/benchmarks/prepare_dataset.tsv"
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     params:
         dataset=as_json(config["dataset"]),
         languages=config["languages"],
         content=byo_content(config["dataset"]),
         spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
         source=source_flag,
-    log:
-        f"{LOGS}/prepare_dataset.log",
-    benchmark:
-        f"{LOGS}/benchmarks/prepare_dataset.tsv",
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
         " --out {output} > {log} 2>&1"
@@ -24,25 +24,29 @@ rule prepare_dataset:
 
 rule prepare_corpus:
     input:
-        unpack(lambda wc: {"source": byo_folder(corpus_section(wc.corpus))} if byo_folder(corpus_section(wc.corpus)) else {}),
+        unpack(
+            lambda wc: (
+                {"source": byo_folder(corpus_section(wc.corpus))} if byo_folder(corpus_section(wc.corpus)) else {}
+            )
+        ),
     output:
         directory("data/prepared/{corpus}"),
+    log:
+        f"{LOGS}/prepare_corpus/{{corpus}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/prepare_corpus/{{corpus}}.tsv"
+    wildcard_constraints:
+        corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
     params:
         corpus=lambda wc: as_json(corpus_section(wc.corpus)),
         languages=config["languages"],
         content=lambda wc: byo_content(corpus_section(wc.corpus)),
         spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
         source=source_flag,
-    wildcard_constraints:
-        corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
-    log:
-        f"{LOGS}/prepare_corpus/{{corpus}}.log",
-    benchmark:
-        f"{LOGS}/benchmarks/prepare_corpus/{{corpus}}.tsv",
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
         " --out {output} > {log} 2>&1"
@@ -57,16 +61,16 @@ rule check_dataset:
         DATASET,
     output:
         CHECK,
-    params:
-        requirements=as_json(fit_requirements(config)),
     log:
         f"{LOGS}/check_dataset.log",
     benchmark:
-        f"{LOGS}/benchmarks/check_dataset.tsv",
+        f"{LOGS}/benchmarks/check_dataset.tsv"
     shadow:
         SHADOW
     conda:
         CONDA_ENV
+    params:
+        requirements=as_json(fit_requirements(config)),
     shell:
         "backretrieval check-dataset --dataset {input} --requirements {params.requirements:q} --out {output}"
         " > {log} 2>&1"

@@ -5,6 +5,19 @@ rule embed_text:
         extra=encoder_extra_inputs,
     output:
         text_embs("{encoder}"),
+    log:
+        f"{LOGS}/embed_text/{{encoder}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed_text/{{encoder}}.tsv"
+    wildcard_constraints:
+        encoder="|".join(config["encoders"]),
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: embed_threads
+    resources:
+        mem_mb=4000,
     params:
         encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
         field=config["text_field"],
@@ -13,19 +26,6 @@ rule embed_text:
         threads=MODEL_THREADS,
         spec=lambda wc, input: encoder_spec(wc.encoder),
         cache=lambda wc, input: absolute(config["cache_dir"]),
-    wildcard_constraints:
-        encoder="|".join(config["encoders"]),
-    threads: embed_threads
-    resources:
-        mem_mb=4000,
-    log:
-        f"{LOGS}/embed_text/{{encoder}}.log",
-    benchmark:
-        f"{LOGS}/benchmarks/embed_text/{{encoder}}.tsv"
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     shell:
         "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
         " --text-field {params.field} --languages {params.languages} --out {output} {params.skip}"
@@ -38,14 +38,6 @@ rule embed_images:
         check=ancient(CHECK),
     output:
         image_emb(),
-    params:
-        backbone=config["image_backbone"],
-        spec=as_json(config["backbones"][config["image_backbone"]]),
-        threads=MODEL_THREADS,
-        cache=lambda wc, input: absolute(config["cache_dir"]),
-    threads: HEAVY_THREADS
-    resources:
-        mem_mb=4000,
     log:
         f"{LOGS}/embed_images.log",
     benchmark:
@@ -54,6 +46,14 @@ rule embed_images:
         SHADOW
     conda:
         CONDA_ENV
+    threads: HEAVY_THREADS
+    resources:
+        mem_mb=4000,
+    params:
+        backbone=config["image_backbone"],
+        spec=as_json(config["backbones"][config["image_backbone"]]),
+        threads=MODEL_THREADS,
+        cache=lambda wc, input: absolute(config["cache_dir"]),
     shell:
         "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
         " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"

@@ -4,19 +4,19 @@ rule sample:
         check=ancient(CHECK),
     output:
         samples_file("{direction}"),
-    params:
-        n=config["sample_size"],
-        seeds=config["seeds"],
-    wildcard_constraints:
-        direction="|".join(config["directions"]),
     log:
         f"{LOGS}/sample/{{direction}}.log",
     benchmark:
-        f"{LOGS}/benchmarks/sample/{{direction}}.tsv",
+        f"{LOGS}/benchmarks/sample/{{direction}}.tsv"
+    wildcard_constraints:
+        direction="|".join(config["directions"]),
     shadow:
         SHADOW
     conda:
         CONDA_ENV
+    params:
+        n=config["sample_size"],
+        seeds=config["seeds"],
     shell:
         "backretrieval sample --dataset {input.dataset} --direction {wildcards.direction} --sample-size {params.n}"
         " --seeds {params.seeds} --out {output} > {log} 2>&1"
@@ -33,6 +33,19 @@ if SEED_GROUP_SIZE is None:
         output:
             csv=metrics_file("{direction}"),
             ranks=ranks_file("{direction}"),
+        log:
+            f"{LOGS}/metrics/{{direction}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: 1
+        resources:
+            mem_mb=2000,
         params:
             name=config["dataset"]["name"],
             backbone=config["image_backbone"],
@@ -41,19 +54,6 @@ if SEED_GROUP_SIZE is None:
             k=config["recall_k"],
             corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
             hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
-        wildcard_constraints:
-            direction="|".join(config["directions"]),
-        threads: 1
-        resources:
-            mem_mb=2000,
-        log:
-            f"{LOGS}/metrics/{{direction}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
         shell:
             "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
             "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
@@ -72,6 +72,20 @@ else:
         output:
             csv=metrics_part_file("{direction}", "{group}"),
             ranks=str(layout.ranks_path(metrics_part_file("{direction}", "{group}"))),
+        log:
+            f"{LOGS}/metrics/{{direction}}/{{group}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/metrics/{{direction}}/{{group}}.tsv"
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
+            group=r"\d+",
+        shadow:
+            SHADOW
+        conda:
+            CONDA_ENV
+        threads: 1
+        resources:
+            mem_mb=2000,
         params:
             name=config["dataset"]["name"],
             backbone=config["image_backbone"],
@@ -81,20 +95,6 @@ else:
             corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
             hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
             seeds=lambda wc: SEED_GROUPS[int(wc.group)],
-        wildcard_constraints:
-            direction="|".join(config["directions"]),
-            group=r"\d+",
-        threads: 1
-        resources:
-            mem_mb=2000,
-        log:
-            f"{LOGS}/metrics/{{direction}}/{{group}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/metrics/{{direction}}/{{group}}.tsv"
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
         shell:
             "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
             "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
@@ -109,16 +109,16 @@ else:
         output:
             csv=metrics_file("{direction}"),
             ranks=ranks_file("{direction}"),
-        wildcard_constraints:
-            direction="|".join(config["directions"]),
-        threads: 1
         log:
             f"{LOGS}/metrics_gather/{{direction}}.log",
         benchmark:
-            f"{LOGS}/benchmarks/metrics_gather/{{direction}}.tsv",
+            f"{LOGS}/benchmarks/metrics_gather/{{direction}}.tsv"
+        wildcard_constraints:
+            direction="|".join(config["directions"]),
         shadow:
             SHADOW
         conda:
             CONDA_ENV
+        threads: 1
         shell:
             "backretrieval metrics-gather --parts {input.csv} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"

@@ -91,10 +91,7 @@ rule findings_image_quality:
     threads: 1
     params:
         text=text_flags(config["encoders"], DIRECTION_LANGS, text_emb),
-        images=" ".join(
-            [f"{config['image_backbone']}={image_emb()}"]
-            + [f"{b}={iq_image(b)}" for b in IQ_BACKBONES]
-        ),
+        images=" ".join([f"{config['image_backbone']}={image_emb()}"] + [f"{b}={iq_image(b)}" for b in IQ_BACKBONES]),
         base=config["image_backbone"],
         noise=IQ["noise"],
         project=IQ["project"],
@@ -130,9 +127,7 @@ if FINDINGS_SYNTHETIC:
                     "name": SS_DATASET_NAME,
                     "source": "synthetic",
                     "options": {},
-                    "synthetic": {
-                        k: _syn[k] for k in ("n_items", "seed", "image_size")
-                    },
+                    "synthetic": {k: _syn[k] for k in ("n_items", "seed", "image_size")},
                 }
             ),
             languages=_syn["languages"],

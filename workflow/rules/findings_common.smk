@@ -11,12 +11,8 @@ FINDINGS_SUMMARY = "reports/findings_summary"
 FINDINGS_DOC = "docs/FINDINGS.md"
 FINDINGS_JSON = [f"{FINDINGS}/{a}.json" for a in FINDINGS_ANALYSES]
 FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
-WORDVEC_ENCODERS = sorted(
-    e for e, s in config["encoders"].items() if s.get("type") == "wordvec"
-)
-RANDOM_ENCODERS = sorted(
-    e for e, s in config["encoders"].items() if s.get("type") == "random"
-)
+WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
+RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "random")
 DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
 METRICS_FILES = [metrics_file(d) for d in config["directions"]]
 
@@ -43,19 +39,13 @@ def findings_run_inputs(wildcards=None):
         "ranks": [ranks_file(d) for d in config["directions"]],
         "samples": [samples_file(d) for d in config["directions"]],
         "image": image_emb(),
-        "text": [
-            text_emb(e, lang)
-            for e in config["encoders"]
-            for lang in config["languages"]
-        ],
+        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
     }
 
 
 def text_flags(encoders, langs, path_of):
     """ENCODER:LANG=PATH of every encoder and language (the findings-b steps' --text)."""
-    return " ".join(
-        f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs
-    )
+    return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
 
 
 IQ = FS["image_quality"]
@@ -104,37 +94,21 @@ BLI_OUTPUTS = (
 def wordvec_inputs(wildcards):
     """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are then
     in wordvec's training cache, a side store) and training corpora."""
-    embeddings = [
-        text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]
-    ]
+    embeddings = [text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]]
     return [
         *embeddings,
-        *(
-            p
-            for e in WORDVEC_ENCODERS
-            for p in _spec_input_paths(config["encoders"][e])
-        ),
+        *(p for e in WORDVEC_ENCODERS for p in _spec_input_paths(config["encoders"][e])),
     ]
 
 
 def wordvec_spec_args(wildcards, input):
-    return " ".join(
-        f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS
-    )
+    return " ".join(f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS)
 
 
 def other_configs_findings():
     """The committed findings records of the other configurations (each is produced by its own
     `snakemake findings --configfile ...`) and the calibration points beside them."""
     own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
-    records = [
-        p
-        for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True))
-        if Path(p).parent not in own
-    ]
-    points = [
-        str(Path(p).parent / "calibration_points.csv")
-        for p in records
-        if Path(p).name == "calibration.json"
-    ]
+    records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
+    points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
     return [*records, *points]

@@ -17,18 +17,18 @@ rule report:
         fig2_csv=REPORTS["fig2_csv"],
         means=report(REPORTS["means"], category="Tables", caption="../report/encoder_means.rst"),
         done=touch(f"{FLAGS}/report.done"),
-    params:
-        encoders=list(config["encoders"]),
-        languages=config["languages"],
-        settings=as_json(report_settings(config)),
     log:
         f"{LOGS}/report.log",
     benchmark:
-        f"{LOGS}/benchmarks/report.tsv",
+        f"{LOGS}/benchmarks/report.tsv"
     shadow:
         SHADOW
     conda:
         CONDA_ENV
+    params:
+        encoders=list(config["encoders"]),
+        languages=config["languages"],
+        settings=as_json(report_settings(config)),
     shell:
         "backretrieval report --metrics-csv {input.metrics} --dataset {input.dataset} --encoders {params.encoders}"
         " --languages {params.languages} --text {input.text} --settings {params.settings:q}"

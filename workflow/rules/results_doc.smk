@@ -8,14 +8,14 @@ rule results_doc:
         reports=results_doc_reports,
     output:
         RESULTS_DOC,
-    params:
-        reports=lambda wc: [r for _, r in results_doc_runs()],
     log:
         f"{LOGS}/results_doc.log",
     shadow:
         SHADOW
     conda:
         CONDA_ENV
+    params:
+        reports=lambda wc: [r for _, r in results_doc_runs()],
     shell:
         "backretrieval results-doc --run-configs {input.configs} --reports {params.reports} --dvc-runs {input.runs}"
         " --out {output} > {log} 2>&1"

@@ -106,8 +106,10 @@ class EmbeddingCache:
             except FileNotFoundError:
                 continue  # removed by a concurrent compaction; its rows live in the merged shard
             except PermissionError as exc:  # intact but not ours to read: not "damaged"
-                raise InputError(f"{shard}: embedding-cache shard cannot be read ({exc.strerror}); fix its "
-                                 "permissions or point cache_dir elsewhere") from exc
+                raise InputError(
+                    f"{shard}: embedding-cache shard cannot be read ({exc.strerror}); fix its "
+                    "permissions or point cache_dir elsewhere"
+                ) from exc
             except _SHARD_ERRORS as exc:
                 self._discard(shard, exc)
                 continue
@@ -119,8 +121,12 @@ class EmbeddingCache:
 
     def _discard(self, shard: Path, exc: BaseException) -> None:
         """Remove a damaged shard (its vectors are recomputed by the caller) and say so."""
-        log.warning("embedding cache: %s is damaged (%s: %s); removed, its vectors will be recomputed",
-                    shard, type(exc).__name__, exc)
+        log.warning(
+            "embedding cache: %s is damaged (%s: %s); removed, its vectors will be recomputed",
+            shard,
+            type(exc).__name__,
+            exc,
+        )
         with contextlib.suppress(OSError):
             shard.unlink()
 
@@ -139,8 +145,11 @@ class EmbeddingCache:
         path = self.dir / name
         with atomic_path(path, suffix=".npz") as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, keys=np.asarray(list(keys), dtype="<U64"),
-                         vectors=np.ascontiguousarray(vectors, dtype=np.float32))
+                np.savez(
+                    fh,
+                    keys=np.asarray(list(keys), dtype="<U64"),
+                    vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+                )
         if len(self.shards()) > COMPACT_AT:
             self.compact()
         return path
@@ -172,8 +181,11 @@ class EmbeddingCache:
         name = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
         with atomic_path(self.dir / name, suffix=".npz") as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, keys=np.asarray(list(keys), dtype="<U64"),
-                         vectors=np.stack(list(keys.values())).astype(np.float32))
+                np.savez(
+                    fh,
+                    keys=np.asarray(list(keys), dtype="<U64"),
+                    vectors=np.stack(list(keys.values())).astype(np.float32),
+                )
         for shard in used:
             with contextlib.suppress(FileNotFoundError):
                 shard.unlink()
@@ -191,8 +203,7 @@ def _check_shard(keys: np.ndarray, vectors: np.ndarray) -> None:
 def _progress(total: int, desc: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="item", file=sys.stderr,
-                disable=not enabled or total == 0, leave=False)
+    return tqdm(total=total, desc=desc, unit="item", file=sys.stderr, disable=not enabled or total == 0, leave=False)
 
 
 def _info(obj: Any) -> dict:
@@ -202,17 +213,27 @@ def _info(obj: Any) -> dict:
     return {}
 
 
-def _encode_misses(miss_keys: list[str], encode_chunk: Any, batch_size: int, desc: str, who: str, what: str,
-                   progress: bool, cache: Any, found: dict[str, np.ndarray]) -> None:
+def _encode_misses(
+    miss_keys: list[str],
+    encode_chunk: Any,
+    batch_size: int,
+    desc: str,
+    who: str,
+    what: str,
+    progress: bool,
+    cache: Any,
+    found: dict[str, np.ndarray],
+) -> None:
     """Encode cache misses in batches (shape-checked), store them in the cache and ``found``."""
     new_vecs: list[np.ndarray] = []
     with _progress(len(miss_keys), desc, progress) as bar:
         for s in range(0, len(miss_keys), batch_size):
-            chunk = miss_keys[s:s + batch_size]
+            chunk = miss_keys[s : s + batch_size]
             out = np.asarray(encode_chunk(chunk), dtype=np.float32)
             if out.ndim != 2 or out.shape[0] != len(chunk):
-                raise InputError(f"{who}: returned shape {out.shape} for {len(chunk)} {what}; "
-                                 f"expected ({len(chunk)}, d)")
+                raise InputError(
+                    f"{who}: returned shape {out.shape} for {len(chunk)} {what}; expected ({len(chunk)}, d)"
+                )
             new_vecs.append(out)
             bar.update(len(chunk))
     if new_vecs:
@@ -235,8 +256,10 @@ def _assemble(keys: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
         return np.zeros((0, 0), np.float32)
     dims = {v.shape[-1] for v in found.values()}
     if len(dims) != 1:
-        raise InputError(f"embedding dimensions differ between cached and new vectors: {sorted(dims)}; "
-                         "clear the embedding cache for this encoder")
+        raise InputError(
+            f"embedding dimensions differ between cached and new vectors: {sorted(dims)}; "
+            "clear the embedding cache for this encoder"
+        )
     out = np.empty((len(keys), dims.pop()), np.float32)
     for i, k in enumerate(keys):
         out[i] = found[k]

@@ -147,7 +147,9 @@ def _check_links(archive: Path, members: list[_Member]) -> None:
                     "through the archive's other links"
                 )
         elif m.kind == "hardlink" and kinds.get(m.link) != "file":
-            raise InputError(f"{archive}: refused hard link {m.name!r} -> {m.link!r}: target is not a regular file member")
+            raise InputError(
+                f"{archive}: refused hard link {m.name!r} -> {m.link!r}: target is not a regular file member"
+            )
 
 
 def _check_tree(archive: Path, root: Path) -> None:
@@ -160,7 +162,9 @@ def _check_tree(archive: Path, root: Path) -> None:
                 real = os.path.realpath(p)
                 if os.path.commonpath([real_root, real]) != real_root:
                     rel = os.path.relpath(p, root)
-                    raise InputError(f"{archive}: refused symlink {rel!r} -> {os.readlink(p)!r}: resolves outside the destination")
+                    raise InputError(
+                        f"{archive}: refused symlink {rel!r} -> {os.readlink(p)!r}: resolves outside the destination"
+                    )
 
 
 def _tar_members(archive: Path, tf: tarfile.TarFile) -> list[_Member]:
@@ -177,7 +181,9 @@ def _tar_members(archive: Path, tf: tarfile.TarFile) -> list[_Member]:
         elif ti.islnk():
             t = ti.linkname.replace("\\", "/")
             if t.startswith("/") or not _inside(t):
-                raise InputError(f"{archive}: refused hard link {name!r} -> {ti.linkname!r}: points outside the destination")
+                raise InputError(
+                    f"{archive}: refused hard link {name!r} -> {ti.linkname!r}: points outside the destination"
+                )
             out.append(_Member(name, "hardlink", 0, _normalise(archive, t)))
         else:
             raise InputError(f"{archive}: refused member {ti.name!r}: device file or FIFO")
@@ -299,8 +305,9 @@ def safe_extract(
                         raise InputError(f"{archive}: refused by tarfile's data filter ({exc})") from exc
                 else:  # pragma: no cover - Python without extraction filters (< 3.10.12 / 3.11.4)
                     by_name = {_normalise(archive, ti.name): ti for ti in tf.getmembers()}
-                    _extract(archive, tmp, members, lambda n: tf.extractfile(by_name[n]), max_member_bytes,
-                             max_total_bytes)
+                    _extract(
+                        archive, tmp, members, lambda n: tf.extractfile(by_name[n]), max_member_bytes, max_total_bytes
+                    )
         _check_tree(archive, tmp)
         if dest.exists():
             shutil.rmtree(dest)

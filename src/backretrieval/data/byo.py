@@ -124,15 +124,25 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
             add("warning", iname, row, "lang", f"{lang!r} is not listed in dataset.json 'languages' {meta_langs}")
         key = (item_id, lang)
         if item_id and key in seen:
-            add("error", iname, row, "item_id",
-                f"duplicate (item_id, lang) = ({item_id!r}, {lang!r}); first at row {seen[key]}")
+            add(
+                "error",
+                iname,
+                row,
+                "item_id",
+                f"duplicate (item_id, lang) = ({item_id!r}, {lang!r}); first at row {seen[key]}",
+            )
         else:
             seen[key] = row
         if title:
             tkey = (lang, title, body)
             if tkey in texts and texts[tkey][1] != item_id:
-                add("warning", iname, row, "title",
-                    f"duplicate text: same {lang} title+body as item {texts[tkey][1]!r} (row {texts[tkey][0]})")
+                add(
+                    "warning",
+                    iname,
+                    row,
+                    "title",
+                    f"duplicate text: same {lang} title+body as item {texts[tkey][1]!r} (row {texts[tkey][0]})",
+                )
             else:
                 texts.setdefault(tkey, (row, item_id))
 
@@ -157,15 +167,25 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                 try:
                     arr = np.load(npy, mmap_mode="r", allow_pickle=False)
                     if arr.ndim != 2 or arr.shape[0] != len(ids):
-                        add("error", f"features/{npy.name}", None, None,
-                            f"shape {arr.shape}, expected ({len(ids)}, d) to match {rel}")
+                        add(
+                            "error",
+                            f"features/{npy.name}",
+                            None,
+                            None,
+                            f"shape {arr.shape}, expected ({len(ids)}, d) to match {rel}",
+                        )
                     else:
                         bad = nonfinite_rows(arr)
                         if len(bad):
                             first = [int(i) for i in bad[:5]]
-                            add("error", f"features/{npy.name}", None, None,
+                            add(
+                                "error",
+                                f"features/{npy.name}",
+                                None,
+                                None,
                                 f"{len(bad)} of {arr.shape[0]} rows contain NaN or inf: rows {first}"
-                                f"{' ...' if len(bad) > 5 else ''} (0-based; image ids {[ids[i] for i in first]})")
+                                f"{' ...' if len(bad) > 5 else ''} (0-based; image ids {[ids[i] for i in first]})",
+                            )
                 except Exception as exc:  # noqa: BLE001
                     add("error", f"features/{npy.name}", None, None, f"cannot be read ({exc})")
             feature_ids |= set(ids)
@@ -190,7 +210,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                         add("error", "images.csv", row, "image_id", "empty")
                         continue
                     if iid in first:
-                        add("error", "images.csv", row, "image_id", f"duplicate image_id {iid!r}; first at row {first[iid]}")
+                        add(
+                            "error",
+                            "images.csv",
+                            row,
+                            "image_id",
+                            f"duplicate image_id {iid!r}; first at row {first[iid]}",
+                        )
                         continue
                     first[iid] = row
                     table_ids.add(iid)
@@ -210,8 +236,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                             add("error", "images.csv", row, "path", f"unreadable image {rel!r} ({err})")
                 unused = sorted(table_ids - item_images)
                 if unused:
-                    add("warning", "images.csv", None, "image_id",
-                        f"{len(unused)} image(s) used by no item (first: {unused[:3]})")
+                    add(
+                        "warning",
+                        "images.csv",
+                        None,
+                        "image_id",
+                        f"{len(unused)} image(s) used by no item (first: {unused[:3]})",
+                    )
     if table_ids is None and feature_ids is None:
         add("warning", ".", None, None, "no images.csv and no features/: image-pivoted metrics need images")
     else:
@@ -230,7 +261,7 @@ def _without_path(exc: InputError, path: Path) -> str:
     """The message of a reader's InputError without its leading ``<path>: `` (Problem names the file)."""
     msg = str(exc)
     prefix = f"{path}: "
-    return msg[len(prefix):] if msg.startswith(prefix) else msg
+    return msg[len(prefix) :] if msg.startswith(prefix) else msg
 
 
 def _image_error(path: Path) -> str | None:

@@ -104,8 +104,14 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         if source == "multi30k_task1":
             splits = list(opts.get("splits", ["test_2016_flickr"]))
             m.download_multi30k(dl, mirror, splits=splits, langs=langs, task2=False)
-            return m.prepare_task1(dl, out_dir, splits=splits, langs=langs, image_source=opts.get("image_source"),
-                                   name=cfg["dataset"]["name"])
+            return m.prepare_task1(
+                dl,
+                out_dir,
+                splits=splits,
+                langs=langs,
+                image_source=opts.get("image_source"),
+                name=cfg["dataset"]["name"],
+            )
         if source == "multi30k_task2":
             split = str(opts.get("split", "test_2016"))
             if split not in m.TASK2_SPLITS:
@@ -113,14 +119,21 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
             m.download_multi30k(dl, mirror, splits=[m.TASK2_SPLITS[split]], langs=langs, task2=True)
             if opts.get("text_only_training"):
                 return m.prepare_task2_training(dl, out_dir, split=split, langs=langs, name=cfg["dataset"]["name"])
-            return m.prepare_task2(dl, out_dir, split=split, image_source=opts.get("image_source"), langs=langs,
-                                   name=cfg["dataset"]["name"])
+            return m.prepare_task2(
+                dl,
+                out_dir,
+                split=split,
+                image_source=opts.get("image_source"),
+                langs=langs,
+                name=cfg["dataset"]["name"],
+            )
         for key in ("images_dir", "mapping_csv"):
             if key not in opts:
                 raise ConfigError(f"dataset.options.{key} is required for source flickr8k_multi30k")
         m.download_multi30k(dl, mirror, splits=MULTI30K_SPLITS_FOR_FLICKR8K, langs=langs, task2=False)
-        return m.prepare_flickr8k_subset(dl, opts["images_dir"], opts["mapping_csv"], out_dir, langs=langs,
-                                         name=cfg["dataset"]["name"])
+        return m.prepare_flickr8k_subset(
+            dl, opts["images_dir"], opts["mapping_csv"], out_dir, langs=langs, name=cfg["dataset"]["name"]
+        )
     if source == "stair":
         from .sources import stair as s
 
@@ -128,9 +141,14 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         stair = s.download_stair(dl, opts.get("stair_mirror", mirror))
         images_dir = opts.get("images_dir")
         coco = s.download_coco(dl, opts.get("coco_mirror", mirror), image_splits=() if images_dir else ("val2014",))
-        return s.prepare_stair(stair["val"], coco["captions_val2014"], out_dir,
-                               images_dir=images_dir or coco["val2014"],
-                               max_images=opts.get("max_images"), name=cfg["dataset"]["name"])
+        return s.prepare_stair(
+            stair["val"],
+            coco["captions_val2014"],
+            out_dir,
+            images_dir=images_dir or coco["val2014"],
+            max_images=opts.get("max_images"),
+            name=cfg["dataset"]["name"],
+        )
     if source == "ikea":
         from .sources import ikea as k
 
@@ -139,8 +157,14 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         if isinstance(pairs, str) or not isinstance(pairs, list):
             raise ConfigError(f"dataset.options.pairs must be a list like [en-de, en-fr]; got {pairs!r}")
         repo = k.download_ikea(dl, mirror)
-        return k.prepare_ikea(repo, out_dir, pair=[str(p) for p in pairs], splits=list(opts.get("splits", ["test"])),
-                              images_dir=opts.get("images_dir"), features=bool(opts.get("features", True)),
-                              features_name=str(opts.get("features_name", "ikea-upstream")),
-                              name=cfg["dataset"]["name"])
+        return k.prepare_ikea(
+            repo,
+            out_dir,
+            pair=[str(p) for p in pairs],
+            splits=list(opts.get("splits", ["test"])),
+            images_dir=opts.get("images_dir"),
+            features=bool(opts.get("features", True)),
+            features_name=str(opts.get("features_name", "ikea-upstream")),
+            name=cfg["dataset"]["name"],
+        )
     raise ConfigError(f"dataset.source {source!r} has no preparer")

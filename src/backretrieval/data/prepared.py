@@ -105,8 +105,7 @@ def read_text_utf8(path: str | Path, what: str = "text file") -> str:
         line = raw.count(b"\n", 0, pos) + 1
         col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
         raise InputError(
-            f"{path}: {what} is not UTF-8 (byte 0x{raw[pos]:02x} at line {line}, column {col}); "
-            "re-save it as UTF-8"
+            f"{path}: {what} is not UTF-8 (byte 0x{raw[pos]:02x} at line {line}, column {col}); re-save it as UTF-8"
         ) from exc
 
 
@@ -138,9 +137,7 @@ def load_items(root: str | Path) -> pd.DataFrame:
     df = read_table(path, "items table")
     missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in df.columns]
     if missing:
-        raise InputError(
-            f"{path}: missing column(s) {missing}; expected columns {list(REQUIRED_ITEM_COLUMNS)}"
-        )
+        raise InputError(f"{path}: missing column(s) {missing}; expected columns {list(REQUIRED_ITEM_COLUMNS)}")
     if "split" not in df.columns:
         df["split"] = "eval"
     for col in (*REQUIRED_ITEM_COLUMNS, "split"):
@@ -217,8 +214,10 @@ def read_feature_ids(ids_txt: str | Path) -> list[str]:
 
 def nonfinite_rows(feats: np.ndarray, block: int = 65536) -> np.ndarray:
     """0-based indices of the rows holding a NaN or inf (read in blocks: memmaps stay cheap)."""
-    bad = [start + np.flatnonzero(~np.isfinite(feats[start:start + block]).all(axis=1))
-           for start in range(0, feats.shape[0], block)]
+    bad = [
+        start + np.flatnonzero(~np.isfinite(feats[start : start + block]).all(axis=1))
+        for start in range(0, feats.shape[0], block)
+    ]
     return np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
 
 

@@ -28,9 +28,9 @@ class Sample:
     seed: int
     src_lang: str
     tgt_lang: str
-    queries: list[str]        # item ids (source language texts + their images)
+    queries: list[str]  # item ids (source language texts + their images)
     xlr_targets: list[str] | None  # same item ids in the target language (parallel data only)
-    bkr_targets: list[str]    # disjoint item ids in the target language
+    bkr_targets: list[str]  # disjoint item ids in the target language
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,5 +85,7 @@ def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed:
     )
 
 
-def draw_samples(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seeds: list[int], parallel: bool) -> list[Sample]:
+def draw_samples(
+    items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seeds: list[int], parallel: bool
+) -> list[Sample]:
     return [draw_sample(items, src_lang, tgt_lang, n, s, parallel) for s in seeds]

@@ -132,8 +132,9 @@ def _positive_int(enc_id: str, spec: dict, key: str, default: int) -> int:
     return val
 
 
-def canonical_batches(lengths: Sequence[int], batch_size: int, pad_multiple: int,
-                      max_length: int) -> list[tuple[int, list[int]]]:
+def canonical_batches(
+    lengths: Sequence[int], batch_size: int, pad_multiple: int, max_length: int
+) -> list[tuple[int, list[int]]]:
     """Canonical batching: ``(padded length, row indices)`` for each forward pass.
 
     A text's padded length is its own token count rounded up to a multiple of
@@ -147,8 +148,11 @@ def canonical_batches(lengths: Sequence[int], batch_size: int, pad_multiple: int
     for i, n in enumerate(lengths):
         padded = min(max_length, -(-max(int(n), 1) // pad_multiple) * pad_multiple)
         groups.setdefault(padded, []).append(i)
-    return [(length, idx[s:s + batch_size]) for length, idx in sorted(groups.items())
-            for s in range(0, len(idx), batch_size)]
+    return [
+        (length, idx[s : s + batch_size])
+        for length, idx in sorted(groups.items())
+        for s in range(0, len(idx), batch_size)
+    ]
 
 
 def _fill(batch: list[str], batch_size: int) -> list[str]:
@@ -170,9 +174,12 @@ class _CanonicalTorch:
         self.threads = _positive_int(enc_id, spec, "threads", 1)
 
     def _canonical_parts(self) -> dict[str, Any]:
-        return {"batching": "canonical-v1", "batch_size": self.batch_size,
-                "pad_multiple": self.pad_multiple, "threads": self.threads}
-
+        return {
+            "batching": "canonical-v1",
+            "batch_size": self.batch_size,
+            "pad_multiple": self.pad_multiple,
+            "threads": self.threads,
+        }
 
 
 class _Base:

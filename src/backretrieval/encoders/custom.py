@@ -66,8 +66,12 @@ class CallableEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         mod = sys.modules.get(self.target.split(":", 1)[0])
-        parts = {"type": self.type_name, "target": self.target, "kwargs": self.kwargs,
-                 "version": self.spec.get("version", getattr(mod, "__version__", "unversioned"))}
+        parts = {
+            "type": self.type_name,
+            "target": self.target,
+            "kwargs": self.kwargs,
+            "version": self.spec.get("version", getattr(mod, "__version__", "unversioned")),
+        }
         if not self.batch_invariant:  # one text per call: other vectors than batched calls
             parts["batching"] = "one-per-call"
         return parts

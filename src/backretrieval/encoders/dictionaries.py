@@ -41,11 +41,40 @@ DEFAULT_DICT_DIR = Path("/usr/share/dictd")
 
 #: ISO 639-1 → the ISO 639-3 codes FreeDict uses in file and package names.
 ISO3 = {
-    "af": "afr", "ar": "ara", "bg": "bul", "cs": "ces", "cy": "cym", "da": "dan", "de": "deu",
-    "el": "ell", "en": "eng", "eo": "epo", "es": "spa", "fi": "fin", "fr": "fra", "ga": "gle",
-    "hi": "hin", "hr": "hrv", "hu": "hun", "id": "ind", "is": "isl", "it": "ita", "ja": "jpn",
-    "la": "lat", "lt": "lit", "nl": "nld", "no": "nor", "pl": "pol", "pt": "por", "ru": "rus",
-    "sk": "slk", "sl": "slv", "sr": "srp", "sv": "swe", "sw": "swh", "tr": "tur",
+    "af": "afr",
+    "ar": "ara",
+    "bg": "bul",
+    "cs": "ces",
+    "cy": "cym",
+    "da": "dan",
+    "de": "deu",
+    "el": "ell",
+    "en": "eng",
+    "eo": "epo",
+    "es": "spa",
+    "fi": "fin",
+    "fr": "fra",
+    "ga": "gle",
+    "hi": "hin",
+    "hr": "hrv",
+    "hu": "hun",
+    "id": "ind",
+    "is": "isl",
+    "it": "ita",
+    "ja": "jpn",
+    "la": "lat",
+    "lt": "lit",
+    "nl": "nld",
+    "no": "nor",
+    "pl": "pol",
+    "pt": "por",
+    "ru": "rus",
+    "sk": "slk",
+    "sl": "slv",
+    "sr": "srp",
+    "sv": "swe",
+    "sw": "swh",
+    "tr": "tur",
 }
 
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
@@ -63,8 +92,7 @@ def iso3(lang: str) -> str:
     if re.fullmatch(r"[a-z]{3}", lang):
         return lang
     raise InputError(
-        f"language {lang!r}: no FreeDict code known; use an ISO 639-3 code "
-        f"(e.g. 'deu') or one of {sorted(ISO3)}"
+        f"language {lang!r}: no FreeDict code known; use an ISO 639-3 code (e.g. 'deu') or one of {sorted(ISO3)}"
     )
 
 
@@ -89,9 +117,7 @@ def _dict_data_path(dict_dir: Path, stem: str) -> Path | None:
     return None
 
 
-def read_dictd(
-    index_path: Path, data_path: Path, headwords: Collection[str] | None = None
-) -> list[tuple[str, str]]:
+def read_dictd(index_path: Path, data_path: Path, headwords: Collection[str] | None = None) -> list[tuple[str, str]]:
     """(index headword, article text) for every article of a dictd dictionary, file order.
 
     Metadata entries (``00databaseinfo`` …) are skipped; an article referenced by several
@@ -111,9 +137,7 @@ def read_dictd(
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 3:
                 if line.strip():
-                    raise InputError(
-                        f"{index_path}: line {lineno}: expected 'headword<TAB>offset<TAB>length'"
-                    )
+                    raise InputError(f"{index_path}: line {lineno}: expected 'headword<TAB>offset<TAB>length'")
                 continue
             head = parts[0]
             if head.startswith("00database") or head.startswith("00-database"):
@@ -195,8 +219,13 @@ def parse_dictd_pairs(
 
 @functools.lru_cache(maxsize=16)
 def _cached_pairs(
-    index_path: str, data_path: str, _mtime: float, _size: int, headwords: frozenset[str] | None,
-    head_lang: str | None = None, trans_lang: str | None = None,
+    index_path: str,
+    data_path: str,
+    _mtime: float,
+    _size: int,
+    headwords: frozenset[str] | None,
+    head_lang: str | None = None,
+    trans_lang: str | None = None,
 ) -> tuple[tuple[str, str], ...]:
     return tuple(parse_dictd_pairs(Path(index_path), Path(data_path), headwords, head_lang, trans_lang))
 
@@ -243,7 +272,7 @@ def load_freedict_pairs(
             continue
         found.append(stem)
         st = data.stat()
-        heads = (vt if flip else vs)
+        heads = vt if flip else vs
         for h, w in _cached_pairs(str(index), str(data), st.st_mtime, st.st_size, heads, a, b):
             pair = (w, h) if flip else (h, w)
             if vocab is None or (pair[0] in vs and pair[1] in vt):  # type: ignore[operator]

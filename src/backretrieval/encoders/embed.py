@@ -11,8 +11,14 @@ import numpy as np
 from .._util.cache import EmbeddingCache, _assemble, _encode_misses, _first_index, _info, text_key
 
 
-def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_size: int = 64,
-                progress: bool = True, lang: str | None = None) -> np.ndarray:
+def embed_texts(
+    encoder: Any,
+    texts: list[str],
+    cache_dir: Path | None,
+    batch_size: int = 64,
+    progress: bool = True,
+    lang: str | None = None,
+) -> np.ndarray:
     """Embeddings of ``texts`` (float32, one row per text, input order) with ``encoder``.
 
     ``lang`` is passed to ``encoder.encode(texts, lang=...)`` when the encoder accepts it
@@ -45,15 +51,28 @@ def embed_texts(encoder: Any, texts: list[str], cache_dir: Path | None, batch_si
     else:
         per_call = 1
     _encode_misses(
-        miss_keys, lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw), per_call,
-        f"embed {getattr(encoder, 'id', 'texts')}", f"encoder {getattr(encoder, 'id', '?')}", "texts",
-        progress, cache, found,
+        miss_keys,
+        lambda chunk: encoder.encode([texts[first[k]] for k in chunk], **kw),
+        per_call,
+        f"embed {getattr(encoder, 'id', 'texts')}",
+        f"encoder {getattr(encoder, 'id', '?')}",
+        "texts",
+        progress,
+        cache,
+        found,
     )
     return _assemble(keys, found)
 
 
-def embed_items(encoder: Any, item_ids: list[str], texts: list[str], cache_dir: Path | None, batch_size: int = 64,
-                progress: bool = True, lang: str | None = None) -> np.ndarray:
+def embed_items(
+    encoder: Any,
+    item_ids: list[str],
+    texts: list[str],
+    cache_dir: Path | None,
+    batch_size: int = 64,
+    progress: bool = True,
+    lang: str | None = None,
+) -> np.ndarray:
     """Embeddings of the texts of ``item_ids`` (in ``lang``): looked up for a ``precomputed``
     encoder (by item id), otherwise :func:`embed_texts` of ``texts`` (same order)."""
     from .precomputed import PrecomputedTextEncoder

@@ -87,11 +87,17 @@ class HFMeanPoolEncoder(_CanonicalTorch, _Base):
         if local is None:
             self._load()
             local = self._local_path()
-        return {"type": self.type_name, "model": self.model_name, "layer": self.layer,
-                "max_length": self.max_length, "normalize": self.normalize,
-                "weights": folder_signature(local) if local else "unresolved",
-                "transformers": _pkg_version("transformers"),
-                "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0], **self._canonical_parts()}
+        return {
+            "type": self.type_name,
+            "model": self.model_name,
+            "layer": self.layer,
+            "max_length": self.max_length,
+            "normalize": self.normalize,
+            "weights": folder_signature(local) if local else "unresolved",
+            "transformers": _pkg_version("transformers"),
+            "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0],
+            **self._canonical_parts(),
+        }
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         import torch
@@ -105,14 +111,19 @@ class HFMeanPoolEncoder(_CanonicalTorch, _Base):
         lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=self.max_length)["input_ids"]]
         with torch.no_grad(), _torch_threads(self.threads):
             for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, self.max_length):
-                batch = tok(_fill([texts[i] for i in idx], self.batch_size), padding="max_length",
-                            truncation=True, max_length=length, return_tensors="pt")
+                batch = tok(
+                    _fill([texts[i] for i in idx], self.batch_size),
+                    padding="max_length",
+                    truncation=True,
+                    max_length=length,
+                    return_tensors="pt",
+                )
                 batch = {k: v.to(self._dev) for k, v in batch.items()}
                 res = model(**batch, output_hidden_states=self.layer != -1)
                 hidden = res.last_hidden_state if self.layer == -1 else res.hidden_states[self.layer]
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                out[idx] = pooled[:len(idx)].float().cpu().numpy()
+                out[idx] = pooled[: len(idx)].float().cpu().numpy()
         return _l2(out) if self.normalize else out
 
 

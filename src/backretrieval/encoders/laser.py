@@ -37,9 +37,11 @@ class LaserEncoder(_Base):
                 f"model '{self.id}' needs laserembeddings: "
                 "pip install --no-deps laserembeddings subword-nmt sacremoses transliterate"
             ) from exc
-        defaults = {"bpe_codes": Laser.DEFAULT_BPE_CODES_FILE,
-                    "bpe_vocab": Laser.DEFAULT_BPE_VOCAB_FILE,
-                    "encoder": Laser.DEFAULT_ENCODER_FILE}
+        defaults = {
+            "bpe_codes": Laser.DEFAULT_BPE_CODES_FILE,
+            "bpe_vocab": Laser.DEFAULT_BPE_VOCAB_FILE,
+            "encoder": Laser.DEFAULT_ENCODER_FILE,
+        }
         files = {k: Path(self.paths[k] or defaults[k]) for k in defaults}
         missing = [str(p) for p in files.values() if not p.is_file()]
         if missing:
@@ -52,9 +54,12 @@ class LaserEncoder(_Base):
 
     def _fp_parts(self) -> dict[str, Any]:
         files = self._files()
-        return {"type": self.type_name, "version": _pkg_version("laserembeddings"),
-                "files": {k: file_signature(p) for k, p in files.items()},
-                "batching": "one-per-call"}
+        return {
+            "type": self.type_name,
+            "version": _pkg_version("laserembeddings"),
+            "files": {k: file_signature(p) for k, p in files.items()},
+            "batching": "one-per-call",
+        }
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
@@ -63,8 +68,12 @@ class LaserEncoder(_Base):
 
             f = self._files()
             cpu = resolve_device(self.device, f"encoder '{self.id}'") == "cpu"
-            self._model = Laser(bpe_codes=str(f["bpe_codes"]), bpe_vocab=str(f["bpe_vocab"]),
-                                encoder=str(f["encoder"]), embedding_options={"cpu": cpu})
+            self._model = Laser(
+                bpe_codes=str(f["bpe_codes"]),
+                bpe_vocab=str(f["bpe_vocab"]),
+                encoder=str(f["encoder"]),
+                embedding_options={"cpu": cpu},
+            )
         if not texts:
             return np.zeros((0, 1024), np.float32)
         return _as_matrix(self._model.embed_sentences(list(texts), lang=lang), len(texts), self.id)

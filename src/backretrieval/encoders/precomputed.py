@@ -41,17 +41,20 @@ def precomputed_files(enc_id: str, spec: dict) -> dict[str | None, tuple[Path, P
     """
     npy, ids = spec.get("npy"), spec.get("ids")
     if npy is None or ids is None:
-        raise ConfigError(f"encoder '{enc_id}': type precomputed needs `npy:` and `ids:` (paths, or "
-                          "mappings language -> path for one file per language)")
+        raise ConfigError(
+            f"encoder '{enc_id}': type precomputed needs `npy:` and `ids:` (paths, or "
+            "mappings language -> path for one file per language)"
+        )
     if isinstance(npy, str) and isinstance(ids, str):
         return {None: (Path(npy), Path(ids))}
     if isinstance(npy, dict) and isinstance(ids, dict):
         if set(npy) != set(ids) or not npy:
-            raise ConfigError(f"encoder '{enc_id}': `npy:` and `ids:` must name the same languages "
-                              f"(npy: {sorted(npy)}, ids: {sorted(ids)})")
+            raise ConfigError(
+                f"encoder '{enc_id}': `npy:` and `ids:` must name the same languages "
+                f"(npy: {sorted(npy)}, ids: {sorted(ids)})"
+            )
         return {str(lang): (Path(npy[lang]), Path(ids[lang])) for lang in sorted(npy)}
-    raise ConfigError(f"encoder '{enc_id}': `npy:` and `ids:` must both be paths or both be mappings "
-                      "language -> path")
+    raise ConfigError(f"encoder '{enc_id}': `npy:` and `ids:` must both be paths or both be mappings language -> path")
 
 
 class PrecomputedTextEncoder(_Base):
@@ -82,17 +85,23 @@ class PrecomputedTextEncoder(_Base):
     def _fp_parts(self) -> dict[str, Any]:
         if self._fp is None:
             self.check_files()
-            self._fp = {"type": self.type_name, "files": {
-                (lang or "*"): {"npy": sha256_file(npy), "ids": sha256_file(ids)}
-                for lang, (npy, ids) in sorted(self.files.items(), key=lambda kv: kv[0] or "")}}
+            self._fp = {
+                "type": self.type_name,
+                "files": {
+                    (lang or "*"): {"npy": sha256_file(npy), "ids": sha256_file(ids)}
+                    for lang, (npy, ids) in sorted(self.files.items(), key=lambda kv: kv[0] or "")
+                },
+            }
         return self._fp
 
     def _table(self, lang: str) -> _Table:
         key: str | None = None if None in self.files else lang
         if key not in self.files:
             npy_map = {k: str(v[0]) for k, v in self.files.items()}
-            raise InputError(f"encoder '{self.id}': no precomputed embeddings for language {lang!r} "
-                             f"(npy files given for {sorted(npy_map)})")
+            raise InputError(
+                f"encoder '{self.id}': no precomputed embeddings for language {lang!r} "
+                f"(npy files given for {sorted(npy_map)})"
+            )
         if key not in self._tables:
             self._tables[key] = _load_table(*self.files[key], lang=key)
         return self._tables[key]
@@ -116,8 +125,10 @@ class PrecomputedTextEncoder(_Base):
         return np.ascontiguousarray(np.asarray(emb[rows], dtype=np.float32))
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
-        raise ConfigError(f"encoder '{self.id}' is precomputed: its rows are looked up by item id "
-                          "(backretrieval.encoders.embed.embed_items), it cannot encode texts")
+        raise ConfigError(
+            f"encoder '{self.id}' is precomputed: its rows are looked up by item id "
+            "(backretrieval.encoders.embed.embed_items), it cannot encode texts"
+        )
 
 
 def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
@@ -129,8 +140,9 @@ def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
     except (OSError, ValueError) as exc:
         raise InputError(f"{npy}: cannot be read as a .npy matrix ({exc})") from exc
     if emb.ndim != 2 or not np.issubdtype(emb.dtype, np.number):
-        raise InputError(f"{npy}: expected a 2-D numeric matrix (one row per text), got shape {emb.shape}, "
-                         f"dtype {emb.dtype}")
+        raise InputError(
+            f"{npy}: expected a 2-D numeric matrix (one row per text), got shape {emb.shape}, dtype {emb.dtype}"
+        )
     index: dict[tuple[str, str], int] = {}
     text = read_text_utf8(ids_path, "id list")
     row = 0
@@ -142,8 +154,10 @@ def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
         if len(parts) == 2 and parts[0].strip() and parts[1].strip():
             item, item_lang = parts[0].strip(), parts[1].strip()
             if lang is not None and item_lang != lang:
-                raise InputError(f"{ids_path}: line {line_no} is for language {item_lang!r}, but this file "
-                                 f"holds the {lang!r} embeddings")
+                raise InputError(
+                    f"{ids_path}: line {line_no} is for language {item_lang!r}, but this file "
+                    f"holds the {lang!r} embeddings"
+                )
         elif len(parts) == 1 and lang is not None:
             item, item_lang = line, lang
         else:
@@ -156,13 +170,16 @@ def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
         index[key] = row
         row += 1
     if emb.shape[0] != row:
-        raise InputError(f"{npy}: {emb.shape[0]} rows, but {ids_path.name} lists {row} ids; "
-                         "row i must be the embedding of id line i")
+        raise InputError(
+            f"{npy}: {emb.shape[0]} rows, but {ids_path.name} lists {row} ids; row i must be the embedding of id line i"
+        )
     bad = nonfinite_rows(emb)
     if len(bad):
         first = [int(i) for i in bad[:5]]
         by_row = {r: k for k, r in index.items()}
         named = [f"{by_row[i][1]} ({by_row[i][0]})" for i in first]
-        raise InputError(f"{npy}: {len(bad)} of {emb.shape[0]} rows contain NaN or inf: rows {first}"
-                         f"{' ...' if len(bad) > 5 else ''} (0-based; items {named}); embeddings must be finite")
+        raise InputError(
+            f"{npy}: {len(bad)} of {emb.shape[0]} rows contain NaN or inf: rows {first}"
+            f"{' ...' if len(bad) > 5 else ''} (0-based; items {named}); embeddings must be finite"
+        )
     return index, emb, npy, ids_path

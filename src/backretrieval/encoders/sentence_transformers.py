@@ -99,11 +99,17 @@ class SentenceTransformerEncoder(_CanonicalTorch, _Base):
         if local is None:  # not cached yet: load (downloads) or fail clearly
             self._load()
             local = self._local_path()
-        return {"type": self.type_name, "model": self.model_name, "prefix": self.prefix,
-                "normalize": self.normalize, "max_seq_length": self.max_seq_length,
-                "weights": folder_signature(local) if local else "unresolved",
-                "st_version": _pkg_version("sentence-transformers"),
-                "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0], **self._canonical_parts()}
+        return {
+            "type": self.type_name,
+            "model": self.model_name,
+            "prefix": self.prefix,
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+            "weights": folder_signature(local) if local else "unresolved",
+            "st_version": _pkg_version("sentence-transformers"),
+            "device": resolve_device(self.device, f"encoder '{self.id}'").split(":")[0],
+            **self._canonical_parts(),
+        }
 
     @staticmethod
     def _can_pad_to(m: Any) -> bool:
@@ -135,9 +141,13 @@ class SentenceTransformerEncoder(_CanonicalTorch, _Base):
             max_len = int(getattr(m, "max_seq_length", None) or max(lengths))
             for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, max_len):
                 batch = _fill([inputs[i] for i in idx], self.batch_size)
-                vec = m.encode(batch, batch_size=self.batch_size, **kw,
-                               processing_kwargs={"text": {"padding": "max_length", "max_length": length}})
-                out[idx] = _as_matrix(vec, self.batch_size, self.id)[:len(idx)]
+                vec = m.encode(
+                    batch,
+                    batch_size=self.batch_size,
+                    **kw,
+                    processing_kwargs={"text": {"padding": "max_length", "max_length": length}},
+                )
+                out[idx] = _as_matrix(vec, self.batch_size, self.id)[: len(idx)]
         return out
 
 

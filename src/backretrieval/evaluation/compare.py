@@ -37,7 +37,7 @@ class Comparison:
     model_b: str
     bkr_a: float
     bkr_b: float
-    diff: float          # BkR(A) - BkR(B), pooled over seeds
+    diff: float  # BkR(A) - BkR(B), pooled over seeds
     ci_low: float
     ci_high: float
     bootstrap_p: float
@@ -58,10 +58,14 @@ class Comparison:
         if self.mcnemar_p_adjusted < alpha and self.diff > 0:
             return f"{self.model_a} beats {self.model_b} on {d}: {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
         if self.mcnemar_p_adjusted < alpha and self.diff < 0:
-            return (f"{self.model_b} beats {self.model_a} on {d}: {-self.diff:+.3f} [{-self.ci_high:+.3f}, "
-                    f"{-self.ci_low:+.3f}], {p}")
-        return (f"no significant difference on {d}: {self.model_a} - {self.model_b} = {self.diff:+.3f} "
-                f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}")
+            return (
+                f"{self.model_b} beats {self.model_a} on {d}: {-self.diff:+.3f} [{-self.ci_high:+.3f}, "
+                f"{-self.ci_low:+.3f}], {p}"
+            )
+        return (
+            f"no significant difference on {d}: {self.model_a} - {self.model_b} = {self.diff:+.3f} "
+            f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
+        )
 
 
 def _label(res: dict[str, Any], fallback: str) -> str:
@@ -80,19 +84,25 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
     pa, pb = a["protocol"], b["protocol"]
     for key in ("k", "text_field"):
         if pa.get(key) != pb.get(key):
-            raise InputError(f"{label_a} and {label_b} differ in {key} ({pa.get(key)!r} vs {pb.get(key)!r}); "
-                             "evaluate both with the same settings")
+            raise InputError(
+                f"{label_a} and {label_b} differ in {key} ({pa.get(key)!r} vs {pb.get(key)!r}); "
+                "evaluate both with the same settings"
+            )
     if a["image_backbone"].get("id") != b["image_backbone"].get("id"):
-        raise InputError(f"{label_a} and {label_b} used different image backbones ({a['image_backbone'].get('id')} "
-                         f"vs {b['image_backbone'].get('id')}); BkR depends on the image side: use the same")
+        raise InputError(
+            f"{label_a} and {label_b} used different image backbones ({a['image_backbone'].get('id')} "
+            f"vs {b['image_backbone'].get('id')}); BkR depends on the image side: use the same"
+        )
     common = [d for d in a["protocol"].get("directions", sorted(a["scores"])) if d in a["scores"] and d in b["scores"]]
     if not common:
         raise InputError(f"{label_a} and {label_b} share no direction ({sorted(a['scores'])} vs {sorted(b['scores'])})")
     for d in common:
         if a["scores"][d].get("samples_sha256") != b["scores"][d].get("samples_sha256"):
-            raise InputError(f"{label_a} and {label_b} used different samples for {d} (N "
-                             f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
-                             "evaluate both with the same --n and --seeds")
+            raise InputError(
+                f"{label_a} and {label_b} used different samples for {d} (N "
+                f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
+                "evaluate both with the same --n and --seeds"
+            )
         for res, lab in ((a, label_a), (b, label_b)):
             if "bkr_hits" not in res["scores"][d].get("per_query", {}):
                 raise InputError(f"{lab}: no per-query BkR hits for {d}")
@@ -107,8 +117,15 @@ def _pooled_hits(res: dict[str, Any], d: str, label: str) -> np.ndarray:
         raise InputError(f"{label}: per-query BkR hits of {d} cannot be decoded ({exc})") from exc
 
 
-def compare_results(a: dict[str, Any], b: dict[str, Any], *, label_a: str | None = None,
-                    label_b: str | None = None, B: int = 1000, seed: int = 0) -> list[Comparison]:
+def compare_results(
+    a: dict[str, Any],
+    b: dict[str, Any],
+    *,
+    label_a: str | None = None,
+    label_b: str | None = None,
+    B: int = 1000,
+    seed: int = 0,
+) -> list[Comparison]:
     """One :class:`Comparison` per shared direction (in A's order)."""
     la, lb = label_a or _label(a, "A"), label_b or _label(b, "B")
     if la == lb:
@@ -125,12 +142,25 @@ def compare_results(a: dict[str, Any], b: dict[str, Any], *, label_a: str | None
     adj = stats.adjust_pvalues(np.array([r[3].pvalue for r in raw]), method="holm")
     out = []
     for (d, ha, hb, mc, bs), p_adj in zip(raw, adj):
-        out.append(Comparison(
-            direction=d, model_a=la, model_b=lb, bkr_a=float(ha.mean()), bkr_b=float(hb.mean()), diff=bs.diff,
-            ci_low=bs.low, ci_high=bs.high, bootstrap_p=bs.pvalue, mcnemar_p=mc.pvalue,
-            mcnemar_p_adjusted=float(p_adj), n_queries=int(ha.size), n_seeds=len(a["protocol"]["seeds"]),
-            n10=int(mc.extra["n10"]), n01=int(mc.extra["n01"]),
-        ))
+        out.append(
+            Comparison(
+                direction=d,
+                model_a=la,
+                model_b=lb,
+                bkr_a=float(ha.mean()),
+                bkr_b=float(hb.mean()),
+                diff=bs.diff,
+                ci_low=bs.low,
+                ci_high=bs.high,
+                bootstrap_p=bs.pvalue,
+                mcnemar_p=mc.pvalue,
+                mcnemar_p_adjusted=float(p_adj),
+                n_queries=int(ha.size),
+                n_seeds=len(a["protocol"]["seeds"]),
+                n10=int(mc.extra["n10"]),
+                n01=int(mc.extra["n01"]),
+            )
+        )
     return out
 
 
@@ -138,17 +168,24 @@ def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, A
     """The verdict per direction in words, with the test details beneath it."""
     prot = a["protocol"]
     k, n, seeds = prot["k"], prot["n"], len(prot["seeds"])
-    lines = [f"BkR Recall@{k}: {comps[0].model_a} (A) vs {comps[0].model_b} (B) on {a['dataset']['name']}"
-             f"{' (SYNTHETIC data)' if a['dataset'].get('synthetic') else ''}; N={n}, {seeds} seed(s)",
-             f"difference A - B with the 95% paired-bootstrap CI; p: McNemar exact on the per-query hits pooled "
-             f"over seeds{', Holm-adjusted over ' + str(len(comps)) + ' directions' if len(comps) > 1 else ''}",
-             ""]
+    lines = [
+        f"BkR Recall@{k}: {comps[0].model_a} (A) vs {comps[0].model_b} (B) on {a['dataset']['name']}"
+        f"{' (SYNTHETIC data)' if a['dataset'].get('synthetic') else ''}; N={n}, {seeds} seed(s)",
+        f"difference A - B with the 95% paired-bootstrap CI; p: McNemar exact on the per-query hits pooled "
+        f"over seeds{', Holm-adjusted over ' + str(len(comps)) + ' directions' if len(comps) > 1 else ''}",
+        "",
+    ]
     for c in comps:
         lines.append(c.verdict(alpha))
-        lines.append(f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_queries} paired queries ({c.n_seeds} seeds × N={n}), "
-                     f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar {p_text(c.mcnemar_p)}"
-                     f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap {p_text(c.bootstrap_p)}")
+        lines.append(
+            f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_queries} paired queries ({c.n_seeds} seeds × N={n}), "
+            f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar {p_text(c.mcnemar_p)}"
+            f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap {p_text(c.bootstrap_p)}"
+        )
     if a["image_backbone"].get("features_sha256") != b["image_backbone"].get("features_sha256"):
-        lines += ["", "note: the image features of the two runs differ (other machine or library versions?); "
-                      "the hits are paired by query but were computed with slightly different image sides"]
+        lines += [
+            "",
+            "note: the image features of the two runs differ (other machine or library versions?); "
+            "the hits are paired by query but were computed with slightly different image sides",
+        ]
     return "\n".join(lines)

@@ -89,19 +89,35 @@ def evaluate_direction(
             enc_inputs[enc] = e
         kept: dict[str, dict[str, np.ndarray]] = {}
         res = evaluate_sample(
-            enc_inputs, None, q_img, t_img, k=k, corr_max_pairs=corr_max_pairs,
-            corr_seed=sample.seed, full_bkr_ranks=full_bkr_ranks, ranks_out=kept, with_corr=with_corr,
+            enc_inputs,
+            None,
+            q_img,
+            t_img,
+            k=k,
+            corr_max_pairs=corr_max_pairs,
+            corr_seed=sample.seed,
+            full_bkr_ranks=full_bkr_ranks,
+            ranks_out=kept,
+            with_corr=with_corr,
         )
         for enc, d in kept.items():
             for kind, arr in d.items():
                 per_query[f"{enc}/{sample.seed}/{kind}"] = arr.astype(np.int32)
         for enc, vals in res.items():
             for metric, value in vals.items():
-                rows.append(dict(
-                    dataset=labels["dataset"], backbone=labels["backbone"], text_field=labels["text_field"],
-                    direction=direction, seed=sample.seed, n=len(sample.queries), encoder=enc, metric=metric,
-                    value=value,
-                ))
+                rows.append(
+                    dict(
+                        dataset=labels["dataset"],
+                        backbone=labels["backbone"],
+                        text_field=labels["text_field"],
+                        direction=direction,
+                        seed=sample.seed,
+                        n=len(sample.queries),
+                        encoder=enc,
+                        metric=metric,
+                        value=value,
+                    )
+                )
     df = pd.DataFrame(rows, columns=METRIC_COLUMNS).sort_values(["seed", "encoder", "metric"], kind="stable")
     return df, per_query
 

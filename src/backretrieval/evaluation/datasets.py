@@ -28,8 +28,7 @@ DEFAULT_SHARED_DIR = Path("../shared/datasets")
 
 #: the SYNTHETIC dataset as the default pipeline generates it (params.yaml: dataset.synthetic,
 #: languages); a test keeps the two in step
-SYNTHETIC_SETTINGS = {"n_items": 2400, "languages": ("en", "de", "fr", "es", "ru", "ar"), "seed": 0,
-                      "image_size": 160}
+SYNTHETIC_SETTINGS = {"n_items": 2400, "languages": ("en", "de", "fr", "es", "ru", "ar"), "seed": 0, "image_size": 160}
 
 MULTI30K_FEATURES = "multi30k-resnet50/test_2016_flickr-resnet50-avgpool.npy"
 
@@ -80,19 +79,26 @@ def _prepare_multi30k(out: Path, downloads: Path, shared: Path) -> None:
     npy = _multi30k_features(shared)
     mirror = shared / "multi30k"
     langs = ["en", "de", "fr", "cs"]
-    m.download_multi30k(downloads / "multi30k", str(mirror) if mirror.is_dir() else None,
-                        splits=["test_2016_flickr"], langs=langs)
-    m.prepare_task1(downloads / "multi30k", out, splits=["test_2016_flickr"], langs=langs,
-                    image_source={"type": "precomputed", "name": "resnet50", "npy": str(npy),
-                                  "ids_from_split": "test_2016_flickr"},
-                    name="multi30k-test2016")
+    m.download_multi30k(
+        downloads / "multi30k", str(mirror) if mirror.is_dir() else None, splits=["test_2016_flickr"], langs=langs
+    )
+    m.prepare_task1(
+        downloads / "multi30k",
+        out,
+        splits=["test_2016_flickr"],
+        langs=langs,
+        image_source={"type": "precomputed", "name": "resnet50", "npy": str(npy), "ids_from_split": "test_2016_flickr"},
+        name="multi30k-test2016",
+    )
 
 
 NAMED_DATASETS: dict[str, NamedDataset] = {
-    "synthetic": NamedDataset("synthetic", SYNTHETIC_SETTINGS["languages"], SYNTHETIC_SETTINGS["n_items"],
-                              _prepare_synthetic),
-    "multi30k-test2016": NamedDataset("multi30k-test2016", ("en", "de", "fr", "cs"), 1000, _prepare_multi30k,
-                                      _precheck_multi30k),
+    "synthetic": NamedDataset(
+        "synthetic", SYNTHETIC_SETTINGS["languages"], SYNTHETIC_SETTINGS["n_items"], _prepare_synthetic
+    ),
+    "multi30k-test2016": NamedDataset(
+        "multi30k-test2016", ("en", "de", "fr", "cs"), 1000, _prepare_multi30k, _precheck_multi30k
+    ),
 }
 
 
@@ -117,10 +123,14 @@ def locate_dataset(data: str | Path, prepared_dir: Path = DEFAULT_PREPARED_DIR) 
     if str(data) in NAMED_DATASETS:
         return DatasetRef(Path(prepared_dir) / str(data), NAMED_DATASETS[str(data)])
     if p.exists():
-        raise InputError(f"--data {str(data)!r}: not a folder (expected a prepared dataset folder or a named "
-                         f"dataset: {', '.join(sorted(NAMED_DATASETS))})")
-    raise InputError(f"--data {str(data)!r}: no such folder and not a named dataset (named: "
-                     f"{', '.join(sorted(NAMED_DATASETS))}); pass a prepared dataset folder (docs/DATASETS.md)")
+        raise InputError(
+            f"--data {str(data)!r}: not a folder (expected a prepared dataset folder or a named "
+            f"dataset: {', '.join(sorted(NAMED_DATASETS))})"
+        )
+    raise InputError(
+        f"--data {str(data)!r}: no such folder and not a named dataset (named: "
+        f"{', '.join(sorted(NAMED_DATASETS))}); pass a prepared dataset folder (docs/DATASETS.md)"
+    )
 
 
 def precheck_named(ref: DatasetRef, directions: Sequence[str], n: int, shared_dir: Path = DEFAULT_SHARED_DIR) -> None:
@@ -132,12 +142,16 @@ def precheck_named(ref: DatasetRef, directions: Sequence[str], n: int, shared_di
     for d in directions:
         for lang in d.split("-"):
             if lang not in nd.languages:
-                raise InputError(f"--directions {d}: the named dataset {nd.name} has no {lang!r} texts "
-                                 f"(languages: {', '.join(nd.languages)})")
+                raise InputError(
+                    f"--directions {d}: the named dataset {nd.name} has no {lang!r} texts "
+                    f"(languages: {', '.join(nd.languages)})"
+                )
     if 2 * n > nd.parallel_items:
-        raise InputError(f"--n {n} is too large for {nd.name}: it has {nd.parallel_items} items per language "
-                         f"and N={n} needs {2 * n} (N queries + N disjoint targets); pass --n "
-                         f"{nd.parallel_items // 2} or less")
+        raise InputError(
+            f"--n {n} is too large for {nd.name}: it has {nd.parallel_items} items per language "
+            f"and N={n} needs {2 * n} (N queries + N disjoint targets); pass --n "
+            f"{nd.parallel_items // 2} or less"
+        )
     nd.precheck(Path(shared_dir))
 
 
@@ -192,22 +206,28 @@ def resolve_image_source(root: Path, image_backbone: str | None = None) -> Image
         elif len(feats) == 1:
             image_backbone = feats[0]
         elif feats:
-            raise InputError(f"{root}: several precomputed image features ({', '.join(feats)}); choose one "
-                             "with --image-backbone")
+            raise InputError(
+                f"{root}: several precomputed image features ({', '.join(feats)}); choose one with --image-backbone"
+            )
         else:
-            raise InputError(f"{root}: no images (no images.csv) and no precomputed image features "
-                             "(features/<name>.npy + .ids.txt): Backretrieval pivots through images; add "
-                             "one of them (docs/DATASETS.md)")
+            raise InputError(
+                f"{root}: no images (no images.csv) and no precomputed image features "
+                "(features/<name>.npy + .ids.txt): Backretrieval pivots through images; add "
+                "one of them (docs/DATASETS.md)"
+            )
     if image_backbone in feats:
         return ImageSource(image_backbone, {"type": "precomputed", "name": image_backbone}, True)
     if image_backbone in KNOWN_BACKBONES:
         if not has_files:
             have = f"; its precomputed features: {', '.join(feats)}" if feats else ""
-            raise InputError(f"--image-backbone {image_backbone}: {root} has no image files (no images.csv) "
-                             f"to embed{have}")
+            raise InputError(
+                f"--image-backbone {image_backbone}: {root} has no image files (no images.csv) to embed{have}"
+            )
         return ImageSource(image_backbone, dict(KNOWN_BACKBONES[image_backbone]), False)
-    raise InputError(f"--image-backbone {image_backbone!r}: neither a precomputed feature set of {root} "
-                     f"({', '.join(feats) or 'none'}) nor a known backbone ({', '.join(KNOWN_BACKBONES)})")
+    raise InputError(
+        f"--image-backbone {image_backbone!r}: neither a precomputed feature set of {root} "
+        f"({', '.join(feats) or 'none'}) nor a known backbone ({', '.join(KNOWN_BACKBONES)})"
+    )
 
 
 def available_image_ids(root: Path, source: ImageSource) -> tuple[set[str], Path]:

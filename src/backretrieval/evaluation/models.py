@@ -32,10 +32,12 @@ def parse_model(text: str) -> tuple[str, dict]:
     """``(name, registry spec)`` of a ``--model`` value (no file is read, no model loaded)."""
     t = str(text).strip()
     if not t:
-        raise InputError("--model: empty; pass a sentence-transformers name or folder, module:callable, "
-                         "or precomputed:<npy>,<ids.txt>")
+        raise InputError(
+            "--model: empty; pass a sentence-transformers name or folder, module:callable, "
+            "or precomputed:<npy>,<ids.txt>"
+        )
     if t.startswith("precomputed:"):
-        return _parse_precomputed(t[len("precomputed:"):])
+        return _parse_precomputed(t[len("precomputed:") :])
     if t.startswith("{"):
         import yaml
 
@@ -50,8 +52,9 @@ def parse_model(text: str) -> tuple[str, dict]:
         return name, spec
     p = Path(t).expanduser()
     if p.is_file():
-        raise InputError(f"--model {t!r}: is a file; a model is a folder, a name, module:callable, or "
-                         "precomputed:<npy>,<ids.txt>")
+        raise InputError(
+            f"--model {t!r}: is a file; a model is a folder, a name, module:callable, or precomputed:<npy>,<ids.txt>"
+        )
     if p.is_dir():
         return p.resolve().name, {"type": "sentence-transformers", "model": str(p)}
     if _CALLABLE_RE.match(t):
@@ -67,14 +70,18 @@ def _parse_precomputed(rest: str) -> tuple[str, dict]:
         return Path(npy).stem, {"type": "precomputed", "npy": npy, "ids": ids}
     folder = Path(rest.strip())
     if not folder.is_dir():
-        raise InputError(f"--model precomputed:{rest}: expected precomputed:<npy>,<ids.txt> or "
-                         f"precomputed:<folder> (with <lang>.npy + <lang>.ids.txt); {folder} is not a folder")
+        raise InputError(
+            f"--model precomputed:{rest}: expected precomputed:<npy>,<ids.txt> or "
+            f"precomputed:<folder> (with <lang>.npy + <lang>.ids.txt); {folder} is not a folder"
+        )
     langs = sorted(p.stem for p in folder.glob("*.npy"))
     if not langs:
         raise InputError(f"{folder}: no <lang>.npy files (precomputed embeddings, one matrix per language)")
-    return folder.resolve().name, {"type": "precomputed",
-                                   "npy": {lang: str(folder / f"{lang}.npy") for lang in langs},
-                                   "ids": {lang: str(folder / f"{lang}.ids.txt") for lang in langs}}
+    return folder.resolve().name, {
+        "type": "precomputed",
+        "npy": {lang: str(folder / f"{lang}.npy") for lang in langs},
+        "ids": {lang: str(folder / f"{lang}.ids.txt") for lang in langs},
+    }
 
 
 class ObjectEncoder:
@@ -90,8 +97,9 @@ class ObjectEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if hasattr(self.obj, "encode"):  # SentenceTransformer and look-alikes
-            out = self.obj.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                  show_progress_bar=False)
+            out = self.obj.encode(
+                list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
         else:
             out = self.obj(list(texts))
         return _as_matrix(out, len(texts), self.id)
@@ -114,8 +122,10 @@ def resolve_model(model: Any, name: str | None = None) -> tuple[Any, dict]:
     if hasattr(model, "encode") or callable(model):
         label = name or _object_name(model)
         return ObjectEncoder(model, label), {"name": label, "spec": None}
-    raise InputError(f"model: expected a name, a spec mapping, an encoder, a SentenceTransformer or a callable; "
-                     f"got {type(model).__name__}")
+    raise InputError(
+        f"model: expected a name, a spec mapping, an encoder, a SentenceTransformer or a callable; "
+        f"got {type(model).__name__}"
+    )
 
 
 def _object_name(obj: Any) -> str:

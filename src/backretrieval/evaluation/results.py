@@ -53,8 +53,10 @@ def _ci_method(n_seeds: int, B: int, level: float) -> str:
     pct = f"{level * 100:g}%"
     if n_seeds >= 2:
         return f"{pct} CI: percentile bootstrap of the mean over the {n_seeds} seeds (B={B})"
-    return (f"{pct} CI: percentile bootstrap over the N queries of the one seed (B={B}); CORR has no "
-            "per-query values, so no CI")
+    return (
+        f"{pct} CI: percentile bootstrap over the N queries of the one seed (B={B}); CORR has no "
+        "per-query values, so no CI"
+    )
 
 
 def _per_query_values(metric: str, ranks: dict[str, np.ndarray], k: int) -> np.ndarray | None:
@@ -88,8 +90,19 @@ def summarize(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95) -> 
             if pq is not None and pq.size >= 2:
                 ci = stats.bootstrap_ci(pq, B=B, seed=seed, alpha=1 - level)
                 low, high = ci.low, ci.high
-        rows.append(dict(encoder=enc, direction=d, metric=metric, mean=mean, sd=sd, ci_low=low, ci_high=high,
-                         n_seeds=int(finite.size), ci_method=method))
+        rows.append(
+            dict(
+                encoder=enc,
+                direction=d,
+                metric=metric,
+                mean=mean,
+                sd=sd,
+                ci_low=low,
+                ci_high=high,
+                n_seeds=int(finite.size),
+                ci_method=method,
+            )
+        )
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     out["_o"] = out["metric"].map(lambda m: order.get(m, len(order)))
     dir_order = {d: i for i, d in enumerate(ev.protocol["directions"])}
@@ -129,8 +142,9 @@ def random_baseline(n: int, k: int) -> dict[str, float]:
     return {"recall_at_k": k / n, "mrr": float(np.sum(1.0 / np.arange(1, n + 1)) / n)}
 
 
-def result_dict(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95,
-                volatile: dict[str, Any] | None = None) -> dict[str, Any]:
+def result_dict(
+    ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95, volatile: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
     summ = ev.summary(B=B, seed=seed, level=level)
     n, k = int(ev.protocol["n"]), int(ev.protocol["k"])
@@ -142,8 +156,13 @@ def result_dict(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95,
         metrics = {}
         for _, r in sub.iterrows():
             vals = per_seed[per_seed["metric"] == r["metric"]].sort_values("seed")["value"]
-            metrics[r["metric"]] = {"mean": _num(r["mean"]), "sd": _num(r["sd"]), "ci_low": _num(r["ci_low"]),
-                                    "ci_high": _num(r["ci_high"]), "per_seed": [_num(v) for v in vals]}
+            metrics[r["metric"]] = {
+                "mean": _num(r["mean"]),
+                "sd": _num(r["sd"]),
+                "ci_low": _num(r["ci_low"]),
+                "ci_high": _num(r["ci_high"]),
+                "per_seed": [_num(v) for v in vals],
+            }
         per_query: dict[str, Any] = {}
         for kind in ("bkr", "xlr"):
             if all(kind in ev.ranks[d][s] for s in seeds):
@@ -169,10 +188,12 @@ def result_dict(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95,
         "model": dict(ev.model),
         "dataset": dataset,
         "image_backbone": dict(ev.image_backbone),
-        "protocol": {**ev.protocol, "per_query_encoding": "base64 of numpy.packbits (big-endian), one string "
-                     "per seed in protocol.seeds order; hit = rank <= k",
-                     "ci": {"level": level, "B": B, "seed": seed,
-                            "method": _ci_method(len(seeds), B, level)}},
+        "protocol": {
+            **ev.protocol,
+            "per_query_encoding": "base64 of numpy.packbits (big-endian), one string "
+            "per seed in protocol.seeds order; hit = rank <= k",
+            "ci": {"level": level, "B": B, "seed": seed, "method": _ci_method(len(seeds), B, level)},
+        },
         "scores": scores,
         "volatile": volatile if volatile is not None else volatile_fields(ev),
     }
@@ -182,9 +203,12 @@ def volatile_fields(ev: Any) -> dict[str, Any]:
     """The fields that change between identical runs (time, versions, where the data lay)."""
     from ..reporting.versions import software_versions
 
-    return {"evaluation_time_s": round(float(ev.seconds), 3),
-            "created_utc": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-            "software_versions": software_versions(), "dataset_path": ev.dataset.get("path")}
+    return {
+        "evaluation_time_s": round(float(ev.seconds), 3),
+        "created_utc": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "software_versions": software_versions(),
+        "dataset_path": ev.dataset.get("path"),
+    }
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> Path:
@@ -203,11 +227,13 @@ def read_result(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p}: not a readable JSON file ({exc})") from exc
     if not isinstance(res, dict) or res.get("format") != FORMAT:
-        raise InputError(f"{p}: not a backretrieval result (no \"format\": \"{FORMAT}\"; written by "
-                         "`backretrieval evaluate`)")
+        raise InputError(
+            f'{p}: not a backretrieval result (no "format": "{FORMAT}"; written by `backretrieval evaluate`)'
+        )
     if res.get("format_version") != FORMAT_VERSION:
-        raise InputError(f"{p}: result format version {res.get('format_version')!r}; this version reads "
-                         f"{FORMAT_VERSION}")
+        raise InputError(
+            f"{p}: result format version {res.get('format_version')!r}; this version reads {FORMAT_VERSION}"
+        )
     for key in ("model", "dataset", "image_backbone", "protocol", "scores"):
         if key not in res:
             raise InputError(f"{p}: field '{key}' is missing")
@@ -216,6 +242,7 @@ def read_result(path: str | Path) -> dict[str, Any]:
 
 def default_result_path(result: dict[str, Any], results_dir: str | Path = "results") -> Path:
     """``<results_dir>/<model name>/<dataset name>.json`` (``/`` in names becomes ``__``)."""
+
     def safe(s: str) -> str:
         return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in s.replace("/", "__")) or "model"
 

@@ -56,7 +56,11 @@ _DIRECTION_RE = re.compile(r"^[a-z]{2,3}-[a-z]{2,3}$")
 
 def parse_directions(directions: str | Sequence[str]) -> list[str]:
     """``"en-de,de-en"`` or ``["en-de", "de-en"]`` → checked list (InputError naming the bad one)."""
-    parts = [d.strip() for d in directions.split(",")] if isinstance(directions, str) else [str(d).strip() for d in directions]
+    parts = (
+        [d.strip() for d in directions.split(",")]
+        if isinstance(directions, str)
+        else [str(d).strip() for d in directions]
+    )
     parts = [d for d in parts if d]
     if not parts:
         raise InputError("--directions: none given; pass e.g. --directions en-de,de-en")
@@ -84,8 +88,9 @@ def parse_seeds(seeds: int | Sequence[int]) -> list[int]:
     return out
 
 
-def check_protocol(directions: str | Sequence[str], n: int, seeds: int | Sequence[int], k: int,
-                   text_field: str) -> tuple[list[str], int, list[int], int]:
+def check_protocol(
+    directions: str | Sequence[str], n: int, seeds: int | Sequence[int], k: int, text_field: str
+) -> tuple[list[str], int, list[int], int]:
     """The checks that need no data: directions, N >= 2, 1 <= k < N, seeds, the text field."""
     dirs = parse_directions(directions)
     seed_list = parse_seeds(seeds)
@@ -151,8 +156,9 @@ class EvaluationPlan:
                 out.update(image_of[tgt][i] for i in s.bkr_targets)
         return sorted(out)
 
-    def image_features(self, cache_dir: Path | None, *, batch_size: int = 32,
-                       progress: bool = True) -> tuple[Lookup, dict[str, Any]]:
+    def image_features(
+        self, cache_dir: Path | None, *, batch_size: int = 32, progress: bool = True
+    ) -> tuple[Lookup, dict[str, Any]]:
         """Image features of :meth:`needed_images` (only those are embedded; files through the
         embedding cache) and a description (backbone id, spec, fingerprint, sha256 of the rows)."""
         from ..images import build_image_backbone
@@ -172,16 +178,27 @@ class EvaluationPlan:
             emb = embed_images(backbone, paths, cache_dir, batch_size=batch_size, progress=progress)
         h = hashlib.sha256("\n".join(need).encode("utf-8"))
         h.update(np.ascontiguousarray(emb, dtype="<f4").tobytes())
-        desc = {"id": src.backbone_id, "spec": dict(src.spec), "fingerprint": backbone.fingerprint(),
-                "features_sha256": h.hexdigest()}
+        desc = {
+            "id": src.backbone_id,
+            "spec": dict(src.spec),
+            "fingerprint": backbone.fingerprint(),
+            "features_sha256": h.hexdigest(),
+        }
         return lookup_from(need, emb), desc
 
     def samples_sha256(self) -> dict[str, str]:
         return {d: json_sha256([s.to_dict() for s in ss]) for d, ss in self.samples.items()}
 
-    def run(self, texts: dict[str, dict[str, Lookup]], images: Lookup, *, backbone: str,
-            with_corr: bool = True, corr_max_pairs: int | None = None,
-            progress: bool = False) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]]]:
+    def run(
+        self,
+        texts: dict[str, dict[str, Lookup]],
+        images: Lookup,
+        *,
+        backbone: str,
+        with_corr: bool = True,
+        corr_max_pairs: int | None = None,
+        progress: bool = False,
+    ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]]]:
         """Metrics of every encoder (``texts[encoder][lang]``: lookups by item id) on every
         direction: the tidy table and the per-query ranks ``{direction: {<enc>/<seed>/<kind>: ranks}}``."""
         image_of = self.image_of()
@@ -189,19 +206,34 @@ class EvaluationPlan:
         for d in self.directions:
             src, tgt = d.split("-")
             df, pq = evaluate_direction(
-                self.samples[d], image_of, images, {e: (t[src], t[tgt]) for e, t in texts.items()},
+                self.samples[d],
+                image_of,
+                images,
+                {e: (t[src], t[tgt]) for e, t in texts.items()},
                 labels=dict(dataset=self.meta.name, backbone=backbone, text_field=self.text_field, direction=d),
-                k=self.k, corr_max_pairs=corr_max_pairs, full_bkr_ranks=True, with_corr=with_corr,
-                images_what=f"image features ({self.image.backbone_id})", progress=progress,
+                k=self.k,
+                corr_max_pairs=corr_max_pairs,
+                full_bkr_ranks=True,
+                with_corr=with_corr,
+                images_what=f"image features ({self.image.backbone_id})",
+                progress=progress,
             )
             frames.append(df)
             ranks[d] = pq
         return pd.concat(frames, ignore_index=True), ranks
 
 
-def plan_evaluation(root: Path, directions: str | Sequence[str], *, n: int = DEFAULT_N,
-                    seeds: int | Sequence[int] = DEFAULT_SEEDS, k: int = DEFAULT_K, text_field: str = "title",
-                    image_backbone: str | None = None, named: str | None = None) -> EvaluationPlan:
+def plan_evaluation(
+    root: Path,
+    directions: str | Sequence[str],
+    *,
+    n: int = DEFAULT_N,
+    seeds: int | Sequence[int] = DEFAULT_SEEDS,
+    k: int = DEFAULT_K,
+    text_field: str = "title",
+    image_backbone: str | None = None,
+    named: str | None = None,
+) -> EvaluationPlan:
     """Check that the prepared dataset at ``root`` can serve the evaluation and draw the samples.
 
     InputError (naming the problem and the fix) for: a dataset with texts in fewer than two
@@ -214,9 +246,11 @@ def plan_evaluation(root: Path, directions: str | Sequence[str], *, n: int = DEF
     items = load_items(root)
     present = sorted(set(items["lang"]))
     if len(present) < 2:
-        raise InputError(f"{root}: texts in only one language ({', '.join(present) or 'none'}); Backretrieval "
-                         "compares a source and a target language: add the texts of a second language to "
-                         "items.csv")
+        raise InputError(
+            f"{root}: texts in only one language ({', '.join(present) or 'none'}); Backretrieval "
+            "compares a source and a target language: add the texts of a second language to "
+            "items.csv"
+        )
     by_lang = {lang: set(g["item_id"]) for lang, g in items.groupby("lang")}
     for d in dirs:
         for lang in d.split("-"):
@@ -229,8 +263,10 @@ def plan_evaluation(root: Path, directions: str | Sequence[str], *, n: int = DEF
     have, listed_in = available_image_ids(root, image)
     lacking = [i for i in plan.needed_images() if i not in have]
     if lacking:
-        raise InputError(f"{listed_in}: {len(lacking)} image(s) of sampled items are not listed (first: "
-                         f"{lacking[:3]}); every item's image_id needs an entry")
+        raise InputError(
+            f"{listed_in}: {len(lacking)} image(s) of sampled items are not listed (first: "
+            f"{lacking[:3]}); every item's image_id needs an entry"
+        )
     return plan
 
 
@@ -248,11 +284,16 @@ def _check_n(by_lang: dict[str, set], direction: str, n: int, parallel: bool, ro
     if n <= best:
         return
     s, t = by_lang[src], by_lang[tgt]
-    has = (f"{len(s & t)} items with texts in both {src} and {tgt}" if parallel
-           else f"{len(s)} {src} items and {len(t)} {tgt} items ({len(s & t)} ids in both)")
+    has = (
+        f"{len(s & t)} items with texts in both {src} and {tgt}"
+        if parallel
+        else f"{len(s)} {src} items and {len(t)} {tgt} items ({len(s & t)} ids in both)"
+    )
     fix = f"pass --n {best} or less" if best >= 2 else "add items"
-    raise InputError(f"--n {n} is too large for {direction}: N queries + N disjoint targets need "
-                     f"{2 * n} items and {root} has {has}; {fix}")
+    raise InputError(
+        f"--n {n} is too large for {direction}: N queries + N disjoint targets need "
+        f"{2 * n} items and {root} has {has}; {fix}"
+    )
 
 
 # -------------------------------------------------------------------------------------------
@@ -282,13 +323,25 @@ class Evaluation:
         return summarize(self, B=B, seed=seed, level=level)
 
 
-def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | Sequence[str], *,
-                    n: int = DEFAULT_N, seeds: int | Sequence[int] = DEFAULT_SEEDS, k: int = DEFAULT_K,
-                    text_field: str = "title", image_backbone: str | None = None, with_corr: bool = True,
-                    corr_max_pairs: int | None = None, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-                    prepared_dir: str | Path = DEFAULT_PREPARED_DIR, shared_dir: str | Path = DEFAULT_SHARED_DIR,
-                    names: Sequence[str | None] | None = None, batch_size: int = 64,
-                    progress: bool = True) -> list[Evaluation]:
+def evaluate_models(
+    models: Sequence[Any],
+    data: str | Path,
+    directions: str | Sequence[str],
+    *,
+    n: int = DEFAULT_N,
+    seeds: int | Sequence[int] = DEFAULT_SEEDS,
+    k: int = DEFAULT_K,
+    text_field: str = "title",
+    image_backbone: str | None = None,
+    with_corr: bool = True,
+    corr_max_pairs: int | None = None,
+    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+    prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
+    shared_dir: str | Path = DEFAULT_SHARED_DIR,
+    names: Sequence[str | None] | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> list[Evaluation]:
     """Evaluate several models on the same samples (image work shared); one :class:`Evaluation`
     each. Order of work: cheap checks, model availability, dataset preparation (named
     datasets), the plan's checks, text embeddings, image features, metrics."""
@@ -301,8 +354,14 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
         labels = [f"{lab}#{i + 1}" for i, lab in enumerate(labels)]
     ref = locate_dataset(data, Path(prepared_dir))
     precheck_named(ref, dirs, int(n), Path(shared_dir))
-    plan_kw = dict(n=n, seeds=seeds, k=k, text_field=text_field, image_backbone=image_backbone,
-                   named=ref.named.name if ref.named else None)
+    plan_kw = dict(
+        n=n,
+        seeds=seeds,
+        k=k,
+        text_field=text_field,
+        image_backbone=image_backbone,
+        named=ref.named.name if ref.named else None,
+    )
     # a ready dataset is checked before any model loads; a named one after (it is prepared only
     # once the models are known to be available)
     plan = plan_evaluation(ref.root, dirs, **plan_kw) if ref.ready else None
@@ -318,18 +377,38 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
         cache = Path(cache_dir) if cache_dir is not None and getattr(enc, "cacheable", True) else None
         texts[label] = {}
         for lang, ids in needed.items():
-            emb = embed_items(enc, ids, plan.texts(lang, ids), cache, batch_size=batch_size, progress=progress,
-                              lang=lang)
+            emb = embed_items(
+                enc, ids, plan.texts(lang, ids), cache, batch_size=batch_size, progress=progress, lang=lang
+            )
             texts[label][lang] = lookup_from(ids, emb)
     images, image_desc = plan.image_features(Path(cache_dir) if cache_dir is not None else None, progress=progress)
-    scores, ranks = plan.run(texts, images, backbone=plan.image.backbone_id, with_corr=with_corr,
-                             corr_max_pairs=corr_max_pairs, progress=progress)
+    scores, ranks = plan.run(
+        texts,
+        images,
+        backbone=plan.image.backbone_id,
+        with_corr=with_corr,
+        corr_max_pairs=corr_max_pairs,
+        progress=progress,
+    )
     seconds = time.perf_counter() - t0
-    dataset = {"name": plan.meta.name, "named": plan.named, "content_sha256": dataset_content_sha256(root),
-               "synthetic": plan.meta.synthetic, "parallel": plan.meta.parallel,
-               "languages": sorted(set(plan.items["lang"])), "path": str(root)}
-    protocol = {"directions": plan.directions, "n": plan.n, "seeds": plan.seeds, "k": plan.k,
-                "text_field": plan.text_field, "corr": with_corr, "corr_max_pairs": corr_max_pairs}
+    dataset = {
+        "name": plan.meta.name,
+        "named": plan.named,
+        "content_sha256": dataset_content_sha256(root),
+        "synthetic": plan.meta.synthetic,
+        "parallel": plan.meta.parallel,
+        "languages": sorted(set(plan.items["lang"])),
+        "path": str(root),
+    }
+    protocol = {
+        "directions": plan.directions,
+        "n": plan.n,
+        "seeds": plan.seeds,
+        "k": plan.k,
+        "text_field": plan.text_field,
+        "corr": with_corr,
+        "corr_max_pairs": corr_max_pairs,
+    }
     out = []
     for (_enc, desc), label, fp in zip(resolved, labels, fingerprints):
         per_dir: dict[str, dict[int, dict[str, np.ndarray]]] = {}
@@ -338,11 +417,18 @@ def evaluate_models(models: Sequence[Any], data: str | Path, directions: str | S
                 enc_name, seed, kind = key.rsplit("/", 2)
                 if enc_name == label:
                     per_dir.setdefault(d, {}).setdefault(int(seed), {})[kind] = arr
-        out.append(Evaluation(
-            scores=scores[scores["encoder"] == label].reset_index(drop=True),
-            ranks=per_dir, model={"name": label, "spec": desc["spec"], "fingerprint": fp}, dataset=dataset,
-            image_backbone=image_desc, protocol=protocol, samples_sha256=plan.samples_sha256(), seconds=seconds,
-        ))
+        out.append(
+            Evaluation(
+                scores=scores[scores["encoder"] == label].reset_index(drop=True),
+                ranks=per_dir,
+                model={"name": label, "spec": desc["spec"], "fingerprint": fp},
+                dataset=dataset,
+                image_backbone=image_desc,
+                protocol=protocol,
+                samples_sha256=plan.samples_sha256(),
+                seconds=seconds,
+            )
+        )
     return out
 
 
@@ -352,8 +438,16 @@ def evaluate_model(model: Any, data: str | Path, directions: str | Sequence[str]
     return evaluate_models([model], data, directions, names=[name], **kw)[0]
 
 
-def evaluate(model: Any, dataset: str | Path, directions: str | Sequence[str], *, n: int = DEFAULT_N,
-             seeds: int | Sequence[int] = DEFAULT_SEEDS, k: int = DEFAULT_K, **kw: Any) -> pd.DataFrame:
+def evaluate(
+    model: Any,
+    dataset: str | Path,
+    directions: str | Sequence[str],
+    *,
+    n: int = DEFAULT_N,
+    seeds: int | Sequence[int] = DEFAULT_SEEDS,
+    k: int = DEFAULT_K,
+    **kw: Any,
+) -> pd.DataFrame:
     """XLR (parallel data), BkR, CORR and MRR of ``model`` on ``dataset``: the tidy per-seed table.
 
     ``model``: a sentence-transformers name or folder, ``"module:callable"``,

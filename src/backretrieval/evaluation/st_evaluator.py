@@ -72,10 +72,19 @@ class BackretrievalEvaluator(SentenceEvaluator):
         dirs = check_protocol(directions, n, seeds, k, text_field)[0]
         precheck_named(ref, dirs, int(n), Path(shared_dir))
         root = prepare_named(ref, Path(shared_dir))
-        self.plan = plan_evaluation(root, directions, n=n, seeds=seeds, k=k, text_field=text_field,
-                                    image_backbone=image_backbone, named=ref.named.name if ref.named else None)
+        self.plan = plan_evaluation(
+            root,
+            directions,
+            n=n,
+            seeds=seeds,
+            k=k,
+            text_field=text_field,
+            image_backbone=image_backbone,
+            named=ref.named.name if ref.named else None,
+        )
         self.images, self.image_info = self.plan.image_features(
-            Path(cache_dir) if cache_dir is not None else None, progress=show_progress_bar)
+            Path(cache_dir) if cache_dir is not None else None, progress=show_progress_bar
+        )
         self.needed = self.plan.needed_items()
         self.texts = {lang: self.plan.texts(lang, ids) for lang, ids in self.needed.items()}
         self.k = int(k)
@@ -104,22 +113,37 @@ class BackretrievalEvaluator(SentenceEvaluator):
         names.append(f"bkr_recall@{self.k}")
         return names
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        where = f" after epoch {epoch}" if epoch != -1 and steps == -1 else (
-            f" in epoch {epoch} after {steps} steps" if epoch != -1 else "")
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
+    ) -> dict[str, float]:
+        where = (
+            f" after epoch {epoch}"
+            if epoch != -1 and steps == -1
+            else (f" in epoch {epoch} after {steps} steps" if epoch != -1 else "")
+        )
         logger.info("Backretrieval evaluation of the model on %s%s", self.plan.meta.name, where)
         lookups = {}
         for lang, ids in self.needed.items():
-            emb = model.encode(self.texts[lang], batch_size=self.batch_size, convert_to_numpy=True,
-                               show_progress_bar=self.show_progress_bar)
+            emb = model.encode(
+                self.texts[lang],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                show_progress_bar=self.show_progress_bar,
+            )
             lookups[lang] = lookup_from(ids, emb)
-        scores, _ = self.plan.run({"model": lookups}, self.images, backbone=self.image_info["id"],
-                                  with_corr=self.with_corr)
+        scores, _ = self.plan.run(
+            {"model": lookups}, self.images, backbone=self.image_info["id"], with_corr=self.with_corr
+        )
         means = scores.groupby(["direction", "metric"])["value"].mean()
         metrics: dict[str, float] = {}
         for d in self.plan.directions:
-            for metric, key in (("xlr_recall", f"xlr_recall@{self.k}"), ("xlr_mrr", "xlr_mrr"),
-                                ("bkr_recall", f"bkr_recall@{self.k}"), ("bkr_mrr", "bkr_mrr"), ("corr", "corr")):
+            for metric, key in (
+                ("xlr_recall", f"xlr_recall@{self.k}"),
+                ("xlr_mrr", "xlr_mrr"),
+                ("bkr_recall", f"bkr_recall@{self.k}"),
+                ("bkr_mrr", "bkr_mrr"),
+                ("corr", "corr"),
+            ):
                 if (d, metric) in means.index:
                     metrics[f"{d}_{key}"] = float(means[(d, metric)])
         for key in (f"xlr_recall@{self.k}", f"bkr_recall@{self.k}"):
@@ -143,5 +167,11 @@ class BackretrievalEvaluator(SentenceEvaluator):
         return metrics
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"dataset": self.plan.meta.name, "directions": self.plan.directions, "n": self.plan.n,
-                "seeds": self.plan.seeds, "k": self.k, "image_backbone": self.image_info["id"]}
+        return {
+            "dataset": self.plan.meta.name,
+            "directions": self.plan.directions,
+            "n": self.plan.n,
+            "seeds": self.plan.seeds,
+            "k": self.k,
+            "image_backbone": self.image_info["id"],
+        }

@@ -19,7 +19,9 @@ from ..errors import InputError
 from ..stats import bootstrap_corr_ci
 
 
-def agreement_table(per_encoder: pd.DataFrame, metrics: Sequence[str], B: int = 1000, seed: int = 0, min_encoders: int = 4) -> pd.DataFrame:
+def agreement_table(
+    per_encoder: pd.DataFrame, metrics: Sequence[str], B: int = 1000, seed: int = 0, min_encoders: int = 4
+) -> pd.DataFrame:
     """Rows per metric pair (a < b in ``metrics`` order): n encoders, Spearman rho, CI, and the
     encoders' names. ``per_encoder``: index = encoder, one column per metric (NaN = missing).
     Pairs with fewer than ``min_encoders`` encoders, or a constant metric, get NaN."""
@@ -28,10 +30,18 @@ def agreement_table(per_encoder: pd.DataFrame, metrics: Sequence[str], B: int = 
         raise InputError(f"agreement: no column(s) {missing} among {list(per_encoder.columns)}")
     rows = []
     for i, a in enumerate(metrics):
-        for b in metrics[i + 1:]:
+        for b in metrics[i + 1 :]:
             sub = per_encoder[[a, b]].dropna()
-            row = {"metric_a": a, "metric_b": b, "n_encoders": len(sub), "spearman": np.nan, "low": np.nan,
-                   "high": np.nan, "n_valid_resamples": 0, "encoders": " ".join(sub.index)}
+            row = {
+                "metric_a": a,
+                "metric_b": b,
+                "n_encoders": len(sub),
+                "spearman": np.nan,
+                "low": np.nan,
+                "high": np.nan,
+                "n_valid_resamples": 0,
+                "encoders": " ".join(sub.index),
+            }
             x, y = sub[a].to_numpy(float), sub[b].to_numpy(float)
             if len(sub) >= min_encoders and np.ptp(x) > 0 and np.ptp(y) > 0:
                 ci = bootstrap_corr_ci(x, y, method="spearman", B=B, seed=seed)
@@ -73,9 +83,20 @@ def plot_clustermap(matrix: pd.DataFrame, out_base, title: str) -> list:
     np.fill_diagonal(dist, 0.0)
     link = linkage(squareform((dist + dist.T) / 2, checks=False), method="average")
     sns.set_theme(style="white", context="paper")
-    g = sns.clustermap(m, row_linkage=link, col_linkage=link, vmin=-1, vmax=1, cmap="vlag", annot=True, fmt=".2f",
-                       figsize=(1.0 * len(keep) + 3, 1.0 * len(keep) + 2.5), cbar_kws={"label": "Spearman ρ"},
-                       annot_kws={"fontsize": 7}, dendrogram_ratio=0.12)
+    g = sns.clustermap(
+        m,
+        row_linkage=link,
+        col_linkage=link,
+        vmin=-1,
+        vmax=1,
+        cmap="vlag",
+        annot=True,
+        fmt=".2f",
+        figsize=(1.0 * len(keep) + 3, 1.0 * len(keep) + 2.5),
+        cbar_kws={"label": "Spearman ρ"},
+        annot_kws={"fontsize": 7},
+        dendrogram_ratio=0.12,
+    )
     g.figure.suptitle(title, fontsize=9)
     g.figure.subplots_adjust(top=0.9)
     written = save_figure(g.figure, out_base)

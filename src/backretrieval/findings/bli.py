@@ -136,8 +136,13 @@ def evaluate_bli(
         for r in gold_ranks(sc, gold[s : s + chunk]):
             p1.append(float(r[0] == 1))
             aps.append(average_precision(r))
-    return BliResult(retrieval=retrieval, p_at_1=float(np.mean(p1)), map=float(np.mean(aps)),
-                     n_queries=int(q.size), n_candidates=int(T.shape[0]))
+    return BliResult(
+        retrieval=retrieval,
+        p_at_1=float(np.mean(p1)),
+        map=float(np.mean(aps)),
+        n_queries=int(q.size),
+        n_candidates=int(T.shape[0]),
+    )
 
 
 def plot_bli(frame, out_base, title: str) -> list:

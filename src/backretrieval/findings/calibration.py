@@ -132,9 +132,17 @@ def leave_one_group_out(cells: pd.DataFrame, group: str, target: str, models: Se
             train = cells[cells[group] != g]
             pred = fit_predict(train, test, model, target)
             for (_, r), p in zip(test.iterrows(), pred):
-                rows.append({**{c: r[c] for c in ("dataset", "direction", "encoder") if c in cells.columns},
-                             "left_out": f"{group}={g}", "model": model, "target": target,
-                             "truth": float(r[target]), "prediction": float(p), "error": float(p - r[target])})
+                rows.append(
+                    {
+                        **{c: r[c] for c in ("dataset", "direction", "encoder") if c in cells.columns},
+                        "left_out": f"{group}={g}",
+                        "model": model,
+                        "target": target,
+                        "truth": float(r[target]),
+                        "prediction": float(p),
+                        "error": float(p - r[target]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -144,11 +152,22 @@ def error_summary(pred: pd.DataFrame, by: Sequence[str] = ("model", "target")) -
     for key, g in pred.groupby(list(by), sort=True):
         e = g["error"].to_numpy(float)
         ok = np.isfinite(e)
-        rho = float(corr_rows(g["prediction"].to_numpy(float)[ok], g["truth"].to_numpy(float)[ok], "spearman")) if ok.sum() >= 3 else float("nan")
+        rho = (
+            float(corr_rows(g["prediction"].to_numpy(float)[ok], g["truth"].to_numpy(float)[ok], "spearman"))
+            if ok.sum() >= 3
+            else float("nan")
+        )
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)), "n": int(ok.sum()), "mae": float(np.mean(np.abs(e[ok]))) if ok.any() else float("nan"),
-                     "rmse": float(np.sqrt(np.mean(e[ok] ** 2))) if ok.any() else float("nan"),
-                     "bias": float(np.mean(e[ok])) if ok.any() else float("nan"), "spearman": rho})
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "n": int(ok.sum()),
+                "mae": float(np.mean(np.abs(e[ok]))) if ok.any() else float("nan"),
+                "rmse": float(np.sqrt(np.mean(e[ok] ** 2))) if ok.any() else float("nan"),
+                "bias": float(np.mean(e[ok])) if ok.any() else float("nan"),
+                "spearman": rho,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -161,7 +180,11 @@ def soft_agreement(cells: pd.DataFrame, soft_columns: Sequence[str], references:
         for col in soft_columns:
             for ref_name, ref in references.items():
                 for stat in ("pearson", "spearman"):
-                    r = float(corr_rows(g[col].to_numpy(float), g[ref].to_numpy(float), stat)) if len(g) >= 3 else float("nan")
+                    r = (
+                        float(corr_rows(g[col].to_numpy(float), g[ref].to_numpy(float), stat))
+                        if len(g) >= 3
+                        else float("nan")
+                    )
                     rows.append({"direction": d, "metric": col, "reference": ref_name, "stat": stat, "value": r})
     out = pd.DataFrame(rows)
     if len(out):
@@ -214,7 +237,9 @@ def lodo_text(summary: pd.DataFrame, datasets: Sequence[str]) -> tuple[str, str]
         return ("Fewer than two datasets have calibration points; no leave-one-dataset-out evaluation.", "")
     parts = [f"Leave one dataset out over {len(datasets)} datasets ({', '.join(datasets)}):"]
     for r in summary.itertuples():
-        parts.append(f"{r.model} → {r.target}: MAE {r.mae:.3f}, bias {r.bias:+.3f}, Spearman {r.spearman:.2f} (n={r.n}).")
+        parts.append(
+            f"{r.model} → {r.target}: MAE {r.mae:.3f}, bias {r.bias:+.3f}, Spearman {r.spearman:.2f} (n={r.n})."
+        )
     best = summary[summary["target"] == "xlr_r1"].sort_values("mae")
     verdict = ""
     if len(best):

@@ -53,25 +53,55 @@ class Question:
 
 #: every analysis, in document order (section 1..6; cross-configuration records last in theirs)
 QUESTIONS: tuple[Question, ...] = (
-    Question("inference", 1, "The right unit of inference",
-             "How uncertain are the correlations of BkR and CORR with XLR when encoders and items, "
-             "not seeds, are the units; how often does each metric order two encoders as XLR does?"),
-    Question("overall", 1, "One verdict across datasets × directions",
-             "Pooled over every dataset × direction, does BkR track XLR better than CORR?"),
-    Question("image_quality", 2, "How good must the image side be?",
-             "How does BkR's agreement with XLR depend on the quality of the image features?"),
-    Question("sample_size", 3, "How large must N be?",
-             "From which sample size N does BkR order the encoders reliably?"),
-    Question("hubness", 4, "Hubness",
-             "Does BkR keep its agreement with XLR under hubs, and do CSLS / margin retrieval help?"),
-    Question("calibration", 5, "Calibration: from BkR to an estimate of XLR",
-             "Can XLR@1 be estimated from BkR and the image side alone; how does soft BkR agree with XLR?"),
-    Question("calibration_lodo", 5, "Calibration across datasets",
-             "How well does a calibration fitted on the other datasets predict XLR on a new one?"),
-    Question("bli", 6, "Bilingual lexicon induction (word-vector family)",
-             "How do the word-vector models rank on BLI (P@1, MAP; nearest neighbour and CSLS)?"),
-    Question("agreement", 6, "Benchmark disagreement: the agreement matrix",
-             "Do the metrics we compute rank the encoders alike?"),
+    Question(
+        "inference",
+        1,
+        "The right unit of inference",
+        "How uncertain are the correlations of BkR and CORR with XLR when encoders and items, "
+        "not seeds, are the units; how often does each metric order two encoders as XLR does?",
+    ),
+    Question(
+        "overall",
+        1,
+        "One verdict across datasets × directions",
+        "Pooled over every dataset × direction, does BkR track XLR better than CORR?",
+    ),
+    Question(
+        "image_quality",
+        2,
+        "How good must the image side be?",
+        "How does BkR's agreement with XLR depend on the quality of the image features?",
+    ),
+    Question(
+        "sample_size", 3, "How large must N be?", "From which sample size N does BkR order the encoders reliably?"
+    ),
+    Question(
+        "hubness", 4, "Hubness", "Does BkR keep its agreement with XLR under hubs, and do CSLS / margin retrieval help?"
+    ),
+    Question(
+        "calibration",
+        5,
+        "Calibration: from BkR to an estimate of XLR",
+        "Can XLR@1 be estimated from BkR and the image side alone; how does soft BkR agree with XLR?",
+    ),
+    Question(
+        "calibration_lodo",
+        5,
+        "Calibration across datasets",
+        "How well does a calibration fitted on the other datasets predict XLR on a new one?",
+    ),
+    Question(
+        "bli",
+        6,
+        "Bilingual lexicon induction (word-vector family)",
+        "How do the word-vector models rank on BLI (P@1, MAP; nearest neighbour and CSLS)?",
+    ),
+    Question(
+        "agreement",
+        6,
+        "Benchmark disagreement: the agreement matrix",
+        "Do the metrics we compute rank the encoders alike?",
+    ),
 )
 QUESTION_BY_ANALYSIS = {q.analysis: q for q in QUESTIONS}
 CROSS_CONFIG = ("overall", "calibration_lodo")
@@ -105,21 +135,46 @@ class RunInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_name": self.run_name, "dataset": self.dataset, "synthetic": self.synthetic,
-            "reports_dir": self.reports_dir, "sample_size": self.sample_size, "seeds": list(self.seeds),
-            "directions": list(self.directions), "encoders": list(self.encoders),
-            "image_backbone": self.image_backbone, "k": self.k,
+            "run_name": self.run_name,
+            "dataset": self.dataset,
+            "synthetic": self.synthetic,
+            "reports_dir": self.reports_dir,
+            "sample_size": self.sample_size,
+            "seeds": list(self.seeds),
+            "directions": list(self.directions),
+            "encoders": list(self.encoders),
+            "image_backbone": self.image_backbone,
+            "k": self.k,
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str) -> RunInfo:
-        _require(d, ("run_name", "dataset", "synthetic", "reports_dir", "sample_size", "seeds",
-                     "directions", "encoders", "image_backbone", "k"), f"{where}: field 'run'")
+        _require(
+            d,
+            (
+                "run_name",
+                "dataset",
+                "synthetic",
+                "reports_dir",
+                "sample_size",
+                "seeds",
+                "directions",
+                "encoders",
+                "image_backbone",
+                "k",
+            ),
+            f"{where}: field 'run'",
+        )
         return cls(
-            run_name=str(d["run_name"]), dataset=str(d["dataset"]), synthetic=bool(d["synthetic"]),
-            reports_dir=str(d["reports_dir"]), sample_size=int(d["sample_size"]),
-            seeds=tuple(int(s) for s in d["seeds"]), directions=tuple(str(x) for x in d["directions"]),
-            encoders=tuple(str(x) for x in d["encoders"]), image_backbone=str(d["image_backbone"]),
+            run_name=str(d["run_name"]),
+            dataset=str(d["dataset"]),
+            synthetic=bool(d["synthetic"]),
+            reports_dir=str(d["reports_dir"]),
+            sample_size=int(d["sample_size"]),
+            seeds=tuple(int(s) for s in d["seeds"]),
+            directions=tuple(str(x) for x in d["directions"]),
+            encoders=tuple(str(x) for x in d["encoders"]),
+            image_backbone=str(d["image_backbone"]),
             k=int(d["k"]),
         )
 
@@ -128,9 +183,11 @@ class RunInfo:
         return f"{self.run_name} ({self.dataset}{', SYNTHETIC' if self.synthetic else ''})"
 
     def scale(self) -> str:
-        return (f"N={self.sample_size}, {len(self.seeds)} seed{'s' if len(self.seeds) != 1 else ''}, "
-                f"{len(self.encoders)} encoders, {len(self.directions)} directions, "
-                f"image backbone {self.image_backbone}")
+        return (
+            f"N={self.sample_size}, {len(self.seeds)} seed{'s' if len(self.seeds) != 1 else ''}, "
+            f"{len(self.encoders)} encoders, {len(self.directions)} directions, "
+            f"image backbone {self.image_backbone}"
+        )
 
 
 @dataclass(frozen=True)
@@ -149,7 +206,9 @@ class FindingsRecord:
 
     def __post_init__(self) -> None:
         if self.analysis not in QUESTION_BY_ANALYSIS:
-            raise InputError(f"findings record: unknown analysis {self.analysis!r}; known: {sorted(QUESTION_BY_ANALYSIS)}")
+            raise InputError(
+                f"findings record: unknown analysis {self.analysis!r}; known: {sorted(QUESTION_BY_ANALYSIS)}"
+            )
         if self.status not in STATUSES:
             raise InputError(f"findings record {self.analysis}: status must be one of {STATUSES}, got {self.status!r}")
         if (self.run is None) != (self.analysis in CROSS_CONFIG):
@@ -160,17 +219,24 @@ class FindingsRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": self.schema, "analysis": self.analysis, "status": self.status,
+            "schema": self.schema,
+            "analysis": self.analysis,
+            "status": self.status,
             "run": self.run.to_dict() if self.run is not None else None,
-            "settings": _jsonable(dict(self.settings)), "numbers": _jsonable(dict(self.numbers)),
-            "answer": self.answer, "verdict": self.verdict, "outputs": list(self.outputs),
+            "settings": _jsonable(dict(self.settings)),
+            "numbers": _jsonable(dict(self.numbers)),
+            "answer": self.answer,
+            "verdict": self.verdict,
+            "outputs": list(self.outputs),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "findings record") -> FindingsRecord:
         if not isinstance(d, Mapping):
             raise InputError(f"{where}: expected a JSON object")
-        _require(d, ("schema", "analysis", "status", "run", "settings", "numbers", "answer", "verdict", "outputs"), where)
+        _require(
+            d, ("schema", "analysis", "status", "run", "settings", "numbers", "answer", "verdict", "outputs"), where
+        )
         if d["schema"] != SCHEMA_VERSION:
             raise InputError(f"{where}: field 'schema' is {d['schema']!r}, expected {SCHEMA_VERSION!r}")
         for key in ("settings", "numbers"):
@@ -183,9 +249,16 @@ class FindingsRecord:
             raise InputError(f"{where}: field 'outputs' must be a list of relative paths")
         run = RunInfo.from_dict(d["run"], where) if d["run"] is not None else None
         try:
-            return cls(analysis=str(d["analysis"]), run=run, settings=dict(d["settings"]),
-                       numbers=dict(d["numbers"]), answer=d["answer"], verdict=d["verdict"],
-                       outputs=tuple(d["outputs"]), status=str(d["status"]))
+            return cls(
+                analysis=str(d["analysis"]),
+                run=run,
+                settings=dict(d["settings"]),
+                numbers=dict(d["numbers"]),
+                answer=d["answer"],
+                verdict=d["verdict"],
+                outputs=tuple(d["outputs"]),
+                status=str(d["status"]),
+            )
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from exc
 
@@ -234,6 +307,7 @@ def read_record(path: str | os.PathLike[str]) -> FindingsRecord:
 
 def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub Markdown table of ``df`` (floats with ``digits`` decimals, NaN as n/a)."""
+
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return "n/a" if not math.isfinite(v) else f"{v:.{digits}f}"
@@ -278,8 +352,10 @@ def overall_sentence(records: Sequence[FindingsRecord]) -> str:
     for r in records:
         if r.analysis == "overall" and r.verdict:
             return r.verdict
-    return ("No overall verdict yet: it needs the `inference` findings of at least two dataset × "
-            "direction cells (`snakemake findings`).")
+    return (
+        "No overall verdict yet: it needs the `inference` findings of at least two dataset × "
+        "direction cells (`snakemake findings`)."
+    )
 
 
 def render_findings(
@@ -360,8 +436,10 @@ def render_findings(
 
 def readme_block(records: Sequence[FindingsRecord]) -> str:
     """The README's generated block (markers included)."""
-    return (f"{README_START}\n**Overall verdict (issue 15, [docs/FINDINGS.md](docs/FINDINGS.md)):** "
-            f"{overall_sentence(records)}\n{README_END}")
+    return (
+        f"{README_START}\n**Overall verdict (issue 15, [docs/FINDINGS.md](docs/FINDINGS.md)):** "
+        f"{overall_sentence(records)}\n{README_END}"
+    )
 
 
 def update_readme_block(readme_text: str, records: Sequence[FindingsRecord], where: str = "README.md") -> str:

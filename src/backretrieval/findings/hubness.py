@@ -117,28 +117,43 @@ def hubness_metrics(
         index_hubs = BkrImageIndex.build(q_img, np.concatenate([t_img, t_img[hub_img_rows]]), k=k)
         for e_i, enc in enumerate(v.encoders):
             src, tgt = v.bkr_src[enc], v.bkr_tgt[enc]
-            hubs = inject_hubs(tgt, n_hubs, hub_noise, seed=int(np.random.default_rng([seed, v.seed, 2, e_i]).integers(2**32)))
+            hubs = inject_hubs(
+                tgt, n_hubs, hub_noise, seed=int(np.random.default_rng([seed, v.seed, 2, e_i]).integers(2**32))
+            )
             xlr_tgt = v.xlr_tgt.get(enc)
-            for condition, cands, index in (("clean", tgt, index_clean),
-                                            ("hubs", np.concatenate([tgt, hubs]), index_hubs)):
+            for condition, cands, index in (
+                ("clean", tgt, index_clean),
+                ("hubs", np.concatenate([tgt, hubs]), index_hubs),
+            ):
                 # one cosine matrix per condition; CSLS / margin derived from it (same values
                 # as the kernels' options, see metrics.kernels.retrieval_scores)
                 cos_bkr = retrieval_scores(src, cands)
                 cos_xlr = None
                 if xlr_tgt is not None:
-                    cos_xlr = retrieval_scores(src, xlr_tgt if condition == "clean" else np.concatenate([xlr_tgt, hubs]))
+                    cos_xlr = retrieval_scores(
+                        src, xlr_tgt if condition == "clean" else np.concatenate([xlr_tgt, hubs])
+                    )
                 for retrieval in retrievals:
                     scores = retrieval_scores(None, None, retrieval, cosines=cos_bkr)
                     t_star = np.argmax(scores, axis=1)
                     n1 = hubness_stats(k_occurrence(t_star, cands.shape[0]))
                     nk = hubness_stats(k_occurrence(top_k_targets(scores, occurrence_k), cands.shape[0]))
-                    row = dict(condition=condition, retrieval=retrieval, direction=v.direction, seed=v.seed,
-                               encoder=enc, n=len(v.queries), n_hubs=n_hubs if condition == "hubs" else 0,
-                               skew_n1=n1["skewness"], top1pct_n1=n1["top1pct_share"],
-                               antihub_n1=n1["antihub_share"], skew_nk=nk["skewness"],
-                               top1pct_nk=nk["top1pct_share"],
-                               hub_capture=float(np.mean(t_star >= n_t)),
-                               bkr_recall=float(np.mean(index.hits(t_star))))
+                    row = dict(
+                        condition=condition,
+                        retrieval=retrieval,
+                        direction=v.direction,
+                        seed=v.seed,
+                        encoder=enc,
+                        n=len(v.queries),
+                        n_hubs=n_hubs if condition == "hubs" else 0,
+                        skew_n1=n1["skewness"],
+                        top1pct_n1=n1["top1pct_share"],
+                        antihub_n1=n1["antihub_share"],
+                        skew_nk=nk["skewness"],
+                        top1pct_nk=nk["top1pct_share"],
+                        hub_capture=float(np.mean(t_star >= n_t)),
+                        bkr_recall=float(np.mean(index.hits(t_star))),
+                    )
                     if cos_xlr is not None:
                         x_scores = retrieval_scores(None, None, retrieval, cosines=cos_xlr)
                         row["xlr_recall"] = float(np.mean(_ranks_from_scores(x_scores) <= k))
@@ -157,12 +172,21 @@ def summarize_hubness(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = [c for c in cols if c in df]
     per_enc = df.groupby(["condition", "retrieval", "encoder"], sort=True)[cols].mean().reset_index()
     rows_ = []
-    clean_xlr = (df[(df.condition == "clean") & (df.retrieval == "cosine")]
-                 .set_index(["direction", "seed", "encoder"])["xlr_recall"]) if "xlr_recall" in df else None
+    clean_xlr = (
+        (
+            df[(df.condition == "clean") & (df.retrieval == "cosine")].set_index(["direction", "seed", "encoder"])[
+                "xlr_recall"
+            ]
+        )
+        if "xlr_recall" in df
+        else None
+    )
     for (cond, ret), g in df.groupby(["condition", "retrieval"], sort=True):
         row: dict = {"condition": cond, "retrieval": ret}
         if clean_xlr is not None:
-            g = g.assign(xlr_clean=clean_xlr.reindex(pd.MultiIndex.from_frame(g[["direction", "seed", "encoder"]])).to_numpy())
+            g = g.assign(
+                xlr_clean=clean_xlr.reindex(pd.MultiIndex.from_frame(g[["direction", "seed", "encoder"]])).to_numpy()
+            )
             for ref, label in (("xlr_recall", "same"), ("xlr_clean", "clean")):
                 a = agreement_table(g, ["direction", "seed"], "bkr_recall", ref)
                 for stat in ("spearman", "pairwise"):
@@ -202,7 +226,11 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
     axes[0].legend(fontsize=6, ncol=2)
     plt.setp(axes[0].get_xticklabels(), rotation=20, ha="right")
     if "spearman_vs_clean_mean" in summary:
-        sm = summary.assign(setting=summary["retrieval"] + " / " + summary["condition"]).set_index("setting").reindex(order)
+        sm = (
+            summary.assign(setting=summary["retrieval"] + " / " + summary["condition"])
+            .set_index("setting")
+            .reindex(order)
+        )
         y = sm["spearman_vs_clean_mean"]
         err = np.vstack([y - sm["spearman_vs_clean_p2.5"], sm["spearman_vs_clean_p97.5"] - y])
         axes[1].errorbar(range(len(sm)), y, yerr=err, fmt="o", capsize=2, color="#08519c", ecolor="#9ecae1")
@@ -216,8 +244,17 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
     return written
 
 
-def answer(per_encoder: pd.DataFrame, summary: pd.DataFrame, *, dataset: str, synthetic: bool, k: int, n: int,
-           n_hubs: int, n_encoders: int) -> str:
+def answer(
+    per_encoder: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    dataset: str,
+    synthetic: bool,
+    k: int,
+    n: int,
+    n_hubs: int,
+    n_encoders: int,
+) -> str:
     """The generated answer paragraph (from the numbers of the two summaries)."""
     s = summary.set_index(["condition", "retrieval"])
     syn = "SYNTHETIC data" if synthetic else "real data"
@@ -235,10 +272,16 @@ def answer(per_encoder: pd.DataFrame, summary: pd.DataFrame, *, dataset: str, sy
         f"(most skewed: {worst}, {clean.loc[worst, 'skew_n1']:.2f}, where {clean.loc[worst, 'top1pct_n1']:.0%} of the queries land "
         f"on the top 1 % of targets)."
     ]
-    parts.append("CSLS / margin change the mean skewness to " + ", ".join(
-        f"{r} {s.loc[('clean', r), 'skew_n1_mean']:.2f}" for r in rets if r != "cosine") + ".")
-    parts.append("BkR's Spearman agreement with XLR across encoders (mean [2.5, 97.5 %] over samples), clean: "
-                 + "; ".join(f"{r} {agree('clean', r, 'same')}" for r in rets) + ".")
+    parts.append(
+        "CSLS / margin change the mean skewness to "
+        + ", ".join(f"{r} {s.loc[('clean', r), 'skew_n1_mean']:.2f}" for r in rets if r != "cosine")
+        + "."
+    )
+    parts.append(
+        "BkR's Spearman agreement with XLR across encoders (mean [2.5, 97.5 %] over samples), clean: "
+        + "; ".join(f"{r} {agree('clean', r, 'same')}" for r in rets)
+        + "."
+    )
     if ("hubs", "cosine") in s.index:
         parts.append(
             f"With {n_hubs} injected hubs near each encoder's target centroid, cosine step 1 sends "

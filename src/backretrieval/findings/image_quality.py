@@ -156,11 +156,13 @@ def scene_similarity_matrix(scenes_a: list[Mapping], scenes_b: list[Mapping]) ->
     def obj_sim(ga: int, gb: int) -> np.ndarray:
         ca, cb = A["count"][:, ga, None], B["count"][None, :, gb]
         count_sim = 1.0 - np.minimum(np.abs(ca - cb), MAX_COUNT - 1) / (MAX_COUNT - 1)
-        return (0.5 * (A["kind"][:, ga, None] == B["kind"][None, :, gb])
-                + 0.25 * (A["color"][:, ga, None] == B["color"][None, :, gb])
-                + 0.1 * count_sim
-                + 0.1 * (A["size"][:, ga, None] == B["size"][None, :, gb])
-                + 0.05 * (A["position"][:, ga, None] == B["position"][None, :, gb]))
+        return (
+            0.5 * (A["kind"][:, ga, None] == B["kind"][None, :, gb])
+            + 0.25 * (A["color"][:, ga, None] == B["color"][None, :, gb])
+            + 0.1 * count_sim
+            + 0.1 * (A["size"][:, ga, None] == B["size"][None, :, gb])
+            + 0.05 * (A["position"][:, ga, None] == B["position"][None, :, gb])
+        )
 
     two_a, two_b = A["present"][:, 1][:, None], B["present"][:, 1][None, :]
     s00, s01, s10, s11 = obj_sim(0, 0), obj_sim(0, 1), obj_sim(1, 0), obj_sim(1, 1)
@@ -221,9 +223,16 @@ def image_quality_metrics(
                 side["bkr_oracle"] = float(np.mean(index.hits(oracle)))
             side_rows.append(side)
             for enc in v.encoders:
-                enc_rows.append(dict(variant=name, direction=v.direction, seed=v.seed, encoder=enc,
-                                     xlr_recall=xlr_r.get(enc, float("nan")),
-                                     bkr_recall=float(np.mean(index.hits(t_star[enc])))))
+                enc_rows.append(
+                    dict(
+                        variant=name,
+                        direction=v.direction,
+                        seed=v.seed,
+                        encoder=enc,
+                        xlr_recall=xlr_r.get(enc, float("nan")),
+                        bkr_recall=float(np.mean(index.hits(t_star[enc]))),
+                    )
+                )
     return pd.DataFrame(enc_rows), pd.DataFrame(side_rows)
 
 
@@ -278,10 +287,14 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
 
     from ..reporting.figures import save_figure
 
-    xs = [c for c in ("concept_precision", "bkr_oracle", "bkr_best_encoder")
-          if c in summary and summary[c].notna().any()]
-    labels = {"concept_precision": "same-concept image precision@k", "bkr_oracle": "BkR of a perfect text encoder",
-              "bkr_best_encoder": "BkR of the best encoder (by XLR)"}
+    xs = [
+        c for c in ("concept_precision", "bkr_oracle", "bkr_best_encoder") if c in summary and summary[c].notna().any()
+    ]
+    labels = {
+        "concept_precision": "same-concept image precision@k",
+        "bkr_oracle": "BkR of a perfect text encoder",
+        "bkr_best_encoder": "BkR of the best encoder (by XLR)",
+    }
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, len(xs), figsize=(4.2 * len(xs), 3.6), squeeze=False)
     for ax, x in zip(axes.flat, xs):
@@ -300,15 +313,28 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
     return written
 
 
-def answer(summary: pd.DataFrame, *, base: str, dataset: str, synthetic: bool, k: int, n: int,
-           n_encoders: int, tolerance: float = 0.1) -> str:
+def answer(
+    summary: pd.DataFrame,
+    *,
+    base: str,
+    dataset: str,
+    synthetic: bool,
+    k: int,
+    n: int,
+    n_encoders: int,
+    tolerance: float = 0.1,
+) -> str:
     """The generated answer paragraph (from the numbers of ``summary``)."""
     s = summary.set_index("variant")
     b = s.loc[base]
     syn = "SYNTHETIC data (numbers say nothing about real images)" if synthetic else "real data"
-    quality = "concept_precision" if "concept_precision" in s and s["concept_precision"].notna().any() else "bkr_best_encoder"
-    qlabel = {"concept_precision": f"same-concept image precision@{k}",
-              "bkr_best_encoder": f"BkR of the best encoder by XLR ({b['best_encoder']})"}[quality]
+    quality = (
+        "concept_precision" if "concept_precision" in s and s["concept_precision"].notna().any() else "bkr_best_encoder"
+    )
+    qlabel = {
+        "concept_precision": f"same-concept image precision@{k}",
+        "bkr_best_encoder": f"BkR of the best encoder by XLR ({b['best_encoder']})",
+    }[quality]
 
     def q(v: str) -> str:
         return f"{s.loc[v, quality]:.2f}"
@@ -319,8 +345,12 @@ def answer(summary: pd.DataFrame, *, base: str, dataset: str, synthetic: bool, k
         f"{b['spearman_mean']:.2f} (2.5-97.5 % of samples {b['spearman_p2.5']:.2f} to {b['spearman_p97.5']:.2f}; "
         f"pairwise order {b['pairwise_mean']:.2f}); its {qlabel} is {q(base)}"
         + (f"; a perfect text encoder would reach BkR {b['bkr_oracle']:.2f}" if "bkr_oracle" in s else "")
-        + (f", the best encoder by XLR ({b['best_encoder']}) reaches {b['bkr_best_encoder']:.2f}"
-           if quality != "bkr_best_encoder" else "") + "."
+        + (
+            f", the best encoder by XLR ({b['best_encoder']}) reaches {b['bkr_best_encoder']:.2f}"
+            if quality != "bkr_best_encoder"
+            else ""
+        )
+        + "."
     ]
     others = [v for v in s.index if v != base and not v.startswith(("noise", "project", "shuffle"))]
     for v in others:
@@ -345,5 +375,7 @@ def answer(summary: pd.DataFrame, *, base: str, dataset: str, synthetic: bool, k
             f"With shuffled features (the floor) BkR is at chance (mean {mean_bkr:.3f} vs k/N = {sh['chance_k_over_n']:.3f}) "
             f"and rho drops to {sh['spearman_mean']:.2f}."
         )
-    parts.append("Samples of one direction re-split the same items, so the spreads describe variation, not independent replicates.")
+    parts.append(
+        "Samples of one direction re-split the same items, so the spreads describe variation, not independent replicates."
+    )
     return " ".join(parts)

@@ -100,11 +100,24 @@ class BootstrapOutcome:
                 seed_sd = float(np.std(ps, ddof=1))
                 ci = bootstrap_ci(ps, B=self.B, seed=self.seed, alpha=alpha)
                 naive_low, naive_high = ci.low, ci.high
-            rows.append(dict(
-                set=set_name, quantity=quantity, stat=stat, estimate=est, low=low, high=high, se=se,
-                n_valid=int(rep.size), B=self.B, seed_sd=seed_sd, naive_low=naive_low,
-                naive_high=naive_high, n_seeds=self.n_seeds, n_items=self.n_items,
-            ))
+            rows.append(
+                dict(
+                    set=set_name,
+                    quantity=quantity,
+                    stat=stat,
+                    estimate=est,
+                    low=low,
+                    high=high,
+                    se=se,
+                    n_valid=int(rep.size),
+                    B=self.B,
+                    seed_sd=seed_sd,
+                    naive_low=naive_low,
+                    naive_high=naive_high,
+                    n_seeds=self.n_seeds,
+                    n_items=self.n_items,
+                )
+            )
         return pd.DataFrame(rows)
 
 
@@ -186,7 +199,9 @@ def _set_indices(encoders: Sequence[str], encoder_sets: Mapping[str, Sequence[st
     return out
 
 
-def _quantities(values: Mapping[str, np.ndarray], xlr: np.ndarray, metrics: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
+def _quantities(
+    values: Mapping[str, np.ndarray], xlr: np.ndarray, metrics: Sequence[str]
+) -> dict[tuple[str, str], np.ndarray]:
     """(quantity, stat) → per row: correlations with XLR, pairwise-order accuracy, and the
     BkR − CORR differences. ``values[m]`` and ``xlr`` are (…, n_encoders)."""
     out: dict[tuple[str, str], np.ndarray] = {}
@@ -330,9 +345,17 @@ def random_effects_summary(effects: Sequence[float], ses: Sequence[float], alpha
     pos, neg = int(np.sum(eff > 0)), int(np.sum(eff < 0))
     sign_p = float(st.binomtest(pos, pos + neg, 0.5).pvalue) if pos + neg else 1.0
     return RandomEffects(
-        k=int(eff.size), estimate=est, se=sd, low=est - z * sd, high=est + z * sd,
+        k=int(eff.size),
+        estimate=est,
+        se=sd,
+        low=est - z * sd,
+        high=est + z * sd,
         pvalue=float(2 * st.norm.sf(abs(est / sd))) if sd > 0 else float("nan"),
-        tau2=float(res.tau2), i2=max(0.0, float(res.i2)), n_positive=pos, n_negative=neg, sign_pvalue=sign_p,
+        tau2=float(res.tau2),
+        i2=max(0.0, float(res.i2)),
+        n_positive=pos,
+        n_negative=neg,
+        sign_pvalue=sign_p,
     )
 
 
@@ -364,8 +387,10 @@ def corr_resampler(
     tx = [(normalize(s), normalize(t)) for s, t in texts]
     n_pairs = qi.shape[0] * ti.shape[0]
     if max_pairs is not None and (len(tx) + 1) * n_pairs * 4 > _MAX_DISTANCE_BYTES:
-        raise InputError(f"corr_resampler: {len(tx) + 1} distance matrices of {qi.shape[0]}x{ti.shape[0]} pairs "
-                         f"exceed {_MAX_DISTANCE_BYTES >> 20} MiB; use fewer seeds, encoders or a smaller N")
+        raise InputError(
+            f"corr_resampler: {len(tx) + 1} distance matrices of {qi.shape[0]}x{ti.shape[0]} pairs "
+            f"exceed {_MAX_DISTANCE_BYTES >> 20} MiB; use fewer seeds, encoders or a smaller N"
+        )
     dist = None
     if max_pairs is not None:
         dist = [np.subtract(np.float32(1), a @ b.T, dtype=np.float32) for a, b in [(qi, ti), *tx]]
@@ -402,8 +427,9 @@ def plot_intervals(frame: pd.DataFrame, out_base, title: str, set_name: str = "a
     f = frame[(frame["set"] == set_name) & frame["quantity"].isin(["rho_bkr", "rho_corr"])]
     directions = list(dict.fromkeys(f["direction"]))
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, len(STATS), figsize=(4.2 * len(STATS), 0.45 * len(directions) + 1.6),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(STATS), figsize=(4.2 * len(STATS), 0.45 * len(directions) + 1.6), squeeze=False, sharey=True
+    )
     colors = {"rho_bkr": sns.color_palette()[0], "rho_corr": sns.color_palette()[1]}
     labels = {"rho_bkr": "BkR", "rho_corr": "CORR"}
     for ax, stat in zip(axes[0], STATS):
@@ -440,12 +466,25 @@ def overall_cells(records) -> pd.DataFrame:
             d = r.get("rho_diff") or {}
             if not d:
                 continue
-            rows.append({"run_name": rec.run.run_name, "dataset": rec.run.dataset, "synthetic": rec.run.synthetic,
-                         "direction": r["direction"], "stat": r["stat"], "bkr": (r.get("rho_bkr") or {}).get("estimate"),
-                         "corr": (r.get("rho_corr") or {}).get("estimate"), "diff": d.get("estimate"),
-                         "se": d.get("se"), "low": d.get("low"), "high": d.get("high")})
+            rows.append(
+                {
+                    "run_name": rec.run.run_name,
+                    "dataset": rec.run.dataset,
+                    "synthetic": rec.run.synthetic,
+                    "direction": r["direction"],
+                    "stat": r["stat"],
+                    "bkr": (r.get("rho_bkr") or {}).get("estimate"),
+                    "corr": (r.get("rho_corr") or {}).get("estimate"),
+                    "diff": d.get("estimate"),
+                    "se": d.get("se"),
+                    "low": d.get("low"),
+                    "high": d.get("high"),
+                }
+            )
     cols = ["run_name", "dataset", "synthetic", "direction", "stat", "bkr", "corr", "diff", "se", "low", "high"]
-    return pd.DataFrame(rows, columns=cols).astype({"bkr": float, "corr": float, "diff": float, "se": float, "low": float, "high": float})
+    return pd.DataFrame(rows, columns=cols).astype(
+        {"bkr": float, "corr": float, "diff": float, "se": float, "low": float, "high": float}
+    )
 
 
 def pooled_summaries(cells: pd.DataFrame) -> dict[str, dict[str, dict]]:
@@ -467,31 +506,44 @@ def overall_text(cells: pd.DataFrame, pooled: dict[str, dict[str, dict]]) -> tup
     from .document import fmt_ci
 
     if not pooled:
-        return ("Fewer than two dataset × direction cells have an inference result; no pooled verdict.",
-                "No overall verdict yet: fewer than two dataset × direction cells have been analysed.")
+        return (
+            "Fewer than two dataset × direction cells have an inference result; no pooled verdict.",
+            "No overall verdict yet: fewer than two dataset × direction cells have been analysed.",
+        )
     scope = "real" if "real" in pooled and "pearson" in pooled["real"] else "all"
     p = pooled[scope].get("pearson") or next(iter(pooled[scope].values()))
     stat = "pearson" if "pearson" in pooled[scope] else next(iter(pooled[scope]))
     n_cfg = p["n_datasets"]
     what = "real-data" if scope == "real" else ("all (including SYNTHETIC)" if cells["synthetic"].any() else "all")
-    lean = "BkR tracks XLR better than CORR" if p["low"] > 0 else "CORR tracks XLR better than BkR" if p["high"] < 0 else \
-        "neither BkR nor CORR tracks XLR detectably better"
-    verdict = (f"Pooled over the {p['k']} {what} dataset × direction cells ({n_cfg} dataset{'s' if n_cfg != 1 else ''}), "
-               f"{lean}: the {stat.capitalize()} correlation with XLR differs by BkR − CORR = "
-               f"{fmt_ci(p['estimate'], p['low'], p['high'])} (random effects; BkR ahead in {p['n_positive']} of "
-               f"{p['n_positive'] + p['n_negative']} cells, sign test p = {p['sign_pvalue']:.2g}).")
+    lean = (
+        "BkR tracks XLR better than CORR"
+        if p["low"] > 0
+        else "CORR tracks XLR better than BkR"
+        if p["high"] < 0
+        else "neither BkR nor CORR tracks XLR detectably better"
+    )
+    verdict = (
+        f"Pooled over the {p['k']} {what} dataset × direction cells ({n_cfg} dataset{'s' if n_cfg != 1 else ''}), "
+        f"{lean}: the {stat.capitalize()} correlation with XLR differs by BkR − CORR = "
+        f"{fmt_ci(p['estimate'], p['low'], p['high'])} (random effects; BkR ahead in {p['n_positive']} of "
+        f"{p['n_positive'] + p['n_negative']} cells, sign test p = {p['sign_pvalue']:.2g})."
+    )
     parts = []
     for sc in ("real", "all"):
         for st_ in STATS:
             q = pooled.get(sc, {}).get(st_)
             if q:
-                parts.append(f"{'Real data' if sc == 'real' else 'All configurations'}, {st_.capitalize()}: "
-                             f"BkR − CORR = {fmt_ci(q['estimate'], q['low'], q['high'])} over {q['k']} cells from "
-                             f"{q['n_datasets']} dataset(s) (p = {q['pvalue']:.2g}; between-cell τ² = {q['tau2']:.2g}, "
-                             f"I² = {q['i2']:.2f}; BkR ahead in {q['n_positive']}, CORR in {q['n_negative']}, "
-                             f"sign test p = {q['sign_pvalue']:.2g}).")
-    parts.append("Each cell's SE comes from its crossed encoder × item bootstrap; the directions of one dataset share "
-                 "encoders and images, so they are not independent and the pooled interval is, if anything, too narrow.")
+                parts.append(
+                    f"{'Real data' if sc == 'real' else 'All configurations'}, {st_.capitalize()}: "
+                    f"BkR − CORR = {fmt_ci(q['estimate'], q['low'], q['high'])} over {q['k']} cells from "
+                    f"{q['n_datasets']} dataset(s) (p = {q['pvalue']:.2g}; between-cell τ² = {q['tau2']:.2g}, "
+                    f"I² = {q['i2']:.2f}; BkR ahead in {q['n_positive']}, CORR in {q['n_negative']}, "
+                    f"sign test p = {q['sign_pvalue']:.2g})."
+                )
+    parts.append(
+        "Each cell's SE comes from its crossed encoder × item bootstrap; the directions of one dataset share "
+        "encoders and images, so they are not independent and the pooled interval is, if anything, too narrow."
+    )
     return " ".join(parts), verdict
 
 

@@ -62,22 +62,38 @@ def sample_size_metrics(
                 v = build_view(sample, imgs, texts, direction)
                 q_img = rows_of(images, v.query_images, "image features")
                 t_img = rows_of(images, v.target_images, "image features")
-                enc_inputs = {e: {"bkr_src": v.bkr_src[e], "bkr_tgt": v.bkr_tgt[e],
-                                  "xlr_src": v.bkr_src[e], "xlr_tgt": v.xlr_tgt[e]} for e in v.encoders}
+                enc_inputs = {
+                    e: {
+                        "bkr_src": v.bkr_src[e],
+                        "bkr_tgt": v.bkr_tgt[e],
+                        "xlr_src": v.bkr_src[e],
+                        "xlr_tgt": v.xlr_tgt[e],
+                    }
+                    for e in v.encoders
+                }
                 ranks: dict[str, dict[str, np.ndarray]] = {}
-                res = evaluate_sample(enc_inputs, None, q_img, t_img, k=k, full_bkr_ranks=False,
-                                      ranks_out=ranks, with_corr=False)
+                res = evaluate_sample(
+                    enc_inputs, None, q_img, t_img, k=k, full_bkr_ranks=False, ranks_out=ranks, with_corr=False
+                )
                 for e in v.encoders:
-                    out.append(dict(n=n, direction=direction, seed=int(seed), encoder=e,
-                                    xlr_r1=float(np.mean(ranks[e]["xlr"] == 1)),
-                                    xlr_recall=res[e]["xlr_recall"], xlr_mrr=res[e]["xlr_mrr"],
-                                    bkr_recall=res[e]["bkr_recall"]))
+                    out.append(
+                        dict(
+                            n=n,
+                            direction=direction,
+                            seed=int(seed),
+                            encoder=e,
+                            xlr_r1=float(np.mean(ranks[e]["xlr"] == 1)),
+                            xlr_recall=res[e]["xlr_recall"],
+                            xlr_mrr=res[e]["xlr_mrr"],
+                            bkr_recall=res[e]["bkr_recall"],
+                        )
+                    )
     return pd.DataFrame(out)
 
 
 @dataclass(frozen=True)
 class Criterion:
-    """"BkR orders the encoders reliably at N": in at least ``share`` of the samples (direction ×
+    """ "BkR orders the encoders reliably at N": in at least ``share`` of the samples (direction ×
     seed) at N, and at every larger N of the grid, at least ``agreement`` of the encoder pairs
     are ordered as the reference orders them (the mean over seeds at the largest N)."""
 
@@ -85,12 +101,15 @@ class Criterion:
     share: float = 0.9
 
     def text(self) -> str:
-        return (f">= {self.agreement:.0%} of encoder pairs ordered as at the largest N in >= "
-                f"{self.share:.0%} of the samples (direction x seed), at that N and every larger N")
+        return (
+            f">= {self.agreement:.0%} of encoder pairs ordered as at the largest N in >= "
+            f"{self.share:.0%} of the samples (direction x seed), at that N and every larger N"
+        )
 
 
-def ranking_stability(df: pd.DataFrame, k: int, baseline: str | None = None,
-                      criterion: Criterion = Criterion()) -> pd.DataFrame:
+def ranking_stability(
+    df: pd.DataFrame, k: int, baseline: str | None = None, criterion: Criterion = Criterion()
+) -> pd.DataFrame:
     """One row per N: agreement of each sample's BkR order with the reference orders at the
     largest N (BkR mean over seeds: ``stab_*``; XLR@k mean: ``valid_*``), Spearman of BkR with
     XLR@1 and XLR@k on the same sample, the share of samples meeting ``criterion``, and the
@@ -104,14 +123,16 @@ def ranking_stability(df: pd.DataFrame, k: int, baseline: str | None = None,
             g = g.sort_values("encoder")
             r = ref.loc[direction].reindex(g["encoder"])
             bkr = g["bkr_recall"].to_numpy()
-            per_sample.append(dict(
-                stab_pairwise=pairwise_order_agreement(bkr, r["bkr_recall"].to_numpy()),
-                stab_kendall=_kendall(bkr, r["bkr_recall"].to_numpy()),
-                valid_pairwise=pairwise_order_agreement(bkr, r["xlr_recall"].to_numpy()),
-                xlr_pairwise=pairwise_order_agreement(g["xlr_recall"].to_numpy(), r["xlr_recall"].to_numpy()),
-                spearman_xlr1=agreement(bkr, g["xlr_r1"].to_numpy())["spearman"],
-                spearman_xlr=agreement(bkr, g["xlr_recall"].to_numpy())["spearman"],
-            ))
+            per_sample.append(
+                dict(
+                    stab_pairwise=pairwise_order_agreement(bkr, r["bkr_recall"].to_numpy()),
+                    stab_kendall=_kendall(bkr, r["bkr_recall"].to_numpy()),
+                    valid_pairwise=pairwise_order_agreement(bkr, r["xlr_recall"].to_numpy()),
+                    xlr_pairwise=pairwise_order_agreement(g["xlr_recall"].to_numpy(), r["xlr_recall"].to_numpy()),
+                    spearman_xlr1=agreement(bkr, g["xlr_r1"].to_numpy())["spearman"],
+                    spearman_xlr=agreement(bkr, g["xlr_recall"].to_numpy())["spearman"],
+                )
+            )
         ps = pd.DataFrame(per_sample)
         row: dict = {"n": int(n), "n_samples": len(ps), "chance_k_over_n": k / int(n)}
         for col in ps.columns:
@@ -132,8 +153,9 @@ def _kendall(x: np.ndarray, y: np.ndarray) -> float:
     return float(st.kendalltau(x, y).statistic)
 
 
-def smallest_reliable_n(stability: pd.DataFrame, column: str = "stab_reliable_share",
-                        criterion: Criterion = Criterion()) -> int | None:
+def smallest_reliable_n(
+    stability: pd.DataFrame, column: str = "stab_reliable_share", criterion: Criterion = Criterion()
+) -> int | None:
     """The smallest N of the grid from which on (that N and every larger one) ``column`` is
     at least ``criterion.share``; None when even the largest N misses it."""
     ok = (stability.sort_values("n")[column] >= criterion.share).to_numpy()
@@ -150,8 +172,9 @@ def smallest_reliable_n(stability: pd.DataFrame, column: str = "stab_reliable_sh
 # figure and answer
 
 
-def plot_sample_size(stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int, out_base, title: str,
-                     criterion: Criterion = Criterion()) -> list:
+def plot_sample_size(
+    stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int, out_base, title: str, criterion: Criterion = Criterion()
+) -> list:
     """Three panels over N (log scale): ranking stability / validity (pairwise order agreement,
     mean and 2.5–97.5 % of samples), Spearman of BkR with XLR@1 and XLR@k, and every encoder's
     mean BkR with the chance level k/N."""
@@ -166,8 +189,10 @@ def plot_sample_size(stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int,
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.6))
     n = stability["n"]
-    for ax, cols in ((axes[0], (("stab_pairwise", "vs BkR order at largest N"), ("valid_pairwise", "vs XLR order at largest N"))),
-                     (axes[1], (("spearman_xlr1", "Spearman(BkR, XLR@1)"), ("spearman_xlr", f"Spearman(BkR, XLR@{k})")))):
+    for ax, cols in (
+        (axes[0], (("stab_pairwise", "vs BkR order at largest N"), ("valid_pairwise", "vs XLR order at largest N"))),
+        (axes[1], (("spearman_xlr1", "Spearman(BkR, XLR@1)"), ("spearman_xlr", f"Spearman(BkR, XLR@{k})"))),
+    ):
         for col, label in cols:
             ax.plot(n, stability[f"{col}_mean"], marker="o", ms=3, label=label)
             ax.fill_between(n, stability[f"{col}_p2.5"], stability[f"{col}_p97.5"], alpha=0.2)
@@ -193,8 +218,18 @@ def plot_sample_size(stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int,
     return written
 
 
-def answer(stability: pd.DataFrame, *, dataset: str, synthetic: bool, k: int, n_encoders: int,
-           n_seeds: int, directions: list[str], baseline: str | None, criterion: Criterion = Criterion()) -> str:
+def answer(
+    stability: pd.DataFrame,
+    *,
+    dataset: str,
+    synthetic: bool,
+    k: int,
+    n_encoders: int,
+    n_seeds: int,
+    directions: list[str],
+    baseline: str | None,
+    criterion: Criterion = Criterion(),
+) -> str:
     """The generated answer paragraph (from the numbers of ``stability``)."""
     st_ = stability.sort_values("n").set_index("n")
     n_stab = smallest_reliable_n(stability, "stab_reliable_share", criterion)
@@ -205,10 +240,13 @@ def answer(stability: pd.DataFrame, *, dataset: str, synthetic: bool, k: int, n_
     parts = [
         f"On {dataset} ({syn}; {n_encoders} encoders, directions {', '.join(directions)}, {n_seeds} seeds per N, "
         f"N in {{{grid}}}) with the criterion '{criterion.text()}':",
-        (f"BkR's encoder order is stable from N = {n_stab} on" if n_stab is not None
-         else f"BkR's encoder order is not stable even at N = {n_max}"),
-        "and it matches the XLR order at the largest N" + (f" from N = {n_valid} on." if n_valid is not None
-                                                           else " at no N of the grid."),
+        (
+            f"BkR's encoder order is stable from N = {n_stab} on"
+            if n_stab is not None
+            else f"BkR's encoder order is not stable even at N = {n_max}"
+        ),
+        "and it matches the XLR order at the largest N"
+        + (f" from N = {n_valid} on." if n_valid is not None else " at no N of the grid."),
     ]
     lo, hi = st_.iloc[0], st_.iloc[-1]
     parts.append(
@@ -228,6 +266,8 @@ def answer(stability: pd.DataFrame, *, dataset: str, synthetic: bool, k: int, n_
             f"(k/N = {lo['chance_k_over_n']:.3f} at N = {int(st_.index[0])}, {hi['chance_k_over_n']:.4f} at N = {n_max}), "
             f"while the other encoders average {lo['mean_bkr']:.3f} and {hi['mean_bkr']:.3f}."
         )
-    parts.append("Seeds re-split one item pool (at the largest N they reuse nearly all items), so the spreads describe "
-                 "sampling variation within this dataset, not between datasets.")
+    parts.append(
+        "Seeds re-split one item pool (at the largest N they reuse nearly all items), so the spreads describe "
+        "sampling variation within this dataset, not between datasets."
+    )
     return " ".join(parts)

@@ -19,6 +19,7 @@ from ..evaluation.core import Lookup, image_of_items, rows_of
 
 log = logging.getLogger("backretrieval")
 
+
 @dataclass(frozen=True)
 class SampleView:
     """The arrays of one (direction, seed) sample.
@@ -43,8 +44,12 @@ class SampleView:
         return sorted(self.bkr_src)
 
 
-def build_view(sample: Sample, images: Mapping[str, Mapping[str, str]],
-               texts: Mapping[str, Mapping[str, Lookup]], direction: str | None = None) -> SampleView:
+def build_view(
+    sample: Sample,
+    images: Mapping[str, Mapping[str, str]],
+    texts: Mapping[str, Mapping[str, Lookup]],
+    direction: str | None = None,
+) -> SampleView:
     """The view of one sample; ``texts[encoder][lang]`` are embedding lookups."""
     src, tgt = sample.src_lang, sample.tgt_lang
     d = direction or f"{src}-{tgt}"
@@ -62,12 +67,14 @@ def build_view(sample: Sample, images: Mapping[str, Mapping[str, str]],
         bkr_tgt[enc] = rows_of(by_lang[tgt], sample.bkr_targets, f"{enc}/{tgt}")
         if sample.xlr_targets is not None:
             xlr_tgt[enc] = rows_of(by_lang[tgt], sample.xlr_targets, f"{enc}/{tgt}")
-    return SampleView(d, int(sample.seed), list(sample.queries), list(sample.bkr_targets), q_img, t_img,
-                      bkr_src, bkr_tgt, xlr_tgt)
+    return SampleView(
+        d, int(sample.seed), list(sample.queries), list(sample.bkr_targets), q_img, t_img, bkr_src, bkr_tgt, xlr_tgt
+    )
 
 
-def iter_views(samples: Iterable[Sample], items: pd.DataFrame,
-               texts: Mapping[str, Mapping[str, Lookup]]) -> Iterator[SampleView]:
+def iter_views(
+    samples: Iterable[Sample], items: pd.DataFrame, texts: Mapping[str, Mapping[str, Lookup]]
+) -> Iterator[SampleView]:
     """Views of ``samples`` one at a time (the arrays of all samples would not fit in memory)."""
     imgs = image_of_items(items)
     samples = list(samples)
@@ -119,8 +126,9 @@ def agreement_table(df: pd.DataFrame, groups: list[str], metric: str, reference:
     out = []
     for key, g in df.groupby(groups, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        out.append({**dict(zip(groups, key)), **agreement(g[metric].to_numpy(), g[reference].to_numpy()),
-                    "n_encoders": len(g)})
+        out.append(
+            {**dict(zip(groups, key)), **agreement(g[metric].to_numpy(), g[reference].to_numpy()), "n_encoders": len(g)}
+        )
     return pd.DataFrame(out)
 
 

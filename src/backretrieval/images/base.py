@@ -75,7 +75,7 @@ class _TorchBackbone:
         outs: list[np.ndarray] = []
         with torch.no_grad():
             for i in range(0, len(paths), self.batch_size):
-                arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i:i + self.batch_size]]
+                arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i : i + self.batch_size]]
                 x = torch.stack(arrs).to(self._device).contiguous(memory_format=torch.channels_last)
                 outs.append(self._features(model, x).float().cpu().numpy())
         if not outs:

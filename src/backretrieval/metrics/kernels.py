@@ -207,7 +207,9 @@ def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.
 
 
 def _nearest(
-    queries: np.ndarray, candidates: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS,
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
     adjust: _HubAdjustment | None = None,
 ) -> np.ndarray:
     """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block; with
@@ -304,8 +306,15 @@ class _HubAdjustment:
     r_candidates: np.ndarray  # r_S: per candidate, mean cosine with its k nearest queries
 
     @classmethod
-    def build(cls, queries: np.ndarray | None, candidates: np.ndarray | None, retrieval: str, retrieval_k: int | None,
-              block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None) -> _HubAdjustment | None:
+    def build(
+        cls,
+        queries: np.ndarray | None,
+        candidates: np.ndarray | None,
+        retrieval: str,
+        retrieval_k: int | None,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        cosines: np.ndarray | None = None,
+    ) -> _HubAdjustment | None:
         k = _check_retrieval(retrieval, retrieval_k)
         if retrieval == "cosine":
             return None
@@ -335,8 +344,12 @@ class _HubAdjustment:
 
 
 def retrieval_scores(
-    queries: np.ndarray, candidates: np.ndarray, retrieval: str = "cosine", retrieval_k: int | None = None,
-    block_elems: int = DEFAULT_BLOCK_ELEMS, cosines: np.ndarray | None = None,
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    cosines: np.ndarray | None = None,
 ) -> np.ndarray:
     """The full (n_queries, n_candidates) score matrix that XLR and BkR step 1 rank by:
     cosine, CSLS or ratio margin (see above), computed with the same blocks as they are (so
@@ -368,8 +381,14 @@ def retrieval_scores(
 
 
 def xlr_ranks(
-    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False,
-    *, retrieval: str = "cosine", retrieval_k: int | None = None, extra_candidates: np.ndarray | None = None,
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+    *,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
+    extra_candidates: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-query rank of the true translation (row i of src matches row i of tgt).
 
@@ -390,8 +409,14 @@ def xlr_ranks(
 
 
 def xlr(
-    src_text: np.ndarray, tgt_text: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
-    inplace: bool = False, *, retrieval: str = "cosine", retrieval_k: int | None = None,
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    k: int = 10,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+    *,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
 ) -> float:
     """Ground-truth cross-lingual retrieval Recall@k (the paper's XLR)."""
     return recall_at_k(
@@ -411,8 +436,13 @@ def _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img) -> None:
 
 
 def backretrieve(
-    src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS, inplace: bool = False,
-    *, retrieval: str = "cosine", retrieval_k: int | None = None,
+    src_text: np.ndarray,
+    tgt_text: np.ndarray,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    inplace: bool = False,
+    *,
+    retrieval: str = "cosine",
+    retrieval_k: int | None = None,
 ) -> np.ndarray:
     """BkR step 1: index of the nearest target text for every source text (ties → lowest).
     ``retrieval``: by cosine (the paper, default), CSLS or ratio margin (:func:`retrieval_scores`)."""
@@ -473,8 +503,10 @@ def bkr(
             raise ValueError(f"bkr: soft BkR (top_m={top_m}) is defined for cosine step 1 only, got {retrieval!r}")
         return float(np.mean(soft_bkr_hits(src_text, tgt_text, src_img, tgt_img, k, top_m, block_elems, inplace)))
     return recall_at_k(
-        bkr_ranks(src_text, tgt_text, src_img, tgt_img, block_elems, inplace,
-                  retrieval=retrieval, retrieval_k=retrieval_k), k
+        bkr_ranks(
+            src_text, tgt_text, src_img, tgt_img, block_elems, inplace, retrieval=retrieval, retrieval_k=retrieval_k
+        ),
+        k,
     )
 
 
@@ -503,8 +535,13 @@ class BkrImageIndex:
 
     @classmethod
     def build(
-        cls, src_img: np.ndarray, tgt_img: np.ndarray, k: int = 10, block_elems: int = DEFAULT_BLOCK_ELEMS,
-        assume_normalized: bool = False, keep_scores: bool = False,
+        cls,
+        src_img: np.ndarray,
+        tgt_img: np.ndarray,
+        k: int = 10,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        assume_normalized: bool = False,
+        keep_scores: bool = False,
     ) -> BkrImageIndex:
         s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
         n_src, n_tgt = s_img.shape[0], t_img.shape[0]
@@ -571,8 +608,13 @@ class BkrImageIndex:
         return total / top.shape[1]
 
     def recall(
-        self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS,
-        *, retrieval: str = "cosine", retrieval_k: int | None = None,
+        self,
+        src_text: np.ndarray,
+        tgt_text: np.ndarray,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        *,
+        retrieval: str = "cosine",
+        retrieval_k: int | None = None,
     ) -> float:
         """BkR Recall@k of one text encoder on this sample (step 1 by ``retrieval``)."""
         if src_text.shape[0] != self.n_src or tgt_text.shape[0] != self.n_tgt:
@@ -584,7 +626,9 @@ class BkrImageIndex:
         return float(np.mean(self.hits(t_star)))
 
 
-def _top_k_members(scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def _top_k_members(
+    scores: np.ndarray, k: int, mask_buf: np.ndarray | None = None, groups: int = 64
+) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the entries >= the k-th largest value of their row (ties included).
 
     Equal to ``np.nonzero(scores >= np.partition(scores, n-k, axis=1)[:, n-k, None])``, and
@@ -812,8 +856,13 @@ class CorrImageSide:
 
     @classmethod
     def build(
-        cls, src_img: np.ndarray, tgt_img: np.ndarray, max_pairs: int | None = None, seed: int = 0,
-        block_elems: int = DEFAULT_BLOCK_ELEMS, assume_normalized: bool = False,
+        cls,
+        src_img: np.ndarray,
+        tgt_img: np.ndarray,
+        max_pairs: int | None = None,
+        seed: int = 0,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        assume_normalized: bool = False,
     ) -> CorrImageSide:
         si, ti = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "corr image")
         n_s, n_t = si.shape[0], ti.shape[0]
@@ -1120,12 +1169,16 @@ def evaluate_sample(
     del xlr_img  # XLR needs no images; kept for signature symmetry
     _check_retrieval(retrieval, retrieval_k)
     s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
-    keep = (full_bkr_ranks and len(encoders) > 1
-            and s_img.shape[0] * t_img.shape[0] * s_img.dtype.itemsize <= score_cache_bytes)
+    keep = (
+        full_bkr_ranks
+        and len(encoders) > 1
+        and s_img.shape[0] * t_img.shape[0] * s_img.dtype.itemsize <= score_cache_bytes
+    )
     index = BkrImageIndex.build(s_img, t_img, k=k, assume_normalized=True, keep_scores=keep)
     corr_side = (
         CorrImageSide.build(s_img, t_img, max_pairs=corr_max_pairs, seed=corr_seed, assume_normalized=True)
-        if with_corr else None
+        if with_corr
+        else None
     )
     out: dict[str, dict[str, float]] = {}
     for name, emb in encoders.items():
@@ -1145,8 +1198,11 @@ def evaluate_sample(
         row["bkr_recall"] = float(np.mean(hits))
         kept["bkr"] = hits.astype(np.int64)
         if full_bkr_ranks:
-            r = (index.ranks_of_sources(t_star) if index.scores is not None
-                 else _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star))
+            r = (
+                index.ranks_of_sources(t_star)
+                if index.scores is not None
+                else _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star)
+            )
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
             kept["bkr"] = r
         if corr_side is not None:

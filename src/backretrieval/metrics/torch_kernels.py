@@ -122,9 +122,14 @@ def _ieee_fp32() -> Iterator[None]:
     exit (also used as a decorator). Half-precision paths are unaffected (their dtype is
     explicit). torch without the per-backend knobs: the global setting is used instead.
     """
-    knobs = [k for k in (getattr(torch.backends.cuda, "matmul", None),
-                         getattr(getattr(torch.backends, "mkldnn", None), "matmul", None))
-             if k is not None and hasattr(k, "fp32_precision")]
+    knobs = [
+        k
+        for k in (
+            getattr(torch.backends.cuda, "matmul", None),
+            getattr(getattr(torch.backends, "mkldnn", None), "matmul", None),
+        )
+        if k is not None and hasattr(k, "fp32_precision")
+    ]
     if knobs:
         saved = [k.fp32_precision for k in knobs]
         for k in knobs:
@@ -371,9 +376,7 @@ def index_recall(
     """BkR Recall@k of one text encoder given a shared image index (torch text retrieval)."""
     n_s, n_t = np.shape(src_text)[0], np.shape(tgt_text)[0]
     if n_s != index.n_src or n_t != index.n_tgt:
-        raise ValueError(
-            f"text rows ({n_s}, {n_t}) do not match the image index ({index.n_src}, {index.n_tgt})"
-        )
+        raise ValueError(f"text rows ({n_s}, {n_t}) do not match the image index ({index.n_src}, {index.n_tgt})")
     return float(np.mean(index.hits(backretrieve(src_text, tgt_text, block_elems, device, precision))))
 
 

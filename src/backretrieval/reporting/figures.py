@@ -41,7 +41,9 @@ def fig2_frame(metrics: pd.DataFrame, seed: int) -> pd.DataFrame:
     return wide[["direction", "encoder", "xlr_recall", "bkr_recall"]].sort_values(["direction", "encoder"])
 
 
-def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str) -> list[Path]:
+def fig2_scatter(
+    metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str
+) -> list[Path]:
     """XLR vs BkR per encoder for one seed; one panel per direction; Pearson/Spearman in legend."""
     import matplotlib
 
@@ -59,10 +61,16 @@ def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, o
     palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
     for ax, d in zip(axes.flat, directions):
         f = frame[frame.direction == d]
-        sns.scatterplot(data=f, x="xlr_recall", y="bkr_recall", hue="encoder", palette=palette, ax=ax, legend=False, s=40)
+        sns.scatterplot(
+            data=f, x="xlr_recall", y="bkr_recall", hue="encoder", palette=palette, ax=ax, legend=False, s=40
+        )
         for _, r in f.iterrows():
-            ax.annotate(r["encoder"], (r["xlr_recall"], r["bkr_recall"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
-        c = correlations[(correlations.direction == d) & (correlations.seed == seed) & (correlations.method == "bkr_recall")]
+            ax.annotate(
+                r["encoder"], (r["xlr_recall"], r["bkr_recall"]), fontsize=6, xytext=(3, 2), textcoords="offset points"
+            )
+        c = correlations[
+            (correlations.direction == d) & (correlations.seed == seed) & (correlations.method == "bkr_recall")
+        ]
         pr = c[c.stat == "pearson"]["value"]
         sr = c[c.stat == "spearman"]["value"]
         label = f"r={pr.iloc[0]:.2f}, ρ={sr.iloc[0]:.2f}" if len(pr) and len(sr) else ""
@@ -71,7 +79,7 @@ def fig2_scatter(metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, o
         ax.set_title(d.replace("-", "→"), fontsize=9)
         ax.set_xlabel("XLR (Recall@10)")
         ax.set_ylabel("BkR (Recall@10)")
-    for ax in list(axes.flat)[len(directions):]:
+    for ax in list(axes.flat)[len(directions) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -104,8 +112,14 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     for xi, lab in enumerate(order):
         g = per_pair[per_pair["label"] == lab].nsmallest(n_annotate, "bkr_x1000")
         for _, r in g.iterrows():
-            ax.annotate(r["direction"].replace("-", "→"), (xi, r["bkr_x1000"]), xytext=(6, 0),
-                        textcoords="offset points", fontsize=6, va="center")
+            ax.annotate(
+                r["direction"].replace("-", "→"),
+                (xi, r["bkr_x1000"]),
+                xytext=(6, 0),
+                textcoords="offset points",
+                fontsize=6,
+                va="center",
+            )
     ax.set_xlabel("")
     ax.set_ylabel("BkR ×1000 (per language pair)")
     ax.set_title(title, fontsize=9)

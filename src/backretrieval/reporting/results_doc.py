@@ -40,8 +40,13 @@ FIGURES = (
 #: every file a section may read, relative to the reports folder (the workflow declares the
 #: ones that exist as inputs of the results_doc rule)
 READS = (
-    "metrics.json", "table1.md", "case_study/metrics.json", "case_study/table2.md",
-    "case_study/human_study.md", "case_study/human_study.json", "case_study/rating_sheet.html",
+    "metrics.json",
+    "table1.md",
+    "case_study/metrics.json",
+    "case_study/table2.md",
+    "case_study/human_study.md",
+    "case_study/human_study.json",
+    "case_study/rating_sheet.html",
     *(rel for rel, _ in FIGURES),
 )
 
@@ -102,16 +107,19 @@ def _mean_line(corr: dict[str, dict[str, float]]) -> str:
         value = corr.get(key, {}).get("mean_over_directions")
         return "n/a" if value is None else f"{value:.3f}"
 
-    return (f"Mean over directions of Table 1's means: Pearson BkR {mean('bkr_pearson')}, "
-            f"CORR {mean('corr_pearson')}; Spearman BkR {mean('bkr_spearman')}, CORR {mean('corr_spearman')}.\n")
+    return (
+        f"Mean over directions of Table 1's means: Pearson BkR {mean('bkr_pearson')}, "
+        f"CORR {mean('corr_pearson')}; Spearman BkR {mean('bkr_spearman')}, CORR {mean('corr_spearman')}.\n"
+    )
 
 
 def render_section(src: RunSource, out_dir: Path) -> str:
     """The Markdown section of one run configuration; links are relative to ``out_dir``."""
     parts = [f"## {src.run_name}\n", f"Configuration `{src.config}`.\n"]
     if src.reports_dir is None:
-        parts.append(f"Not run here, no committed reports: {src.reason or 'no reason given'}. "
-                     f"Command: {_command(src)}.\n")
+        parts.append(
+            f"Not run here, no committed reports: {src.reason or 'no reason given'}. Command: {_command(src)}.\n"
+        )
         return "\n".join(parts)
     rd = src.reports_dir
     metrics = _read_json(rd / "metrics.json")
@@ -119,8 +127,10 @@ def render_section(src: RunSource, out_dir: Path) -> str:
     if not isinstance(meta, dict) or "run_name" not in meta:
         raise InputError(f"{rd / 'metrics.json'}: missing field 'meta.run_name'")
     if meta["run_name"] != src.run_name:
-        raise InputError(f"{rd / 'metrics.json'}: written by run {meta['run_name']!r}, but {src.config} "
-                         f"names run {src.run_name!r} with reports_dir {rd}: rerun that configuration")
+        raise InputError(
+            f"{rd / 'metrics.json'}: written by run {meta['run_name']!r}, but {src.config} "
+            f"names run {src.run_name!r} with reports_dir {rd}: rerun that configuration"
+        )
     synthetic = bool(meta.get("synthetic"))
     data = f"{meta['dataset']}" + (" — **SYNTHETIC data**" if synthetic else " (real data)")
     parts.append(
@@ -148,8 +158,10 @@ def render_section(src: RunSource, out_dir: Path) -> str:
             parts.append(f"### Human study: {kind}\n")
             parts.append(_read_md(human))
         elif (case / "rating_sheet.html").exists():
-            parts.append("No human-study tally: no ratings file was given (the blinded rating sheet is "
-                         f"`{(case / 'rating_sheet.html').as_posix()}`).\n")
+            parts.append(
+                "No human-study tally: no ratings file was given (the blinded rating sheet is "
+                f"`{(case / 'rating_sheet.html').as_posix()}`).\n"
+            )
     links = []
     for rel, what in FIGURES:
         f = rd / rel
@@ -166,7 +178,8 @@ def render_results(sources: Sequence[RunSource], out_path: str | os.PathLike[str
         raise InputError("results-doc: no run configuration given")
     out_dir = Path(out_path).parent
     index = ["Runs:\n"] + [
-        f"- [{s.run_name}](#{s.run_name.lower()}) (`{s.config}`)" + ("" if s.reports_dir is not None else ", not run here")
+        f"- [{s.run_name}](#{s.run_name.lower()}) (`{s.config}`)"
+        + ("" if s.reports_dir is not None else ", not run here")
         for s in sources
     ]
     body = [render_section(s, out_dir) for s in sources]

@@ -24,9 +24,20 @@ def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.
         a, b = w["bkr_recall"].to_numpy(), w["corr"].to_numpy()
         tests = stats.paired_tests(a, b)
         for res in tests.values():
-            rows.append(dict(direction=direction, stat=stat_name, test=res.test, n_seeds=len(w),
-                             mean_bkr=float(a.mean()), mean_corr=float(b.mean()),
-                             statistic=res.statistic, p=res.pvalue, effect=res.effect_size, effect_name=res.effect_size_name))
+            rows.append(
+                dict(
+                    direction=direction,
+                    stat=stat_name,
+                    test=res.test,
+                    n_seeds=len(w),
+                    mean_bkr=float(a.mean()),
+                    mean_corr=float(b.mean()),
+                    statistic=res.statistic,
+                    p=res.pvalue,
+                    effect=res.effect_size,
+                    effect_name=res.effect_size_name,
+                )
+            )
     sig = pd.DataFrame(rows)
     if len(sig):
         for (_, _), g in sig.groupby(["stat", "test"]):
@@ -54,7 +65,10 @@ def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.
         st_rows.append(dict(direction=direction, seed=seed, z=res.statistic, p=res.pvalue))
     st = pd.DataFrame(st_rows, columns=["direction", "seed", "z", "p"])
     if len(sig) and len(st):
-        share = st.groupby("direction").agg(steiger_share_p05=("p", lambda v: float(np.mean(v < 0.05))),
-                                            steiger_mean_z=("z", "mean")).reset_index()
+        share = (
+            st.groupby("direction")
+            .agg(steiger_share_p05=("p", lambda v: float(np.mean(v < 0.05))), steiger_mean_z=("z", "mean"))
+            .reset_index()
+        )
         sig = sig.merge(share, on="direction", how="left")
     return sig

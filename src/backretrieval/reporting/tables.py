@@ -51,7 +51,9 @@ def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks:
     """
     t = table1_frame(correlations)
     lines = [f"### {title}", "", caption, ""]
-    header = ["direction"] + [f"{METHOD_LABEL[m]} {STAT_LABEL[s]}" for s in ("pearson", "spearman") for m in ("bkr_recall", "corr")]
+    header = ["direction"] + [
+        f"{METHOD_LABEL[m]} {STAT_LABEL[s]}" for s in ("pearson", "spearman") for m in ("bkr_recall", "corr")
+    ]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for d in _direction_order(t["direction"].unique().tolist()):
@@ -93,10 +95,17 @@ def metrics_json(correlations: pd.DataFrame, metrics: pd.DataFrame, meta: dict[s
 def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr") -> str:
     """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold)."""
     t = table1_frame(correlations)
-    out = ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{lcccc}", "\\toprule",
-           " & \\multicolumn{2}{c}{Pearson} & \\multicolumn{2}{c}{Spearman} \\\\",
-           "\\cmidrule(lr){2-3}\\cmidrule(lr){4-5}",
-           "Direction & BkR & CORR & BkR & CORR \\\\", "\\midrule"]
+    out = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        "\\begin{tabular}{lcccc}",
+        "\\toprule",
+        " & \\multicolumn{2}{c}{Pearson} & \\multicolumn{2}{c}{Spearman} \\\\",
+        "\\cmidrule(lr){2-3}\\cmidrule(lr){4-5}",
+        "Direction & BkR & CORR & BkR & CORR \\\\",
+        "\\midrule",
+    ]
     for d in _direction_order(t["direction"].unique().tolist()):
         cells = [d.replace("-", "$\\to$")]
         for s_ in ("pearson", "spearman"):
@@ -125,15 +134,27 @@ def seed_cis(frame: pd.DataFrame, group_cols: list[str], value_col: str, B: int,
         else:
             low = high = float(vals.mean())
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(group_cols, key)), "mean": float(vals.mean()), "ci_low": low, "ci_high": high,
-                     "n_seeds": len(vals)})
+        rows.append(
+            {
+                **dict(zip(group_cols, key)),
+                "mean": float(vals.mean()),
+                "ci_low": low,
+                "ci_high": high,
+                "n_seeds": len(vals),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def table2_markdown(t: pd.DataFrame, sig: pd.DataFrame, caption: str) -> str:
-    lines = ["### Table 2 — case study: BkR ×1000 per model, averaged over language pairs", "", caption, "",
-             "| model | BkR ×1000 | 95% CI (pairs) | worst pair | best vs this: Δ×1000 [CI] | McNemar p (Bonf.) |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "### Table 2 — case study: BkR ×1000 per model, averaged over language pairs",
+        "",
+        caption,
+        "",
+        "| model | BkR ×1000 | 95% CI (pairs) | worst pair | best vs this: Δ×1000 [CI] | McNemar p (Bonf.) |",
+        "|---|---|---|---|---|---|",
+    ]
     best = t.loc[0, "model"]
     for _, r in t.iterrows():
         txt = f"{r['bkr_x1000']:.1f}"
@@ -144,19 +165,32 @@ def table2_markdown(t: pd.DataFrame, sig: pd.DataFrame, caption: str) -> str:
             s = sig[sig["other"] == r["model"]].iloc[0]
             cmp_txt = f"{s['diff_x1000']:+.1f} [{s['diff_ci_low']:+.1f}, {s['diff_ci_high']:+.1f}]"
             p_txt = stats.format_p(s["mcnemar_p_bonferroni"]) + stats.significance_marker(s["mcnemar_p_bonferroni"])
-        lines.append(f"| {r['label']} | {txt} | [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | {r['worst_pair'].replace('-', '→')} | {cmp_txt} | {p_txt} |")
+        lines.append(
+            f"| {r['label']} | {txt} | [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | {r['worst_pair'].replace('-', '→')} | {cmp_txt} | {p_txt} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def table2_latex(t: pd.DataFrame) -> str:
     best = t.loc[0, "model"]
-    out = ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{lrr}", "\\toprule",
-           "Model & BkR$\\times$1000 & 95\\% CI \\\\", "\\midrule"]
+    out = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\begin{tabular}{lrr}",
+        "\\toprule",
+        "Model & BkR$\\times$1000 & 95\\% CI \\\\",
+        "\\midrule",
+    ]
     for _, r in t.iterrows():
         v = f"{r['bkr_x1000']:.1f}"
         v = f"\\textbf{{{v}}}" if r["model"] == best else v
         label = str(r["label"]).replace("_", "\\_")
         out.append(f"{label} & {v} & [{r['ci_low']:.1f}, {r['ci_high']:.1f}] \\\\")
-    out += ["\\bottomrule", "\\end{tabular}", "\\caption{BkR$\\times$1000 per model averaged over language pairs.}",
-            "\\label{tab:bkr-case-study}", "\\end{table}"]
+    out += [
+        "\\bottomrule",
+        "\\end{tabular}",
+        "\\caption{BkR$\\times$1000 per model averaged over language pairs.}",
+        "\\label{tab:bkr-case-study}",
+        "\\end{table}",
+    ]
     return "\n".join(out) + "\n"

@@ -31,7 +31,6 @@ Which test answers which question:
   :func:`rank_agreement`.
 """
 
-
 from ._common import BootstrapCI, BootstrapDiff, TestResult
 from .bootstrap import bootstrap_ci, bootstrap_corr_ci, paired_bootstrap_diff
 from .correlation import correlate, rank_agreement

@@ -90,9 +90,7 @@ def _vector(x: ArrayLike, name: str, *, min_n: int = 1) -> NDArray[np.float64]:
 
 def _same_length(a: NDArray[Any], b: NDArray[Any], name_a: str, name_b: str) -> None:
     if a.shape != b.shape:
-        raise InputError(
-            f"{name_a} and {name_b} must be paired (same length), got {a.size} and {b.size}"
-        )
+        raise InputError(f"{name_a} and {name_b} must be paired (same length), got {a.size} and {b.size}")
 
 
 def _hits(x: ArrayLike, name: str) -> NDArray[np.bool_]:

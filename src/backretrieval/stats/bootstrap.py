@@ -52,8 +52,14 @@ def paired_bootstrap_diff(
         extreme = int(np.sum(np.abs(boot - diff) >= abs(diff) - 1e-12))
         p = (1 + extreme) / (B + 1)
     return BootstrapDiff(
-        diff=float(diff), low=float(low), high=float(high), pvalue=float(p),
-        confidence_level=1.0 - alpha, n=n, n_resamples=B, seed=int(seed),
+        diff=float(diff),
+        low=float(low),
+        high=float(high),
+        pvalue=float(p),
+        confidence_level=1.0 - alpha,
+        n=n,
+        n_resamples=B,
+        seed=int(seed),
     )
 
 
@@ -84,12 +90,24 @@ def bootstrap_ci(
         low = high = estimate
     else:
         res = st.bootstrap(
-            (x,), stat, n_resamples=B, confidence_level=1.0 - alpha, method=method,
+            (x,),
+            stat,
+            n_resamples=B,
+            confidence_level=1.0 - alpha,
+            method=method,
             **{_BOOTSTRAP_RNG_KW: np.random.default_rng(seed)},
         )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return BootstrapCI(estimate=estimate, low=low, high=high, confidence_level=1.0 - alpha,
-                       method=method, n=int(x.size), n_resamples=B, seed=int(seed))
+    return BootstrapCI(
+        estimate=estimate,
+        low=low,
+        high=high,
+        confidence_level=1.0 - alpha,
+        method=method,
+        n=int(x.size),
+        n_resamples=B,
+        seed=int(seed),
+    )
 
 
 def _rowwise_pearson(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -144,6 +162,14 @@ def bootstrap_corr_ci(
     if r.size == 0:
         raise InputError("x/y: no bootstrap resample has a defined correlation")
     low, high = np.quantile(r, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return BootstrapCI(estimate=estimate, low=float(low), high=float(high),
-                       confidence_level=1.0 - alpha, method=f"percentile ({method}, pairs)",
-                       n=n, n_resamples=B, seed=int(seed), n_valid_resamples=int(r.size))
+    return BootstrapCI(
+        estimate=estimate,
+        low=float(low),
+        high=float(high),
+        confidence_level=1.0 - alpha,
+        method=f"percentile ({method}, pairs)",
+        n=n,
+        n_resamples=B,
+        seed=int(seed),
+        n_valid_resamples=int(r.size),
+    )

@@ -31,13 +31,13 @@ def correlate(metrics: pd.DataFrame, reference: str = "xlr_recall", candidates=(
                     val = float("nan")
                 else:
                     val = float(fn(x, y).statistic)
-                out.append(dict(direction=direction, seed=int(seed), method=cand, stat=stat_name, value=val, n_encoders=n))
+                out.append(
+                    dict(direction=direction, seed=int(seed), method=cand, stat=stat_name, value=val, n_encoders=n)
+                )
     return pd.DataFrame(out, columns=["direction", "seed", "method", "stat", "value", "n_encoders"])
 
 
-def rank_agreement(
-    scores_a: Mapping[str, float], scores_b: Mapping[str, float]
-) -> dict[str, TestResult]:
+def rank_agreement(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> dict[str, TestResult]:
     """Do two metrics rank the same models alike? (Bakarov et al. 2018 "benchmark disagreement")
 
     Spearman rho (:func:`scipy.stats.spearmanr`) and Kendall tau-b
@@ -49,9 +49,7 @@ def rank_agreement(
     if set(scores_a) != set(scores_b):
         only_a = sorted(set(scores_a) - set(scores_b))
         only_b = sorted(set(scores_b) - set(scores_a))
-        raise InputError(
-            f"scores_a/scores_b: must name the same models; only in a: {only_a}, only in b: {only_b}"
-        )
+        raise InputError(f"scores_a/scores_b: must name the same models; only in a: {only_a}, only in b: {only_b}")
     models = sorted(scores_a)
     a = _vector([scores_a[m] for m in models], "scores_a", min_n=3)
     b = _vector([scores_b[m] for m in models], "scores_b", min_n=3)
@@ -61,8 +59,6 @@ def rank_agreement(
     kt = st.kendalltau(a, b)
     n = len(models)
     return {
-        "spearman": TestResult("Spearman rho", float(sp.statistic), float(sp.pvalue), n,
-                               extra={"models": models}),
-        "kendall": TestResult("Kendall tau-b", float(kt.statistic), float(kt.pvalue), n,
-                              extra={"models": models}),
+        "spearman": TestResult("Spearman rho", float(sp.statistic), float(sp.pvalue), n, extra={"models": models}),
+        "kendall": TestResult("Kendall tau-b", float(kt.statistic), float(kt.pvalue), n, extra={"models": models}),
     }

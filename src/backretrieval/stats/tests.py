@@ -45,12 +45,26 @@ def paired_tests(a: ArrayLike, b: ArrayLike) -> dict[str, TestResult]:
 
     if nz.size == 0:
         nan = float("nan")
-        wil = TestResult("Wilcoxon signed-rank", nan, nan, n, nan,
-                         "matched-pairs rank-biserial r", None,
-                         {"n_nonzero": 0, "mean_diff": mean_diff,
-                          "note": "all differences are zero"})
-        tt = TestResult("paired t-test", nan, nan, n, nan, "Cohen's d_z", float(n - 1),
-                        {"mean_diff": mean_diff, "note": "all differences are zero"})
+        wil = TestResult(
+            "Wilcoxon signed-rank",
+            nan,
+            nan,
+            n,
+            nan,
+            "matched-pairs rank-biserial r",
+            None,
+            {"n_nonzero": 0, "mean_diff": mean_diff, "note": "all differences are zero"},
+        )
+        tt = TestResult(
+            "paired t-test",
+            nan,
+            nan,
+            n,
+            nan,
+            "Cohen's d_z",
+            float(n - 1),
+            {"mean_diff": mean_diff, "note": "all differences are zero"},
+        )
         return {"wilcoxon": wil, "ttest": tt}
 
     ranks = st.rankdata(np.abs(nz))
@@ -65,8 +79,13 @@ def paired_tests(a: ArrayLike, b: ArrayLike) -> dict[str, TestResult]:
         n=n,
         effect_size=rbc,
         effect_size_name="matched-pairs rank-biserial r",
-        extra={"n_nonzero": int(nz.size), "r_plus": r_plus, "r_minus": r_minus,
-               "mean_diff": mean_diff, "median_diff": float(np.median(d))},
+        extra={
+            "n_nonzero": int(nz.size),
+            "r_plus": r_plus,
+            "r_minus": r_minus,
+            "mean_diff": mean_diff,
+            "median_diff": float(np.median(d)),
+        },
     )
 
     sd = float(d.std(ddof=1))
@@ -152,8 +171,7 @@ def steiger_z(r12: float, r13: float, r23: float, n: int, *, pooled: bool = True
         n=int(n),
         effect_size=diff,
         effect_size_name="Cohen's q (atanh r12 - atanh r13)",
-        extra={"r12": float(r12), "r13": float(r13), "r23": float(r23), "c": float(c),
-               "pooled": pooled},
+        extra={"r12": float(r12), "r13": float(r13), "r23": float(r23), "c": float(c), "pooled": pooled},
     )
 
 
@@ -193,9 +211,7 @@ def williams_t(r12: float, r13: float, r23: float, n: int) -> TestResult:
 # --------------------------------------------------------------------------- multiplicity
 
 
-def adjust_pvalues(
-    p: ArrayLike, method: Literal["bonferroni", "holm"] = "bonferroni"
-) -> NDArray[np.float64]:
+def adjust_pvalues(p: ArrayLike, method: Literal["bonferroni", "holm"] = "bonferroni") -> NDArray[np.float64]:
     """Family-wise error correction via :func:`statsmodels.stats.multitest.multipletests`.
 
     Returns the adjusted p-values (capped at 1) in the input order.
@@ -268,8 +284,7 @@ def mann_whitney(ratings_a: ArrayLike, ratings_b: ArrayLike) -> TestResult:
         n=na + nb,
         effect_size=2.0 * u / (na * nb) - 1.0,
         effect_size_name="rank-biserial r",
-        extra={"n_a": na, "n_b": nb, "median_a": float(np.median(a)),
-               "median_b": float(np.median(b))},
+        extra={"n_a": na, "n_b": nb, "median_a": float(np.median(a)), "median_b": float(np.median(b))},
     )
 
 
@@ -279,17 +294,13 @@ def fisher_exact_counts(a_yes: int, a_total: int, b_yes: int, b_total: int) -> T
     Table ``[[a_yes, a_total - a_yes], [b_yes, b_total - b_yes]]``. Effect size: the sample
     odds ratio ``a_yes (b_total - b_yes) / ((a_total - a_yes) b_yes)`` (may be 0 or inf).
     """
-    for name, v in (("a_yes", a_yes), ("a_total", a_total), ("b_yes", b_yes),
-                    ("b_total", b_total)):
+    for name, v in (("a_yes", a_yes), ("a_total", a_total), ("b_yes", b_yes), ("b_total", b_total)):
         if int(v) != v or v < 0:
             raise InputError(f"{name}: expected a non-negative integer count, got {v}")
     if a_total < 1 or b_total < 1:
         raise InputError(f"a_total/b_total: expected positive totals, got {a_total}, {b_total}")
     if a_yes > a_total or b_yes > b_total:
-        raise InputError(
-            f"yes counts exceed totals: a_yes={a_yes}/a_total={a_total}, "
-            f"b_yes={b_yes}/b_total={b_total}"
-        )
+        raise InputError(f"yes counts exceed totals: a_yes={a_yes}/a_total={a_total}, b_yes={b_yes}/b_total={b_total}")
     table = [[int(a_yes), int(a_total - a_yes)], [int(b_yes), int(b_total - b_yes)]]
     res = st.fisher_exact(table, alternative="two-sided")
     return TestResult(

@@ -47,8 +47,16 @@ Reprs = dict[str, dict[str, Path]]
 # 1. embed
 
 
-def embed_step(dataset: Path, cs: dict, encoder: str, spec: dict, cache_dir: Path | None,
-               field_outs: dict[str, dict[str, Path]], repr_outs: dict[str, Path], threads: int | None = None) -> None:
+def embed_step(
+    dataset: Path,
+    cs: dict,
+    encoder: str,
+    spec: dict,
+    cache_dir: Path | None,
+    field_outs: dict[str, dict[str, Path]],
+    repr_outs: dict[str, Path],
+    threads: int | None = None,
+) -> None:
     """Title and body embeddings of every case-study item (``case_items``) with ``encoder``
     (``spec``: its params.yaml entry) → ``field_outs[lang][field]``, and the evaluated base
     representation → ``repr_outs[lang]``. ``cs``: the resolved ``case_study`` section, whose
@@ -76,8 +84,9 @@ def embed_step(dataset: Path, cs: dict, encoder: str, spec: dict, cache_dir: Pat
 # evaluation core
 
 
-def _eval_models(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_csv: Path,
-                 hits_out: Path | None) -> pd.DataFrame:
+def _eval_models(
+    dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_csv: Path, hits_out: Path | None
+) -> pd.DataFrame:
     missing = [(m, lang) for m in reprs for lang in cs["languages"] if lang not in reprs[m]]
     if missing:
         raise InputError(f"case study: no representation file for (model, language) {missing[:3]}")
@@ -120,8 +129,14 @@ def select_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_jso
     df = _eval_models(dataset, cs, image_file, {m: reprs[m] for m in bases}, out_csv, None)
     means = df.groupby("model")["bkr_recall"].mean().sort_values(ascending=False)
     chosen = cs["head_base"] if cs["head_base"] != "auto" else str(means.index[0])
-    io.write_json(out_json, {"chosen": chosen, "rule": "configured" if cs["head_base"] != "auto" else "highest mean BkR",
-                             "mean_bkr": {m: round(float(v), 6) for m, v in means.items()}})
+    io.write_json(
+        out_json,
+        {
+            "chosen": chosen,
+            "rule": "configured" if cs["head_base"] != "auto" else "highest mean BkR",
+            "mean_bkr": {m: round(float(v), 6) for m, v in means.items()},
+        },
+    )
     return chosen
 
 
@@ -129,8 +144,16 @@ def select_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_jso
 # 3. train heads
 
 
-def train_step(dataset: Path, cs: dict, head: str, chosen_json: Path, fields: dict[str, dict[str, dict[str, Path]]],
-               out: dict[str, Path], repr_outs: dict[str, Path], threads: int | None = None) -> None:
+def train_step(
+    dataset: Path,
+    cs: dict,
+    head: str,
+    chosen_json: Path,
+    fields: dict[str, dict[str, dict[str, Path]]],
+    out: dict[str, Path],
+    repr_outs: dict[str, Path],
+    threads: int | None = None,
+) -> None:
     """Train a TRIPLET / TRIPLETXL head on the chosen base encoder's frozen title/body
     embeddings of the training items (``fields[encoder][lang][field]``, every base encoder:
     the choice is made at run time) → ``out`` (``head`` .pt, ``meta`` .json, ``history`` .csv,
@@ -141,14 +164,17 @@ def train_step(dataset: Path, cs: dict, head: str, chosen_json: Path, fields: di
     if head not in HEADS:
         raise ConfigError(f"head must be one of {HEADS}, got {head!r}")
     if Path(out["meta"]) != Path(out["head"]).with_suffix(".json"):
-        raise InputError(f"case-train: the head's metadata is written beside its weights as "
-                         f"{Path(out['head']).with_suffix('.json')}, not {out['meta']}")
+        raise InputError(
+            f"case-train: the head's metadata is written beside its weights as "
+            f"{Path(out['head']).with_suffix('.json')}, not {out['meta']}"
+        )
     if threads is not None:
         limit_threads(threads)
     base = json.loads(Path(chosen_json).read_text(encoding="utf-8"))["chosen"]
     if base not in fields:
-        raise InputError(f"{chosen_json}: chosen base encoder {base!r} has no field embeddings "
-                         f"(given: {sorted(fields)})")
+        raise InputError(
+            f"{chosen_json}: chosen base encoder {base!r} has no field embeddings (given: {sorted(fields)})"
+        )
     items = case_items(dataset, cs)
     titles, bodies, langs, keys = [], [], [], []
     for lang in cs["languages"]:
@@ -164,8 +190,9 @@ def train_step(dataset: Path, cs: dict, head: str, chosen_json: Path, fields: di
     conf.validate()
     result = train_heads(np.vstack(titles), np.vstack(bodies), np.array(langs), conf, xl=(head == "tripletxl"))
     save_head(result, out["head"])
-    plot_loss_curves(result.history, out["curve"],
-                     title=f"{HEAD_LABEL[head]} on {base} (best epoch {result.best_epoch})")
+    plot_loss_curves(
+        result.history, out["curve"], title=f"{HEAD_LABEL[head]} on {base} (best epoch {result.best_epoch})"
+    )
     io.write_csv(out["history"], pd.DataFrame(result.history))
     for lang, t_idx, t, b in keys:
         ids = sorted(t_idx, key=t_idx.__getitem__)
@@ -189,8 +216,9 @@ def evaluate_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_c
 # 5. report: Table 2 + Figure 3
 
 
-def report_step(dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_npz: Path,
-                out: dict[str, Path]) -> None:
+def report_step(
+    dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_npz: Path, out: dict[str, Path]
+) -> None:
     """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`)."""
     missing = sorted(set(CASE_REPORT_FILES) - set(out))
     if missing:
@@ -216,5 +244,12 @@ def report_step(dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_
     io.write_csv(out["sig"], sig)
     fig3_boxplot(df, t, figure_base(out, "fig3"), f"{syn}{meta.name}: BkR per model across language pairs")
     summary = {m: round(float(v), 3) for m, v in zip(t["model"], t["bkr_x1000"])}
-    io.write_json(out["metrics"], {"bkr_x1000_mean_over_pairs": summary, "best": t.loc[0, "model"],
-                                   "head_base": chosen, "synthetic": meta.synthetic})
+    io.write_json(
+        out["metrics"],
+        {
+            "bkr_x1000_mean_over_pairs": summary,
+            "best": t.loc[0, "model"],
+            "head_base": chosen,
+            "synthetic": meta.synthetic,
+        },
+    )

@@ -71,10 +71,16 @@ class RunArtifacts:
     def run_info(self, run_name: str, reports_dir: str) -> RunInfo:
         m = self.metrics
         return RunInfo(
-            run_name=run_name, dataset=self.meta.name, synthetic=self.meta.synthetic, reports_dir=reports_dir,
-            sample_size=int(m["n"].max()), seeds=tuple(sorted(int(s) for s in m["seed"].unique())),
-            directions=tuple(self.directions), encoders=tuple(self.encoders),
-            image_backbone=str(m["backbone"].iloc[0]), k=self.k,
+            run_name=run_name,
+            dataset=self.meta.name,
+            synthetic=self.meta.synthetic,
+            reports_dir=reports_dir,
+            sample_size=int(m["n"].max()),
+            seeds=tuple(sorted(int(s) for s in m["seed"].unique())),
+            directions=tuple(self.directions),
+            encoders=tuple(self.encoders),
+            image_backbone=str(m["backbone"].iloc[0]),
+            k=self.k,
         )
 
     def items(self) -> pd.DataFrame:
@@ -124,7 +130,11 @@ class RunArtifacts:
             if s is None or t is None:
                 raise InputError(f"encoder {enc!r} was skipped in {direction}; its metrics cannot be recomputed")
             xlr_t = rows_of(t, sample.xlr_targets, f"{enc}/{tgt}") if sample.xlr_targets is not None else None
-            out["text"][enc] = (rows_of(s, sample.queries, f"{enc}/{src}"), rows_of(t, sample.bkr_targets, f"{enc}/{tgt}"), xlr_t)
+            out["text"][enc] = (
+                rows_of(s, sample.queries, f"{enc}/{src}"),
+                rows_of(t, sample.bkr_targets, f"{enc}/{tgt}"),
+                xlr_t,
+            )
         return out
 
 
@@ -168,8 +178,14 @@ def load_run(
     if samples_files and missing:
         raise InputError(f"no samples file for direction(s) {missing} of the metrics (--samples)")
     return RunArtifacts(
-        dataset=Path(dataset), meta=read_meta(dataset), metrics=metrics, samples=samples,
-        ranks_files=ranks, image_file=Path(image_file) if image_file else None, text_files=texts, k=int(k),
+        dataset=Path(dataset),
+        meta=read_meta(dataset),
+        metrics=metrics,
+        samples=samples,
+        ranks_files=ranks,
+        image_file=Path(image_file) if image_file else None,
+        text_files=texts,
+        k=int(k),
     )
 
 
@@ -200,7 +216,11 @@ def _per_query(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: 
 
 
 def inference_outcomes(
-    run: RunArtifacts, direction: str, n_seeds: int, max_pairs: int | None, with_corr: bool = True,
+    run: RunArtifacts,
+    direction: str,
+    n_seeds: int,
+    max_pairs: int | None,
+    with_corr: bool = True,
 ) -> tuple[list, int, list[str]]:
     """The per-query outcomes of the first ``n_seeds`` seeds of one direction
     (:class:`~backretrieval.findings.inference.SeedOutcomes`), the number of distinct items and
@@ -226,23 +246,35 @@ def inference_outcomes(
         for what, arr, metric in (("xlr", xlr, "xlr_recall"), ("bkr", bkr, "bkr_recall")):
             csv = wide.loc[s.seed].reindex(encoders)[metric].to_numpy(float)
             if not np.allclose(arr.mean(axis=1), csv, rtol=0, atol=1e-9):
-                raise InputError(f"{direction} seed {s.seed}: per-query {what} ranks do not reproduce {metric} of the metrics CSV")
+                raise InputError(
+                    f"{direction} seed {s.seed}: per-query {what} ranks do not reproduce {metric} of the metrics CSV"
+                )
         corr_point = corr_fn = None
         if with_corr:
             if "corr" not in wide.columns:
                 raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
             corr_point = wide.loc[s.seed].reindex(encoders)["corr"].to_numpy(float)
             emb = run.sample_embeddings(direction, s, encoders)
-            corr_fn = corr_resampler(emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders], max_pairs, s.seed)
-        out.append(SeedOutcomes(
-            seed=s.seed, query_items=np.array([pos[i] for i in s.queries]),
-            target_items=np.array([pos[i] for i in s.bkr_targets]), xlr=xlr, per_query={"bkr": bkr},
-            corr_point=corr_point, corr=corr_fn,
-        ))
+            corr_fn = corr_resampler(
+                emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders], max_pairs, s.seed
+            )
+        out.append(
+            SeedOutcomes(
+                seed=s.seed,
+                query_items=np.array([pos[i] for i in s.queries]),
+                target_items=np.array([pos[i] for i in s.bkr_targets]),
+                xlr=xlr,
+                per_query={"bkr": bkr},
+                corr_point=corr_point,
+                corr=corr_fn,
+            )
+        )
     return out, len(item_ids), encoders
 
 
-def encoder_sets(encoders: Sequence[str], random_encoders: Sequence[str], family: Sequence[str]) -> dict[str, list[str]]:
+def encoder_sets(
+    encoders: Sequence[str], random_encoders: Sequence[str], family: Sequence[str]
+) -> dict[str, list[str]]:
     """``all``; ``no_random`` (without the chance-level encoders); ``family`` (one model family
     alone); sets with fewer than 3 encoders are left out."""
     sets = {"all": list(encoders)}
@@ -285,30 +317,54 @@ def inference_step(
         n_items_by_dir[d] = n_items
         log.info("findings inference %s: %d seeds, %d items, B=%d", d, len(seeds), n_items, B)
     frame = pd.concat(frames, ignore_index=True)
-    settings = {"B": B, "bootstrap_seed": boot_seed, "n_seeds_used": min(n_seeds, len(info.seeds)),
-                "corr_max_pairs": max_pairs, "random_encoders": list(random_encoders),
-                "family": list(family), "family_name": family_name, "confidence": 0.95,
-                "items_per_direction": n_items_by_dir}
+    settings = {
+        "B": B,
+        "bootstrap_seed": boot_seed,
+        "n_seeds_used": min(n_seeds, len(info.seeds)),
+        "corr_max_pairs": max_pairs,
+        "random_encoders": list(random_encoders),
+        "family": list(family),
+        "family_name": family_name,
+        "confidence": 0.95,
+        "items_per_direction": n_items_by_dir,
+    }
     numbers = inference_numbers(frame, info.directions)
     md = inference_markdown(frame, info, settings)
     outputs = _write_tables(out_dir, "inference", frame, md)
-    inf.plot_intervals(frame, out_dir / "figures" / "inference_ci",
-                       f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs")
+    inf.plot_intervals(
+        frame,
+        out_dir / "figures" / "inference_ci",
+        f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs",
+    )
     outputs += _figure_outputs("inference_ci")
     answer, verdict = inference_answer(numbers, info, settings)
-    rec = FindingsRecord(analysis="inference", run=info, settings=settings, numbers=numbers,
-                         answer=answer, verdict=verdict, outputs=tuple(outputs))
+    rec = FindingsRecord(
+        analysis="inference",
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=verdict,
+        outputs=tuple(outputs),
+    )
     _record(out_dir, rec)
     return rec
 
 
 def _row(frame: pd.DataFrame, direction: str, set_name: str, quantity: str, stat: str) -> dict[str, Any]:
-    g = frame[(frame["direction"] == direction) & (frame["set"] == set_name) & (frame["quantity"] == quantity) & (frame["stat"] == stat)]
+    g = frame[
+        (frame["direction"] == direction)
+        & (frame["set"] == set_name)
+        & (frame["quantity"] == quantity)
+        & (frame["stat"] == stat)
+    ]
     if g.empty:
         return {}
     r = g.iloc[0]
-    return {k: (float(r[k]) if isinstance(r[k], (float, np.floating)) else r[k]) for k in
-            ("estimate", "low", "high", "se", "naive_low", "naive_high", "seed_sd", "n_valid")}
+    return {
+        k: (float(r[k]) if isinstance(r[k], (float, np.floating)) else r[k])
+        for k in ("estimate", "low", "high", "se", "naive_low", "naive_high", "seed_sd", "n_valid")
+    }
 
 
 def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[str, Any]:
@@ -326,7 +382,12 @@ def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[st
             per_direction.append(row)
     order = []
     for d in directions:
-        order.append({"direction": d, **{q: _row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff")}})
+        order.append(
+            {
+                "direction": d,
+                **{q: _row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff")},
+            }
+        )
     pooled = {}
     for stat in STATS:
         rows = [r["rho_diff"] for r in per_direction if r["stat"] == stat and r["rho_diff"]]
@@ -338,18 +399,35 @@ def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[st
     for r in per_direction:
         for q in ("rho_bkr", "rho_corr"):
             x = r[q]
-            if x and np.isfinite(x.get("high", np.nan)) and np.isfinite(x.get("naive_high", np.nan)) and x["naive_high"] > x["naive_low"]:
+            if (
+                x
+                and np.isfinite(x.get("high", np.nan))
+                and np.isfinite(x.get("naive_high", np.nan))
+                and x["naive_high"] > x["naive_low"]
+            ):
                 widths.append((x["high"] - x["low"]) / (x["naive_high"] - x["naive_low"]))
     sets = {}
     for set_name in sorted(set(frame["set"])):
         if "-" in set_name:
             continue
-        sets[set_name] = {stat: {"diff_mean": float(np.nanmean([_row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) for d in directions])),
-                                 "bkr_mean": float(np.nanmean([_row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) for d in directions])),
-                                 "corr_mean": float(np.nanmean([_row(frame, d, set_name, "rho_corr", stat).get("estimate", np.nan) for d in directions])),
-                                 "diff_ci_excludes_0": int(sum(1 for d in directions if _excl0(_row(frame, d, set_name, "rho_diff", stat)))),
-                                 "n_directions": len(directions)}
-                          for stat in STATS}
+        sets[set_name] = {
+            stat: {
+                "diff_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "bkr_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "corr_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_corr", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "diff_ci_excludes_0": int(
+                    sum(1 for d in directions if _excl0(_row(frame, d, set_name, "rho_diff", stat)))
+                ),
+                "n_directions": len(directions),
+            }
+            for stat in STATS
+        }
     loo = {}
     for stat in STATS:
         shifts = []
@@ -357,20 +435,41 @@ def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[st
             base = _row(frame, d, "all", "rho_bkr", stat).get("estimate", np.nan)
             base_diff = _row(frame, d, "all", "rho_diff", stat).get("estimate", np.nan)
             for set_name in sorted(s for s in set(frame["set"]) if s.startswith("all-")):
-                e = set_name[len("all-"):]
-                shifts.append({"direction": d, "left_out": e,
-                               "bkr_shift": _row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) - base,
-                               "diff_shift": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) - base_diff,
-                               "diff": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan)})
+                e = set_name[len("all-") :]
+                shifts.append(
+                    {
+                        "direction": d,
+                        "left_out": e,
+                        "bkr_shift": _row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) - base,
+                        "diff_shift": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) - base_diff,
+                        "diff": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan),
+                    }
+                )
         if shifts:
             worst = max(shifts, key=lambda x: abs(x["diff_shift"]) if np.isfinite(x["diff_shift"]) else -1)
-            flips = sum(1 for x in shifts if np.isfinite(x["diff"]) and np.sign(x["diff"]) != np.sign(_row(frame, x["direction"], "all", "rho_diff", stat).get("estimate", np.nan)))
-            loo[stat] = {"max_abs_bkr_shift": float(np.nanmax([abs(x["bkr_shift"]) for x in shifts])),
-                         "max_abs_diff_shift": float(abs(worst["diff_shift"])), "worst_left_out": worst["left_out"],
-                         "worst_direction": worst["direction"], "sign_flips": int(flips), "n": len(shifts)}
-    return {"per_direction": per_direction, "order_accuracy": order, "pooled_diff": pooled,
-            "ci_width_ratio_median": float(np.median(widths)) if widths else None,
-            "sets": sets, "leave_one_out": loo}
+            flips = sum(
+                1
+                for x in shifts
+                if np.isfinite(x["diff"])
+                and np.sign(x["diff"])
+                != np.sign(_row(frame, x["direction"], "all", "rho_diff", stat).get("estimate", np.nan))
+            )
+            loo[stat] = {
+                "max_abs_bkr_shift": float(np.nanmax([abs(x["bkr_shift"]) for x in shifts])),
+                "max_abs_diff_shift": float(abs(worst["diff_shift"])),
+                "worst_left_out": worst["left_out"],
+                "worst_direction": worst["direction"],
+                "sign_flips": int(flips),
+                "n": len(shifts),
+            }
+    return {
+        "per_direction": per_direction,
+        "order_accuracy": order,
+        "pooled_diff": pooled,
+        "ci_width_ratio_median": float(np.median(widths)) if widths else None,
+        "sets": sets,
+        "leave_one_out": loo,
+    }
 
 
 def _excl0(r: dict[str, Any]) -> bool:
@@ -381,49 +480,89 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
     from ..findings.document import fmt_ci
     from ..findings.inference import STATS
 
-    head = (f"## Unit of inference — {info.label()}\n\n{info.scale()}. Crossed bootstrap over encoders and "
-            f"items (B={settings['B']}, seed {settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; "
-            f"CORR recomputed per replicate" + (f" on {settings['corr_max_pairs']} sampled pairs" if settings["corr_max_pairs"] else "")
-            + "). 95% percentile CIs; 'seeds CI' treats the seeds as independent replicates (Table 1's view).\n\n")
+    head = (
+        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Crossed bootstrap over encoders and "
+        f"items (B={settings['B']}, seed {settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; "
+        f"CORR recomputed per replicate"
+        + (f" on {settings['corr_max_pairs']} sampled pairs" if settings["corr_max_pairs"] else "")
+        + "). 95% percentile CIs; 'seeds CI' treats the seeds as independent replicates (Table 1's view).\n\n"
+    )
     parts = [head]
     set_names = [s for s in ("all", "no_random", "family") if s in set(frame["set"])]
     for set_name in set_names:
-        title = {"all": "all encoders", "no_random": "without the random encoder(s)",
-                 "family": f"{settings['family_name']} family only"}[set_name]
+        title = {
+            "all": "all encoders",
+            "no_random": "without the random encoder(s)",
+            "family": f"{settings['family_name']} family only",
+        }[set_name]
         rows = []
         for d in dict.fromkeys(frame["direction"]):
             for stat in STATS:
                 b, c, df_ = (_row(frame, d, set_name, q, stat) for q in ("rho_bkr", "rho_corr", "rho_diff"))
                 if not b:
                     continue
-                rows.append({"direction": d.replace("-", "→"), "stat": stat,
-                             "BkR ρ [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
-                             "BkR seeds CI": fmt_ci(b["estimate"], b["naive_low"], b["naive_high"]),
-                             "CORR ρ [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
-                             "CORR seeds CI": fmt_ci(c["estimate"], c["naive_low"], c["naive_high"]),
-                             "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"])})
+                rows.append(
+                    {
+                        "direction": d.replace("-", "→"),
+                        "stat": stat,
+                        "BkR ρ [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
+                        "BkR seeds CI": fmt_ci(b["estimate"], b["naive_low"], b["naive_high"]),
+                        "CORR ρ [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
+                        "CORR seeds CI": fmt_ci(c["estimate"], c["naive_low"], c["naive_high"]),
+                        "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"]),
+                    }
+                )
         parts.append(f"### Correlation with XLR, {title}\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
     rows = []
     for d in dict.fromkeys(frame["direction"]):
         b, c, df_ = (_row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff"))
-        rows.append({"direction": d.replace("-", "→"), "BkR [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
-                     "CORR [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
-                     "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"])})
-    parts.append("### Pairwise-order accuracy (share of encoder pairs ordered as XLR orders them)\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
+        rows.append(
+            {
+                "direction": d.replace("-", "→"),
+                "BkR [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
+                "CORR [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
+                "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"]),
+            }
+        )
+    parts.append(
+        "### Pairwise-order accuracy (share of encoder pairs ordered as XLR orders them)\n\n"
+        + markdown_table(pd.DataFrame(rows))
+        + "\n"
+    )
     rows = []
     for set_name in sorted(s for s in set(frame["set"]) if s.startswith("all-")):
         for stat in STATS:
-            vals = [_row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) for d in dict.fromkeys(frame["direction"])]
-            bk = [_row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) for d in dict.fromkeys(frame["direction"])]
-            rows.append({"left out": set_name[len("all-"):], "stat": stat, "mean BkR ρ": float(np.nanmean(bk)),
-                         "mean BkR − CORR": float(np.nanmean(vals))})
+            vals = [
+                _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan)
+                for d in dict.fromkeys(frame["direction"])
+            ]
+            bk = [
+                _row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan)
+                for d in dict.fromkeys(frame["direction"])
+            ]
+            rows.append(
+                {
+                    "left out": set_name[len("all-") :],
+                    "stat": stat,
+                    "mean BkR ρ": float(np.nanmean(bk)),
+                    "mean BkR − CORR": float(np.nanmean(vals)),
+                }
+            )
     if rows:
-        parts.append("### Leave one encoder out (point estimates, mean over directions)\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
+        parts.append(
+            "### Leave one encoder out (point estimates, mean over directions)\n\n"
+            + markdown_table(pd.DataFrame(rows))
+            + "\n"
+        )
     return "".join(parts)
 
 
 def _synthetic_note(info: RunInfo) -> str:
-    return " These are SYNTHETIC data: a demonstration of the method, not evidence about real encoders." if info.synthetic else ""
+    return (
+        " These are SYNTHETIC data: a demonstration of the method, not evidence about real encoders."
+        if info.synthetic
+        else ""
+    )
 
 
 def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str, Any]) -> tuple[str, str]:
@@ -431,14 +570,22 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
     from ..findings.document import fmt_ci
 
     pd_rows = numbers["per_direction"]
-    parts = [f"Crossed bootstrap over the {len(info.encoders)} encoders and the items "
-             f"(B={settings['B']}, first {settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}"
-             + (f"; CORR recomputed on {settings['corr_max_pairs']} sampled pairs per replicate" if settings["corr_max_pairs"] else "")
-             + ")."]
+    parts = [
+        f"Crossed bootstrap over the {len(info.encoders)} encoders and the items "
+        f"(B={settings['B']}, first {settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}"
+        + (
+            f"; CORR recomputed on {settings['corr_max_pairs']} sampled pairs per replicate"
+            if settings["corr_max_pairs"]
+            else ""
+        )
+        + ")."
+    ]
     ratio = numbers.get("ci_width_ratio_median")
     if ratio is not None:
-        parts.append(f"Its 95% intervals for a metric's correlation with XLR are a median {ratio:.1f}× as wide as "
-                     "intervals that treat the seeds as independent replicates.")
+        parts.append(
+            f"Its 95% intervals for a metric's correlation with XLR are a median {ratio:.1f}× as wide as "
+            "intervals that treat the seeds as independent replicates."
+        )
     verdict = ""
     for stat in ("pearson", "spearman"):
         diffs = [r["rho_diff"] for r in pd_rows if r["stat"] == stat and r["rho_diff"]]
@@ -446,36 +593,49 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
             continue
         pos = sum(1 for x in diffs if _excl0(x) and x["estimate"] > 0)
         neg = sum(1 for x in diffs if _excl0(x) and x["estimate"] < 0)
-        txt = (f"{stat.capitalize()}: BkR − CORR excludes 0 in BkR's favour in {pos} and in CORR's favour in {neg} "
-               f"of {len(diffs)} directions")
+        txt = (
+            f"{stat.capitalize()}: BkR − CORR excludes 0 in BkR's favour in {pos} and in CORR's favour in {neg} "
+            f"of {len(diffs)} directions"
+        )
         p = numbers["pooled_diff"].get(stat)
         if p:
-            txt += (f"; pooled over directions (random effects) {fmt_ci(p['estimate'], p['low'], p['high'])}")
+            txt += f"; pooled over directions (random effects) {fmt_ci(p['estimate'], p['low'], p['high'])}"
         parts.append(txt + ".")
         if stat == "pearson":
             if p:
-                lean = ("BkR" if p["low"] > 0 else "CORR" if p["high"] < 0 else "neither metric")
-                verdict = (f"On {info.label()}, {lean} tracks XLR better (Pearson BkR − CORR "
-                           f"{fmt_ci(p['estimate'], p['low'], p['high'])}, pooled over {len(diffs)} directions).")
+                lean = "BkR" if p["low"] > 0 else "CORR" if p["high"] < 0 else "neither metric"
+                verdict = (
+                    f"On {info.label()}, {lean} tracks XLR better (Pearson BkR − CORR "
+                    f"{fmt_ci(p['estimate'], p['low'], p['high'])}, pooled over {len(diffs)} directions)."
+                )
     acc = numbers["order_accuracy"]
     if acc and all(a["order_acc_bkr"] for a in acc):
         mb = float(np.mean([a["order_acc_bkr"]["estimate"] for a in acc]))
         mc = float(np.mean([a["order_acc_corr"]["estimate"] for a in acc]))
         wb = float(np.mean([a["order_acc_bkr"]["high"] - a["order_acc_bkr"]["low"] for a in acc]))
-        parts.append(f"Pairwise-order accuracy (mean over directions): BkR {mb:.3f}, CORR {mc:.3f} "
-                     f"(mean CI width for BkR {wb:.3f}).")
+        parts.append(
+            f"Pairwise-order accuracy (mean over directions): BkR {mb:.3f}, CORR {mc:.3f} "
+            f"(mean CI width for BkR {wb:.3f})."
+        )
     sets = numbers["sets"]
-    for set_name, label in (("no_random", "Without the random encoder"), ("family", f"Within the {settings['family_name']} family")):
+    for set_name, label in (
+        ("no_random", "Without the random encoder"),
+        ("family", f"Within the {settings['family_name']} family"),
+    ):
         if set_name in sets:
             s = sets[set_name]["pearson"]
-            parts.append(f"{label}: mean Pearson BkR {s['bkr_mean']:.3f} vs CORR {s['corr_mean']:.3f}; the difference's CI "
-                         f"excludes 0 in {s['diff_ci_excludes_0']} of {s['n_directions']} directions.")
+            parts.append(
+                f"{label}: mean Pearson BkR {s['bkr_mean']:.3f} vs CORR {s['corr_mean']:.3f}; the difference's CI "
+                f"excludes 0 in {s['diff_ci_excludes_0']} of {s['n_directions']} directions."
+            )
     loo = numbers["leave_one_out"].get("pearson")
     if loo:
-        parts.append(f"Leaving one encoder out moves BkR's Pearson correlation by at most {loo['max_abs_bkr_shift']:.3f} and "
-                     f"BkR − CORR by at most {loo['max_abs_diff_shift']:.3f} (leaving out {loo['worst_left_out']} in "
-                     f"{loo['worst_direction'].replace('-', '→')}); the sign of BkR − CORR flips in {loo['sign_flips']} of "
-                     f"{loo['n']} (direction, left-out encoder) cases.")
+        parts.append(
+            f"Leaving one encoder out moves BkR's Pearson correlation by at most {loo['max_abs_bkr_shift']:.3f} and "
+            f"BkR − CORR by at most {loo['max_abs_diff_shift']:.3f} (leaving out {loo['worst_left_out']} in "
+            f"{loo['worst_direction'].replace('-', '→')}); the sign of BkR − CORR flips in {loo['sign_flips']} of "
+            f"{loo['n']} (direction, left-out encoder) cases."
+        )
     return " ".join(parts) + _synthetic_note(info), verdict
 
 
@@ -494,7 +654,9 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
     encoders = run.encoders
     rows = []
     for d in run.directions:
-        wide = run.metrics[run.metrics["direction"] == d].pivot_table(index=["seed", "encoder"], columns="metric", values="value")
+        wide = run.metrics[run.metrics["direction"] == d].pivot_table(
+            index=["seed", "encoder"], columns="metric", values="value"
+        )
         ranks = run.ranks(d)
         samples = sorted(run.samples[d], key=lambda s: s.seed)
         for s in samples[: n_seeds or len(samples)]:
@@ -505,24 +667,42 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
                 src, tgt, _ = emb["text"][e]
                 top = nearest_m(src, tgt, max(ms))
                 csv = wide.loc[(s.seed, e)]
-                row: dict[str, Any] = {"dataset": run.meta.name, "direction": d, "seed": s.seed, "encoder": e,
-                       "n": len(s.queries), "p_hit": side.p_hit, "p_miss": side.p_miss}
+                row: dict[str, Any] = {
+                    "dataset": run.meta.name,
+                    "direction": d,
+                    "seed": s.seed,
+                    "encoder": e,
+                    "n": len(s.queries),
+                    "p_hit": side.p_hit,
+                    "p_miss": side.p_miss,
+                }
                 xr = ranks[f"{e}/{s.seed}/xlr"].astype(np.int64)
                 br = _per_query(ranks, e, s.seed, "bkr", run.k, "bkr_mrr" in wide.columns)
-                row.update(xlr_r1=float(np.mean(xr <= 1)), xlr_rk=float(np.mean(xr <= run.k)),
-                           xlr_mrr=float(np.mean(1.0 / xr)), bkr=float(np.mean(br)),
-                           corr=float(csv["corr"]) if "corr" in csv else float("nan"))
+                row.update(
+                    xlr_r1=float(np.mean(xr <= 1)),
+                    xlr_rk=float(np.mean(xr <= run.k)),
+                    xlr_mrr=float(np.mean(1.0 / xr)),
+                    bkr=float(np.mean(br)),
+                    corr=float(csv["corr"]) if "corr" in csv else float("nan"),
+                )
                 for m in ms:
                     row[f"soft_bkr_m{m}"] = float(np.mean(index.soft_hits(top[:, :m])))
                 if row["soft_bkr_m1"] != row["bkr"] or abs(row["bkr"] - float(csv["bkr_recall"])) > 1e-9:
-                    raise InputError(f"{d} seed {s.seed} {e}: recomputed BkR {row['soft_bkr_m1']}, per-query ranks "
-                                     f"{row['bkr']} and the metrics CSV's {csv['bkr_recall']} differ (stale artifacts?)")
+                    raise InputError(
+                        f"{d} seed {s.seed} {e}: recomputed BkR {row['soft_bkr_m1']}, per-query ranks "
+                        f"{row['bkr']} and the metrics CSV's {csv['bkr_recall']} differ (stale artifacts?)"
+                    )
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
 def calibration_step(
-    run: RunArtifacts, *, run_name: str, out_dir: Path, soft_m: Sequence[int], n_seeds: int | None = None,
+    run: RunArtifacts,
+    *,
+    run_name: str,
+    out_dir: Path,
+    soft_m: Sequence[int],
+    n_seeds: int | None = None,
 ) -> FindingsRecord:
     """Section 5 for one configuration → calibration_points.csv (input of the cross-dataset
     evaluation), calibration.{csv,md,json}, calibration_soft.csv, figures/calibration.*"""
@@ -540,71 +720,111 @@ def calibration_step(
     summary = cal.error_summary(loeo)
     summary.insert(0, "validation", "leave-one-encoder-out")
     soft_cols = [c for c in cells.columns if c.startswith("soft_bkr_m")]
-    soft_cols = sorted(soft_cols, key=lambda c: int(c[len("soft_bkr_m"):]))
+    soft_cols = sorted(soft_cols, key=lambda c: int(c[len("soft_bkr_m") :]))
     refs = {"XLR@1": "xlr_r1", f"XLR@{run.k}": "xlr_rk", "MRR": "xlr_mrr"}
     soft = cal.soft_agreement(cells, soft_cols, refs)
     io.write_csv(out_dir / "calibration_soft.csv", soft)
     label = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}"
     side = points.groupby("direction")[["p_hit", "p_miss"]].mean().reset_index()
-    md = (f"## Calibration — {info.label()}\n\n{info.scale()}; seed means per (direction, encoder); "
-          f"image side: p_hit = image-oracle BkR, p_miss = chance (see backretrieval.findings.calibration).\n\n"
-          "### Image side per direction (mean over seeds)\n\n" + markdown_table(side, 4)
-          + "\n### XLR estimated from BkR, leave one encoder out\n\n" + markdown_table(summary, 4)
-          + "\n### Soft BkR: correlation across encoders with XLR@1, XLR@k and MRR (mean over directions)\n\n"
-          + markdown_table(soft[soft["direction"] == "mean"].pivot_table(index=["metric", "stat"], columns="reference", values="value", sort=False).reset_index(), 3))
+    md = (
+        f"## Calibration — {info.label()}\n\n{info.scale()}; seed means per (direction, encoder); "
+        f"image side: p_hit = image-oracle BkR, p_miss = chance (see backretrieval.findings.calibration).\n\n"
+        "### Image side per direction (mean over seeds)\n\n"
+        + markdown_table(side, 4)
+        + "\n### XLR estimated from BkR, leave one encoder out\n\n"
+        + markdown_table(summary, 4)
+        + "\n### Soft BkR: correlation across encoders with XLR@1, XLR@k and MRR (mean over directions)\n\n"
+        + markdown_table(
+            soft[soft["direction"] == "mean"]
+            .pivot_table(index=["metric", "stat"], columns="reference", values="value", sort=False)
+            .reset_index(),
+            3,
+        )
+    )
     outputs = _write_tables(out_dir, "calibration", summary, md) + ["calibration_soft.csv", "calibration_points.csv"]
     cal.plot_calibration(cells, loeo, out_dir / "figures" / "calibration", f"{label}: BkR → XLR@1")
     outputs += _figure_outputs("calibration")
     numbers = calibration_numbers(cells, summary, soft, refs)
-    settings = {"soft_m": sorted(set(int(m) for m in soft_m) | {1}), "n_seeds_used": int(points["seed"].nunique()),
-                "models": list(cal.MODELS)}
+    settings = {
+        "soft_m": sorted(set(int(m) for m in soft_m) | {1}),
+        "n_seeds_used": int(points["seed"].nunique()),
+        "models": list(cal.MODELS),
+    }
     answer, verdict = calibration_answer(numbers, info)
-    rec = FindingsRecord(analysis="calibration", run=info, settings=settings, numbers=numbers, answer=answer,
-                         verdict=verdict, outputs=tuple(outputs))
+    rec = FindingsRecord(
+        analysis="calibration",
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=verdict,
+        outputs=tuple(outputs),
+    )
     _record(out_dir, rec)
     return rec
 
 
-def calibration_numbers(cells: pd.DataFrame, summary: pd.DataFrame, soft: pd.DataFrame, refs: dict[str, str]) -> dict[str, Any]:
-    errs = {f"{r.model}/{r.target}": {"mae": r.mae, "rmse": r.rmse, "bias": r.bias, "spearman": r.spearman, "n": r.n}
-            for r in summary.itertuples()}
+def calibration_numbers(
+    cells: pd.DataFrame, summary: pd.DataFrame, soft: pd.DataFrame, refs: dict[str, str]
+) -> dict[str, Any]:
+    errs = {
+        f"{r.model}/{r.target}": {"mae": r.mae, "rmse": r.rmse, "bias": r.bias, "spearman": r.spearman, "n": r.n}
+        for r in summary.itertuples()
+    }
     mean = soft[soft["direction"] == "mean"]
     soft_n = {f"{r.metric}/{r.reference}/{r.stat}": r.value for r in mean.itertuples()}
     from ..findings.calibration import implied_image_side
 
     ph_fit, pm_fit = implied_image_side(cells)
-    return {"p_hit_mean": float(cells["p_hit"].mean()), "p_miss_mean": float(cells["p_miss"].mean()),
-            "p_hit_implied": ph_fit, "p_miss_implied": pm_fit,
-            "xlr_r1_range": [float(cells["xlr_r1"].min()), float(cells["xlr_r1"].max())],
-            "loeo": errs, "soft": soft_n, "references": list(refs)}
+    return {
+        "p_hit_mean": float(cells["p_hit"].mean()),
+        "p_miss_mean": float(cells["p_miss"].mean()),
+        "p_hit_implied": ph_fit,
+        "p_miss_implied": pm_fit,
+        "xlr_r1_range": [float(cells["xlr_r1"].min()), float(cells["xlr_r1"].max())],
+        "loeo": errs,
+        "soft": soft_n,
+        "references": list(refs),
+    }
 
 
 def calibration_answer(numbers: dict[str, Any], info: RunInfo) -> tuple[str, str]:
     e = numbers["loeo"]
     mix, lin = e.get("mixture/xlr_r1"), e.get("linear_bkr/xlr_r1")
     linm = e.get("linear_mixture/xlr_r1")
-    parts = [f"The image side alone gives p_hit = {numbers['p_hit_mean']:.3f} (image-oracle BkR) and "
-             f"p_miss = {numbers['p_miss_mean']:.4f} (chance) on average; XLR@1 ranges over "
-             f"{numbers['xlr_r1_range'][0]:.3f}–{numbers['xlr_r1_range'][1]:.3f} across encoders and directions."]
+    parts = [
+        f"The image side alone gives p_hit = {numbers['p_hit_mean']:.3f} (image-oracle BkR) and "
+        f"p_miss = {numbers['p_miss_mean']:.4f} (chance) on average; XLR@1 ranges over "
+        f"{numbers['xlr_r1_range'][0]:.3f}–{numbers['xlr_r1_range'][1]:.3f} across encoders and directions."
+    ]
     if mix:
-        parts.append(f"The mixture XLR@1 ≈ (BkR − p_miss)/(p_hit − p_miss), fitted to no XLR value, misses XLR@1 by "
-                     f"MAE {mix['mae']:.3f} (bias {mix['bias']:+.3f}, Spearman {mix['spearman']:.2f}); the line through "
-                     f"the encoders' (XLR@1, BkR) points implies p_hit = {numbers['p_hit_implied']:.3f} and "
-                     f"p_miss = {numbers['p_miss_implied']:.4f} instead.")
+        parts.append(
+            f"The mixture XLR@1 ≈ (BkR − p_miss)/(p_hit − p_miss), fitted to no XLR value, misses XLR@1 by "
+            f"MAE {mix['mae']:.3f} (bias {mix['bias']:+.3f}, Spearman {mix['spearman']:.2f}); the line through "
+            f"the encoders' (XLR@1, BkR) points implies p_hit = {numbers['p_hit_implied']:.3f} and "
+            f"p_miss = {numbers['p_miss_implied']:.4f} instead."
+        )
     if lin and linm:
-        parts.append(f"Fitted leave one encoder out, a line in BkR has MAE {lin['mae']:.3f} and a line in the mixture "
-                     f"estimate MAE {linm['mae']:.3f}.")
+        parts.append(
+            f"Fitted leave one encoder out, a line in BkR has MAE {lin['mae']:.3f} and a line in the mixture "
+            f"estimate MAE {linm['mae']:.3f}."
+        )
     ref = numbers["references"]
     s1 = numbers["soft"].get(f"soft_bkr_m1/{ref[0]}/spearman")
-    ms = sorted({k.split("/")[0] for k in numbers["soft"]}, key=lambda c: int(c[len("soft_bkr_m"):]))
+    ms = sorted({k.split("/")[0] for k in numbers["soft"]}, key=lambda c: int(c[len("soft_bkr_m") :]))
     if s1 is not None and len(ms) > 1:
         best = ms[-1]
-        parts.append("Soft BkR vs BkR (mean Spearman across encoders with " + ", ".join(
-            f"{r}: {numbers['soft'][f'soft_bkr_m1/{r}/spearman']:.3f} → {numbers['soft'][f'{best}/{r}/spearman']:.3f}"
-            for r in ref) + f" for m = 1 → {best[len('soft_bkr_m'):]}).")
+        parts.append(
+            "Soft BkR vs BkR (mean Spearman across encoders with "
+            + ", ".join(
+                f"{r}: {numbers['soft'][f'soft_bkr_m1/{r}/spearman']:.3f} → {numbers['soft'][f'{best}/{r}/spearman']:.3f}"
+                for r in ref
+            )
+            + f" for m = 1 → {best[len('soft_bkr_m') :]})."
+        )
     verdict = ""
     if mix:
-        verdict = (f"On {info.label()}, the image-side mixture estimates XLR@1 from BkR with MAE {mix['mae']:.3f}.")
+        verdict = f"On {info.label()}, the image-side mixture estimates XLR@1 from BkR with MAE {mix['mae']:.3f}."
     return " ".join(parts) + _synthetic_note(info), verdict
 
 
@@ -632,13 +852,25 @@ def bli_step(
 
     out_dir = Path(out_dir)
     info = run.run_info(run_name, str(out_dir.parent))
-    settings = {"test_size": test_size, "min_count": min_count, "seed": seed, "csls_k": csls_k,
-                "retrievals": list(B.RETRIEVALS), "encoders": sorted(specs)}
+    settings = {
+        "test_size": test_size,
+        "min_count": min_count,
+        "seed": seed,
+        "csls_k": csls_k,
+        "retrievals": list(B.RETRIEVALS),
+        "encoders": sorted(specs),
+    }
     if len(specs) == 0:
         rec = FindingsRecord(
-            analysis="bli", run=info, settings=settings, numbers={}, status="not_applicable",
+            analysis="bli",
+            run=info,
+            settings=settings,
+            numbers={},
+            status="not_applicable",
             answer="This configuration has no word-vector (type: wordvec) encoders, so there is nothing to induce a lexicon from.",
-            verdict="", outputs=())
+            verdict="",
+            outputs=(),
+        )
         _record(out_dir, rec)
         return rec
     encs = {e: build_wordvec_encoder(e, spec) for e, spec in sorted(specs.items())}
@@ -666,7 +898,9 @@ def bli_step(
         assert vocab_src is not None and vocab_tgt is not None  # members is not empty
         pairs = load_freedict_pairs(hub, lang, Path(first.spec.dict_dir), vocab=(vocab_tgt, vocab_src))
         counts = first.mono(lang).count_map()
-        test = B.held_out_dictionary(((w, h) for h, w in pairs), ex_src, ex_tgt, counts, vocab_tgt, test_size, min_count, seed)
+        test = B.held_out_dictionary(
+            ((w, h) for h, w in pairs), ex_src, ex_tgt, counts, vocab_tgt, test_size, min_count, seed
+        )
         test_sizes[lang] = len(test)
         test_rows += [{"lang": lang, "word": w, "gold": " ".join(g)} for w, g in sorted(test.items())]
         if not test:
@@ -683,25 +917,47 @@ def bli_step(
             sd = enc.seed_dictionary(lang)
             for retrieval in B.RETRIEVALS:
                 r = B.evaluate_bli(S, T, queries, gold, retrieval=retrieval, csls_k=csls_k)
-                rows.append({"encoder": e, "method": enc.spec.method, "dict_size": enc.spec.dict_size,
-                             "seed_pairs": sd["size"], "lang": lang, "direction": f"{lang}-{hub}", "retrieval": retrieval,
-                             "p_at_1": r.p_at_1, "map": r.map, "n_test": r.n_queries, "n_candidates": r.n_candidates})
+                rows.append(
+                    {
+                        "encoder": e,
+                        "method": enc.spec.method,
+                        "dict_size": enc.spec.dict_size,
+                        "seed_pairs": sd["size"],
+                        "lang": lang,
+                        "direction": f"{lang}-{hub}",
+                        "retrieval": retrieval,
+                        "p_at_1": r.p_at_1,
+                        "map": r.map,
+                        "n_test": r.n_queries,
+                        "n_candidates": r.n_candidates,
+                    }
+                )
     frame = pd.DataFrame(rows)
-    md_rows = frame.pivot_table(index=["method", "dict_size", "lang"], columns="retrieval", values=["p_at_1", "map"]).reset_index()
-    md_rows.columns = [" ".join(c for c in col if c).strip() if isinstance(col, tuple) else col for col in md_rows.columns]
-    md = (f"## BLI — {info.label()}\n\nHeld-out FreeDict test dictionaries (no word of any seed dictionary), "
-          f"up to {test_size} source words with corpus count ≥ {min_count} per language ({', '.join(f'{k}: {v}' for k, v in test_sizes.items())}); "
-          f"queries in the source language, candidates: the whole {hub} vocabulary; CSLS k={csls_k}.\n\n" + markdown_table(md_rows, 3))
+    md_rows = frame.pivot_table(
+        index=["method", "dict_size", "lang"], columns="retrieval", values=["p_at_1", "map"]
+    ).reset_index()
+    md_rows.columns = [
+        " ".join(c for c in col if c).strip() if isinstance(col, tuple) else col for col in md_rows.columns
+    ]
+    md = (
+        f"## BLI — {info.label()}\n\nHeld-out FreeDict test dictionaries (no word of any seed dictionary), "
+        f"up to {test_size} source words with corpus count ≥ {min_count} per language ({', '.join(f'{k}: {v}' for k, v in test_sizes.items())}); "
+        f"queries in the source language, candidates: the whole {hub} vocabulary; CSLS k={csls_k}.\n\n"
+        + markdown_table(md_rows, 3)
+    )
     outputs = _write_tables(out_dir, "bli", frame, md)
     io.write_csv(out_dir / "bli_test_dictionary.csv", pd.DataFrame(test_rows, columns=["lang", "word", "gold"]))
     outputs.append("bli_test_dictionary.csv")
-    B.plot_bli(frame, out_dir / "figures" / "bli", f"{info.dataset}: BLI of the word-vector family (mean over languages)")
+    B.plot_bli(
+        frame, out_dir / "figures" / "bli", f"{info.dataset}: BLI of the word-vector family (mean over languages)"
+    )
     outputs += _figure_outputs("bli")
     settings["test_dictionary_sizes"] = test_sizes
     numbers = bli_numbers(frame)
     answer = bli_answer(numbers, info, test_sizes)
-    rec = FindingsRecord(analysis="bli", run=info, settings=settings, numbers=numbers, answer=answer,
-                         verdict="", outputs=tuple(outputs))
+    rec = FindingsRecord(
+        analysis="bli", run=info, settings=settings, numbers=numbers, answer=answer, verdict="", outputs=tuple(outputs)
+    )
     _record(out_dir, rec)
     return rec
 
@@ -713,27 +969,43 @@ def bli_numbers(frame: pd.DataFrame) -> dict[str, Any]:
     by_size = frame.groupby(["dict_size", "retrieval"])["map"].mean()
     nn = g[g["retrieval"] == "nn"].set_index("encoder")["map"]
     cs = g[g["retrieval"] == "csls"].set_index("encoder")["map"]
-    return {"per_encoder": per,
-            "by_method": {f"{m}/{r}": float(v) for (m, r), v in by_method.items()},
-            "by_dict_size": {f"{d}/{r}": float(v) for (d, r), v in by_size.items()},
-            "best_nn": str(nn.idxmax()), "best_nn_map": float(nn.max()),
-            "csls_gain_mean": float((cs - nn).mean()), "csls_helps": int((cs > nn).sum()), "n_encoders": int(nn.size)}
+    return {
+        "per_encoder": per,
+        "by_method": {f"{m}/{r}": float(v) for (m, r), v in by_method.items()},
+        "by_dict_size": {f"{d}/{r}": float(v) for (d, r), v in by_size.items()},
+        "best_nn": str(nn.idxmax()),
+        "best_nn_map": float(nn.max()),
+        "csls_gain_mean": float((cs - nn).mean()),
+        "csls_helps": int((cs > nn).sum()),
+        "n_encoders": int(nn.size),
+    }
 
 
 def bli_answer(numbers: dict[str, Any], info: RunInfo, test_sizes: dict[str, int]) -> str:
     bm = numbers["by_method"]
     methods = sorted({k.split("/")[0] for k in bm})
     sizes = sorted({int(k.split("/")[0]) for k in numbers["by_dict_size"]})
-    parts = [f"On held-out FreeDict pairs ({', '.join(f'{k}: {v} words' for k, v in test_sizes.items())}), mean MAP over "
-             "languages with nearest-neighbour retrieval: " + ", ".join(f"{m} {bm[f'{m}/nn']:.3f}" for m in methods)
-             + "; by seed dictionary size: " + ", ".join(f"{s} {numbers['by_dict_size'][f'{s}/nn']:.3f}" for s in sizes) + "."]
-    parts.append(f"The best model is {numbers['best_nn']} (MAP {numbers['best_nn_map']:.3f}). CSLS changes MAP by "
-                 f"{numbers['csls_gain_mean']:+.3f} on average and helps {numbers['csls_helps']} of {numbers['n_encoders']} models.")
+    parts = [
+        f"On held-out FreeDict pairs ({', '.join(f'{k}: {v} words' for k, v in test_sizes.items())}), mean MAP over "
+        "languages with nearest-neighbour retrieval: "
+        + ", ".join(f"{m} {bm[f'{m}/nn']:.3f}" for m in methods)
+        + "; by seed dictionary size: "
+        + ", ".join(f"{s} {numbers['by_dict_size'][f'{s}/nn']:.3f}" for s in sizes)
+        + "."
+    ]
+    parts.append(
+        f"The best model is {numbers['best_nn']} (MAP {numbers['best_nn_map']:.3f}). CSLS changes MAP by "
+        f"{numbers['csls_gain_mean']:+.3f} on average and helps {numbers['csls_helps']} of {numbers['n_encoders']} models."
+    )
     return " ".join(parts) + _synthetic_note(info)
 
 
 AGREEMENT_METRICS = {
-    "XLR R@1": "xlr_r1", "XLR R@k": "xlr_rk", "XLR MRR": "xlr_mrr", "BkR": "bkr", "BkR MRR": "bkr_mrr",
+    "XLR R@1": "xlr_r1",
+    "XLR R@k": "xlr_rk",
+    "XLR MRR": "xlr_mrr",
+    "BkR": "bkr",
+    "BkR MRR": "bkr_mrr",
     "CORR": "corr",
 }
 
@@ -763,7 +1035,10 @@ def agreement_step(
     per = points.groupby("encoder")[["xlr_r1", "xlr_rk", "xlr_mrr", "bkr", "corr", soft_col]].mean()
     if "bkr_mrr" in set(run.metrics["metric"]):
         per["bkr_mrr"] = run.metrics[run.metrics["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
-    names = {**{k.replace("R@k", f"R@{run.k}"): v for k, v in AGREEMENT_METRICS.items()}, f"soft BkR (m={soft_m})": soft_col}
+    names = {
+        **{k.replace("R@k", f"R@{run.k}"): v for k, v in AGREEMENT_METRICS.items()},
+        f"soft BkR (m={soft_m})": soft_col,
+    }
     if bli_file is not None and Path(bli_file).is_file() and Path(bli_file).stat().st_size > 1:
         bli = pd.read_csv(bli_file)
         if len(bli):
@@ -774,20 +1049,40 @@ def agreement_step(
     wide = per.rename(columns={v: k for k, v in names.items()})[list(names)]
     table = agreement_table(wide, list(names), B=B, seed=boot_seed)
     matrix = agreement_matrix(table, list(names))
-    md = (f"## Agreement matrix — {info.label()}\n\nSpearman ρ across encoders between per-encoder means "
-          f"(over directions and seeds; BLI over languages, word-vector encoders only) with 95% bootstrap CIs over encoders "
-          f"(B={B}).\n\n" + markdown_table(table.drop(columns=["encoders"]), 3) + "\n### Matrix\n\n"
-          + markdown_table(matrix.reset_index().rename(columns={"index": "metric"}), 2)
-          + "\n### Per-encoder values\n\n" + markdown_table(wide.reset_index(), 4))
+    md = (
+        f"## Agreement matrix — {info.label()}\n\nSpearman ρ across encoders between per-encoder means "
+        f"(over directions and seeds; BLI over languages, word-vector encoders only) with 95% bootstrap CIs over encoders "
+        f"(B={B}).\n\n"
+        + markdown_table(table.drop(columns=["encoders"]), 3)
+        + "\n### Matrix\n\n"
+        + markdown_table(matrix.reset_index().rename(columns={"index": "metric"}), 2)
+        + "\n### Per-encoder values\n\n"
+        + markdown_table(wide.reset_index(), 4)
+    )
     outputs = _write_tables(out_dir, "agreement", table, md)
-    plot_clustermap(matrix, out_dir / "figures" / "agreement_clustermap",
-                    f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: agreement across encoders (Spearman)")
+    plot_clustermap(
+        matrix,
+        out_dir / "figures" / "agreement_clustermap",
+        f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: agreement across encoders (Spearman)",
+    )
     outputs += _figure_outputs("agreement_clustermap")
-    numbers = {"pairs": {f"{r.metric_a} ~ {r.metric_b}": {"spearman": r.spearman, "low": r.low, "high": r.high, "n": r.n_encoders}
-                         for r in table.itertuples()}, "metrics": list(names)}
+    numbers = {
+        "pairs": {
+            f"{r.metric_a} ~ {r.metric_b}": {"spearman": r.spearman, "low": r.low, "high": r.high, "n": r.n_encoders}
+            for r in table.itertuples()
+        },
+        "metrics": list(names),
+    }
     answer = agreement_answer(table, info, f"XLR R@{run.k}")
-    rec = FindingsRecord(analysis="agreement", run=info, settings={"B": B, "bootstrap_seed": boot_seed, "soft_m": soft_m},
-                         numbers=numbers, answer=answer, verdict="", outputs=tuple(outputs))
+    rec = FindingsRecord(
+        analysis="agreement",
+        run=info,
+        settings={"B": B, "bootstrap_seed": boot_seed, "soft_m": soft_m},
+        numbers=numbers,
+        answer=answer,
+        verdict="",
+        outputs=tuple(outputs),
+    )
     _record(out_dir, rec)
     return rec
 
@@ -798,12 +1093,17 @@ def agreement_answer(table: pd.DataFrame, info: RunInfo, xlr: str) -> str:
     ref = table[(table["metric_a"] == xlr) | (table["metric_b"] == xlr)].copy()
     ref["other"] = np.where(ref["metric_a"] == xlr, ref["metric_b"], ref["metric_a"])
     ref = ref[~ref["other"].str.startswith("XLR")].sort_values("spearman", ascending=False)
-    parts = [f"Agreement with {xlr} across encoders (Spearman, 95% CI over encoders): " + "; ".join(
-        f"{r.other} {fmt_ci(r.spearman, r.low, r.high, 2)} (n={r.n_encoders})" for r in ref.itertuples()) + "."]
+    parts = [
+        f"Agreement with {xlr} across encoders (Spearman, 95% CI over encoders): "
+        + "; ".join(f"{r.other} {fmt_ci(r.spearman, r.low, r.high, 2)} (n={r.n_encoders})" for r in ref.itertuples())
+        + "."
+    ]
     valid = table.dropna(subset=["spearman"])
     if len(valid):
         lo = valid.sort_values("spearman").iloc[0]
-        parts.append(f"The least agreeing pair is {lo.metric_a} vs {lo.metric_b} (ρ = {lo.spearman:.2f}, n={lo.n_encoders}).")
+        parts.append(
+            f"The least agreeing pair is {lo.metric_a} vs {lo.metric_b} (ρ = {lo.spearman:.2f}, n={lo.n_encoders})."
+        )
     return " ".join(parts) + _synthetic_note(info)
 
 
@@ -828,15 +1128,25 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     outputs: list[str] = []
     if len(cells):
         io.write_csv(summary_dir / "overall.csv", cells)
-        io.write_text(summary_dir / "overall.md", "## BkR − CORR per dataset × direction\n\n" + markdown_table(cells, 3)
-                      + "\n" + answer + "\n")
+        io.write_text(
+            summary_dir / "overall.md",
+            "## BkR − CORR per dataset × direction\n\n" + markdown_table(cells, 3) + "\n" + answer + "\n",
+        )
         outputs = ["overall.md", "overall.csv"]
         if pooled:
             inf.plot_forest(cells, pooled, summary_dir / "figures" / "overall_forest")
             outputs += _figure_outputs("overall_forest")
-    out.append(FindingsRecord(analysis="overall", run=None, settings={"method": inf.RandomEffects.method},
-                              numbers={"pooled": pooled, "n_cells": int(len(cells[cells["stat"] == "pearson"])) if len(cells) else 0},
-                              answer=answer, verdict=verdict, outputs=tuple(outputs)))
+    out.append(
+        FindingsRecord(
+            analysis="overall",
+            run=None,
+            settings={"method": inf.RandomEffects.method},
+            numbers={"pooled": pooled, "n_cells": int(len(cells[cells["stat"] == "pearson"])) if len(cells) else 0},
+            answer=answer,
+            verdict=verdict,
+            outputs=tuple(outputs),
+        )
+    )
     frames = []
     for path, rec in recs:
         if rec.analysis == "calibration" and rec.status == "ok":
@@ -852,28 +1162,54 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
         datasets = sorted(points["dataset"].unique())
         if len(datasets) >= 2:
             cells_c = cal.cell_means(points[[c for c in points.columns if not c.startswith("soft_")]])
-            pred = pd.concat([cal.leave_one_group_out(cells_c, "dataset", t) for t in ("xlr_r1", "xlr_rk")], ignore_index=True)
+            pred = pd.concat(
+                [cal.leave_one_group_out(cells_c, "dataset", t) for t in ("xlr_r1", "xlr_rk")], ignore_index=True
+            )
             summary = cal.error_summary(pred)
             io.write_csv(summary_dir / "calibration_lodo.csv", pred)
-            io.write_text(summary_dir / "calibration_lodo.md", "## Calibration, leave one dataset out\n\n" + markdown_table(summary, 4))
+            io.write_text(
+                summary_dir / "calibration_lodo.md",
+                "## Calibration, leave one dataset out\n\n" + markdown_table(summary, 4),
+            )
             lodo_outputs = ["calibration_lodo.md", "calibration_lodo.csv"]
     ans_c, verdict_c = cal.lodo_text(summary, datasets)
-    out.append(FindingsRecord(analysis="calibration_lodo", run=None, settings={"models": list(cal.MODELS)},
-                              numbers={"datasets": datasets, "errors": {f"{r.model}/{r.target}": {"mae": r.mae, "rmse": r.rmse, "bias": r.bias, "n": r.n}
-                                                                       for r in summary.itertuples()} if len(summary) else {}},
-                              answer=ans_c, verdict=verdict_c, outputs=tuple(lodo_outputs)))
+    out.append(
+        FindingsRecord(
+            analysis="calibration_lodo",
+            run=None,
+            settings={"models": list(cal.MODELS)},
+            numbers={
+                "datasets": datasets,
+                "errors": {
+                    f"{r.model}/{r.target}": {"mae": r.mae, "rmse": r.rmse, "bias": r.bias, "n": r.n}
+                    for r in summary.itertuples()
+                }
+                if len(summary)
+                else {},
+            },
+            answer=ans_c,
+            verdict=verdict_c,
+            outputs=tuple(lodo_outputs),
+        )
+    )
     for rec in out:
         write_record(summary_dir / f"{rec.analysis}.json", rec)
     return out
 
 
 def document_step(
-    record_files: Sequence[Path], *, doc: Path, summary_dir: Path, readme: Path | None = None,
+    record_files: Sequence[Path],
+    *,
+    doc: Path,
+    summary_dir: Path,
+    readme: Path | None = None,
 ) -> None:
     """The cross-configuration records, docs/FINDINGS.md, and (``readme``) the README's block."""
     from ..findings.document import read_record, render_findings, update_readme_block
 
-    record_files = sorted({Path(p) for p in record_files if Path(p).name not in ("overall.json", "calibration_lodo.json")})
+    record_files = sorted(
+        {Path(p) for p in record_files if Path(p).name not in ("overall.json", "calibration_lodo.json")}
+    )
     per_run = [read_record(p) for p in record_files]
     cross = summary_records(record_files, summary_dir)
     records = per_run + cross
@@ -895,7 +1231,6 @@ def _posix_rel(p: Path) -> str:
 
 # ============================================================================================
 # 2. image quality, 3. sample size, 4. hubness (findings-b)
-
 
 
 def load_texts(text_files: Mapping[tuple[str, str], Path]) -> dict[str, dict[str, Lookup]]:
@@ -941,8 +1276,17 @@ def _verdict(answer: str) -> str:
     return head if head.endswith((".", "!", "?")) else head + "."
 
 
-def _write_outputs(out_dir: Path, analysis: str, answer: str, run: RunInfo, summary: pd.DataFrame,
-                   samples: pd.DataFrame, numbers: dict, settings: dict, extra_md: str = "") -> FindingsRecord:
+def _write_outputs(
+    out_dir: Path,
+    analysis: str,
+    answer: str,
+    run: RunInfo,
+    summary: pd.DataFrame,
+    samples: pd.DataFrame,
+    numbers: dict,
+    settings: dict,
+    extra_md: str = "",
+) -> FindingsRecord:
     """``<analysis>.{csv,md}``, the per-sample rows ``<analysis>.samples.csv`` and the record
     ``<analysis>.json`` (:class:`~backretrieval.findings.document.FindingsRecord`); the figures
     ``figures/<analysis>.*`` are written by the step before."""
@@ -953,22 +1297,44 @@ def _write_outputs(out_dir: Path, analysis: str, answer: str, run: RunInfo, summ
     io.write_csv(out_dir / f"{analysis}.samples.csv", samples)
     io.write_csv(out_dir / f"{analysis}.csv", summary)
     label = "SYNTHETIC data. " if run.synthetic else ""
-    md = [f"## {q.title}", "", f"*{q.question}*", "", f"{label}Configuration `{run.run_name}` ({run.dataset}). Settings: "
-          + ", ".join(f"{k}={v}" for k, v in settings.items()), "", answer, "", markdown_table(summary)]
+    md = [
+        f"## {q.title}",
+        "",
+        f"*{q.question}*",
+        "",
+        f"{label}Configuration `{run.run_name}` ({run.dataset}). Settings: "
+        + ", ".join(f"{k}={v}" for k, v in settings.items()),
+        "",
+        answer,
+        "",
+        markdown_table(summary),
+    ]
     if extra_md:
         md += ["", extra_md]
     io.write_text(out_dir / f"{analysis}.md", "\n".join(md))
     outputs = (f"{analysis}.md", f"{analysis}.csv", f"{analysis}.samples.csv", *_figure_outputs(analysis))
-    rec = FindingsRecord(analysis=analysis, run=run, settings=settings, numbers=numbers, answer=answer,
-                         verdict=_verdict(answer), outputs=outputs)
+    rec = FindingsRecord(
+        analysis=analysis,
+        run=run,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=_verdict(answer),
+        outputs=outputs,
+    )
     _record(out_dir, rec)
     return rec
 
 
 # ---- question 2: image quality ---------------------------------------------------------------
 
+
 def parse_degradations(noise: list[float], project: list[int], shuffle: bool) -> list[tuple[str, float | int | None]]:
-    return [("noise", float(x)) for x in noise] + [("project", int(x)) for x in project] + ([("shuffle", None)] if shuffle else [])
+    return (
+        [("noise", float(x)) for x in noise]
+        + [("project", int(x)) for x in project]
+        + ([("shuffle", None)] if shuffle else [])
+    )
 
 
 def image_quality_step(
@@ -988,7 +1354,9 @@ def image_quality_step(
     """Question 2 on one config: every backbone of ``image_files`` plus the ``degradations``
     of the ``base`` backbone, on the same samples (the first ``max_seeds`` of each direction)."""
     if base not in image_files:
-        raise InputError(f"findings image quality: base backbone {base!r} is not among the image files {sorted(image_files)}")
+        raise InputError(
+            f"findings image quality: base backbone {base!r} is not among the image files {sorted(image_files)}"
+        )
     meta = read_meta(dataset)
     items = load_items(dataset)
     texts = load_texts(text_files)
@@ -1010,9 +1378,17 @@ def image_quality_step(
     summary = iq.summarize_image_quality(per_enc, per_sample, k, concept, order=order)
     n = int(per_sample["n"].iloc[0])
     text = iq.answer(summary, base=base, dataset=meta.name, synthetic=meta.synthetic, k=k, n=n, n_encoders=len(texts))
-    settings = dict(k=k, N=n, samples=len(samples), max_seeds_per_direction=max_seeds, seed=seed,
-                    encoders=sorted(texts), backbones=sorted(image_files), base=base,
-                    degradations=[iq.variant_name(kd, lv) for kd, lv in degradations])
+    settings = dict(
+        k=k,
+        N=n,
+        samples=len(samples),
+        max_seeds_per_direction=max_seeds,
+        seed=seed,
+        encoders=sorted(texts),
+        backbones=sorted(image_files),
+        base=base,
+        degradations=[iq.variant_name(kd, lv) for kd, lv in degradations],
+    )
     numbers = {"per_variant": summary.set_index("variant").to_dict(orient="index")}
     fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: image quality vs BkR's agreement with XLR"
     iq.plot_image_quality(summary, Path(out_dir) / "figures" / "image_quality", fig_title)
@@ -1020,8 +1396,9 @@ def image_quality_step(
     return _write_outputs(Path(out_dir), "image_quality", text, run, summary, samples_df, numbers, settings)
 
 
-def _concept_precisions(items: pd.DataFrame, scenes: Mapping[str, Mapping], variants: Mapping[str, Lookup],
-                        k: int) -> dict[str, float]:
+def _concept_precisions(
+    items: pd.DataFrame, scenes: Mapping[str, Mapping], variants: Mapping[str, Lookup], k: int
+) -> dict[str, float]:
     """Same-concept precision@k of every variant over all images of the dataset (SYNTHETIC:
     concept = kind of the scene's main object)."""
     first = items.drop_duplicates("image_id")
@@ -1035,6 +1412,7 @@ def _concept_precisions(items: pd.DataFrame, scenes: Mapping[str, Mapping], vari
 
 
 # ---- question 3: sample size -------------------------------------------------------------
+
 
 def sample_size_step(
     *,
@@ -1066,11 +1444,22 @@ def sample_size_step(
     if dropped:
         log.warning("sample size: N %s dropped: %s has at most %d items per side", dropped, meta.name, max_n)
     if len(grid) < 2:
-        raise InputError(f"findings sample size: {meta.name} allows N <= {max_n}; fewer than 2 values of {sorted(n_grid)} remain")
+        raise InputError(
+            f"findings sample size: {meta.name} allows N <= {max_n}; fewer than 2 values of {sorted(n_grid)} remain"
+        )
     per_enc = ss.sample_size_metrics(items, texts, image, directions, grid, seeds, k=k, parallel=meta.parallel)
     stab = ss.ranking_stability(per_enc, k, baseline=baseline, criterion=criterion)
-    text = ss.answer(stab, dataset=meta.name, synthetic=meta.synthetic, k=k, n_encoders=len(texts),
-                     n_seeds=len(seeds), directions=list(directions), baseline=baseline, criterion=criterion)
+    text = ss.answer(
+        stab,
+        dataset=meta.name,
+        synthetic=meta.synthetic,
+        k=k,
+        n_encoders=len(texts),
+        n_seeds=len(seeds),
+        directions=list(directions),
+        baseline=baseline,
+        criterion=criterion,
+    )
     numbers = {
         "smallest_stable_n": ss.smallest_reliable_n(stab, "stab_reliable_share", criterion),
         "smallest_valid_n": ss.smallest_reliable_n(stab, "valid_reliable_share", criterion),
@@ -1078,13 +1467,31 @@ def sample_size_step(
         "per_n": stab.set_index("n").to_dict(orient="index"),
         "mean_bkr": per_enc.groupby(["n", "encoder"])["bkr_recall"].mean().unstack().to_dict(orient="index"),
     }
-    settings = dict(k=k, n_grid=grid, n_dropped=dropped, seeds=list(seeds), directions=list(directions),
-                    encoders=sorted(texts), baseline=baseline, dataset=meta.name, items_per_side_max=max_n)
+    settings = dict(
+        k=k,
+        n_grid=grid,
+        n_dropped=dropped,
+        seeds=list(seeds),
+        directions=list(directions),
+        encoders=sorted(texts),
+        baseline=baseline,
+        dataset=meta.name,
+        items_per_side_max=max_n,
+    )
     fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: BkR's encoder ranking vs N"
     ss.plot_sample_size(stab, per_enc, k, Path(out_dir) / "figures" / "sample_size", fig_title, criterion)
     means = per_enc.groupby(["n", "encoder"])[["xlr_r1", "xlr_recall", "bkr_recall"]].mean().reset_index()
-    return _write_outputs(Path(out_dir), "sample_size", text, run, stab, per_enc, numbers, settings,
-                          extra_md="Mean metrics per N and encoder:\n\n" + markdown_table(means, 4))
+    return _write_outputs(
+        Path(out_dir),
+        "sample_size",
+        text,
+        run,
+        stab,
+        per_enc,
+        numbers,
+        settings,
+        extra_md="Mean metrics per N and encoder:\n\n" + markdown_table(means, 4),
+    )
 
 
 def _parallel_items(items: pd.DataFrame, direction: str) -> int:
@@ -1093,6 +1500,7 @@ def _parallel_items(items: pd.DataFrame, direction: str) -> int:
 
 
 # ---- question 4: hubness -----------------------------------------------------------------
+
 
 def hubness_step(
     *,
@@ -1115,24 +1523,56 @@ def hubness_step(
     texts = load_texts(text_files)
     image = load_image(image_file)
     samples = _samples(samples_files, max_seeds)
-    df = hub_mod.hubness_metrics(iter_views(samples, items, texts), image, retrievals=retrievals,
-                                 hub_fraction=hub_fraction, hub_noise=hub_noise, k=k, seed=seed)
+    df = hub_mod.hubness_metrics(
+        iter_views(samples, items, texts),
+        image,
+        retrievals=retrievals,
+        hub_fraction=hub_fraction,
+        hub_noise=hub_noise,
+        k=k,
+        seed=seed,
+    )
     per_enc, summary = hub_mod.summarize_hubness(df)
     n = int(df["n"].iloc[0])
     n_hubs = int(df.loc[df.condition == "hubs", "n_hubs"].max())
-    text = hub_mod.answer(per_enc, summary, dataset=meta.name, synthetic=meta.synthetic, k=k, n=n,
-                          n_hubs=n_hubs, n_encoders=len(texts))
+    text = hub_mod.answer(
+        per_enc, summary, dataset=meta.name, synthetic=meta.synthetic, k=k, n=n, n_hubs=n_hubs, n_encoders=len(texts)
+    )
     numbers = {
         "per_setting": {f"{r.condition}/{r.retrieval}": r._asdict() for r in summary.itertuples(index=False)},
-        "per_encoder": {f"{r.condition}/{r.retrieval}/{r.encoder}": r._asdict() for r in per_enc.itertuples(index=False)},
+        "per_encoder": {
+            f"{r.condition}/{r.retrieval}/{r.encoder}": r._asdict() for r in per_enc.itertuples(index=False)
+        },
     }
-    settings = dict(k=k, N=n, samples=len(samples), max_seeds_per_direction=max_seeds, retrievals=list(retrievals),
-                    csls_k=CSLS_K, margin_k=MARGIN_K, hub_fraction=hub_fraction, n_hubs=n_hubs, hub_noise=hub_noise,
-                    occurrence_k=10, seed=seed, encoders=sorted(texts))
+    settings = dict(
+        k=k,
+        N=n,
+        samples=len(samples),
+        max_seeds_per_direction=max_seeds,
+        retrievals=list(retrievals),
+        csls_k=CSLS_K,
+        margin_k=MARGIN_K,
+        hub_fraction=hub_fraction,
+        n_hubs=n_hubs,
+        hub_noise=hub_noise,
+        occurrence_k=10,
+        seed=seed,
+        encoders=sorted(texts),
+    )
     fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: hubness of BkR step 1"
     hub_mod.plot_hubness(per_enc, summary, Path(out_dir) / "figures" / "hubness", fig_title)
-    return _write_outputs(Path(out_dir), "hubness", text, run, summary, df, numbers, settings,
-                          extra_md="Per encoder (means over samples):\n\n" + markdown_table(per_enc))
+    return _write_outputs(
+        Path(out_dir),
+        "hubness",
+        text,
+        run,
+        summary,
+        df,
+        numbers,
+        settings,
+        extra_md="Per encoder (means over samples):\n\n" + markdown_table(per_enc),
+    )
+
 
 # =============================================================================================
 # end of findings-b
@@ -1173,19 +1613,39 @@ def findings_settings(cfg: dict) -> dict:
         for v in LITE_VARIANTS:
             if v != str(base_spec.get("variant", "lite0")):
                 extra[f"effnet-{v}"] = {**base_spec, "variant": v}
-    iq = {"max_seeds": 5, "noise": [0.5, 1.0, 2.0, 4.0], "project": [128, 16, 4], "shuffle": True, "seed": 0,
-          "backbones": extra, **(user.get("image_quality") or {})}
+    iq = {
+        "max_seeds": 5,
+        "noise": [0.5, 1.0, 2.0, 4.0],
+        "project": [128, 16, 4],
+        "shuffle": True,
+        "seed": 0,
+        "backbones": extra,
+        **(user.get("image_quality") or {}),
+    }
     ss_default = {
-        "seeds": list(range(10)), "min_agreement": 0.9, "min_share": 0.9,
+        "seeds": list(range(10)),
+        "min_agreement": 0.9,
+        "min_share": 0.9,
         "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
         "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
         # synthetic: cheap encoders of graded quality; the 1024-bucket char n-grams cost a quarter
         # of the config's 4096-bucket ones in every N x N product
-        "encoders": ({**{e: cfg["encoders"][e] for e in ("random", "minilm-en", "use-m") if e in cfg["encoders"]},
-                      "char-ngram-1k": {"type": "char_ngram", "dim": 1024, "n": [2, 3, 4]}}
-                     if synthetic else list(cfg["encoders"])),
-        "synthetic": {"n_items": 10000, "languages": ["en", "de"], "seed": cfg["dataset"].get("synthetic", {}).get("seed", 0),
-                      "image_size": cfg["dataset"].get("synthetic", {}).get("image_size", 160)} if synthetic else None,
+        "encoders": (
+            {
+                **{e: cfg["encoders"][e] for e in ("random", "minilm-en", "use-m") if e in cfg["encoders"]},
+                "char-ngram-1k": {"type": "char_ngram", "dim": 1024, "n": [2, 3, 4]},
+            }
+            if synthetic
+            else list(cfg["encoders"])
+        ),
+        "synthetic": {
+            "n_items": 10000,
+            "languages": ["en", "de"],
+            "seed": cfg["dataset"].get("synthetic", {}).get("seed", 0),
+            "image_size": cfg["dataset"].get("synthetic", {}).get("image_size", 160),
+        }
+        if synthetic
+        else None,
     }
     ss_cfg = {**ss_default, **(user.get("sample_size") or {})}
     if not isinstance(ss_cfg["encoders"], dict):  # a list of the config's encoder ids
@@ -1194,12 +1654,20 @@ def findings_settings(cfg: dict) -> dict:
             raise ConfigError(f"findings.sample_size.encoders: {missing} are not configured encoders")
         ss_cfg["encoders"] = {e: cfg["encoders"][e] for e in ss_cfg["encoders"]}
     if not synthetic and any(spec != cfg["encoders"].get(e) for e, spec in ss_cfg["encoders"].items()):
-        raise ConfigError("findings.sample_size.encoders: on a real dataset only configured encoders "
-                          "(their cached embeddings) can be used")
+        raise ConfigError(
+            "findings.sample_size.encoders: on a real dataset only configured encoders "
+            "(their cached embeddings) can be used"
+        )
     random_encoders = [e for e, spec in ss_cfg["encoders"].items() if spec.get("type") == "random"]
     ss_cfg.setdefault("baseline", random_encoders[0] if random_encoders else None)
-    hub: dict[str, Any] = {"max_seeds": 3, "retrievals": ["cosine", "csls", "margin"], "hub_fraction": 0.02, "hub_noise": 0.1,
-           "seed": 0, **(user.get("hubness") or {})}
+    hub: dict[str, Any] = {
+        "max_seeds": 3,
+        "retrievals": ["cosine", "csls", "margin"],
+        "hub_fraction": 0.02,
+        "hub_noise": 0.1,
+        "seed": 0,
+        **(user.get("hubness") or {}),
+    }
     own: dict[str, dict[str, Any]] = {
         "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000},
         "calibration": {"soft_m": [1, 3, 5, 10]},

@@ -29,8 +29,9 @@ def _resolve_model(name: str, chosen: str) -> str:
     return chosen if name == "base" else name
 
 
-def sheets_step(dataset: Path, cs: dict, hs: dict, chosen_json: Path, reprs: dict[str, dict[str, Path]],
-                out: dict[str, Path]) -> None:
+def sheets_step(
+    dataset: Path, cs: dict, hs: dict, chosen_json: Path, reprs: dict[str, dict[str, Path]], out: dict[str, Path]
+) -> None:
     """Blinded top-k suggestions of ``hs['model_a']`` and ``model_b`` (``base`` = the chosen
     base encoder of ``chosen_json``) for ``n_queries`` source-language evaluation items →
     ``out``: ``template`` (ratings CSV), ``html`` (rating page), ``key`` (sealed key) and
@@ -83,23 +84,40 @@ def sheets_step(dataset: Path, cs: dict, hs: dict, chosen_json: Path, reprs: dic
         ci, ce = _load(reprs[m][tgt])
         top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=top_k)
         sugg[m] = {
-            qid: [(cands.loc[j, "item_id"], f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
-                   img_path.get(cands.loc[j, "image_id"])) for j in row]
+            qid: [
+                (
+                    cands.loc[j, "item_id"],
+                    f"{cands.loc[j, 'title']}\n{cands.loc[j, 'body']}".strip(),
+                    img_path.get(cands.loc[j, "image_id"]),
+                )
+                for j in row
+            ]
             for qid, row in zip(q["item_id"], top)
         }
-    queries = pd.DataFrame({
-        "query_id": q["item_id"].tolist(),
-        "text": (q["title"] + "\n" + q["body"]).str.strip().tolist(),
-        "image_path": [img_path.get(i) for i in q["image_id"]],
-    })
+    queries = pd.DataFrame(
+        {
+            "query_id": q["item_id"].tolist(),
+            "text": (q["title"] + "\n" + q["body"]).str.strip().tolist(),
+            "image_path": [img_path.get(i) for i in q["image_id"]],
+        }
+    )
     # make_sheets writes its three files under fixed names into one folder: a temporary
     # sibling of the template, then each file is moved to the path it was given
     Path(out["template"]).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".sheets.", dir=Path(out["template"]).parent))
     try:
-        make_sheets(queries, sugg[ma], sugg[mb], tmp, seed=int(hs["seed"]), model_names=(ma, mb),
-                    title=f"Relevance rating: {src} queries, {tgt} suggestions", query_lang=src,
-                    suggestion_lang=tgt, show_images=bool(hs["show_images"]))
+        make_sheets(
+            queries,
+            sugg[ma],
+            sugg[mb],
+            tmp,
+            seed=int(hs["seed"]),
+            model_names=(ma, mb),
+            title=f"Relevance rating: {src} queries, {tgt} suggestions",
+            query_lang=src,
+            suggestion_lang=tgt,
+            show_images=bool(hs["show_images"]),
+        )
         for name, made in (("key", KEY_NAME), ("template", TEMPLATE_NAME), ("html", HTML_NAME)):
             Path(out[name]).parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp / made, out[name])
@@ -120,13 +138,15 @@ def simulate_step(dataset: Path, template: Path, key: Path, seed: int, out: Path
             "collect human ratings with rating_sheet.html and set human_study.ratings"
         )
     scenes = load_scenes(dataset)
-    simulate_ratings(template, lambda qid, cid: scene_similarity(scenes[qid], scenes[cid]),
-                     out, seed=int(seed), key_path=key)
+    simulate_ratings(
+        template, lambda qid, cid: scene_similarity(scenes[qid], scenes[cid]), out, seed=int(seed), key_path=key
+    )
     return Path(out)
 
 
-def tally_step(ratings: Path, key: Path, allow_unverified_key: bool, simulated: bool, out_md: Path,
-               out_json: Path) -> None:
+def tally_step(
+    ratings: Path, key: Path, allow_unverified_key: bool, simulated: bool, out_md: Path, out_json: Path
+) -> None:
     """Unblind ``ratings`` with the sealed ``key`` and tally them → Markdown + JSON.
     ``simulated``: label the tally SIMULATED (the ratings come from the simulated rater)."""
     from ..study.human_study import tally, tally_markdown

@@ -29,7 +29,7 @@ def seed_groups(seeds: list[int], size: int | None) -> list[list[int]]:
         return [list(seeds)]
     if size < 1:
         raise InputError(f"seed_group_size: expected an integer >= 1, got {size}")
-    return [list(seeds[i:i + size]) for i in range(0, len(seeds), size)]
+    return [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
 
 
 def metrics_step(
@@ -79,9 +79,15 @@ def metrics_step(
         wanted = set(seeds)
         samples = [s for s in samples if s.seed in wanted]
     df, per_query = evaluate_direction(
-        samples, image_of_items(items), img, texts,
+        samples,
+        image_of_items(items),
+        img,
+        texts,
         labels=dict(dataset=dataset_name, backbone=backbone, text_field=text_field, direction=direction),
-        k=k, corr_max_pairs=corr_max_pairs, full_bkr_ranks=full_bkr_ranks, with_corr=with_corr,
+        k=k,
+        corr_max_pairs=corr_max_pairs,
+        full_bkr_ranks=full_bkr_ranks,
+        with_corr=with_corr,
         images_what=str(image_file),
     )
     io.save_npz(ranks_path(out), **per_query)
@@ -106,7 +112,9 @@ def gather_metrics(parts: list[Path], out: Path) -> None:
         part_ranks = io.load_npz(ranks_path(p))
         dup = sorted(set(part_ranks) & set(ranks))
         if dup:
-            raise InputError(f"{ranks_path(p)}: per-query ranks {dup[:3]} also in an earlier part (overlapping seed groups)")
+            raise InputError(
+                f"{ranks_path(p)}: per-query ranks {dup[:3]} also in an earlier part (overlapping seed groups)"
+            )
         ranks.update(part_ranks)
     df = pd.concat(frames, ignore_index=True)
     df = df.iloc[df["seed"].astype(int).argsort(kind="stable")]

@@ -17,8 +17,9 @@ def prepare_step(spec: dict, languages: list[str], out: Path, source_dir: Path |
     spec = dict(spec)
     if spec.get("source") == "prepared":
         if source_dir is None:
-            raise ConfigError(f"dataset {spec.get('name')!r}: source 'prepared' needs the folder to copy "
-                              "(--source-dir)")
+            raise ConfigError(
+                f"dataset {spec.get('name')!r}: source 'prepared' needs the folder to copy (--source-dir)"
+            )
         spec["options"] = {**(spec.get("options") or {}), "path": str(source_dir)}
     prepare_dataset({"dataset": spec, "languages": list(languages)}, Path(out))
 
@@ -55,8 +56,9 @@ def check_step(requirements: dict, dataset: Path, out: Path) -> None:
     from ..data.prepared import load_items, read_meta
 
     check_fits(requirements, dataset)
-    io.write_json(out, {"dataset": read_meta(dataset).name, "items": int(len(load_items(dataset))),
-                        "fits": requirements})
+    io.write_json(
+        out, {"dataset": read_meta(dataset).name, "items": int(len(load_items(dataset))), "fits": requirements}
+    )
 
 
 def check_dataset_fits(cfg: dict, root: Path) -> None:
@@ -106,27 +108,41 @@ def check_fits(req: dict, root: Path) -> None:
     ev = items[items["split"].isin(cs["eval_splits"])]
     ev_lang = {lang: set(g["item_id"]) for lang, g in ev.groupby("lang")}
     for d in directions(cs):
-        _fits(ev_lang, d, int(cs["sample_size"]), meta.parallel, "case_study.sample_size", where,
-              f" in case_study.eval_splits {list(cs['eval_splits'])}")
+        _fits(
+            ev_lang,
+            d,
+            int(cs["sample_size"]),
+            meta.parallel,
+            "case_study.sample_size",
+            where,
+            f" in case_study.eval_splits {list(cs['eval_splits'])}",
+        )
     if not cs.get("train_corpus") and not items["split"].isin(cs["train_splits"]).any():
-        raise ConfigError(f"field 'case_study.train_splits': {where} has no items in splits "
-                          f"{list(cs['train_splits'])} (splits present: {sorted(set(items['split']))})")
+        raise ConfigError(
+            f"field 'case_study.train_splits': {where} has no items in splits "
+            f"{list(cs['train_splits'])} (splits present: {sorted(set(items['split']))})"
+        )
     hs = req.get("human_study")
     if not hs:
         return
     n_src = len(ev_lang.get(hs["source_lang"], ()))
     if n_src < int(hs["n_queries"]):
-        raise ConfigError(f"field 'human_study.n_queries': {hs['n_queries']} queries, but {where} has only "
-                          f"{n_src} {hs['source_lang']} items in case_study.eval_splits")
+        raise ConfigError(
+            f"field 'human_study.n_queries': {hs['n_queries']} queries, but {where} has only "
+            f"{n_src} {hs['source_lang']} items in case_study.eval_splits"
+        )
     n_tgt = len(ev_lang.get(hs["target_lang"], ()))
     if n_tgt - int(hs["n_queries"]) < int(hs["top_k"]):
-        raise ConfigError(f"field 'human_study.top_k': {hs['top_k']} suggestions per query need "
-                          f"n_queries + top_k = {int(hs['n_queries']) + int(hs['top_k'])} "
-                          f"{hs['target_lang']} evaluation items; {where} has {n_tgt}")
+        raise ConfigError(
+            f"field 'human_study.top_k': {hs['top_k']} suggestions per query need "
+            f"n_queries + top_k = {int(hs['n_queries']) + int(hs['top_k'])} "
+            f"{hs['target_lang']} evaluation items; {where} has {n_tgt}"
+        )
 
 
-def _fits(by_lang: dict[str, set], direction: str, n: int, parallel: bool, field: str, where: Path,
-          scope: str = "") -> None:
+def _fits(
+    by_lang: dict[str, set], direction: str, n: int, parallel: bool, field: str, where: Path, scope: str = ""
+) -> None:
     src, tgt = direction.split("-")
     s, t = by_lang.get(src, set()), by_lang.get(tgt, set())
     if parallel:
@@ -137,8 +153,10 @@ def _fits(by_lang: dict[str, set], direction: str, n: int, parallel: bool, field
         ok = len(s) >= n and len(t) - min(n, len(s & t)) >= n
         has = f"{len(s)} {src} items and {len(t)} {tgt} items ({len(s & t)} ids in both)"
     if not ok:
-        raise ConfigError(f"field '{field}': N={n} is too large for direction {direction}: it needs N "
-                          f"queries + N disjoint targets, and {where} has {has}{scope}")
+        raise ConfigError(
+            f"field '{field}': N={n} is too large for direction {direction}: it needs N "
+            f"queries + N disjoint targets, and {where} has {has}{scope}"
+        )
 
 
 def _check_images(req: dict, root: Path, items) -> None:
@@ -151,20 +169,26 @@ def _check_images(req: dict, root: Path, items) -> None:
         name = str(spec.get("name", bb))
         ids_txt = root / "features" / f"{name}.ids.txt"
         if not ids_txt.is_file():
-            raise ConfigError(f"field 'image_backbone': {bb!r} is precomputed but {ids_txt} is missing "
-                              "(this dataset has no such features)")
+            raise ConfigError(
+                f"field 'image_backbone': {bb!r} is precomputed but {ids_txt} is missing "
+                "(this dataset has no such features)"
+            )
         have = set(read_feature_ids(ids_txt))
         what = str(ids_txt)
     else:
         table = root / "images.csv"
         if not table.is_file():
-            raise ConfigError(f"field 'image_backbone': {bb!r} ({spec.get('type')}) embeds image files, but "
-                              f"{root} has no images.csv (text only or precomputed features only)")
+            raise ConfigError(
+                f"field 'image_backbone': {bb!r} ({spec.get('type')}) embeds image files, but "
+                f"{root} has no images.csv (text only or precomputed features only)"
+            )
         from ..data.prepared import load_image_table
 
         have = set(load_image_table(root)["image_id"])
         what = str(table)
     lacking = sorted(used - have)
     if lacking:
-        raise ConfigError(f"field 'image_backbone': {len(lacking)} image id(s) of the items have no entry in "
-                          f"{what} (first: {lacking[:3]})")
+        raise ConfigError(
+            f"field 'image_backbone': {len(lacking)} image id(s) of the items have no entry in "
+            f"{what} (first: {lacking[:3]})"
+        )

@@ -19,18 +19,32 @@ from . import layout
 from .metrics import read_metrics
 
 #: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``).
-REPORT_SETTINGS = ("run_name", "sample_size", "n_seeds", "recall_k", "image_backbone", "text_field",
-                   "figure_seed", "bootstrap_B", "bootstrap_seed")
+REPORT_SETTINGS = (
+    "run_name",
+    "sample_size",
+    "n_seeds",
+    "recall_k",
+    "image_backbone",
+    "text_field",
+    "figure_seed",
+    "bootstrap_B",
+    "bootstrap_seed",
+)
 
 
 def report_settings(cfg: dict) -> dict:
     """The settings :func:`build_report` reads, from a validated config."""
     boot = cfg.get("stats") or {}
     return {
-        "run_name": cfg["run_name"], "sample_size": int(cfg["sample_size"]), "n_seeds": len(cfg["seeds"]),
-        "recall_k": int(cfg["recall_k"]), "image_backbone": cfg["image_backbone"], "text_field": cfg["text_field"],
+        "run_name": cfg["run_name"],
+        "sample_size": int(cfg["sample_size"]),
+        "n_seeds": len(cfg["seeds"]),
+        "recall_k": int(cfg["recall_k"]),
+        "image_backbone": cfg["image_backbone"],
+        "text_field": cfg["text_field"],
         "figure_seed": int(cfg.get("figure_seed", cfg["seeds"][0])),
-        "bootstrap_B": int(boot.get("bootstrap_B", 1000)), "bootstrap_seed": int(boot.get("bootstrap_seed", 0)),
+        "bootstrap_B": int(boot.get("bootstrap_B", 1000)),
+        "bootstrap_seed": int(boot.get("bootstrap_seed", 0)),
     }
 
 
@@ -39,13 +53,22 @@ def figure_base(paths: dict[str, Path], prefix: str) -> Path:
     files = {ext: Path(paths[f"{prefix}_{ext}"]) for ext in ("png", "svg", "pdf")}
     bases = {p.with_suffix("") for p in files.values()}
     if len(bases) != 1 or any(p.suffix != f".{ext}" for ext, p in files.items()):
-        raise InputError(f"{prefix}: the .png, .svg and .pdf outputs must share one name; got "
-                         + ", ".join(str(p) for p in files.values()))
+        raise InputError(
+            f"{prefix}: the .png, .svg and .pdf outputs must share one name; got "
+            + ", ".join(str(p) for p in files.values())
+        )
     return bases.pop()
 
 
-def build_report(*, metrics_files: list[Path], dataset: Path, text_files: dict[str, list[Path]],
-                 settings: dict, correlations_out: Path, out: dict[str, Path]) -> None:
+def build_report(
+    *,
+    metrics_files: list[Path],
+    dataset: Path,
+    text_files: dict[str, list[Path]],
+    settings: dict,
+    correlations_out: Path,
+    out: dict[str, Path],
+) -> None:
     """Correlations (``correlations_out``) and every report file of ``out`` (names:
     :data:`backretrieval.steps.layout.REPORT_FILES`) from the tidy metric CSVs.
 
@@ -88,8 +111,13 @@ def build_report(*, metrics_files: list[Path], dataset: Path, text_files: dict[s
     io.write_csv(out["recall_ci"], tables.seed_cis(recall, ["direction", "encoder", "metric"], "value", B, bseed))
 
     fig_seed = s["figure_seed"]
-    figures.fig2_scatter(metrics, correlations, fig_seed, figure_base(out, "fig2"),
-                         f"{label}{meta.name}: XLR vs BkR per encoder (seed {fig_seed})")
+    figures.fig2_scatter(
+        metrics,
+        correlations,
+        fig_seed,
+        figure_base(out, "fig2"),
+        f"{label}{meta.name}: XLR vs BkR per encoder (seed {fig_seed})",
+    )
     io.write_csv(out["fig2_csv"], figures.fig2_frame(metrics, fig_seed))
     io.write_csv(out["means"], tables.encoder_means(metrics))
 
@@ -99,10 +127,19 @@ def build_report(*, metrics_files: list[Path], dataset: Path, text_files: dict[s
             if Path(p).exists() and layout.skipped_reason(p):
                 skipped.append({"encoder": enc, "reason": layout.skipped_reason(p)})
                 break
-    mj = tables.metrics_json(correlations, metrics, {
-        "run_name": s["run_name"], "dataset": meta.name, "synthetic": meta.synthetic,
-        "sample_size": s["sample_size"], "n_seeds": s["n_seeds"], "k": s["recall_k"],
-        "image_backbone": s["image_backbone"], "text_field": s["text_field"],
-        "skipped_encoders": skipped,
-    })
+    mj = tables.metrics_json(
+        correlations,
+        metrics,
+        {
+            "run_name": s["run_name"],
+            "dataset": meta.name,
+            "synthetic": meta.synthetic,
+            "sample_size": s["sample_size"],
+            "n_seeds": s["n_seeds"],
+            "k": s["recall_k"],
+            "image_backbone": s["image_backbone"],
+            "text_field": s["text_field"],
+            "skipped_encoders": skipped,
+        },
+    )
     io.write_json(out["metrics"], mj)

@@ -40,7 +40,9 @@ def listed_configs(dvc_runs: str | os.PathLike[str]) -> list[str]:
 def run_sources(configs: Sequence[str], reports: Sequence[str], dvc_runs: str | os.PathLike[str]) -> list[RunSource]:
     """One :class:`RunSource` per (config, reports folder) pair."""
     if len(configs) != len(reports):
-        raise InputError(f"results-doc: {len(configs)} --run-configs but {len(reports)} --reports (give one folder per config)")
+        raise InputError(
+            f"results-doc: {len(configs)} --run-configs but {len(reports)} --reports (give one folder per config)"
+        )
     runs = _load_yaml(Path(dvc_runs))
     stages = [str(s) for s in runs.get("stages") or []]
     not_stages = {str(k): str(v) for k, v in (runs.get("not_stages") or {}).items()}
@@ -54,11 +56,19 @@ def run_sources(configs: Sequence[str], reports: Sequence[str], dvc_runs: str | 
         ran = (Path(rd) / "metrics.json").exists()
         if not ran and config in stages:
             raise InputError(f"{Path(rd) / 'metrics.json'}: not found; {config} is a DVC stage, run it first")
-        sources.append(RunSource(config=config, run_name=str(cfg["run_name"]), reports_dir=Path(rd) if ran else None,
-                                 dvc_stage=config in stages, reason=not_stages.get(config)))
+        sources.append(
+            RunSource(
+                config=config,
+                run_name=str(cfg["run_name"]),
+                reports_dir=Path(rd) if ran else None,
+                dvc_stage=config in stages,
+                reason=not_stages.get(config),
+            )
+        )
     return sources
 
 
-def write_results_doc(configs: Sequence[str], reports: Sequence[str], dvc_runs: str | os.PathLike[str],
-                      out: str | os.PathLike[str]) -> None:
+def write_results_doc(
+    configs: Sequence[str], reports: Sequence[str], dvc_runs: str | os.PathLike[str], out: str | os.PathLike[str]
+) -> None:
     io.write_text(out, render_results(run_sources(configs, reports, dvc_runs), out))

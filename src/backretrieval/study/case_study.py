@@ -33,7 +33,10 @@ def case_cfg(cfg: dict) -> dict:
     for lang in langs:
         if lang not in cfg["languages"]:
             raise ConfigError(f"field 'case_study.languages': {lang!r} is not in 'languages'")
-    for field, names in (("base_encoders", list(cs.get("base_encoders", []))), ("baseline", [cs.get("baseline", "random")])):
+    for field, names in (
+        ("base_encoders", list(cs.get("base_encoders", []))),
+        ("baseline", [cs.get("baseline", "random")]),
+    ):
         for e in names:
             if e not in cfg["encoders"]:
                 raise ConfigError(f"field 'case_study.{field}': encoder {e!r} is not a key of 'encoders'")
@@ -89,7 +92,9 @@ def human_cfg(cfg: dict) -> dict:
     allowed = ["base", *models(cs)]
     for f in ("model_a", "model_b"):
         if hs[f] not in allowed:
-            raise ConfigError(f"field 'human_study.{f}': {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)")
+            raise ConfigError(
+                f"field 'human_study.{f}': {hs[f]!r} is not one of {allowed} ('base' = the chosen base encoder)"
+            )
     if hs["model_a"] == hs["model_b"]:
         raise ConfigError(f"field 'human_study.model_b': must differ from model_a ({hs['model_a']!r})")
     return hs
@@ -146,13 +151,13 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     if cap:
         train = _cap_per_language(train, int(cap), int(cs.get("train_items_seed", 0)))
     ev = items[items["split"].isin(cs["eval_splits"])]
-    for name, part, where, splits in (("training", train, source, cs["train_splits"]),
-                                      ("evaluation", ev, Path(dataset), cs["eval_splits"])):
+    for name, part, where, splits in (
+        ("training", train, source, cs["train_splits"]),
+        ("evaluation", ev, Path(dataset), cs["eval_splits"]),
+    ):
         missing = [lang for lang in cs["languages"] if not (part["lang"] == lang).any()]
         if missing:
-            raise InputError(
-                f"{where}: no {name} items for case_study.languages {missing} in splits {list(splits)}"
-            )
+            raise InputError(f"{where}: no {name} items for case_study.languages {missing} in splits {list(splits)}")
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 
@@ -179,8 +184,17 @@ def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str)
     for m, g in per_pair.groupby("model"):
         vals = g["bkr_recall"].to_numpy() * 1000
         ci = stats.bootstrap_ci(vals, B=B, seed=seed)
-        rows.append(dict(model=m, label=_label(m, chosen), bkr_x1000=float(vals.mean()), ci_low=ci.low, ci_high=ci.high,
-                         worst_pair=g.loc[g["bkr_recall"].idxmin(), "direction"], n_pairs=len(g)))
+        rows.append(
+            dict(
+                model=m,
+                label=_label(m, chosen),
+                bkr_x1000=float(vals.mean()),
+                ci_low=ci.low,
+                ci_high=ci.high,
+                worst_pair=g.loc[g["bkr_recall"].idxmin(), "direction"],
+                n_pairs=len(g),
+            )
+        )
     t = pd.DataFrame(rows).sort_values("bkr_x1000", ascending=False).reset_index(drop=True)
     best = t.loc[0, "model"]
     keys = sorted({k.split("/", 1)[1] for k in hits})
@@ -195,10 +209,20 @@ def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str)
             c = np.concatenate([hits[f"{m}/{d}/{s}"] for s in cs["seeds"]])
             per_pair_p.append(stats.mcnemar_exact(a, c).pvalue)
         adj = stats.adjust_pvalues(np.array(per_pair_p), method="bonferroni")
-        sig.append(dict(best=best, other=m, n_queries=len(pooled[m]), diff_x1000=bs.diff * 1000,
-                        diff_ci_low=bs.low * 1000, diff_ci_high=bs.high * 1000,
-                        mcnemar_p=mc.pvalue, bootstrap_p=bs.pvalue,
-                        pairs_best_better_p05_bonf=int(np.sum(adj < 0.05)), n_pairs=len(per_pair_p)))
+        sig.append(
+            dict(
+                best=best,
+                other=m,
+                n_queries=len(pooled[m]),
+                diff_x1000=bs.diff * 1000,
+                diff_ci_low=bs.low * 1000,
+                diff_ci_high=bs.high * 1000,
+                mcnemar_p=mc.pvalue,
+                bootstrap_p=bs.pvalue,
+                pairs_best_better_p05_bonf=int(np.sum(adj < 0.05)),
+                n_pairs=len(per_pair_p),
+            )
+        )
     sig_df = pd.DataFrame(sig)
     if len(sig_df):
         sig_df["mcnemar_p_bonferroni"] = stats.adjust_pvalues(sig_df["mcnemar_p"].to_numpy(), method="bonferroni")

@@ -79,7 +79,7 @@ RATING_LABELS: dict[int, str] = {
 #: What each level means, shown on the rating page (the paper names the levels only).
 RATING_DEFINITIONS: dict[int, str] = {
     1: "the suggestion is about the same thing as the query (e.g. the same dish): "
-       "a result you would be glad to get for this query",
+    "a result you would be glad to get for this query",
     2: "closely related: the same kind of thing, differing in some details",
     3: "only loosely related: shares a topic or a few elements with the query",
     4: "unrelated to the query",
@@ -109,8 +109,7 @@ def top_k_suggestions(query_emb: np.ndarray, cand_emb: np.ndarray, k: int = 5) -
     q, c = np.asarray(query_emb, dtype=np.float64), np.asarray(cand_emb, dtype=np.float64)
     if q.ndim != 2 or c.ndim != 2 or q.shape[1] != c.shape[1]:
         raise InputError(
-            f"top_k_suggestions: expected 2-D query/candidate embeddings of equal width, "
-            f"got {q.shape} and {c.shape}"
+            f"top_k_suggestions: expected 2-D query/candidate embeddings of equal width, got {q.shape} and {c.shape}"
         )
     if not 1 <= k <= c.shape[0]:
         raise InputError(f"top_k_suggestions: k={k} must be in 1..{c.shape[0]} (number of candidates)")
@@ -251,8 +250,7 @@ def make_sheets(
                 if cid in pooled:
                     if pooled[cid]["text"] != text:
                         raise InputError(
-                            f"query {qid!r}: candidate {cid!r} has different texts in the two "
-                            "models' suggestions"
+                            f"query {qid!r}: candidate {cid!r} has different texts in the two models' suggestions"
                         )
                     pooled[cid]["models"].append(model)
                     pooled[cid]["ranks"][model] = rank
@@ -436,14 +434,15 @@ def _text_attrs(lang: str | None) -> str:
 
 
 def _render_html(
-    blocks: list[dict[str, Any]], key_sha: str, title: str, query_lang: str | None = None,
+    blocks: list[dict[str, Any]],
+    key_sha: str,
+    title: str,
+    query_lang: str | None = None,
     suggestion_lang: str | None = None,
 ) -> str:
     e = html.escape
     legend = "".join(f"<span><b>{v}</b> = {e(lbl)}</span>" for v, lbl in RATING_LABELS.items())
-    scale = "".join(
-        f"<dt>{v} = {e(RATING_LABELS[v])}</dt><dd>{e(RATING_DEFINITIONS[v])}</dd>" for v in RATING_LABELS
-    )
+    scale = "".join(f"<dt>{v} = {e(RATING_LABELS[v])}</dt><dd>{e(RATING_DEFINITIONS[v])}</dd>" for v in RATING_LABELS)
     q_attrs, s_attrs = _text_attrs(query_lang), _text_attrs(suggestion_lang)
     parts = [
         "<!DOCTYPE html>",
@@ -484,7 +483,7 @@ def _render_html(
                 parts.append(f'<img class="thumb" alt="suggestion image" src="{e(s["img_uri"])}">')
             parts.append('<div class="body">')
             parts.append(f'<div class="stext" {s_attrs}>{e(s["text"])}</div>')
-            parts.append(f'<fieldset><legend>Suggestion {qi}.{si}: rating</legend>')
+            parts.append(f"<fieldset><legend>Suggestion {qi}.{si}: rating</legend>")
             for v, lbl in RATING_LABELS.items():
                 rid = f"r-{sid}-{v}"
                 parts.append(
@@ -609,7 +608,11 @@ def _parse_ratings(
         )
     n_unchecked = int((hashes == "").sum())
     if n_unchecked and not allow_unverified_key:
-        what = "has no column key_sha256" if "key_sha256" not in df.columns else f"has {n_unchecked} row(s) without key_sha256"
+        what = (
+            "has no column key_sha256"
+            if "key_sha256" not in df.columns
+            else f"has {n_unchecked} row(s) without key_sha256"
+        )
         problems.append(
             f"the ratings file {what}, so it cannot be checked against the key {key_path} "
             f"(sha256 {key_sha[:16]}...); if you are sure they belong together, pass "
@@ -831,8 +834,11 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
         "not quite (suggestions of one query are related; shared suggestions appear in both "
         "samples): the per-query test is the one that respects the design.",
         f"- Key sha256 `{result.key_sha256[:16]}…`"
-        + (" (verified against every row of the ratings file)." if result.key_verified
-           else " (**not verified**: the ratings file did not carry the key's hash on every row; tallied with --allow-unverified-key)."),
+        + (
+            " (verified against every row of the ratings file)."
+            if result.key_verified
+            else " (**not verified**: the ratings file did not carry the key's hash on every row; tallied with --allow-unverified-key)."
+        ),
         "",
         "<details><summary>Per-query very-relevant counts</summary>",
         "",

@@ -184,9 +184,7 @@ def sample_negatives(n: int, generator: torch.Generator) -> torch.Tensor:
     return (torch.arange(n) + offset) % n
 
 
-def triplet_loss(
-    x_rt: torch.Tensor, x_rb: torch.Tensor, neg_index: torch.Tensor, alpha: float
-) -> torch.Tensor:
+def triplet_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, neg_index: torch.Tensor, alpha: float) -> torch.Tensor:
     """Eq. 1: ``mean_i max(0, d(x_rb_i, x_rt_i) - d(x_rb_i, x_rt_neg[i]) + alpha)``."""
     import torch
 
@@ -198,9 +196,7 @@ def triplet_loss(
     return torch.clamp(pos - neg + alpha, min=0.0).mean()
 
 
-def xl_loss(
-    x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k: int
-) -> torch.Tensor:
+def xl_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k: int) -> torch.Tensor:
     """Eq. 2: ``mean_r L_XL(r)`` over the batch (see the module docstring for the formula).
 
     ``x_rt``/``x_rb``: (n, dim) title/body outputs of the head for the n batch items;
@@ -472,14 +468,10 @@ def encode(
     model = head.model() if isinstance(head, TrainResult) else head
     title_emb, body_emb = np.asarray(title_emb), np.asarray(body_emb)
     if title_emb.ndim != 2 or title_emb.shape != body_emb.shape:
-        raise InputError(
-            f"encode: title_emb {title_emb.shape} and body_emb {body_emb.shape} must be 2-D and equal"
-        )
+        raise InputError(f"encode: title_emb {title_emb.shape} and body_emb {body_emb.shape} must be 2-D and equal")
     first = next(model.parameters())
     if title_emb.shape[1] != first.shape[1]:
-        raise InputError(
-            f"encode: embeddings have dim {title_emb.shape[1]} but the head expects {first.shape[1]}"
-        )
+        raise InputError(f"encode: embeddings have dim {title_emb.shape[1]} but the head expects {first.shape[1]}")
     was_training = model.training
     model.eval()
     out = []

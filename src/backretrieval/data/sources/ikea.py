@@ -174,7 +174,9 @@ def prepare_ikea(
                 path = _text_file(base / "data.raw", f"{split}_WMT_2017.{lang}")
                 lines = [" ".join(ln.split()) for ln in read_lines(path)]
                 if len(lines) != len(names):
-                    raise InputError(f"{path}: {len(lines)} lines, expected {len(names)} (one per line of {index.name})")
+                    raise InputError(
+                        f"{path}: {len(lines)} lines, expected {len(names)} (one per line of {index.name})"
+                    )
                 texts[lang] = lines
             if features:
                 fnames, feats = read_split_features(base, split)
@@ -196,9 +198,15 @@ def prepare_ikea(
         meta_images = "none (text only)"
         if images_dir is not None:
             src_names = {iid: iid.split("/", 1)[1] for iid in image_ids} if many else None
-            table = place_images(image_ids, Path(images_dir), root, mode=mode, src_names=src_names,
-                                 what="IKEA image folder",
-                                 hint="The IKEA product JPEGs are not public; upstream releases them on request.")
+            table = place_images(
+                image_ids,
+                Path(images_dir),
+                root,
+                mode=mode,
+                src_names=src_names,
+                what="IKEA image folder",
+                hint="The IKEA product JPEGs are not public; upstream releases them on request.",
+            )
             meta_images = "image files (linked or copied into images/)"
         meta_features = None
         if features:
@@ -207,10 +215,10 @@ def prepare_ikea(
             with atomic_path(root / "features" / f"{features_name}.npy", suffix=".npy") as tmp:
                 np.save(tmp, mat[1], allow_pickle=False)
             write_text(root / "features" / f"{features_name}.ids.txt", "\n".join(mat[0]) + "\n")
-            meta_features = {features_name: {"source_files": feat_src, "dtype": str(mat[1].dtype),
-                                             "dim": int(mat[1].shape[1])}}
-            meta_images = ("precomputed features" if table is None
-                           else f"{meta_images} and precomputed features")
+            meta_features = {
+                features_name: {"source_files": feat_src, "dtype": str(mat[1].dtype), "dim": int(mat[1].shape[1])}
+            }
+            meta_images = "precomputed features" if table is None else f"{meta_images} and precomputed features"
         meta = {
             "name": name or f"ikea-{'+'.join(pairs)}",
             "synthetic": False,
@@ -218,8 +226,11 @@ def prepare_ikea(
             "languages": all_langs,
             "description": f"IKEA/UNDERAMOUR product descriptions, {' and '.join(pairs)}, splits {list(splits)}",
             "license": LICENSE,
-            "source": {"upstream": "https://github.com/sampalomad/IKEA-Dataset",
-                       "pair": pairs[0] if not many else pairs, "dropped_empty": dropped[pairs[0]] if not many else dropped},
+            "source": {
+                "upstream": "https://github.com/sampalomad/IKEA-Dataset",
+                "pair": pairs[0] if not many else pairs,
+                "dropped_empty": dropped[pairs[0]] if not many else dropped,
+            },
             "images": meta_images,
         }
         if meta_features:

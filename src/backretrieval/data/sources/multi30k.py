@@ -185,9 +185,7 @@ def read_image_split(raw_dir: str | os.PathLike[str], split: str) -> list[str]:
 def read_captions(path: Path, n_expected: int, allow_empty: bool = False) -> list[str]:
     lines = [ln.strip() for ln in read_lines(path)]
     if len(lines) != n_expected:
-        raise InputError(
-            f"{path}: {len(lines)} lines, expected {n_expected} (one per image of the split list)"
-        )
+        raise InputError(f"{path}: {len(lines)} lines, expected {n_expected} (one per image of the split list)")
     if not allow_empty:
         for i, ln in enumerate(lines):
             if not ln:
@@ -204,9 +202,7 @@ def _check_langs(split: str, langs: Sequence[str]) -> None:
         raise InputError(f"unknown Multi30K split {split!r}; expected one of {sorted(TASK1_SPLITS)}")
     bad = [lang for lang in langs if lang not in TASK1_SPLITS[split]]
     if bad:
-        raise InputError(
-            f"Multi30K split {split!r} has no {bad} captions (available: {list(TASK1_SPLITS[split])})"
-        )
+        raise InputError(f"Multi30K split {split!r} has no {bad} captions (available: {list(TASK1_SPLITS[split])})")
 
 
 # --------------------------------------------------------------------------- images
@@ -259,8 +255,12 @@ def _apply_image_source(
             raise InputError("image_source (folder): field 'path' is required")
         folder = Path(image_source["path"]).expanduser()
         table = place_images(
-            image_ids, folder, root, mode=str(image_source.get("mode", "auto")),
-            what="Flickr30k image folder", hint=FLICKR30K_HINT,
+            image_ids,
+            folder,
+            root,
+            mode=str(image_source.get("mode", "auto")),
+            what="Flickr30k image folder",
+            hint=FLICKR30K_HINT,
         )
         return {"images": "image files (linked or copied into images/)"}, table
     raise InputError(f"image_source.type must be 'precomputed', 'folder' or 'none'; got {kind!r}")
@@ -298,9 +298,7 @@ def prepare_task1(
         role = split_role(split)
         for lang in langs:
             caps = read_captions(_task1_path(raw_dir, split, lang), len(names))
-            rows += [
-                (f"{split}:{i:05d}", lang, names[i], cap, "", role) for i, cap in enumerate(caps)
-            ]
+            rows += [(f"{split}:{i:05d}", lang, names[i], cap, "", role) for i, cap in enumerate(caps)]
     items = pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"])
     with staged_dir(out_dir) as root:
         img_meta, table = _apply_image_source(root, raw_dir, image_ids, image_source)
@@ -310,8 +308,7 @@ def prepare_task1(
             "parallel": True,
             "languages": langs,
             "description": (
-                "Multi30K task 1: English Flickr30k captions and their human translations; "
-                f"splits {splits}"
+                f"Multi30K task 1: English Flickr30k captions and their human translations; splits {splits}"
             ),
             "license": LICENSE,
             "source": {"upstream": UPSTREAM_BASE, "commit": UPSTREAM_COMMIT, "task": 1, "splits": splits},
@@ -361,7 +358,9 @@ def prepare_flickr8k_subset(
         try:
             line = int(rec.line_index)
         except ValueError:
-            raise InputError(f"{mapping_csv}: row {r}, field 'line_index': not an integer ({rec.line_index!r})") from None
+            raise InputError(
+                f"{mapping_csv}: row {r}, field 'line_index': not an integer ({rec.line_index!r})"
+            ) from None
         names = split_names[split]
         if not 0 <= line < len(names) or names[line] != image:
             got = names[line] if 0 <= line < len(names) else "<out of range>"
@@ -377,8 +376,12 @@ def prepare_flickr8k_subset(
     items = pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"])
     with staged_dir(out_dir) as root:
         table = place_images(
-            [i for i, _ in img_rows], images_dir, root, mode=mode,
-            src_names=dict(img_rows), what="Flickr8k image folder",
+            [i for i, _ in img_rows],
+            images_dir,
+            root,
+            mode=mode,
+            src_names=dict(img_rows),
+            what="Flickr8k image folder",
         )
         meta = {
             "name": name,
@@ -391,7 +394,9 @@ def prepare_flickr8k_subset(
             ),
             "license": LICENSE + "; Flickr8k images likewise under the Flickr terms (research use)",
             "source": {
-                "upstream": UPSTREAM_BASE, "commit": UPSTREAM_COMMIT, "task": 1,
+                "upstream": UPSTREAM_BASE,
+                "commit": UPSTREAM_COMMIT,
+                "task": 1,
                 "mapping": mapping_csv.name,
                 "splits": {s: int((mp["multi30k_split"] == s).sum()) for s in sorted(split_names)},
             },
@@ -417,7 +422,9 @@ def _task2_items(raw_dir: Path, split: str, langs: Sequence[str], role: str) -> 
         for i, name in enumerate(names):
             texts = [c[i] for c in cols if c[i]]
             if not texts:
-                raise InputError(f"Multi30K task 2 {split}.*.{lang}.gz: all {TASK2_CAPTIONS} captions empty at line {i + 1}")
+                raise InputError(
+                    f"Multi30K task 2 {split}.*.{lang}.gz: all {TASK2_CAPTIONS} captions empty at line {i + 1}"
+                )
             rows.append((f"{split}:{i:05d}", lang, name, texts[0], "\n".join(texts[1:]), role))
     return pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]), names
 
@@ -481,6 +488,11 @@ def prepare_task2_training(
     raw_dir = Path(raw_dir)
     items, _ = _task2_items(raw_dir, split, langs, "train")
     with staged_dir(out_dir) as root:
-        meta = _task2_meta(name or f"multi30k-task2-{split}" + ("" if split == "train" else "-as-train"), split, langs, {"images": "none (text only)"})
+        meta = _task2_meta(
+            name or f"multi30k-task2-{split}" + ("" if split == "train" else "-as-train"),
+            split,
+            langs,
+            {"images": "none (text only)"},
+        )
         write_prepared(root, meta, items, None)
     return Path(out_dir)

@@ -85,7 +85,9 @@ def download_coco(
     """
     dest = Path(dest)
     out: dict[str, Path] = {}
-    ann = fetch(resolve_url(COCO_BASE, COCO_ANNOTATIONS, mirror), dest / COCO_ANNOTATIONS, PINS[COCO_ANNOTATIONS], **fetch_kw)
+    ann = fetch(
+        resolve_url(COCO_BASE, COCO_ANNOTATIONS, mirror), dest / COCO_ANNOTATIONS, PINS[COCO_ANNOTATIONS], **fetch_kw
+    )
     ann_root = dest / "annotations_trainval2014"
     if not ann_root.is_dir():
         safe_extract(ann, ann_root)
@@ -173,7 +175,11 @@ def prepare_stair(
         table = None
         if images_dir is not None:
             table = place_images(
-                [en[i][0] for i in ids], Path(images_dir), root, mode=mode, what="COCO image folder",
+                [en[i][0] for i in ids],
+                Path(images_dir),
+                root,
+                mode=mode,
+                what="COCO image folder",
                 hint="Download and extract http://images.cocodataset.org/zips/val2014.zip (download_coco).",
             )
         meta = {
@@ -187,8 +193,7 @@ def prepare_stair(
                 "(independent descriptions, not translations); title = caption 1, body = the rest"
             ),
             "license": LICENSE,
-            "source": {"stair": STAIR_BASE + STAIR_ARCHIVE, "coco": COCO_BASE + COCO_ANNOTATIONS,
-                       "n_images": len(ids)},
+            "source": {"stair": STAIR_BASE + STAIR_ARCHIVE, "coco": COCO_BASE + COCO_ANNOTATIONS, "n_images": len(ids)},
             "images": "image files (linked or copied into images/)" if table is not None else "none (text only)",
         }
         write_prepared(root, meta, items, table)

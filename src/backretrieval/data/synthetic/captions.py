@@ -75,8 +75,14 @@ _EN_NOUNS = {
     "bird": [("bird", "birds"), ("songbird", "songbirds")],
 }
 _EN_COLORS = {
-    "red": ["red"], "blue": ["blue"], "green": ["green"], "yellow": ["yellow"],
-    "orange": ["orange"], "purple": ["purple", "violet"], "black": ["black"], "white": ["white"],
+    "red": ["red"],
+    "blue": ["blue"],
+    "green": ["green"],
+    "yellow": ["yellow"],
+    "orange": ["orange"],
+    "purple": ["purple", "violet"],
+    "black": ["black"],
+    "white": ["white"],
 }
 _EN_SIZES = {"small": ["small", "little", "tiny"], "large": ["large", "big", "huge"]}
 _EN_NUM = {2: "two", 3: "three", 4: "four", 5: "five"}
@@ -94,27 +100,42 @@ _EN_POS = {
     "right": ["on the right", "at the right side"],
 }
 _EN_BG = {
-    "meadow": ["The scene takes place on a green meadow under a blue sky.",
-               "In the background there is green grass and a bright sky.",
-               "The ground is covered with grass and the sun is shining."],
-    "beach": ["The background is a sandy beach with the blue sea behind it.",
-              "It is a sunny day at the beach.",
-              "Sand, waves and sky fill the background."],
-    "room": ["The scene is indoors, with a plain wall and a wooden floor.",
-             "Everything is inside a room with a wooden floor.",
-             "It looks like the inside of a quiet room."],
-    "night": ["It is night: the sky is dark and the moon is shining.",
-              "The background is a dark night sky with small stars.",
-              "Only the moon lights up the scene."],
-    "snow": ["The ground is covered with white snow.",
-             "It is winter and there is snow everywhere.",
-             "The background is a snowy field under a grey sky."],
-    "street": ["The background is a city street with grey buildings.",
-               "In the background runs a road with a dashed white line.",
-               "The scene is set on an asphalt road in town."],
+    "meadow": [
+        "The scene takes place on a green meadow under a blue sky.",
+        "In the background there is green grass and a bright sky.",
+        "The ground is covered with grass and the sun is shining.",
+    ],
+    "beach": [
+        "The background is a sandy beach with the blue sea behind it.",
+        "It is a sunny day at the beach.",
+        "Sand, waves and sky fill the background.",
+    ],
+    "room": [
+        "The scene is indoors, with a plain wall and a wooden floor.",
+        "Everything is inside a room with a wooden floor.",
+        "It looks like the inside of a quiet room.",
+    ],
+    "night": [
+        "It is night: the sky is dark and the moon is shining.",
+        "The background is a dark night sky with small stars.",
+        "Only the moon lights up the scene.",
+    ],
+    "snow": [
+        "The ground is covered with white snow.",
+        "It is winter and there is snow everywhere.",
+        "The background is a snowy field under a grey sky.",
+    ],
+    "street": [
+        "The background is a city street with grey buildings.",
+        "In the background runs a road with a dashed white line.",
+        "The scene is set on an asphalt road in town.",
+    ],
 }
-_EN_FILLER = ["It is a simple, colourful drawing.", "The style is flat and cartoon-like.",
-              "The colours are bright and plain."]
+_EN_FILLER = [
+    "It is a simple, colourful drawing.",
+    "The style is flat and cartoon-like.",
+    "The colours are bright and plain.",
+]
 
 
 def _en_np(obj: dict, rng: random.Random, size: bool, color: bool, vague: bool, digits: bool) -> tuple[str, bool]:
@@ -158,11 +179,17 @@ def _en(scene: dict, rng: random.Random) -> tuple[str, str]:
         np2, plural2 = _en_np(p.second, rng, p.b2_size, p.b2_color, False, False)
         pos2 = rng.choice(_EN_POS[p.second["position"]]) if p.b2_pos else ""
         be2 = "are" if plural2 else "is"
-        sentences.append(_sent(rng.choice([
-            _join("There", be2, "also", np2, pos2),
-            _join(np2, be2, "also in the picture", pos2),
-            _join("Besides that, we can see", np2, pos2),
-        ])))
+        sentences.append(
+            _sent(
+                rng.choice(
+                    [
+                        _join("There", be2, "also", np2, pos2),
+                        _join(np2, be2, "also in the picture", pos2),
+                        _join("Besides that, we can see", np2, pos2),
+                    ]
+                )
+            )
+        )
     bg = _sent(rng.choice(_EN_BG[p.bg]))
     sentences.insert(0, bg) if p.bg_first else sentences.append(bg)
     if p.b_filler:
@@ -187,8 +214,14 @@ _DE_NOUNS = {  # (gender, singular, plural)
     "bird": [("m", "Vogel", "Vögel")],
 }
 _DE_COLORS = {
-    "red": ["rot"], "blue": ["blau"], "green": ["grün"], "yellow": ["gelb"],
-    "orange": ["orangefarben"], "purple": ["violett", "lilafarben"], "black": ["schwarz"], "white": ["weiß"],
+    "red": ["rot"],
+    "blue": ["blau"],
+    "green": ["grün"],
+    "yellow": ["gelb"],
+    "orange": ["orangefarben"],
+    "purple": ["violett", "lilafarben"],
+    "black": ["schwarz"],
+    "white": ["weiß"],
 }
 _DE_SIZES = {"small": ["klein", "winzig"], "large": ["groß", "riesig"]}
 _DE_NUM = {2: "zwei", 3: "drei", 4: "vier", 5: "fünf"}
@@ -208,30 +241,47 @@ _DE_POS = {
     "right": ["rechts", "auf der rechten Seite", "am rechten Rand"],
 }
 _DE_BG = {
-    "meadow": ["Die Szene spielt auf einer grünen Wiese unter blauem Himmel.",
-               "Im Hintergrund sieht man Gras und einen hellen Himmel.",
-               "Der Boden ist mit Gras bedeckt, und die Sonne scheint."],
-    "beach": ["Im Hintergrund liegt ein Sandstrand mit blauem Meer.",
-              "Es ist ein sonniger Tag am Strand.",
-              "Sand, Wellen und Himmel bilden den Hintergrund."],
-    "room": ["Die Szene spielt in einem Zimmer mit Holzboden.",
-             "Alles befindet sich in einem Raum mit heller Wand und Holzboden.",
-             "Es sieht aus wie das Innere eines ruhigen Zimmers."],
-    "night": ["Es ist Nacht, der Himmel ist dunkel und der Mond scheint.",
-              "Der Hintergrund ist ein dunkler Nachthimmel mit kleinen Sternen.",
-              "Nur der Mond beleuchtet die Szene."],
-    "snow": ["Der Boden ist mit weißem Schnee bedeckt.",
-             "Es ist Winter, und überall liegt Schnee.",
-             "Der Hintergrund ist ein verschneites Feld unter grauem Himmel."],
-    "street": ["Im Hintergrund ist eine Stadtstraße mit grauen Gebäuden.",
-               "Hinten verläuft eine Straße mit weißer Mittellinie.",
-               "Die Szene spielt auf einer asphaltierten Straße in der Stadt."],
+    "meadow": [
+        "Die Szene spielt auf einer grünen Wiese unter blauem Himmel.",
+        "Im Hintergrund sieht man Gras und einen hellen Himmel.",
+        "Der Boden ist mit Gras bedeckt, und die Sonne scheint.",
+    ],
+    "beach": [
+        "Im Hintergrund liegt ein Sandstrand mit blauem Meer.",
+        "Es ist ein sonniger Tag am Strand.",
+        "Sand, Wellen und Himmel bilden den Hintergrund.",
+    ],
+    "room": [
+        "Die Szene spielt in einem Zimmer mit Holzboden.",
+        "Alles befindet sich in einem Raum mit heller Wand und Holzboden.",
+        "Es sieht aus wie das Innere eines ruhigen Zimmers.",
+    ],
+    "night": [
+        "Es ist Nacht, der Himmel ist dunkel und der Mond scheint.",
+        "Der Hintergrund ist ein dunkler Nachthimmel mit kleinen Sternen.",
+        "Nur der Mond beleuchtet die Szene.",
+    ],
+    "snow": [
+        "Der Boden ist mit weißem Schnee bedeckt.",
+        "Es ist Winter, und überall liegt Schnee.",
+        "Der Hintergrund ist ein verschneites Feld unter grauem Himmel.",
+    ],
+    "street": [
+        "Im Hintergrund ist eine Stadtstraße mit grauen Gebäuden.",
+        "Hinten verläuft eine Straße mit weißer Mittellinie.",
+        "Die Szene spielt auf einer asphaltierten Straße in der Stadt.",
+    ],
 }
-_DE_FILLER = ["Es ist eine einfache, bunte Zeichnung.", "Der Stil ist schlicht, wie in einem Kinderbuch.",
-              "Die Farben sind kräftig und flächig."]
+_DE_FILLER = [
+    "Es ist eine einfache, bunte Zeichnung.",
+    "Der Stil ist schlicht, wie in einem Kinderbuch.",
+    "Die Farben sind kräftig und flächig.",
+]
 
 
-def _de_np(obj: dict, rng: random.Random, case: str, size: bool, color: bool, vague: bool, digits: bool) -> tuple[str, bool]:
+def _de_np(
+    obj: dict, rng: random.Random, case: str, size: bool, color: bool, vague: bool, digits: bool
+) -> tuple[str, bool]:
     g, sg, pl = rng.choice(_DE_NOUNS[obj["kind"]])
     stems = [rng.choice(_DE_SIZES[obj["size"]]) if size else "", rng.choice(_DE_COLORS[obj["color"]]) if color else ""]
     stems = [s for s in stems if s]
@@ -258,8 +308,13 @@ def _de(scene: dict, rng: random.Random) -> tuple[str, str]:
     t = rng.randrange(5)
     if t in (0, 1, 4):
         np1, plural = _de_np(p.main, rng, "acc", p.b_size, True, p.b_vague, False)
-        main = [_join("Das Bild zeigt", np1, pos), _join("Man sieht", pos, np1),
-                "", "", _join("Auf der Zeichnung erkennt man", pos, np1)][t]
+        main = [
+            _join("Das Bild zeigt", np1, pos),
+            _join("Man sieht", pos, np1),
+            "",
+            "",
+            _join("Auf der Zeichnung erkennt man", pos, np1),
+        ][t]
     else:
         np1, plural = _de_np(p.main, rng, "nom", p.b_size, True, p.b_vague, False)
         verb = "sind" if plural else "ist"
@@ -328,27 +383,42 @@ _FR_POS = {
     "right": ["à droite", "sur la droite"],
 }
 _FR_BG = {
-    "meadow": ["La scène se passe dans une prairie verte sous un ciel bleu.",
-               "À l'arrière-plan, on voit de l'herbe et un ciel clair.",
-               "Le sol est couvert d'herbe et le soleil brille."],
-    "beach": ["L'arrière-plan montre une plage de sable et la mer bleue.",
-              "C'est une journée ensoleillée à la plage.",
-              "Le sable, les vagues et le ciel forment le décor."],
-    "room": ["La scène se passe à l'intérieur, dans une pièce au plancher en bois.",
-             "Tout se trouve dans une pièce avec un mur clair et un parquet.",
-             "On dirait l'intérieur d'une pièce calme."],
-    "night": ["C'est la nuit : le ciel est sombre et la lune brille.",
-              "Le fond est un ciel nocturne avec de petites étoiles.",
-              "Seule la lune éclaire la scène."],
-    "snow": ["Le sol est couvert de neige blanche.",
-             "C'est l'hiver et il y a de la neige partout.",
-             "Le fond est un champ enneigé sous un ciel gris."],
-    "street": ["À l'arrière-plan, on voit une rue avec des immeubles gris.",
-               "Une route avec une ligne blanche traverse le décor.",
-               "La scène se passe sur une route goudronnée en ville."],
+    "meadow": [
+        "La scène se passe dans une prairie verte sous un ciel bleu.",
+        "À l'arrière-plan, on voit de l'herbe et un ciel clair.",
+        "Le sol est couvert d'herbe et le soleil brille.",
+    ],
+    "beach": [
+        "L'arrière-plan montre une plage de sable et la mer bleue.",
+        "C'est une journée ensoleillée à la plage.",
+        "Le sable, les vagues et le ciel forment le décor.",
+    ],
+    "room": [
+        "La scène se passe à l'intérieur, dans une pièce au plancher en bois.",
+        "Tout se trouve dans une pièce avec un mur clair et un parquet.",
+        "On dirait l'intérieur d'une pièce calme.",
+    ],
+    "night": [
+        "C'est la nuit : le ciel est sombre et la lune brille.",
+        "Le fond est un ciel nocturne avec de petites étoiles.",
+        "Seule la lune éclaire la scène.",
+    ],
+    "snow": [
+        "Le sol est couvert de neige blanche.",
+        "C'est l'hiver et il y a de la neige partout.",
+        "Le fond est un champ enneigé sous un ciel gris.",
+    ],
+    "street": [
+        "À l'arrière-plan, on voit une rue avec des immeubles gris.",
+        "Une route avec une ligne blanche traverse le décor.",
+        "La scène se passe sur une route goudronnée en ville.",
+    ],
 }
-_FR_FILLER = ["C'est un dessin simple et coloré.", "Le style est épuré, comme dans un livre pour enfants.",
-              "Les couleurs sont vives et unies."]
+_FR_FILLER = [
+    "C'est un dessin simple et coloré.",
+    "Le style est épuré, comme dans un livre pour enfants.",
+    "Les couleurs sont vives et unies.",
+]
 
 
 def _fr_np(obj: dict, rng: random.Random, size: bool, color: bool, vague: bool, digits: bool) -> tuple[str, bool]:
@@ -382,19 +452,24 @@ def _fr(scene: dict, rng: random.Random) -> tuple[str, str]:
     pos = rng.choice(_FR_POS[p.main["position"]]) if p.b_pos else ""
     mains = [_join("L'image montre", np1, pos), _join("On voit", np1, pos), _join("Il y a", np1, pos)]
     if pos:
-        mains += [f"{_cap(pos)}, on aperçoit {np1}",
-                  _join(np1, "se trouvent" if plural else "se trouve", pos)]
+        mains += [f"{_cap(pos)}, on aperçoit {np1}", _join(np1, "se trouvent" if plural else "se trouve", pos)]
     else:
         mains.append(_join(np1, "occupent" if plural else "occupe", "la scène"))
     sentences = [_sent(rng.choice(mains))]
     if p.b_second:
         np2, plural2 = _fr_np(p.second, rng, p.b2_size, p.b2_color, False, False)
         pos2 = rng.choice(_FR_POS[p.second["position"]]) if p.b2_pos else ""
-        sentences.append(_sent(rng.choice([
-            _join("Il y a aussi", np2, pos2),
-            _join("On remarque également", np2, pos2),
-            _join(np2, "complètent" if plural2 else "complète", "la scène"),
-        ])))
+        sentences.append(
+            _sent(
+                rng.choice(
+                    [
+                        _join("Il y a aussi", np2, pos2),
+                        _join("On remarque également", np2, pos2),
+                        _join(np2, "complètent" if plural2 else "complète", "la scène"),
+                    ]
+                )
+            )
+        )
     bg = rng.choice(_FR_BG[p.bg])
     sentences.insert(0, bg) if p.bg_first else sentences.append(bg)
     if p.b_filler:
@@ -423,7 +498,10 @@ _ES_COLORS = {  # (masc sg, fem sg, masc pl, fem pl)
     "blue": [("azul", "azul", "azules", "azules")],
     "green": [("verde", "verde", "verdes", "verdes")],
     "yellow": [("amarillo", "amarilla", "amarillos", "amarillas")],
-    "orange": [("naranja", "naranja", "naranjas", "naranjas"), ("anaranjado", "anaranjada", "anaranjados", "anaranjadas")],
+    "orange": [
+        ("naranja", "naranja", "naranjas", "naranjas"),
+        ("anaranjado", "anaranjada", "anaranjados", "anaranjadas"),
+    ],
     "purple": [("morado", "morada", "morados", "moradas"), ("violeta", "violeta", "violetas", "violetas")],
     "black": [("negro", "negra", "negros", "negras")],
     "white": [("blanco", "blanca", "blancos", "blancas")],
@@ -451,27 +529,42 @@ _ES_POS = {
     "right": ["a la derecha", "en el lado derecho"],
 }
 _ES_BG = {
-    "meadow": ["La escena transcurre en un prado verde bajo un cielo azul.",
-               "Al fondo se ven hierba y un cielo claro.",
-               "El suelo está cubierto de hierba y brilla el sol."],
-    "beach": ["Al fondo hay una playa de arena y el mar azul.",
-              "Es un día soleado en la playa.",
-              "La arena, las olas y el cielo forman el fondo."],
-    "room": ["La escena ocurre en una habitación con suelo de madera.",
-             "Todo está dentro de una sala con una pared clara y suelo de madera.",
-             "Parece el interior de una habitación tranquila."],
-    "night": ["Es de noche: el cielo está oscuro y brilla la luna.",
-              "El fondo es un cielo nocturno con pequeñas estrellas.",
-              "Solo la luna ilumina la escena."],
-    "snow": ["El suelo está cubierto de nieve blanca.",
-             "Es invierno y hay nieve por todas partes.",
-             "El fondo es un campo nevado bajo un cielo gris."],
-    "street": ["Al fondo se ve una calle con edificios grises.",
-               "Una carretera con una línea blanca cruza el fondo.",
-               "La escena ocurre en una calle asfaltada de la ciudad."],
+    "meadow": [
+        "La escena transcurre en un prado verde bajo un cielo azul.",
+        "Al fondo se ven hierba y un cielo claro.",
+        "El suelo está cubierto de hierba y brilla el sol.",
+    ],
+    "beach": [
+        "Al fondo hay una playa de arena y el mar azul.",
+        "Es un día soleado en la playa.",
+        "La arena, las olas y el cielo forman el fondo.",
+    ],
+    "room": [
+        "La escena ocurre en una habitación con suelo de madera.",
+        "Todo está dentro de una sala con una pared clara y suelo de madera.",
+        "Parece el interior de una habitación tranquila.",
+    ],
+    "night": [
+        "Es de noche: el cielo está oscuro y brilla la luna.",
+        "El fondo es un cielo nocturno con pequeñas estrellas.",
+        "Solo la luna ilumina la escena.",
+    ],
+    "snow": [
+        "El suelo está cubierto de nieve blanca.",
+        "Es invierno y hay nieve por todas partes.",
+        "El fondo es un campo nevado bajo un cielo gris.",
+    ],
+    "street": [
+        "Al fondo se ve una calle con edificios grises.",
+        "Una carretera con una línea blanca cruza el fondo.",
+        "La escena ocurre en una calle asfaltada de la ciudad.",
+    ],
 }
-_ES_FILLER = ["Es un dibujo sencillo y colorido.", "El estilo es plano, como en un libro infantil.",
-              "Los colores son vivos y uniformes."]
+_ES_FILLER = [
+    "Es un dibujo sencillo y colorido.",
+    "El estilo es plano, como en un libro infantil.",
+    "Los colores son vivos y uniformes.",
+]
 
 
 def _es_np(obj: dict, rng: random.Random, size: bool, color: bool, vague: bool, digits: bool) -> tuple[str, bool]:
@@ -509,8 +602,12 @@ def _es(scene: dict, rng: random.Random) -> tuple[str, str]:
     np1, plural = _es_np(p.main, rng, p.b_size, True, p.b_vague, False)
     pos = rng.choice(_ES_POS[p.main["position"]]) if p.b_pos else ""
     n = "n" if plural else ""
-    mains = [_join("La imagen muestra", np1, pos), _join(f"Se ve{n}", np1, pos), _join("Hay", np1, pos),
-             _join(f"En el dibujo aparece{n}", np1, pos)]
+    mains = [
+        _join("La imagen muestra", np1, pos),
+        _join(f"Se ve{n}", np1, pos),
+        _join("Hay", np1, pos),
+        _join(f"En el dibujo aparece{n}", np1, pos),
+    ]
     if pos:
         mains.append(_join(pos, "hay", np1))
     sentences = [_sent(rng.choice(mains))]
@@ -518,11 +615,17 @@ def _es(scene: dict, rng: random.Random) -> tuple[str, str]:
         np2, plural2 = _es_np(p.second, rng, p.b2_size, p.b2_color, False, False)
         pos2 = rng.choice(_ES_POS[p.second["position"]]) if p.b2_pos else ""
         n2 = "n" if plural2 else ""
-        sentences.append(_sent(rng.choice([
-            _join("También hay", np2, pos2),
-            _join(f"Además, se ve{n2}", np2, pos2),
-            _join(np2, f"completa{n2}", "la escena"),
-        ])))
+        sentences.append(
+            _sent(
+                rng.choice(
+                    [
+                        _join("También hay", np2, pos2),
+                        _join(f"Además, se ve{n2}", np2, pos2),
+                        _join(np2, f"completa{n2}", "la escena"),
+                    ]
+                )
+            )
+        )
     bg = rng.choice(_ES_BG[p.bg])
     sentences.insert(0, bg) if p.bg_first else sentences.append(bg)
     if p.b_filler:
@@ -535,19 +638,32 @@ def _es(scene: dict, rng: random.Random) -> tuple[str, str]:
 # --------------------------------------------------------------------------------------------
 
 _RU_NOUNS = {  # (gender, nom sg, gen sg, nom pl, gen pl)
-    "ball": [("m", "мяч", "мяча", "мячи", "мячей"), ("m", "шар", "шара", "шары", "шаров"),
-             ("m", "мячик", "мячика", "мячики", "мячиков")],
-    "box": [("f", "коробка", "коробки", "коробки", "коробок"), ("m", "ящик", "ящика", "ящики", "ящиков"),
-            ("m", "кубик", "кубика", "кубики", "кубиков")],
-    "triangle": [("m", "треугольник", "треугольника", "треугольники", "треугольников"),
-                 ("f", "пирамида", "пирамиды", "пирамиды", "пирамид")],
+    "ball": [
+        ("m", "мяч", "мяча", "мячи", "мячей"),
+        ("m", "шар", "шара", "шары", "шаров"),
+        ("m", "мячик", "мячика", "мячики", "мячиков"),
+    ],
+    "box": [
+        ("f", "коробка", "коробки", "коробки", "коробок"),
+        ("m", "ящик", "ящика", "ящики", "ящиков"),
+        ("m", "кубик", "кубика", "кубики", "кубиков"),
+    ],
+    "triangle": [
+        ("m", "треугольник", "треугольника", "треугольники", "треугольников"),
+        ("f", "пирамида", "пирамиды", "пирамиды", "пирамид"),
+    ],
     "star": [("f", "звезда", "звезды", "звёзды", "звёзд"), ("f", "звёздочка", "звёздочки", "звёздочки", "звёздочек")],
     "house": [("m", "дом", "дома", "дома", "домов"), ("m", "домик", "домика", "домики", "домиков")],
     "tree": [("n", "дерево", "дерева", "деревья", "деревьев")],
-    "car": [("f", "машина", "машины", "машины", "машин"),
-            ("m", "автомобиль", "автомобиля", "автомобили", "автомобилей")],
-    "cat": [("f", "кошка", "кошки", "кошки", "кошек"), ("m", "кот", "кота", "коты", "котов"),
-            ("m", "котёнок", "котёнка", "котята", "котят")],
+    "car": [
+        ("f", "машина", "машины", "машины", "машин"),
+        ("m", "автомобиль", "автомобиля", "автомобили", "автомобилей"),
+    ],
+    "cat": [
+        ("f", "кошка", "кошки", "кошки", "кошек"),
+        ("m", "кот", "кота", "коты", "котов"),
+        ("m", "котёнок", "котёнка", "котята", "котят"),
+    ],
     "flower": [("m", "цветок", "цветка", "цветы", "цветов")],
     "bird": [("f", "птица", "птицы", "птицы", "птиц"), ("f", "птичка", "птички", "птички", "птичек")],
 }
@@ -560,10 +676,14 @@ _RU_ADJ = {  # (m, f, n, nom pl, gen pl)
     "purple": [("фиолетовый", "фиолетовая", "фиолетовое", "фиолетовые", "фиолетовых")],
     "black": [("чёрный", "чёрная", "чёрное", "чёрные", "чёрных")],
     "white": [("белый", "белая", "белое", "белые", "белых")],
-    "small": [("маленький", "маленькая", "маленькое", "маленькие", "маленьких"),
-              ("небольшой", "небольшая", "небольшое", "небольшие", "небольших")],
-    "large": [("большой", "большая", "большое", "большие", "больших"),
-              ("крупный", "крупная", "крупное", "крупные", "крупных")],
+    "small": [
+        ("маленький", "маленькая", "маленькое", "маленькие", "маленьких"),
+        ("небольшой", "небольшая", "небольшое", "небольшие", "небольших"),
+    ],
+    "large": [
+        ("большой", "большая", "большое", "большие", "больших"),
+        ("крупный", "крупная", "крупное", "крупные", "крупных"),
+    ],
 }
 _RU_GIDX = {"m": 0, "f": 1, "n": 2}
 _RU_ONE = {"m": "один", "f": "одна", "n": "одно"}
@@ -583,24 +703,28 @@ _RU_POS = {
     "right": ["справа", "в правой части"],
 }
 _RU_BG = {
-    "meadow": ["Действие происходит на зелёном лугу под голубым небом.",
-               "На заднем плане трава и светлое небо.",
-               "Земля покрыта травой, светит солнце."],
-    "beach": ["На заднем плане песчаный пляж и синее море.",
-              "Солнечный день на пляже.",
-              "Фон — песок, волны и небо."],
-    "room": ["Действие происходит в комнате с деревянным полом.",
-             "Всё находится в помещении со светлой стеной и деревянным полом.",
-             "Похоже на интерьер тихой комнаты."],
-    "night": ["Сейчас ночь: небо тёмное, светит луна.",
-              "Фон — тёмное ночное небо с маленькими звёздами.",
-              "Сцену освещает только луна."],
-    "snow": ["Земля покрыта белым снегом.",
-             "Зима, повсюду лежит снег.",
-             "Фон — заснеженное поле под серым небом."],
-    "street": ["На заднем плане городская улица с серыми зданиями.",
-               "Сзади проходит дорога с белой разметкой.",
-               "Действие происходит на асфальтовой дороге в городе."],
+    "meadow": [
+        "Действие происходит на зелёном лугу под голубым небом.",
+        "На заднем плане трава и светлое небо.",
+        "Земля покрыта травой, светит солнце.",
+    ],
+    "beach": ["На заднем плане песчаный пляж и синее море.", "Солнечный день на пляже.", "Фон — песок, волны и небо."],
+    "room": [
+        "Действие происходит в комнате с деревянным полом.",
+        "Всё находится в помещении со светлой стеной и деревянным полом.",
+        "Похоже на интерьер тихой комнаты.",
+    ],
+    "night": [
+        "Сейчас ночь: небо тёмное, светит луна.",
+        "Фон — тёмное ночное небо с маленькими звёздами.",
+        "Сцену освещает только луна.",
+    ],
+    "snow": ["Земля покрыта белым снегом.", "Зима, повсюду лежит снег.", "Фон — заснеженное поле под серым небом."],
+    "street": [
+        "На заднем плане городская улица с серыми зданиями.",
+        "Сзади проходит дорога с белой разметкой.",
+        "Действие происходит на асфальтовой дороге в городе.",
+    ],
 }
 _RU_FILLER = ["Это простой цветной рисунок.", "Стиль простой, как в детской книжке.", "Цвета яркие и ровные."]
 
@@ -648,11 +772,17 @@ def _ru(scene: dict, rng: random.Random) -> tuple[str, str]:
     if p.b_second:
         np2, agr2 = _ru_np(p.second, rng, p.b2_size, p.b2_color, False, False)
         pos2 = rng.choice(_RU_POS[p.second["position"]]) if p.b2_pos else ""
-        sentences.append(_sent(rng.choice([
-            _join("ещё на картинке есть", np2, pos2),
-            f"рядом — {np2}",
-            _join("кроме того,", pos2 or "здесь", _RU_SHOWN[agr2], np2),
-        ])))
+        sentences.append(
+            _sent(
+                rng.choice(
+                    [
+                        _join("ещё на картинке есть", np2, pos2),
+                        f"рядом — {np2}",
+                        _join("кроме того,", pos2 or "здесь", _RU_SHOWN[agr2], np2),
+                    ]
+                )
+            )
+        )
     bg = rng.choice(_RU_BG[p.bg])
     sentences.insert(0, bg) if p.bg_first else sentences.append(bg)
     if p.b_filler:
@@ -689,8 +819,14 @@ _AR_ADJ = {  # (masc sg, fem sg, masc dual, fem dual); non-human plurals take th
     "large": ("كبير", "كبيرة", "كبيران", "كبيرتان"),
 }
 _AR_COLOR_NOUN = {
-    "red": "الأحمر", "blue": "الأزرق", "green": "الأخضر", "yellow": "الأصفر",
-    "orange": "البرتقالي", "purple": "البنفسجي", "black": "الأسود", "white": "الأبيض",
+    "red": "الأحمر",
+    "blue": "الأزرق",
+    "green": "الأخضر",
+    "yellow": "الأصفر",
+    "orange": "البرتقالي",
+    "purple": "البنفسجي",
+    "black": "الأسود",
+    "white": "الأبيض",
 }
 # numerals 3-10 by the gender of the counted noun's singular (polarity: masculine nouns take
 # the numeral with ta marbuta, "ثلاثة بيوت"; feminine nouns the plain one, "ثلاث كرات")
@@ -709,24 +845,28 @@ _AR_POS = {
     "right": ["على اليمين", "في الجهة اليمنى"],
 }
 _AR_BG = {
-    "meadow": ["يدور المشهد في مرج أخضر تحت سماء زرقاء.",
-               "في الخلفية عشب أخضر وسماء صافية.",
-               "الأرض مغطاة بالعشب والشمس مشرقة."],
-    "beach": ["في الخلفية شاطئ رملي وبحر أزرق.",
-              "إنه يوم مشمس على الشاطئ.",
-              "الرمل والأمواج والسماء تشكل الخلفية."],
-    "room": ["يدور المشهد داخل غرفة أرضيتها خشبية.",
-             "كل شيء داخل غرفة ذات جدار فاتح وأرضية خشبية.",
-             "يبدو المكان كغرفة هادئة من الداخل."],
-    "night": ["الوقت ليل، والسماء مظلمة والقمر ساطع.",
-              "الخلفية سماء ليلية مظلمة فيها نجوم صغيرة.",
-              "لا يضيء المشهد إلا القمر."],
-    "snow": ["الأرض مغطاة بالثلج الأبيض.",
-             "إنه الشتاء والثلج في كل مكان.",
-             "الخلفية حقل مغطى بالثلج تحت سماء رمادية."],
-    "street": ["في الخلفية شارع في المدينة ومبانٍ رمادية.",
-               "يمر في الخلفية طريق عليه خط أبيض متقطع.",
-               "يدور المشهد على طريق إسفلتي في المدينة."],
+    "meadow": [
+        "يدور المشهد في مرج أخضر تحت سماء زرقاء.",
+        "في الخلفية عشب أخضر وسماء صافية.",
+        "الأرض مغطاة بالعشب والشمس مشرقة.",
+    ],
+    "beach": ["في الخلفية شاطئ رملي وبحر أزرق.", "إنه يوم مشمس على الشاطئ.", "الرمل والأمواج والسماء تشكل الخلفية."],
+    "room": [
+        "يدور المشهد داخل غرفة أرضيتها خشبية.",
+        "كل شيء داخل غرفة ذات جدار فاتح وأرضية خشبية.",
+        "يبدو المكان كغرفة هادئة من الداخل.",
+    ],
+    "night": [
+        "الوقت ليل، والسماء مظلمة والقمر ساطع.",
+        "الخلفية سماء ليلية مظلمة فيها نجوم صغيرة.",
+        "لا يضيء المشهد إلا القمر.",
+    ],
+    "snow": ["الأرض مغطاة بالثلج الأبيض.", "إنه الشتاء والثلج في كل مكان.", "الخلفية حقل مغطى بالثلج تحت سماء رمادية."],
+    "street": [
+        "في الخلفية شارع في المدينة ومبانٍ رمادية.",
+        "يمر في الخلفية طريق عليه خط أبيض متقطع.",
+        "يدور المشهد على طريق إسفلتي في المدينة.",
+    ],
 }
 _AR_FILLER = ["إنها رسمة بسيطة وملونة.", "الأسلوب بسيط كما في كتب الأطفال.", "الألوان زاهية وواضحة."]
 
@@ -776,11 +916,17 @@ def _ar(scene: dict, rng: random.Random) -> tuple[str, str]:
         np2, g2 = _ar_np(p.second, rng, p.b2_size, p.b2_color, False)
         pos2 = rng.choice(_AR_POS[p.second["position"]]) if p.b2_pos else ""
         exist = "يوجد" if g2 == "m" else "توجد"
-        sentences.append(_sent(rng.choice([
-            _join("وهناك أيضاً", np2, pos2),
-            _join("كما", exist, np2, pos2),
-            _join("وإلى جانب ذلك", exist, np2),
-        ])))
+        sentences.append(
+            _sent(
+                rng.choice(
+                    [
+                        _join("وهناك أيضاً", np2, pos2),
+                        _join("كما", exist, np2, pos2),
+                        _join("وإلى جانب ذلك", exist, np2),
+                    ]
+                )
+            )
+        )
     bg = rng.choice(_AR_BG[p.bg])
     sentences.insert(0, bg) if p.bg_first else sentences.append(bg)
     if p.b_filler:
@@ -789,7 +935,12 @@ def _ar(scene: dict, rng: random.Random) -> tuple[str, str]:
 
 
 _WRITERS: dict[str, Callable[[dict, random.Random], tuple[str, str]]] = {
-    "en": _en, "de": _de, "fr": _fr, "es": _es, "ru": _ru, "ar": _ar,
+    "en": _en,
+    "de": _de,
+    "fr": _fr,
+    "es": _es,
+    "ru": _ru,
+    "ar": _ar,
 }
 
 
@@ -800,8 +951,10 @@ def describe_scene(scene: dict, lang: str, seed: int | str = 0) -> tuple[str, st
     object group, a filler sentence) are included or omitted at random per call.
     """
     if lang not in _WRITERS:
-        raise InputError(f"language {lang!r} is not supported by the synthetic generator; "
-                         f"supported: {', '.join(SUPPORTED_LANGUAGES)}")
+        raise InputError(
+            f"language {lang!r} is not supported by the synthetic generator; "
+            f"supported: {', '.join(SUPPORTED_LANGUAGES)}"
+        )
     _check_scene(scene, "to describe")
     title, body = _WRITERS[lang](scene, _rng("text", seed, lang))
     if len(body) <= len(title):  # never expected; keeps the "title shorter than body" contract

@@ -65,8 +65,9 @@ def _validate_args(n_items: int, languages: Sequence[str], image_size: int) -> l
         raise InputError("languages must not be empty")
     bad = [lang for lang in langs if lang not in _WRITERS]
     if bad:
-        raise InputError(f"unsupported language(s) {bad} for the synthetic generator; "
-                         f"supported: {', '.join(SUPPORTED_LANGUAGES)}")
+        raise InputError(
+            f"unsupported language(s) {bad} for the synthetic generator; supported: {', '.join(SUPPORTED_LANGUAGES)}"
+        )
     if len(set(langs)) != len(langs):
         raise InputError(f"languages contains duplicates: {langs}")
     return langs
@@ -100,8 +101,9 @@ def generate(
         if not out.is_dir():
             raise InputError(f"{out}: exists and is not a folder; choose another output path")
         if any(out.iterdir()) and not (out / "dataset.json").is_file():
-            raise InputError(f"{out}: exists, is not empty and is not a prepared dataset "
-                             "(no dataset.json); refusing to replace it")
+            raise InputError(
+                f"{out}: exists, is not empty and is not a prepared dataset (no dataset.json); refusing to replace it"
+            )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
@@ -163,7 +165,9 @@ def _generate_into(root: Path, n_items: int, langs: list[str], seed: int, image_
             "image_size": image_size,
         },
     }
-    (root / "dataset.json").write_text(json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    (root / "dataset.json").write_text(
+        json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def load_scenes(out_dir: str | Path) -> dict[str, dict]:

@@ -14,8 +14,14 @@ from ...errors import InputError
 from .scenes import BACKGROUNDS
 
 _RGB = {
-    "red": (215, 38, 45), "blue": (36, 84, 214), "green": (40, 160, 62), "yellow": (242, 206, 40),
-    "orange": (244, 134, 28), "purple": (136, 58, 178), "black": (28, 28, 30), "white": (246, 246, 246),
+    "red": (215, 38, 45),
+    "blue": (36, 84, 214),
+    "green": (40, 160, 62),
+    "yellow": (242, 206, 40),
+    "orange": (244, 134, 28),
+    "purple": (136, 58, 178),
+    "black": (28, 28, 30),
+    "white": (246, 246, 246),
 }
 _SS = 2  # supersampling factor (drawn at 2x, downscaled with LANCZOS for anti-aliasing)
 
@@ -79,7 +85,11 @@ def _draw_background(bg: str, W: int, rng: random.Random) -> Image.Image:
     if bg == "meadow":
         for _ in range(60):
             x, y = rng.uniform(0, W), rng.uniform(hy, W)
-            d.line([x, y, x + rng.uniform(-1.5, 1.5) * u, y - rng.uniform(2, 4) * u], fill=_jitter((30, 110, 30), rng, 20), width=max(1, int(0.6 * u)))
+            d.line(
+                [x, y, x + rng.uniform(-1.5, 1.5) * u, y - rng.uniform(2, 4) * u],
+                fill=_jitter((30, 110, 30), rng, 20),
+                width=max(1, int(0.6 * u)),
+            )
     elif bg == "beach":
         sea = hy + int(0.12 * W)
         for _ in range(8):
@@ -90,7 +100,12 @@ def _draw_background(bg: str, W: int, rng: random.Random) -> Image.Image:
             d.point([(x, y)], fill=(190, 160, 110))
     elif bg == "room":
         wx = rng.uniform(15, 65) * u
-        d.rectangle([wx, 10 * u, wx + 22 * u, 32 * u], fill=_jitter((170, 210, 240), rng, 15), outline=(255, 255, 255), width=int(1.2 * u))
+        d.rectangle(
+            [wx, 10 * u, wx + 22 * u, 32 * u],
+            fill=_jitter((170, 210, 240), rng, 15),
+            outline=(255, 255, 255),
+            width=int(1.2 * u),
+        )
         d.line([wx + 11 * u, 10 * u, wx + 11 * u, 32 * u], fill=(255, 255, 255), width=int(0.8 * u))
         for k in range(1, 6):
             y = hy + k * (W - hy) / 6
@@ -140,7 +155,11 @@ def _draw_box(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple
 
 def _draw_triangle(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple, rng: random.Random) -> None:
     h = s * rng.uniform(0.85, 1.0)
-    d.polygon([(cx - s / 2, by), (cx + s / 2, by), (cx + rng.uniform(-0.1, 0.1) * s, by - h)], fill=col, outline=_shade(col, 0.55))
+    d.polygon(
+        [(cx - s / 2, by), (cx + s / 2, by), (cx + rng.uniform(-0.1, 0.1) * s, by - h)],
+        fill=col,
+        outline=_shade(col, 0.55),
+    )
 
 
 def _star_points(cx: float, cy: float, r: float, rot: float) -> list[tuple[float, float]]:
@@ -177,8 +196,18 @@ def _draw_car(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple
     w = s * 1.1
     wr = s * 0.12
     body_b = by - wr
-    d.rounded_rectangle([cx - w / 2, body_b - s * 0.28, cx + w / 2, body_b], radius=s * 0.06, fill=col, outline=_shade(col, 0.55))
-    d.polygon([(cx - w * 0.3, body_b - s * 0.28), (cx - w * 0.18, body_b - s * 0.5), (cx + w * 0.18, body_b - s * 0.5), (cx + w * 0.3, body_b - s * 0.28)], fill=_shade(col, 0.85))
+    d.rounded_rectangle(
+        [cx - w / 2, body_b - s * 0.28, cx + w / 2, body_b], radius=s * 0.06, fill=col, outline=_shade(col, 0.55)
+    )
+    d.polygon(
+        [
+            (cx - w * 0.3, body_b - s * 0.28),
+            (cx - w * 0.18, body_b - s * 0.5),
+            (cx + w * 0.18, body_b - s * 0.5),
+            (cx + w * 0.3, body_b - s * 0.28),
+        ],
+        fill=_shade(col, 0.85),
+    )
     d.rectangle([cx - w * 0.16, body_b - s * 0.46, cx + w * 0.16, body_b - s * 0.3], fill=(190, 220, 245))
     wheel = (20, 20, 20) if sum(col) > 120 else (90, 90, 90)
     for x in (cx - w * 0.3, cx + w * 0.3):
@@ -191,7 +220,15 @@ def _draw_cat(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple
     side = 1 if rng.random() < 0.5 else -1
     hx, hy, hr = cx + side * s * 0.18, by - s * 0.62, s * 0.2
     for ex in (-1, 1):
-        d.polygon([(hx + ex * hr * 0.9, hy - hr * 0.3), (hx + ex * hr * 0.2, hy - hr * 0.8), (hx + ex * hr * 0.8, hy - hr * 1.5)], fill=col, outline=out)
+        d.polygon(
+            [
+                (hx + ex * hr * 0.9, hy - hr * 0.3),
+                (hx + ex * hr * 0.2, hy - hr * 0.8),
+                (hx + ex * hr * 0.8, hy - hr * 1.5),
+            ],
+            fill=col,
+            outline=out,
+        )
     d.ellipse([hx - hr, hy - hr, hx + hr, hy + hr], fill=col, outline=out)
     eye = (40, 160, 60) if col != _RGB["green"] else (240, 200, 40)
     for ex in (-1, 1):
@@ -215,24 +252,54 @@ def _draw_flower(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tu
 def _draw_bird(d: ImageDraw.ImageDraw, cx: float, by: float, s: float, col: tuple, rng: random.Random) -> None:
     side = 1 if rng.random() < 0.5 else -1
     cy = by - s * 0.35
-    d.ellipse([cx - s * 0.38, cy - s * 0.22, cx + s * 0.38, cy + s * 0.22], fill=col, outline=_shade(col, 0.55) if sum(col) > 150 else (120, 120, 120))
+    d.ellipse(
+        [cx - s * 0.38, cy - s * 0.22, cx + s * 0.38, cy + s * 0.22],
+        fill=col,
+        outline=_shade(col, 0.55) if sum(col) > 150 else (120, 120, 120),
+    )
     hx = cx + side * s * 0.34
     d.ellipse([hx - s * 0.16, cy - s * 0.36, hx + s * 0.16, cy - s * 0.04], fill=col)
-    d.polygon([(hx + side * s * 0.14, cy - s * 0.24), (hx + side * s * 0.32, cy - s * 0.18), (hx + side * s * 0.14, cy - s * 0.12)], fill=(245, 150, 30))
-    d.ellipse([hx + side * s * 0.04 - s * 0.03, cy - s * 0.25, hx + side * s * 0.04 + s * 0.03, cy - s * 0.19], fill=(0, 0, 0) if sum(col) > 150 else (255, 255, 255))
-    d.polygon([(cx - side * s * 0.1, cy - s * 0.05), (cx - side * s * 0.3, cy - s * 0.45), (cx + side * s * 0.1, cy - s * 0.05)], fill=_shade(col, 0.75))
+    d.polygon(
+        [
+            (hx + side * s * 0.14, cy - s * 0.24),
+            (hx + side * s * 0.32, cy - s * 0.18),
+            (hx + side * s * 0.14, cy - s * 0.12),
+        ],
+        fill=(245, 150, 30),
+    )
+    d.ellipse(
+        [hx + side * s * 0.04 - s * 0.03, cy - s * 0.25, hx + side * s * 0.04 + s * 0.03, cy - s * 0.19],
+        fill=(0, 0, 0) if sum(col) > 150 else (255, 255, 255),
+    )
+    d.polygon(
+        [
+            (cx - side * s * 0.1, cy - s * 0.05),
+            (cx - side * s * 0.3, cy - s * 0.45),
+            (cx + side * s * 0.1, cy - s * 0.05),
+        ],
+        fill=_shade(col, 0.75),
+    )
 
 
 _DRAWERS: dict[str, Callable[..., None]] = {
-    "ball": _draw_ball, "box": _draw_box, "triangle": _draw_triangle, "star": _draw_star,
-    "house": _draw_house, "tree": _draw_tree, "car": _draw_car, "cat": _draw_cat,
-    "flower": _draw_flower, "bird": _draw_bird,
+    "ball": _draw_ball,
+    "box": _draw_box,
+    "triangle": _draw_triangle,
+    "star": _draw_star,
+    "house": _draw_house,
+    "tree": _draw_tree,
+    "car": _draw_car,
+    "cat": _draw_cat,
+    "flower": _draw_flower,
+    "bird": _draw_bird,
 }
 _FLYING = {"star", "bird"}
 _POS_X = {"left": 0.22, "center": 0.5, "right": 0.78}
 
 
-def _draw_object(d: ImageDraw.ImageDraw, kind: str, cx: float, by: float, s: float, col: tuple, rng: random.Random) -> None:
+def _draw_object(
+    d: ImageDraw.ImageDraw, kind: str, cx: float, by: float, s: float, col: tuple, rng: random.Random
+) -> None:
     _DRAWERS[kind](d, cx, by, s, col, rng)
 
 
