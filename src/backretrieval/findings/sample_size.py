@@ -11,6 +11,7 @@ answer under an explicit criterion.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -248,6 +249,14 @@ def answer(
         "and it matches the XLR order at the largest N"
         + (f" from N = {n_valid} on." if n_valid is not None else " at no N of the grid."),
     ]
+    if n_stab == n_max:
+        # the largest N is also the reference, so meeting the criterion there says little
+        pairs = n_encoders * (n_encoders - 1) // 2
+        parts.append(
+            f"That is: no N below the reference N = {n_max} met the criterion; with {n_encoders} encoders "
+            f"({pairs} pairs) a sample meets it only if it orders at least {math.ceil(criterion.agreement * pairs)} "
+            f"of the {pairs} pairs as the reference does, so read the mean agreement below rather than this threshold."
+        )
     lo, hi = st_.iloc[0], st_.iloc[-1]
     parts.append(
         f"At N = {int(st_.index[0])} a sample orders {lo['stab_pairwise_mean']:.0%} of encoder pairs as the largest N does "
