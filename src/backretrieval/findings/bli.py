@@ -154,7 +154,7 @@ def plot_bli(frame, out_base, title: str) -> list:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     mean = frame.groupby(["method", "dict_size", "retrieval"], sort=True)[["p_at_1", "map"]].mean().reset_index()
     sns.set_theme(style="whitegrid", context="paper")
@@ -164,8 +164,4 @@ def plot_bli(frame, out_base, title: str) -> list:
         ax.set_xlabel("seed dictionary size (pairs requested)")
         ax.set_ylabel({"map": "MAP", "p_at_1": "P@1"}[metric])
         ax.legend(fontsize=6)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)

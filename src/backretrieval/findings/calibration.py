@@ -203,7 +203,7 @@ def plot_calibration(cells: pd.DataFrame, loeo: pd.DataFrame, out_base, title: s
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
@@ -224,11 +224,7 @@ def plot_calibration(cells: pd.DataFrame, loeo: pd.DataFrame, out_base, title: s
     ax.set_xlabel("XLR@1 (truth)")
     ax.set_ylabel("XLR@1 predicted (leave one encoder out)")
     ax.legend(fontsize=6, loc="upper left")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)
 
 
 def lodo_text(summary: pd.DataFrame, datasets: Sequence[str]) -> tuple[str, str]:

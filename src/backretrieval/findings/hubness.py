@@ -215,7 +215,7 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
@@ -237,11 +237,7 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
         axes[1].set_xticks(range(len(sm)), sm.index, rotation=30, ha="right", fontsize=7)
         axes[1].set_ylabel("Spearman(BkR, clean XLR)")
         axes[1].set_ylim(-1.05, 1.05)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)
 
 
 def answer(

@@ -285,7 +285,7 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     xs = [
         c for c in ("concept_precision", "bkr_oracle", "bkr_best_encoder") if c in summary and summary[c].notna().any()
@@ -306,11 +306,7 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
         ax.set_xlabel(labels[x])
         ax.set_ylabel("Spearman(BkR, XLR) across encoders")
         ax.set_ylim(-1.05, 1.05)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)
 
 
 def answer(

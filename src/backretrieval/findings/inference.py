@@ -422,7 +422,7 @@ def plot_intervals(frame: pd.DataFrame, out_base, title: str, set_name: str = "a
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     f = frame[(frame["set"] == set_name) & frame["quantity"].isin(["rho_bkr", "rho_corr"])]
     directions = list(dict.fromkeys(f["direction"]))
@@ -444,11 +444,7 @@ def plot_intervals(frame: pd.DataFrame, out_base, title: str, set_name: str = "a
         ax.set_xlabel(f"{stat.capitalize()} correlation with XLR (across encoders)")
         ax.set_title(stat.capitalize(), fontsize=9)
     axes[0][0].legend(loc="lower left", fontsize=7, title="thick: encoders × items\nthin: seeds", title_fontsize=6)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)
 
 
 # --------------------------------------------------------------------------- text

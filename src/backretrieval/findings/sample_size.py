@@ -185,7 +185,7 @@ def plot_sample_size(
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ..reporting.figures import finish_figure
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.6))
@@ -212,11 +212,7 @@ def plot_sample_size(
     axes[2].set_xlabel("N")
     axes[2].set_ylabel(f"BkR@{k} (mean over samples)")
     axes[2].legend(fontsize=6, ncol=2)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    written = save_figure(fig, out_base)
-    plt.close(fig)
-    return written
+    return finish_figure(fig, out_base, title)
 
 
 def answer(

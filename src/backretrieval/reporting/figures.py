@@ -35,6 +35,17 @@ def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
     return written
 
 
+def finish_figure(fig, out_base: Path, title: str) -> list[Path]:
+    """The findings figures' ending: a small suptitle, tight layout, :func:`save_figure`, closed."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    written = save_figure(fig, out_base)
+    plt.close(fig)
+    return written
+
+
 def fig2_frame(metrics: pd.DataFrame, seed: int) -> pd.DataFrame:
     sub = metrics[metrics.seed == seed]
     wide = sub.pivot_table(index=["direction", "encoder"], columns="metric", values="value").reset_index()
