@@ -510,7 +510,8 @@ def overall_text(cells: pd.DataFrame, pooled: dict[str, dict[str, dict]]) -> tup
     p = pooled[scope].get("pearson") or next(iter(pooled[scope].values()))
     stat = "pearson" if "pearson" in pooled[scope] else next(iter(pooled[scope]))
     n_cfg = p["n_datasets"]
-    what = "real-data" if scope == "real" else ("all (including SYNTHETIC)" if cells["synthetic"].any() else "all")
+    what = "real-data " if scope == "real" else ""
+    note = " including SYNTHETIC ones" if scope == "all" and cells["synthetic"].any() else ""
     lean = (
         "BkR tracks XLR better than CORR"
         if p["low"] > 0
@@ -519,7 +520,7 @@ def overall_text(cells: pd.DataFrame, pooled: dict[str, dict[str, dict]]) -> tup
         else "neither BkR nor CORR tracks XLR detectably better"
     )
     verdict = (
-        f"Pooled over the {p['k']} {what} dataset × direction cells ({n_cfg} dataset{'s' if n_cfg != 1 else ''}), "
+        f"Pooled over {p['k']} {what}dataset × direction cells ({n_cfg} dataset{'s' if n_cfg != 1 else ''}{note}), "
         f"{lean}: the {stat.capitalize()} correlation with XLR differs by BkR − CORR = "
         f"{fmt_ci(p['estimate'], p['low'], p['high'])} (random effects; BkR ahead in {p['n_positive']} of "
         f"{p['n_positive'] + p['n_negative']} cells, sign test p = {p['sign_pvalue']:.2g})."
