@@ -142,7 +142,11 @@ def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs(tmp_pa
     out = tmp_path / "dvc.yaml"
     res = subprocess.run(
         [sys.executable, "scripts/dvc_stages.py", "--findings", "--output", str(out), "params.yaml"],
-        cwd=ROOT, capture_output=True, text=True, env=_env(ROOT), timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_env(ROOT),
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     stages = yaml.safe_load(out.read_text())["stages"]
