@@ -224,7 +224,7 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
     assert bli["status"] == "not_applicable" and "no word-vector" in bli["answer"]
     overall = json.loads((s1 / "overall.json").read_text())
     assert overall["run"] is None and overall["numbers"]["n_cells"] == 2
-    assert "toy" in d1.read_text() and "Pooled over the 2" in d1.read_text()
+    assert "toy" in d1.read_text() and "Pooled over 2 " in d1.read_text()
 
 
 def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):
