@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,13 @@ DEFAULT_BLOCK_ELEMS = 1 << 24
 #: the largest image score matrix of a sample that ``evaluate_sample`` keeps to share between
 #: encoders (bytes; N = 10,000 float32 is 400 MB)
 SCORE_CACHE_BYTES = 1 << 30
+#: rows per block of the passes that only compare and count kept scores
+#: (:meth:`BkrImageIndex.ranks_of_sources`): a gathered block plus its mask stay in the CPU
+#: cache (4 MB + 1 MB), where 64 MB blocks run from memory at about 4x the time
+#: (benchmarks/README.md). Counting does not depend on the block, so neither do the ranks.
+GATHER_BLOCK_ELEMS = 1 << 20
+#: rows per block of :func:`normalize`'s divide and norm passes (256 KB of float32: L2-resident)
+NORMALIZE_BLOCK_ELEMS = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,29 +64,38 @@ def normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
     can_inplace = inplace and arr.dtype in (np.float32, np.float64) and arr.flags.writeable
     if inplace and not can_inplace:
         raise ValueError("inplace=True needs a writeable float32 or float64 array")
+    owned = can_inplace  # may be overwritten: the caller's array (inplace) or our own copy
     if arr.dtype != np.float32 and not can_inplace:
-        arr = arr.astype(np.float64)
+        arr, owned = arr.astype(np.float64), True
     # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow;
     # finiteness and row maxima per block (no full-size temporaries)
     scale = np.empty((arr.shape[0], 1), dtype=arr.dtype)
     step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
     for start in range(0, arr.shape[0], step):
         blk = arr[start : start + step]
-        row_max = np.max(np.abs(blk), axis=1, keepdims=True) if blk.shape[1] else np.zeros((blk.shape[0], 1))
+        # max |x| as max(max x, -min x): the same value, without an |x| temporary
+        row_max = (
+            np.maximum(np.max(blk, axis=1, keepdims=True), -np.min(blk, axis=1, keepdims=True))
+            if blk.shape[1]
+            else np.zeros((blk.shape[0], 1))
+        )
         if not np.isfinite(row_max).all():  # max propagates NaN and inf: one pass checks both
             raise ValueError("embedding matrix contains NaN or inf values")
         scale[start : start + step] = row_max
     scale[scale == 0] = 1
-    if can_inplace:
-        arr /= scale
-    else:
-        arr = arr / scale  # the only full-size copy; the rest is per block or in place
-    norms = np.empty((arr.shape[0], 1), dtype=arr.dtype)
-    for start in range(0, arr.shape[0], step):  # row-wise reduction: same bits as one call
-        norms[start : start + step] = np.linalg.norm(arr[start : start + step], axis=1, keepdims=True)
-    norms[norms == 0] = 1
-    arr /= norms
-    return arr
+    # then divide, square-sum and divide again block by block in the CPU cache (one read and
+    # one write of the matrix instead of five passes); row-wise arithmetic as np.linalg.norm
+    # does it (sqrt of the pairwise add.reduce of x*x), so the same bits as one call
+    out = arr if owned else np.empty(arr.shape, dtype=arr.dtype)
+    step = _block_rows(arr.shape[0], arr.shape[1], NORMALIZE_BLOCK_ELEMS)
+    sq = np.empty((step, arr.shape[1]), dtype=arr.dtype)
+    for start in range(0, arr.shape[0], step):
+        stop = min(arr.shape[0], start + step)
+        blk = np.divide(arr[start:stop], scale[start:stop], out=out[start:stop])
+        norms = np.sqrt(np.add.reduce(np.multiply(blk, blk, out=sq[: stop - start]), axis=1, keepdims=True))
+        norms[norms == 0] = 1
+        blk /= norms
+    return out
 
 
 def _as_pair(a: np.ndarray, b: np.ndarray, what: str, inplace: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +162,8 @@ def _ranks_of_true(
     ranks = np.empty(n, dtype=np.int64)
     step = _block_rows(n, candidates.shape[0], block_elems)
     ct = candidates.T
-    score_buf, greater_buf = _score_buffer(step, queries, candidates), np.empty((step, candidates.shape[0]), bool)
+    score_buf = _scratch("score", (step, candidates.shape[0]), np.result_type(queries.dtype, candidates.dtype))
+    greater_buf = _scratch("mask", (step, candidates.shape[0]), bool)
     for start in range(0, n, step):
         stop = min(n, start + step)
         scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
@@ -185,10 +203,10 @@ def _ranks_of_true_pivots(
     bounds = np.searchsorted(inv[order], np.arange(len(uniq) + 1))
     step = _block_rows(len(uniq), n_c, block_elems)
     ct = candidates.T
-    score_buf = _score_buffer(step, pivots, candidates)
+    score_buf = _scratch("score", (step, n_c), np.result_type(pivots.dtype, candidates.dtype))
     qstep = _block_rows(n, n_c, block_elems)
-    gather_buf = np.empty((qstep, n_c), dtype=score_buf.dtype)
-    greater_buf = np.empty((qstep, n_c), dtype=bool)
+    gather_buf = _scratch("gather", (qstep, n_c), score_buf.dtype)
+    greater_buf = _scratch("mask", (qstep, n_c), bool)
     for us in range(0, len(uniq), step):
         ue = min(len(uniq), us + step)
         scores = np.matmul(pivots[uniq[us:ue]], ct, out=score_buf[: ue - us])
@@ -206,6 +224,29 @@ def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.
     return np.empty((step, candidates.shape[0]), dtype=np.result_type(queries.dtype, candidates.dtype))
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(slot: str, shape: tuple[int, int], dtype: np.typing.DTypeLike) -> np.ndarray:
+    """A work buffer of ``shape`` kept per thread and ``slot`` (``"score"``, ``"gather"``,
+    ``"mask"``) and reused by the next call: a sample runs ~2 block loops per encoder, and a
+    fresh 64 MB block is page-faulted and zeroed by the kernel each time (about 10 % of a
+    sample's time at N=10,000, benchmarks/README.md). Only the block loops of
+    :func:`_ranks_of_true`, :func:`_ranks_of_true_pivots`, :func:`_nearest` and
+    :meth:`BkrImageIndex.build` use it; none calls another while holding a slot, and nothing
+    they return is a view of it. Same products and passes, same bits. Holds at most
+    ``block_elems`` entries per slot and dtype (about 150 MB at the default block size)."""
+    dtype = np.dtype(dtype)
+    need = shape[0] * shape[1]
+    pool = getattr(_SCRATCH, "pool", None)
+    if pool is None:
+        pool = _SCRATCH.pool = {}
+    buf = pool.get((slot, dtype))
+    if buf is None or buf.size < need:
+        buf = pool[(slot, dtype)] = np.empty(need, dtype)
+    return buf[:need].reshape(shape)
+
+
 def _nearest(
     queries: np.ndarray,
     candidates: np.ndarray,
@@ -218,7 +259,7 @@ def _nearest(
     out = np.empty(n, dtype=np.int64)
     step = _block_rows(n, candidates.shape[0], block_elems)
     ct = candidates.T
-    score_buf = _score_buffer(step, queries, candidates)
+    score_buf = _scratch("score", (step, candidates.shape[0]), np.result_type(queries.dtype, candidates.dtype))
     for start in range(0, n, step):
         stop = min(n, start + step)
         scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
@@ -552,22 +593,23 @@ class BkrImageIndex:
         parts = []
         st = s_img.T
         full = np.empty((n_tgt, n_src), dtype=np.result_type(t_img.dtype, s_img.dtype)) if keep_scores else None
-        score_buf = _score_buffer(step, t_img, s_img)
-        mask_buf = np.empty(score_buf.shape, dtype=bool)
+        score_buf = _scratch("score", (step, n_src), np.result_type(t_img.dtype, s_img.dtype))
+        mask_buf = _scratch("mask", score_buf.shape, bool)
         for start in range(0, n_tgt, step):
             stop = min(n_tgt, start + step)
-            scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
-            if full is not None:
-                if stop - start == 1 and n_tgt > 1:  # a lone row: sgemm of 2 rows, as the pivot path scores it
+            lone = stop - start == 1 and n_tgt > 1
+            if full is not None and not lone:  # the kept matrix is the product's output: no copy
+                scores = np.matmul(t_img[start:stop], st, out=full[start:stop])
+            else:
+                scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
+                if full is not None:  # a lone row: sgemm of 2 rows, as the pivot path scores it
                     full[start] = np.matmul(t_img[[start, start - 1 if start else start + 1]], st)[0]
-                else:
-                    full[start:stop] = scores
             rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
             parts.append((rows + start).astype(np.int64) * n_src + cols)
         codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
         return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes, scores=full)
 
-    def ranks_of_sources(self, t_star: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
+    def ranks_of_sources(self, t_star: np.ndarray, block_elems: int = GATHER_BLOCK_ELEMS) -> np.ndarray:
         """rank[q] = 1 + #{j : <t_img[t_star[q]], s_img[j]> > <t_img[t_star[q]], s_img[q]>}: BkR's
         full ranks (``_ranks_of_true(t_img, s_img, arange, query_rows=t_star)``) from the kept
         score matrix (``build(keep_scores=True)``)."""
@@ -1185,8 +1227,15 @@ def evaluate_sample(
         row: dict[str, float] = {}
         kept: dict[str, np.ndarray] = {}
         b_src, b_tgt = _as_pair(emb["bkr_src"], emb["bkr_tgt"], f"{name} bkr text")
-        if emb.get("xlr_src") is not None and emb.get("xlr_tgt") is not None:
-            x_src, x_tgt = _as_pair(emb["xlr_src"], emb["xlr_tgt"], f"{name} xlr text")
+        xs, xt = emb.get("xlr_src"), emb.get("xlr_tgt")
+        if xs is not None and xt is not None:
+            if xs is emb["bkr_src"] and (x_tgt := normalize(xt)).dtype == b_src.dtype:
+                # the same queries as BkR (the pipeline's case): normalised once, same bits
+                x_src = b_src
+                if x_src.shape[1] != x_tgt.shape[1]:
+                    raise ValueError(f"{name} xlr text: dimension mismatch {x_src.shape[1]} vs {x_tgt.shape[1]}")
+            else:
+                x_src, x_tgt = _as_pair(xs, xt, f"{name} xlr text")
             if x_src.shape[0] != x_tgt.shape[0]:
                 raise ValueError(f"{name}: xlr src and tgt must be aligned")
             x_adjust = _HubAdjustment.build(x_src, x_tgt, retrieval, retrieval_k)

@@ -203,11 +203,13 @@ def ratings_path(cfg: dict) -> Path:
 # readers
 
 
-def load_embedding(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
-    """(id → row, matrix) of an embedding artifact; None if the model was skipped."""
+def load_embedding(path: Path, mapped: bool = False) -> tuple[dict[str, int], np.ndarray] | None:
+    """(id → row, matrix) of an embedding artifact; None if the model was skipped. ``mapped``:
+    the matrix memory-mapped read-only (:func:`~backretrieval._util.io.load_npz_mapped`), for a
+    step that gathers rows of many large artifacts."""
     from .._util import io
 
-    z = io.load_npz(path)
+    z = io.load_npz_mapped(path) if mapped else io.load_npz(path)
     if "skipped" in z:
         return None
     ids = [str(x) for x in z["ids"]]

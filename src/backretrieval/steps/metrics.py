@@ -60,12 +60,12 @@ def metrics_step(
     the samples file; :func:`gather_metrics` joins the groups); None: every sample.
     """
     items = load_items(dataset)
-    img = load_embedding(image_file)
+    img = load_embedding(image_file, mapped=True)
     if img is None:
         raise InputError(f"{image_file}: image backbone was skipped; BkR needs image features")
     texts: dict[str, tuple] = {}
     for enc, (sp, tp) in sorted(text_files.items()):
-        s, t = load_embedding(sp), load_embedding(tp)
+        s, t = load_embedding(sp, mapped=True), load_embedding(tp, mapped=True)
         if s is None or t is None:
             log.warning("encoder %s skipped: %s", enc, skipped_reason(sp) or skipped_reason(tp))
             continue
