@@ -190,7 +190,8 @@ def main() -> None:
         if js:
             print(
                 f"\n{rule} jobs: {len(js)}, wall per job {min(j[0] for j in js):.1f}–{max(j[0] for j in js):.1f} s, "
-                f"CPU sum {sum(j[1] for j in js):.1f} s",
+                f"CPU sum {sum(j[1] for j in js):.1f} s (a lower bound: Snakemake samples a job's CPU "
+                "every 30 s after its first 30 s)",
                 end="",
             )
     print(

@@ -95,6 +95,24 @@ def test_run_all_small_smoke(tmp_path):
     assert max(abs(r - quality["exact"]) for r in quality["new"]) < 0.05  # 3.6e4 of 3.6e5 pairs
 
 
+def test_bench_sample_compares_two_trees(tmp_path):
+    """bench_sample.py times this tree against another checkout (here: itself, via a symlink)
+    and reports whether both gave the same results and ranks."""
+    other = tmp_path / "other"
+    other.symlink_to(BENCH.parent)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_sample.py"), "--n", "300", "--encoders", "2", "--repeats", "1"]
+        + ["--against", str(other)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| this tree") or line.startswith("| against")]
+    assert len(rows) == 2 and len({r.split("|")[-2] for r in rows}) == 1  # one sha256 for both trees
+    assert "identical results and per-query ranks in both trees: True" in proc.stdout
+
+
 def test_protocol_config_validates_on_its_generated_data(tmp_path, monkeypatch):
     """benchmarks/protocol.yaml (the paper protocol on SYNTHETIC data) passes every config check
     on what benchmarks/protocol_data.py writes (here 300 items instead of 25,000, N=100)."""
