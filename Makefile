@@ -13,7 +13,7 @@ setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores 8 && dvc commit --force --quiet $(STAGE)
+	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGE)
 
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile

@@ -6,6 +6,7 @@ if CASE:
             unpack(case_inputs),
             check=ancient(CHECK),
             extra=encoder_extra_inputs,
+            after=case_embed_after,
         output:
             fields=case_fields("{encoder}"),
             reprs=[case_repr("{encoder}", lang) for lang in CASE_LANGS],
@@ -15,6 +16,7 @@ if CASE:
             f"{LOGS}/benchmarks/case/embed/{{encoder}}.tsv"
         wildcard_constraints:
             encoder="|".join(CASE_EMBED_ENCODERS),
+        priority: 1
         shadow:
             SHADOW
         conda:

@@ -265,6 +265,15 @@ REPORT_FILES = list(REPORTS.values())
 # ---- case study ----------------------------------------------------------------------------
 CASE = None
 HUMAN = None
+CASE_EMBED_ENCODERS = []
+
+
+def embed_priority(wildcards):
+    """Scheduling only: embedding jobs of the case study's encoders first (their case_embed
+    jobs and the case-study chain after them are the longest path of the DAG)."""
+    return 1 if wildcards.encoder in CASE_EMBED_ENCODERS else 0
+
+
 if config.get("case_study"):
     from backretrieval.study import case_study as _cs
 
@@ -292,6 +301,12 @@ if config.get("case_study"):
 
     def corpus_flag(wildcards, input):
         return f"--train-corpus {shlex.quote(input.corpus)}" if hasattr(input, "corpus") else ""
+
+    def case_embed_after(wildcards):
+        """The same encoder's main embeddings: case_embed runs after them, so the case study's
+        titles come from the embedding cache that job filled instead of being embedded by both
+        jobs at once (same bits either way: the order changes the work, not the result)."""
+        return text_embs(wildcards.encoder)
 
     def case_field(encoder, lang, field):
         return str(layout.field_path(config, encoder, lang, field))

@@ -11,6 +11,7 @@ rule embed_text:
         f"{LOGS}/benchmarks/embed_text/{{encoder}}.tsv"
     wildcard_constraints:
         encoder="|".join(config["encoders"]),
+    priority: embed_priority
     shadow:
         SHADOW
     conda:
