@@ -481,9 +481,9 @@ def _near_rows(rng, n, d, dup_every):
 
 
 @pytest.mark.parametrize("block", [7, 10_000])
-def test_counting_ranks_equal_sorted_ranks(block):
+def test_counting_ranks_equal_sorted_ranks(block, monkeypatch):
     """The counting path (float32) gives exactly the ranks, tie term and rank sums of sorting
-    the same float32 distances."""
+    the same float32 distances; the nearest texts read from its products are _nearest's."""
     rng = np.random.default_rng(7)
     a, b = _near_rows(rng, 70, 5, 4), _near_rows(rng, 90, 5, 3)
     d = M._all_distances(a, b, block)
@@ -493,7 +493,13 @@ def test_counting_ranks_equal_sorted_ranks(block):
     assert ranks.dtype == np.int32
     assert np.array_equal(ranks, want_ranks) and ties == want_ties
     other = rng.permutation(want_ranks)
-    assert M._all_pairs_sum_counting(a, b, other, block) == (M._exact_dot(want_ranks, other), want_ties)
+    side = M.CorrImageSide(70, 90, None, other, 0)
+    want_rho = M._rho(other.size, M._exact_dot(want_ranks, other), want_ties, 0)
+    for counting in (False, True):
+        monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0 if counting else 1 << 40)
+        t_star, rho = side.nearest_and_spearman(a, b, block, assume_normalized=True)
+        assert np.array_equal(t_star, M._nearest(a, b, block)) and rho == want_rho
+        assert side.spearman(a, b, block, assume_normalized=True) == rho
 
 
 def test_corr_by_counting_equals_exact_spearman(monkeypatch):

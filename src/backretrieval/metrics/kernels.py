@@ -896,19 +896,47 @@ class CorrImageSide:
             ranks, ties = _doubled_ranks(_all_distances(si, ti, block_elems))
         return cls(n_s, n_t, sample, ranks, ties)
 
-    def spearman(self, src_text: np.ndarray, tgt_text: np.ndarray, block_elems: int = DEFAULT_BLOCK_ELEMS) -> float:
+    def spearman(
+        self,
+        src_text: np.ndarray,
+        tgt_text: np.ndarray,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        assume_normalized: bool = False,
+    ) -> float:
         """CORR of one text encoder on this sample (NaN if either side's distances are all tied)."""
-        st, tt = _as_pair(src_text, tgt_text, "corr text")
+        return self.nearest_and_spearman(src_text, tgt_text, block_elems, assume_normalized, nearest=False)[1]
+
+    def nearest_and_spearman(
+        self,
+        src_text: np.ndarray,
+        tgt_text: np.ndarray,
+        block_elems: int = DEFAULT_BLOCK_ELEMS,
+        assume_normalized: bool = False,
+        nearest: bool = True,
+    ) -> tuple[np.ndarray | None, float]:
+        """(BkR step 1: the nearest target text of every source text, CORR) of one encoder.
+
+        Where CORR takes every pair, both come from one product ``src @ tgt.T``, computed in
+        the blocks :func:`_nearest` uses (same shapes, so the same bits as its argmax) and
+        turned into distances after the argmax; with a pair subsample the nearest texts need
+        their own product. ``nearest=False``: CORR only (the first item is None)."""
+        st, tt = (src_text, tgt_text) if assume_normalized else _as_pair(src_text, tgt_text, "corr text")
         if st.shape[0] != self.n_src or tt.shape[0] != self.n_tgt:
             raise ValueError("corr: text rows do not match the image side")
         n = self.img_ranks.size
         if self.sample is not None:
+            t_star = _nearest(st, tt, block_elems) if nearest else None
             s_raw, ties = _rank_dot(self.sample.distances(st, tt, block_elems), self.img_ranks)
-        elif _use_counting(st, n):
-            s_raw, ties = _all_pairs_sum_counting(st, tt, self.img_ranks, block_elems)
+            return t_star, _rho(n, s_raw, ties, self.img_ties)
+        t_star = np.empty(self.n_src, dtype=np.int64) if nearest else None
+        if _use_counting(st, n):
+            counts = _CodeCounts(weighted=True)
+            for s, codes in _code_blocks(st, tt, block_elems, nearest_out=t_star):
+                counts.add(codes, self.img_ranks[s * self.n_tgt : s * self.n_tgt + codes.size])
+            s_raw, ties = counts.rank_sum_product(), counts.ties()
         else:
-            s_raw, ties = _rank_dot(_all_distances(st, tt, block_elems), self.img_ranks)
-        return _rho(n, s_raw, ties, self.img_ties)
+            s_raw, ties = _rank_dot(_all_distances(st, tt, block_elems, nearest_out=t_star), self.img_ranks)
+        return t_star, _rho(n, s_raw, ties, self.img_ties)
 
 
 def _check_pair_count(n: int) -> None:
@@ -1025,13 +1053,19 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     return _doubled_ranks(x)[0] / 2.0
 
 
-def _all_distances(a: np.ndarray, b: np.ndarray, block_elems: int) -> np.ndarray:
-    """1 - <a_i, b_j> for all (row of a, row of b) pairs, row-major, in a's dtype."""
+def _all_distances(a: np.ndarray, b: np.ndarray, block_elems: int, nearest_out: np.ndarray | None = None) -> np.ndarray:
+    """1 - <a_i, b_j> for all (row of a, row of b) pairs, row-major, in a's dtype; with
+    ``nearest_out``, also argmax_j <a_i, b_j> of every row (ties → lowest), from the same
+    block products as :func:`_nearest`."""
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.result_type(a.dtype, b.dtype))
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
+    ct = b.T
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
-        np.subtract(1, np.matmul(a[s:e], b.T, out=out[s:e]), out=out[s:e])
+        scores = np.matmul(a[s:e], ct, out=out[s:e])
+        if nearest_out is not None:
+            nearest_out[s:e] = np.argmax(scores, axis=1)
+        np.subtract(1, scores, out=scores)
     return out.ravel()
 
 
@@ -1058,15 +1092,26 @@ def _use_counting(x: np.ndarray, n_pairs: int) -> bool:
     return x.dtype == np.float32 and n_pairs >= _COUNTING_MIN_PAIRS
 
 
-def _code_blocks(a: np.ndarray, b: np.ndarray, block_elems: int, out: np.ndarray | None = None):
+def _code_blocks(
+    a: np.ndarray,
+    b: np.ndarray,
+    block_elems: int,
+    out: np.ndarray | None = None,
+    nearest_out: np.ndarray | None = None,
+):
     """Yield (start row, codes) per row block of the float32 distances 1 − a @ b.T: codes =
-    2^24·fl(1 − s), exact integers. Written into ``out`` (n_a × n_b, integer) if given."""
+    2^24·fl(1 − s), exact integers. Written into ``out`` (n_a × n_b, integer) if given. With
+    ``nearest_out``, also argmax_j <a_i, b_j> per row, from the same block products as
+    :func:`_nearest`."""
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
     score_buf = _score_buffer(step, a, b)
     code_buf: np.ndarray = np.empty(score_buf.shape, dtype=np.int32) if out is None else out
+    ct = b.T
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
-        scores = np.matmul(a[s:e], b.T, out=score_buf[: e - s])
+        scores = np.matmul(a[s:e], ct, out=score_buf[: e - s])
+        if nearest_out is not None:
+            nearest_out[s:e] = np.argmax(scores, axis=1)
         codes = out[s:e] if out is not None else code_buf[: e - s]
         np.subtract(1, scores, out=scores)
         np.multiply(scores, _CODE_SCALE, out=codes, casting="unsafe")  # exact (see above)
@@ -1136,17 +1181,6 @@ def _all_pairs_ranks_counting(a: np.ndarray, b: np.ndarray, block_elems: int) ->
     return ranks, counts.ties()
 
 
-def _all_pairs_sum_counting(a: np.ndarray, b: np.ndarray, other_ranks: np.ndarray, block_elems: int) -> tuple[int, int]:
-    """Σ_p D[p]·other_ranks[p] over all pairs (row-major) and the tie term of D, where D are the
-    doubled average ranks of the distances 1 − <a_i, b_j>, by counting codes: per code, the
-    number of pairs and the sum of their ``other_ranks``; then Σ_code D(code)·sum(code)."""
-    n_b = b.shape[0]
-    counts = _CodeCounts(weighted=True)
-    for s, codes in _code_blocks(a, b, block_elems):
-        counts.add(codes, other_ranks[s * n_b : s * n_b + codes.size])
-    return counts.rank_sum_product(), counts.ties()
-
-
 # --------------------------------------------------------------------------------------------
 # everything for one sample, sharing work across encoders
 
@@ -1211,9 +1245,15 @@ def evaluate_sample(
             row.update(xlr_recall=recall_at_k(r, k), xlr_mrr=mrr(r), xlr_mean_rank=mean_rank(r))
             xlr_kept[name] = r
         _check_bkr_shapes(b_src, b_tgt, s_img, t_img)
-        t_stars[name] = _nearest(b_src, b_tgt, adjust=_HubAdjustment.build(b_src, b_tgt, retrieval, retrieval_k))
-        if corr_side is not None:
-            corrs[name] = corr_side.spearman(b_src, b_tgt)
+        if corr_side is not None and retrieval == "cosine":  # one product for both where CORR takes all pairs
+            t_star, corrs[name] = corr_side.nearest_and_spearman(b_src, b_tgt, assume_normalized=True)
+            assert t_star is not None
+            t_stars[name] = t_star
+        else:
+            adjust = _HubAdjustment.build(b_src, b_tgt, retrieval, retrieval_k)
+            t_stars[name] = _nearest(b_src, b_tgt, adjust=adjust)
+            if corr_side is not None:
+                corrs[name] = corr_side.spearman(b_src, b_tgt, assume_normalized=True)
         rows[name] = row
     index: BkrImageIndex | None = None
     bkr_ranks_: list[np.ndarray] = []
