@@ -84,7 +84,7 @@ if CASE:
             SHADOW
         conda:
             CONDA_ENV
-        threads: HEAVY_THREADS
+        threads: MODEL_THREADS
         resources:
             mem_mb=4000,
         params:

@@ -28,7 +28,7 @@ def resolve_device(device: str | None = "auto", what: str = "device") -> str:
 
 
 #: torch/BLAS threads of a model job when the config sets no ``model_threads``.
-DEFAULT_MODEL_THREADS = 4
+DEFAULT_MODEL_THREADS = 1
 
 
 def limit_threads(n: int) -> None:
