@@ -9,7 +9,7 @@ import json
 
 from backretrieval.config import apply_aliases
 from backretrieval.steps import layout
-from backretrieval.steps.prepare import fit_requirements
+from backretrieval.steps.settings import fit_requirements
 
 
 def _j(obj) -> str:

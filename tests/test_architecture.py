@@ -117,3 +117,28 @@ def test_no_cycles_between_subpackages():
         if start not in state:
             cycle = visit(start, [start])
             assert cycle is None, "import cycle between units: " + " -> ".join(cycle)
+
+
+def test_the_workflow_imports_no_heavy_library_when_it_parses():
+    """Snakemake parses the workflow again in every job it spawns (each rule runs in a shadow
+    directory), so what the .smk files import is paid once per job: pandas, scipy, torch and
+    matplotlib would add about a CPU-second to each of the default run's ~40 jobs."""
+    import re
+    import subprocess
+    import sys
+
+    wf = PKG.parents[1] / "workflow" / "rules"
+    imports = sorted(
+        {
+            m.group(0).strip()
+            for f in wf.glob("*.smk")
+            for m in re.finditer(
+                r"^\s*(from backretrieval[\w.]* import [\w, ]+|import backretrieval[\w.]*)", f.read_text(), re.M
+            )
+        }
+    )
+    assert len(imports) >= 8, imports
+    heavy = ("pandas", "scipy", "torch", "matplotlib", "statsmodels", "sklearn")
+    code = "\n".join(imports) + f"\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"the workflow's parse-time imports load {out.strip()}:\n" + "\n".join(imports)

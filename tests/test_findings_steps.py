@@ -383,7 +383,7 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
 def test_findings_settings_defaults_overrides_and_unknown_analysis():
     from backretrieval.config import load_config
     from backretrieval.errors import ConfigError
-    from backretrieval.steps.findings import ANALYSES, findings_settings
+    from backretrieval.steps.settings import ANALYSES, findings_settings
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
     s = findings_settings(cfg)

@@ -19,7 +19,7 @@ import pytest
 from backretrieval import cli
 from backretrieval.data.synthetic import generate
 from backretrieval.steps.layout import ranks_path
-from backretrieval.steps.metrics import seed_groups
+from backretrieval.steps.settings import seed_groups
 
 ENCODERS = {
     "ngram": {"type": "char_ngram", "dim": 256, "n": [2, 3]},

@@ -106,7 +106,8 @@ def test_metrics_json_shape():
 def test_report_marks_significant_cells(tmp_path, monkeypatch):
     """build_report puts the Wilcoxon (Bonferroni) marker on the better cell of Table 1."""
     from backretrieval._util import io
-    from backretrieval.steps.report import build_report, report_settings
+    from backretrieval.steps.report import build_report
+    from backretrieval.steps.settings import report_settings
 
     monkeypatch.chdir(tmp_path)
     cfg = {

@@ -842,7 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
     req(
         sp,
         "--requirements",
-        "what to check (steps.prepare.fit_requirements of the config) as JSON",
+        "what to check (steps.settings.fit_requirements of the config) as JSON",
         type=_json_object,
         metavar="JSON",
     )
@@ -914,7 +914,7 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
     req(sp, "--languages", "languages", nargs="+", metavar="LANG")
     files(sp, "--text", "inputs: per encoder the text npz of every language (read to list skipped encoders)")
-    req(sp, "--settings", "report settings (steps.report.report_settings) as JSON", type=_json_object, metavar="JSON")
+    req(sp, "--settings", "report settings (steps.settings.report_settings) as JSON", type=_json_object, metavar="JSON")
     req(sp, "--correlations", "output: correlations CSV (per direction and seed)", metavar="FILE")
     named_outputs(sp, REPORT_FILES, "report file")
 

@@ -24,9 +24,7 @@ from backretrieval.images import backbone_threads
 from backretrieval.config import validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
 from backretrieval.steps import layout
-from backretrieval.steps.metrics import seed_groups
-from backretrieval.steps.prepare import fit_requirements
-from backretrieval.steps.report import report_settings
+from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
 
 # The schema, then every cross-field relation (backretrieval.config.check_relations): the same
 # checks as `backretrieval validate-config` and DVC (whose stages run this workflow), before any
@@ -275,7 +273,7 @@ def embed_priority(wildcards):
 
 
 if config.get("case_study"):
-    from backretrieval.study import case_study as _cs
+    from backretrieval.study import case_config as _cs
 
     CASE = _cs.case_cfg(config)
     HUMAN = _cs.human_cfg(config)

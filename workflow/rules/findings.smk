@@ -3,7 +3,7 @@
 # docs/FINDINGS.md, reports/findings_summary/* and the README's verdict block from every
 # configuration's committed findings records. Target: `snakemake findings` (--configfile for a
 # named config). As every rule: declared files passed to the file-based CLI, settings as params
-# (steps.findings.findings_settings: defaults + the config's optional `findings:` section),
+# (steps.settings.findings_settings: defaults + the config's optional `findings:` section),
 # shadow, log. The output folder is passed as --out-dir, derived from the declared outputs.
 # Intermediate artifacts (other backbones' features, the scaled SYNTHETIC set's embeddings) go
 # to artifacts/<run>.findings/ (beside, not inside, artifacts/<run>: DVC versions the findings

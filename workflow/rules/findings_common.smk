@@ -1,8 +1,8 @@
 # Helpers and settings of the findings rules (workflow/rules/findings.smk).
 import glob as _glob
 
-from backretrieval.steps.findings import ANALYSES as FINDINGS_ANALYSES
-from backretrieval.steps.findings import findings_settings
+from backretrieval.steps.settings import ANALYSES as FINDINGS_ANALYSES
+from backretrieval.steps.settings import findings_settings
 
 FS = findings_settings(config)
 FINDINGS = str(Path(config["reports_dir"]) / "findings")

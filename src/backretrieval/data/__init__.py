@@ -7,10 +7,30 @@ extraction), :mod:`.byo` (validation of bring-your-own corpora), :mod:`.sources`
 per real dataset) and the embedded SYNTHETIC dataset generator. See docs/DATASETS.md.
 """
 
-from .archive import safe_extract
-from .byo import Problem, has_errors, validate_dataset
-from .download import DownloadError, UnpinnedDownloadWarning, fetch, resolve_url
-from .prepare import prepare_dataset, prepare_from_config
+# The names below load their module on first use (PEP 562), so importing a light submodule
+# (e.g. ``backretrieval.data.prepare`` for the workflow's parse-time constants) does not import
+# pandas through ``.byo``.
+_LAZY = {
+    "safe_extract": ".archive",
+    "Problem": ".byo",
+    "has_errors": ".byo",
+    "validate_dataset": ".byo",
+    "DownloadError": ".download",
+    "UnpinnedDownloadWarning": ".download",
+    "fetch": ".download",
+    "resolve_url": ".download",
+    "prepare_dataset": ".prepare",
+    "prepare_from_config": ".prepare",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DownloadError",

@@ -22,7 +22,7 @@ import pandas as pd
 from .._util import io
 from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..data.sampling import Sample
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from ..evaluation.core import rows_of
 from ..findings import hubness as hub_mod
 from ..findings import image_quality as iq
@@ -1581,98 +1581,3 @@ def hubness_step(
 
 # ============================================================================================
 # settings of every analysis of one config (the rules' params)
-
-LITE_VARIANTS = ("lite0", "lite2")
-#: the analyses of one configuration, in rule order (``overall``/``calibration_lodo`` are across configurations)
-ANALYSES = ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement")
-
-
-def findings_settings(cfg: dict) -> dict:
-    """The settings of every analysis for one config: the defaults below, updated per analysis
-    by the config's optional ``findings: {<analysis>: {...}}`` (e.g. ``findings: {inference:
-    {B: 1000}}``).
-
-    Sections 1, 5, 6: the crossed bootstrap on the first 3 seeds with B=200 and CORR on 20,000
-    sampled pairs per replicate; soft BkR for m = 1, 3, 5, 10; BLI on a 2,000-pair held-out
-    dictionary. Sections 2-4: defaults are sized for the 2-core budget of ``snakemake findings`` (a few minutes each):
-    image quality on the first 5 seeds of every direction, hubness on the first 3; question 3
-    on a SYNTHETIC dataset scaled to 10,000 items (en, de; random, MiniLM, USE-M and 1024-bucket
-    char n-grams) for the synthetic config, and on the config's own items and encoders (N up to
-    what the items allow) for real data. ``sample_size.encoders`` is a list of configured ids
-    or, on the synthetic config, a mapping id → spec.
-    """
-    user: dict[str, Any] = cfg.get("findings") or {}
-    unknown = sorted(set(user) - set(ANALYSES))
-    if unknown:
-        raise ConfigError(f"findings: unknown analyses {unknown}; known: {list(ANALYSES)}")
-    synthetic = cfg["dataset"]["source"] == "synthetic"
-    base = cfg["image_backbone"]
-    base_spec = dict(cfg["backbones"][base])
-    extra: dict[str, dict] = {}
-    if base_spec.get("type") == "efficientnet-lite":  # the other offline EfficientNet-Lite variant
-        for v in LITE_VARIANTS:
-            if v != str(base_spec.get("variant", "lite0")):
-                extra[f"effnet-{v}"] = {**base_spec, "variant": v}
-    iq = {
-        "max_seeds": 5,
-        "noise": [0.5, 1.0, 2.0, 4.0],
-        "project": [128, 16, 4],
-        "shuffle": True,
-        "seed": 0,
-        "backbones": extra,
-        **(user.get("image_quality") or {}),
-    }
-    ss_default = {
-        "seeds": list(range(10)),
-        "min_agreement": 0.9,
-        "min_share": 0.9,
-        "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
-        "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
-        # synthetic: cheap encoders of graded quality; the 1024-bucket char n-grams cost a quarter
-        # of the config's 4096-bucket ones in every N x N product
-        "encoders": (
-            {
-                **{e: cfg["encoders"][e] for e in ("random", "minilm-en", "use-m") if e in cfg["encoders"]},
-                "char-ngram-1k": {"type": "char_ngram", "dim": 1024, "n": [2, 3, 4]},
-            }
-            if synthetic
-            else list(cfg["encoders"])
-        ),
-        "synthetic": {
-            "n_items": 10000,
-            "languages": ["en", "de"],
-            "seed": cfg["dataset"].get("synthetic", {}).get("seed", 0),
-            "image_size": cfg["dataset"].get("synthetic", {}).get("image_size", 160),
-        }
-        if synthetic
-        else None,
-    }
-    ss_cfg = {**ss_default, **(user.get("sample_size") or {})}
-    if not isinstance(ss_cfg["encoders"], dict):  # a list of the config's encoder ids
-        missing = [e for e in ss_cfg["encoders"] if e not in cfg["encoders"]]
-        if missing:
-            raise ConfigError(f"findings.sample_size.encoders: {missing} are not configured encoders")
-        ss_cfg["encoders"] = {e: cfg["encoders"][e] for e in ss_cfg["encoders"]}
-    if not synthetic and any(spec != cfg["encoders"].get(e) for e, spec in ss_cfg["encoders"].items()):
-        raise ConfigError(
-            "findings.sample_size.encoders: on a real dataset only configured encoders "
-            "(their cached embeddings) can be used"
-        )
-    random_encoders = [e for e, spec in ss_cfg["encoders"].items() if spec.get("type") == "random"]
-    ss_cfg.setdefault("baseline", random_encoders[0] if random_encoders else None)
-    hub: dict[str, Any] = {
-        "max_seeds": 3,
-        "retrievals": ["cosine", "csls", "margin"],
-        "hub_fraction": 0.02,
-        "hub_noise": 0.1,
-        "seed": 0,
-        **(user.get("hubness") or {}),
-    }
-    own: dict[str, dict[str, Any]] = {
-        "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000},
-        "calibration": {"soft_m": [1, 3, 5, 10]},
-        "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
-        "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},
-    }
-    own = {name: {**d, **(user.get(name) or {})} for name, d in own.items()}
-    return {**own, "image_quality": iq, "sample_size": ss_cfg, "hubness": hub}

@@ -15,21 +15,11 @@ from ..errors import InputError
 from ..evaluation.core import METRIC_COLUMNS, evaluate_direction, image_of_items
 from .layout import load_embedding, ranks_path, skipped_reason
 from .sample import read_samples
+from .settings import seed_groups
 
 log = logging.getLogger("backretrieval")
 
 __all__ = ["METRIC_COLUMNS", "gather_metrics", "metrics_step", "read_metrics", "seed_groups"]
-
-
-def seed_groups(seeds: list[int], size: int | None) -> list[list[int]]:
-    """The seed groups of one direction's metric jobs: consecutive chunks of ``seeds`` (in their
-    configured order, which is the order of the samples file) of at most ``size`` seeds; one
-    group of all seeds when ``size`` is None."""
-    if size is None:
-        return [list(seeds)]
-    if size < 1:
-        raise InputError(f"seed_group_size: expected an integer >= 1, got {size}")
-    return [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
 
 
 def metrics_step(

@@ -8,6 +8,7 @@ from pathlib import Path
 from .._util import io
 from ..data.prepare import prepare_dataset
 from ..errors import ConfigError
+from .settings import fit_requirements
 
 
 def prepare_step(spec: dict, languages: list[str], out: Path, source_dir: Path | None = None) -> None:
@@ -22,33 +23,6 @@ def prepare_step(spec: dict, languages: list[str], out: Path, source_dir: Path |
             )
         spec["options"] = {**(spec.get("options") or {}), "path": str(source_dir)}
     prepare_dataset({"dataset": spec, "languages": list(languages)}, Path(out))
-
-
-def fit_requirements(cfg: dict) -> dict:
-    """What :func:`check_fits` needs to know of a validated config (a JSON-able dict): the
-    languages, directions, N and image backbone, and the case/human-study sizes."""
-    req: dict = {
-        "languages": list(cfg["languages"]),
-        "directions": list(cfg["directions"]),
-        "sample_size": int(cfg["sample_size"]),
-        "image_backbone": str(cfg["image_backbone"]),
-        "backbone": dict(cfg["backbones"][cfg["image_backbone"]]),
-    }
-    if cfg.get("case_study"):
-        from ..study.case_study import case_cfg, human_cfg
-
-        cs = case_cfg(cfg)
-        req["case_study"] = {
-            "languages": list(cs["languages"]),
-            "eval_splits": list(cs["eval_splits"]),
-            "train_splits": list(cs["train_splits"]),
-            "sample_size": int(cs["sample_size"]),
-            "train_corpus": bool(cs.get("train_corpus")),
-        }
-        if cfg.get("human_study"):
-            hs = human_cfg(cfg)
-            req["human_study"] = {k: hs[k] for k in ("source_lang", "target_lang", "n_queries", "top_k")}
-    return req
 
 
 def check_step(requirements: dict, dataset: Path, out: Path) -> None:

@@ -32,22 +32,6 @@ REPORT_SETTINGS = (
 )
 
 
-def report_settings(cfg: dict) -> dict:
-    """The settings :func:`build_report` reads, from a validated config."""
-    boot = cfg.get("stats") or {}
-    return {
-        "run_name": cfg["run_name"],
-        "sample_size": int(cfg["sample_size"]),
-        "n_seeds": len(cfg["seeds"]),
-        "recall_k": int(cfg["recall_k"]),
-        "image_backbone": cfg["image_backbone"],
-        "text_field": cfg["text_field"],
-        "figure_seed": int(cfg.get("figure_seed", cfg["seeds"][0])),
-        "bootstrap_B": int(boot.get("bootstrap_B", 1000)),
-        "bootstrap_seed": int(boot.get("bootstrap_seed", 0)),
-    }
-
-
 def figure_base(paths: dict[str, Path], prefix: str) -> Path:
     """The common stem of ``<prefix>_png/_svg/_pdf`` (a figure is written in all three formats)."""
     files = {ext: Path(paths[f"{prefix}_{ext}"]) for ext in ("png", "svg", "pdf")}
