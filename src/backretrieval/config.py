@@ -245,7 +245,7 @@ def _check_corpus(source: str, field: str, path: str, corpora: dict) -> None:
 
 
 def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
-    from .study.case_study import case_cfg, human_cfg
+    from .study.case_config import case_cfg, human_cfg
 
     raw = cfg["case_study"]
     try:  # the section's own checks (known languages, encoders, head_base) live with its defaults
