@@ -193,7 +193,7 @@ def human_paths(cfg: dict) -> dict[str, Path]:
 
 def ratings_path(cfg: dict) -> Path:
     """The ratings the tally reads: ``human_study.ratings`` or the SIMULATED rater's file."""
-    from ..study.case_study import human_cfg
+    from ..study.case_config import human_cfg
 
     hs = human_cfg(cfg)
     return Path(hs["ratings"]) if hs.get("ratings") else human_paths(cfg)["simulated"]

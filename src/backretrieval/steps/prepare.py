@@ -77,7 +77,7 @@ def check_fits(req: dict, root: Path) -> None:
     cs = req.get("case_study")
     if not cs:
         return
-    from ..study.case_study import directions
+    from ..study.case_config import directions
 
     ev = items[items["split"].isin(cs["eval_splits"])]
     ev_lang = {lang: set(g["item_id"]) for lang, g in ev.groupby("lang")}
