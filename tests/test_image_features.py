@@ -161,6 +161,25 @@ def test_torch_backbone_threads_are_set_and_fingerprinted(lite0, jpegs: list[Pat
         torch.set_num_threads(old)
 
 
+def test_lite0_inplace_relu6_changes_no_bit(lite0, jpegs: list[Path]) -> None:
+    """The backbone runs its ReLU6 in place (speed); the features are the out-of-place model's."""
+    import copy
+
+    import torch
+
+    model = lite0.model()
+    relus = [m for m in model.modules() if isinstance(m, torch.nn.ReLU6)]
+    assert relus and all(m.inplace for m in relus)
+    plain = copy.deepcopy(model)
+    for m in plain.modules():
+        if isinstance(m, torch.nn.ReLU6):
+            m.inplace = False
+    x = torch.stack([torch.as_tensor(lite0._preprocess(Image.open(p).convert("RGB"))) for p in jpegs[:3]])
+    x = x.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        assert torch.equal(lite0._features(model, x), lite0._features(plain, x))
+
+
 def test_lite0_features_are_image_specific(lite0, jpegs: list[Path], tmp_path: Path) -> None:
     a, b = jpegs[0], jpegs[1]
     with Image.open(a) as im:

@@ -84,7 +84,19 @@ class EfficientNetLite(_TorchBackbone):
                 f"backbone '{self.id}': weights do not match efficientnet-{self.variant} "
                 f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
             )
-        return model
+        return _inplace_relu6(model)
 
     def _features(self, model: Any, x: Any) -> Any:
         return model.extract_features(x).mean(dim=(2, 3))
+
+
+def _inplace_relu6(model: Any) -> Any:
+    """ReLU6 in place: every ReLU6 of the model overwrites an activation nothing else reads,
+    so the clamp writes no new tensor (about a fifth of the CPU forward pass, benchmarks/
+    README.md); the same clamp, so the same bits (tests/test_image_features.py)."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.ReLU6):
+            module.inplace = True
+    return model
