@@ -955,12 +955,15 @@ def _rho(n: int, s_raw: int, ties_x: int, ties_y: int) -> float:
 
 
 def _exact_dot(a: np.ndarray, b: np.ndarray) -> int:
-    """Σ a·b of two integer arrays, exactly (a Python int): int64 products, a factor split
-    into high and low bits where a product could overflow."""
+    """Σ a·b of two integer arrays, exactly (a Python int): one int64 dot product where no
+    partial sum can overflow, else int64 products (a factor split into high and low bits where
+    a product could overflow) summed in two halves."""
     a, b = np.asarray(a).ravel().astype(np.int64, copy=False), np.asarray(b).ravel().astype(np.int64, copy=False)
     if a.size == 0:
         return 0
     amax, bmax = int(np.abs(a).max()), int(np.abs(b).max())
+    if amax * bmax * a.size < 1 << 63:  # every partial sum of the int64 dot is exact
+        return int(np.dot(a, b))
     if amax * bmax >= 1 << 62:
         if amax < bmax:
             a, b, bmax = b, a, amax
@@ -1009,31 +1012,51 @@ def _rank_dot(x: np.ndarray, other: np.ndarray) -> tuple[int, int]:
     """(Σ_p D[p]·other[p], Σ (t³ − t) over the ties of x), D = doubled average ranks of x,
     ``other`` non-negative integers. Sorts x with ``other`` as payload (packed into one uint64
     for float32), so neither ranks in the original order nor an index array are needed: each
-    tie group contributes its doubled rank times the sum of its payloads."""
+    position in the sorted order carries its tie group's doubled rank."""
     x = np.asarray(x).ravel()
     n = x.size
     if n == 0:
         return 0, 0
-    if x.dtype == np.float32 and int(other.max()) < 1 << 32:
-        packed = (_float32_keys(x) << np.uint64(32)) | other.astype(np.uint64)
+    if x.dtype == np.float32 and int(other.max()) < 1 << 32 and int(other.min()) >= 0:
+        packed, high, low = _packed(x, other)
         packed.sort()
-        keys, payload = packed >> np.uint64(32), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        new_group = np.empty(n, dtype=bool)
+        new_group[0] = True
+        np.not_equal(high[1:], high[:-1], out=new_group[1:])
+        payload = low.astype(np.int64)
     else:
         order = np.argsort(x, kind="quicksort")
         keys, payload = x[order], other[order].astype(np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        new_group = np.concatenate(([True], keys[1:] != keys[:-1]))
+    starts = np.flatnonzero(new_group)
     if starts.size == n:  # no ties: D = 2, 4, …, 2n in sorted order
         return _exact_dot(np.arange(2, 2 * n + 1, 2), payload), 0
-    ends = np.concatenate((starts[1:], [n]))
-    group_sums = np.add.reduceat(payload, starts)  # ≤ n·2n < 2^63
-    return _exact_dot(starts + ends + 1, group_sums), _tie_term(ends - starts)
+    ends = np.append(starts[1:], n)
+    doubled = np.repeat(starts + ends + 1, ends - starts)  # D of every sorted position
+    return _exact_dot(doubled, payload), _tie_term(ends - starts)
 
 
-def _float32_keys(x: np.ndarray) -> np.ndarray:
-    """uint64 keys in [0, 2^32) with the order of the float32 values x; equal keys ⇔ equal
-    values (+ 0 turns -0.0 into 0.0, so both zeros share one key)."""
-    bits = (x + np.float32(0)).view(np.uint32)
-    return np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31)).astype(np.uint64)
+def _float32_keys(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """uint32 keys with the order of the float32 values x; equal keys ⇔ equal values (+ 0
+    turns -0.0 into 0.0, so both zeros share one key): the sign bit is flipped for values >= 0,
+    every bit for negative ones (XOR with 0x80000000 or 0xFFFFFFFF). Written into ``out``
+    (any uint32 array of x's shape, e.g. a strided half of a uint64 array) if given."""
+    bits = np.add(x, np.float32(0)).view(np.uint32)
+    mask = (bits.view(np.int32) >> 31).view(np.uint32)  # arithmetic shift: 0 or 0xFFFFFFFF
+    mask |= np.uint32(1 << 31)
+    return np.bitwise_xor(bits, mask, out=out if out is not None else bits)
+
+
+def _packed(x: np.ndarray, payload: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """uint64 values key(x)·2^32 + payload (payload: integers in [0, 2^32)), and their high
+    (key) and low (payload) uint32 halves as views: sorting the packed values sorts x with its
+    payload, and the halves read the sorted keys and payloads without shifts or copies."""
+    packed = np.empty(x.size, dtype=np.uint64)
+    halves = packed.view(np.uint32)
+    low, high = (halves[0::2], halves[1::2]) if np.little_endian else (halves[1::2], halves[0::2])
+    _float32_keys(x, out=high)
+    np.copyto(low, payload, casting="unsafe")
+    return packed, high, low
 
 
 def _argsort_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1042,9 +1065,9 @@ def _argsort_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Packs an order-preserving 32-bit key of each value with its index into one uint64 and
     sorts those with numpy's vectorised integer sort, which is faster than ``np.argsort``.
     """
-    packed = (_float32_keys(x) << np.uint64(32)) | np.arange(x.size, dtype=np.uint64)
+    packed, high, low = _packed(x, np.arange(x.size, dtype=np.uint32))
     packed.sort()
-    return (packed & np.uint64(0xFFFFFFFF)).astype(np.intp), packed >> np.uint64(32)
+    return low.astype(np.intp), high
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
