@@ -129,7 +129,7 @@ def jpegs() -> list[Path]:
     files = sorted(FLICKR.glob("*.jpg"))
     if len(files) < 3:
         pytest.skip(f"fewer than 3 JPEGs in {FLICKR}")
-    return files[:3]
+    return files[:6]
 
 
 def test_torch_backbone_threads_are_set_and_fingerprinted(lite0, jpegs: list[Path]) -> None:
@@ -159,6 +159,30 @@ def test_torch_backbone_threads_are_set_and_fingerprinted(lite0, jpegs: list[Pat
     finally:
         hook.remove()
         torch.set_num_threads(old)
+
+
+def test_lite0_features_do_not_depend_on_the_batch_or_the_cache(lite0, jpegs: list[Path], tmp_path: Path) -> None:
+    """Canonical batching: every forward pass has batch_size rows (zero images complete a short
+    batch), so an image gets the same bits alone, in a full batch, with other images, and
+    whatever the embedding cache held before (a warm cache leaves other images in each batch).
+    oneDNN gives an image other bits in a batch of 16 than in one of up to 12 here (AMD Zen 5,
+    torch 2.13), so the batch-of-16 backbone below fails without the fillers."""
+    from backretrieval.images.embed import embed_images
+
+    files = jpegs[:6]
+    for bb in (lite0, build_image_backbone("b16", {"type": "efficientnet-lite", "variant": "lite0", "batch_size": 16})):
+        full = bb.encode_images(files * 3)[: len(files)]  # rows of full batches
+        assert np.array_equal(bb.encode_images(files), full), bb.batch_size
+        assert np.array_equal(bb.encode_images([files[5]])[0], full[5])  # alone, with fillers
+        assert np.array_equal(bb.encode_images(files[::-1])[::-1], full)  # other companions
+    ref = lite0.encode_images(files)
+    warm = tmp_path / "warm"
+    embed_images(lite0, [files[1], files[4]], warm, batch_size=2, progress=False)
+    assert np.array_equal(embed_images(lite0, files, warm, batch_size=3, progress=False), ref)
+    other = build_image_backbone("x", {"type": "efficientnet-lite", "variant": "lite0", "batch_size": 8})
+    assert other.fingerprint() != lite0.fingerprint() and lite0.fingerprint_info()["batching"] == "canonical-v1"
+    with pytest.raises(ConfigError, match="batch_size must be a positive integer"):
+        build_image_backbone("x", {"type": "efficientnet-lite", "batch_size": 0})
 
 
 def test_lite0_inplace_relu6_changes_no_bit(lite0, jpegs: list[Path]) -> None:

@@ -12,7 +12,9 @@ Modules: :mod:`.preprocess` (loading + preprocessing), :mod:`.base` (the protoco
 shared torch batching loop), :mod:`.efficientnet`, :mod:`.tv` (torchvision),
 :mod:`.precomputed`, :mod:`.embed` (cached "embed these files").
 
-Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (32), ``weights`` (local weights file),
+Optional keys: ``device`` (auto/cpu/cuda), ``batch_size`` (images per forward pass, 4; every
+pass has exactly that many rows, zero images complete a short one, so an image's features do
+not depend on the other images of its call or on what the cache held), ``weights`` (local weights file),
 ``threads`` (torch intra-op threads on the CPU, default 1; part of the fingerprint; the
 workflow reserves that many cores for the job).
 

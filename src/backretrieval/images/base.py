@@ -34,7 +34,13 @@ class _TorchBackbone:
     def __init__(self, bb_id: str, spec: dict) -> None:
         self.id = bb_id
         self.spec = dict(spec)
-        self.batch_size = int(spec.get("batch_size", 32))
+        #: images per forward pass; every pass has exactly this many rows (canonical batching:
+        #: zero images complete a short batch), because a convolution may give an image other
+        #: bits in a batch of another size (oneDNN picks its kernels by shape); 4 keeps the
+        #: activations in the CPU cache (benchmarks/README.md, goal 5)
+        self.batch_size = int(spec.get("batch_size", 4))
+        if self.batch_size < 1:
+            raise ConfigError(f"backbone '{bb_id}': batch_size must be a positive integer, got {self.batch_size}")
         threads = spec.get("threads", 1)
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"backbone '{bb_id}': threads must be a positive integer, got {threads!r}")
@@ -55,7 +61,7 @@ class _TorchBackbone:
         return {"type": self.type_name, "memory_format": "channels_last"}
 
     def _all_fp_parts(self) -> dict[str, Any]:
-        return {**self._fp_parts(), "threads": self.threads}
+        return {**self._fp_parts(), "threads": self.threads, "batching": "canonical-v1", "batch_size": self.batch_size}
 
     def fingerprint(self) -> str:
         return fingerprint_from(self._all_fp_parts(), "img", ensure_ascii=True)
@@ -86,8 +92,10 @@ class _TorchBackbone:
         with torch.no_grad(), torch_threads(self.threads):
             for i in range(0, len(paths), self.batch_size):
                 arrs = [torch.as_tensor(self._preprocess(load_rgb(p))) for p in paths[i : i + self.batch_size]]
+                n = len(arrs)
+                arrs += [torch.zeros_like(arrs[0])] * (self.batch_size - n)  # fillers: a full batch
                 x = torch.stack(arrs).to(self._device).contiguous(memory_format=torch.channels_last)
-                outs.append(self._features(model, x).float().cpu().numpy())
+                outs.append(self._features(model, x)[:n].float().cpu().numpy())
         if not outs:
             return np.zeros((0, self.dim), np.float32)
         return np.ascontiguousarray(np.concatenate(outs), dtype=np.float32)

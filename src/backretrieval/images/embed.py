@@ -15,7 +15,8 @@ def embed_images(
     backbone: Any, paths: list[Path], cache_dir: Path | None, batch_size: int = 32, progress: bool = True
 ) -> np.ndarray:
     """Features of the image files ``paths`` (float32, input order); identical files (same bytes)
-    are encoded once, cached files not at all."""
+    are encoded once, cached files not at all. ``batch_size``: files per ``encode_images`` call
+    (the backbone batches its forward passes itself)."""
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
     paths = [Path(p) for p in paths]
