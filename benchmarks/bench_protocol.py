@@ -94,7 +94,8 @@ def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> tuple[float,
 def _bench_tsvs(wd: Path, run: str, rule: str) -> list[tuple[float, float]]:
     """(wall s, CPU s) of every job of a rule, from Snakemake's benchmark files."""
     out = []
-    for p in sorted((wd / "logs" / run / "benchmarks" / rule).rglob("*.tsv")):
+    base = wd / "logs" / run / "benchmarks"
+    for p in sorted((base / rule).rglob("*.tsv")) + [f for f in [base / f"{rule}.tsv"] if f.is_file()]:
         with open(p) as fh:
             row = next(csv.DictReader(fh, delimiter="\t"))
         out.append((float(row["s"]), float(row["cpu_time"])))

@@ -32,7 +32,7 @@ CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
 RUN = "cluster"  # run_name in CONFIG
 PROFILES = ROOT / "profiles"  # absolute: the run's working directory is a temp dir (-d)
 RULES = {"prepare_dataset", "check_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
-N_JOBS = 1 + 1 + 3 + 1 + 3 + 3 + 1  # prepare, check, 3 encoders, images, 3 directions x (sample, metrics), report
+N_JOBS = 1 + 1 + 3 + 1 + 1 + 3 + 1  # prepare, check, 3 encoders, images, sample (every direction), 3 metrics, report
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -170,10 +170,10 @@ def _dry(tmp_path: Path, *profiles: str, extra: tuple[str, ...] = ()) -> str:
 @pytest.mark.slow
 def test_cluster_generic_and_grouped_profiles_dry_run(tmp_path):
     out = _dry(tmp_path, "cluster-generic")
-    assert "Group job" not in out and re.search(r"total\s+14", out)
+    assert "Group job" not in out and re.search(r"total\s+12", out)
     out = _dry(tmp_path, "cluster-generic", "grouped")
     groups = re.findall(r"Group job evaluate", out)
-    assert len(groups) == 1, out[-3000:]  # 3 directions x (sample, metrics) in one submission
+    assert len(groups) == 1, out[-3000:]  # sample + 3 directions' metrics in one submission
 
 
 @pytest.mark.slow
@@ -242,15 +242,14 @@ def test_every_job_went_through_the_scheduler(runs):
     names = [r["name"] for r in spool]
     assert len(spool) == N_JOBS >= len(RULES)
     assert {n.removeprefix("smk-") for n in names} == RULES
-    assert names.count("smk-sample") == names.count("smk-metrics") == names.count("smk-embed_text") == 3
+    assert names.count("smk-metrics") == names.count("smk-embed_text") == 3 and names.count("smk-sample") == 1
     # threads/resources reached the scheduler (mem_mb 4000 in the embedding rules). embed_text
     # claims the encoder's fixed inference threads (encoders.inference_threads: 1 for char
-    # n-grams and random); embed_images claims HEAVY_THREADS of workflow/rules/common.smk, 4
-    # under a cluster executor without --cores
+    # n-grams and random); embed_images the backbone's (images.backbone_threads: default 1)
     emb = [r for r in spool if r["name"] == "smk-embed_text"]
     assert {(r["cpus"], r["mem_mb"]) for r in emb} == {("1", "4000")}
     img = [r for r in spool if r["name"] == "smk-embed_images"]
-    assert [(r["cpus"], r["mem_mb"]) for r in img] == [("4", "4000")]
+    assert [(r["cpus"], r["mem_mb"]) for r in img] == [("1", "4000")]
     jobs = runs["cluster"] / ".fake_scheduler" / "jobs"
     for r in spool:
         assert (jobs / r["id"] / "exitcode").read_text().strip() == "0", r
@@ -282,7 +281,7 @@ def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
     )
     assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     new = [r["name"] for r in _spool(wd)[before:]]
-    # ungrouped, these 7 jobs (3 sample, 3 metrics, report) were 7 submissions; grouped: 2
+    # ungrouped, these 5 jobs (sample, 3 metrics, report) were 5 submissions; grouped: 2
     assert sorted(new) == ["smk-group-evaluate", "smk-report"]
     assert _results(wd) == runs["cluster_results"] == _results(runs["local"])
 

@@ -154,7 +154,11 @@ def cmd_embed_images(args) -> int:
 def cmd_sample(args) -> int:
     from .steps.sample import sample_step
 
-    sample_step(Path(args.dataset), args.direction, args.sample_size, args.seeds, Path(args.out))
+    if len(args.out) != len(args.direction):
+        raise InputError(
+            f"sample: {len(args.direction)} --direction value(s) but {len(args.out)} --out file(s); one each"
+        )
+    sample_step(Path(args.dataset), args.direction, args.sample_size, args.seeds, [Path(p) for p in args.out])
     return 0
 
 
@@ -869,12 +873,12 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--out", "output: the image-feature npz", metavar="FILE")
     model_job(sp)
 
-    sp = add("sample", cmd_sample, "draw the seeded samples of one direction")
+    sp = add("sample", cmd_sample, "draw the seeded samples of one or more directions")
     dataset(sp)
-    req(sp, "--direction", "src-tgt, e.g. en-de")
+    req(sp, "--direction", "src-tgt, e.g. en-de (several: one --out each, in the same order)", nargs="+")
     req(sp, "--sample-size", "N", type=int)
     req(sp, "--seeds", "seeds, one sample each", type=int, nargs="+")
-    req(sp, "--out", "output: samples JSON", metavar="FILE")
+    files(sp, "--out", "output: samples JSON per direction")
 
     sp = add("metrics", cmd_metrics, "XLR, BkR, CORR of every encoder for one direction and every seed")
     dataset(sp)

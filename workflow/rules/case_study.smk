@@ -1,4 +1,7 @@
 # Case study (paper Section 3.2): only when params.yaml has a `case_study` section.
+# Its rules have priority 1 (scheduling only): the chain case_embed -> select -> train ->
+# evaluate -> report is the longest path of the default DAG, so it runs as soon as it can and
+# the many independent metric jobs fill the cores around it.
 if CASE:
 
     rule case_embed:
@@ -48,6 +51,7 @@ if CASE:
             f"{LOGS}/case/select.log",
         benchmark:
             f"{LOGS}/benchmarks/case/select.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -80,6 +84,7 @@ if CASE:
             f"{LOGS}/benchmarks/case/train_{{head}}.tsv"
         wildcard_constraints:
             head="triplet|tripletxl",
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -110,6 +115,7 @@ if CASE:
             f"{LOGS}/case/evaluate.log",
         benchmark:
             f"{LOGS}/benchmarks/case/evaluate.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -143,6 +149,7 @@ if CASE:
             f"{LOGS}/case/report.log",
         benchmark:
             f"{LOGS}/benchmarks/case/report.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -171,6 +178,7 @@ if CASE:
             f"{LOGS}/case/human_sheets.log",
         benchmark:
             f"{LOGS}/benchmarks/case/human_sheets.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -198,6 +206,7 @@ if CASE:
             f"{LOGS}/case/human_simulate.log",
         benchmark:
             f"{LOGS}/benchmarks/case/human_simulate.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:
@@ -220,6 +229,7 @@ if CASE:
             f"{LOGS}/case/human_tally.log",
         benchmark:
             f"{LOGS}/benchmarks/case/human_tally.tsv"
+        priority: 1
         shadow:
             SHADOW
         conda:

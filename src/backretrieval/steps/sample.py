@@ -1,8 +1,11 @@
-"""The sample step: seeded XLR / BkR samples of one direction, all seeds, as JSON."""
+"""The sample step: seeded XLR / BkR samples of one or more directions, all seeds, one JSON
+file per direction (a direction's file depends only on the dataset, the direction, N and the
+seeds: one job draws every direction, and each file is what a job of its own would write)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from .._util import io
@@ -10,12 +13,21 @@ from ..data.prepared import load_items, read_meta
 from ..data.sampling import Sample, draw_samples
 
 
-def sample_step(dataset: Path, direction: str, n: int, seeds: list[int], out: Path) -> None:
+def sample_step(
+    dataset: Path, directions: str | Sequence[str], n: int, seeds: list[int], outs: Path | Sequence[Path]
+) -> None:
+    """The samples of every direction of ``directions`` (one, or several) → the JSON file at the
+    same position of ``outs``."""
+    directions = [directions] if isinstance(directions, str) else list(directions)
+    outs = [outs] if isinstance(outs, (str, Path)) else list(outs)
+    if len(outs) != len(directions):
+        raise ValueError(f"sample_step: {len(directions)} directions but {len(outs)} output files")
     items = load_items(dataset)
     meta = read_meta(dataset)
-    src, tgt = direction.split("-")
-    samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
-    io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
+    for direction, out in zip(directions, outs, strict=True):
+        src, tgt = direction.split("-")
+        samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
+        io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
 
 
 def read_samples(path: Path) -> list[Sample]:
