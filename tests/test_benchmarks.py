@@ -113,6 +113,23 @@ def test_bench_sample_compares_two_trees(tmp_path):
     assert "identical results and per-query ranks in both trees: True" in proc.stdout
 
 
+def test_bench_images_times_batch_sizes_side_by_side():
+    """bench_images.py times EfficientNet-Lite0 at several batch sizes in one run and counts the
+    images whose bits differ from the default batch size's."""
+    pytest.importorskip("efficientnet_lite_pytorch")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_images.py"), "--n", "6", "--batch-sizes", "2", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| ") and "ms" not in line]
+    sizes = [r[1].strip() for r in rows if r[1].strip() and not r[1].strip().startswith("-")]
+    assert sizes == ["2", "**4** (default)"], proc.stdout
+    assert all(float(r[2]) > 0 for r in rows[-2:]) and rows[-1][3].strip() == "1.00", proc.stdout
+
+
 def test_protocol_config_validates_on_its_generated_data(tmp_path, monkeypatch):
     """benchmarks/protocol.yaml (the paper protocol on SYNTHETIC data) passes every config check
     on what benchmarks/protocol_data.py writes (here 300 items instead of 25,000, N=100)."""
