@@ -174,8 +174,9 @@ def _ranks_of_true(
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, block by block (int64 tensor).
 
     ``query_idx`` (optional): query i is row ``query_idx[i]`` of ``queries``; each distinct
-    row is scored once and shared by the queries that use it (as ``metrics._ranks_of_true_pivots``:
-    BkR's hub targets), never a full gathered image matrix.
+    row is scored once and shared by the queries that use it (BkR's hub targets), never a full
+    gathered image matrix. (The numpy kernels score the whole image matrix once per sample
+    instead, ``metrics.bkr_image_pass``; on exact data both give the same ranks, tested.)
     """
     if query_idx is not None:
         return _ranks_of_true_pivots(queries, candidates, true_idx, query_idx, block_elems)
