@@ -67,6 +67,13 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _env() -> dict[str, str]:
+    """The jobs' environment: this interpreter's bin first (the rules call `backretrieval`, so the
+    benchmark runs without an activated virtual environment), no network."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1"}
+
+
 def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> tuple[float, float]:
     """(wall s, CPU s of snakemake and every job it ran) of one snakemake command."""
     cmd = [
@@ -84,7 +91,7 @@ def _snakemake(wd: Path, cfg_file: Path, cores: int, *args: str) -> tuple[float,
         "rules",
     ]
     t0, c0 = time.perf_counter(), _children_cpu()
-    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env())
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode != 0:
         sys.exit(f"snakemake failed ({' '.join(cmd)}):\n{(res.stdout + res.stderr)[-4000:]}")
