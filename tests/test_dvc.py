@@ -136,6 +136,24 @@ def test_stage_tracks_code_config_outputs_metrics_and_plots():
     assert not any("logs/" in o for o in outs)
 
 
+@needs_dvc
+def test_committed_dvc_lock_records_this_trees_code_config_and_params():
+    """dvc.lock attests which code, workflow and params made the committed outputs: a change to
+    any of them without `make run` + `dvc commit default` (or `dvc repro`) leaves a lock that
+    `dvc status` reports as changed deps. Outputs missing here (a fresh clone) are not checked."""
+    res = _run([str(BIN / "dvc"), "status", "--json"], ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    changed = {
+        stage: entry["changed deps"]
+        for stage, entries in json.loads(res.stdout or "{}").items()
+        for entry in entries
+        if isinstance(entry, dict) and "changed deps" in entry
+    }
+    assert not changed, (
+        f"dvc.lock is stale for {changed}: run `make run` (then `dvc commit` the stage) and commit dvc.lock"
+    )
+
+
 def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs(tmp_path):
     """The stage scripts/dvc_stages.py generates for a run config listed under `findings:` (none
     is by default: see scripts/dvc_runs.yaml)."""
