@@ -154,10 +154,6 @@ def cmd_embed_images(args) -> int:
 def cmd_sample(args) -> int:
     from .steps.sample import sample_step
 
-    if len(args.out) != len(args.direction):
-        raise InputError(
-            f"sample: {len(args.direction)} --direction value(s) but {len(args.out)} --out file(s); one each"
-        )
     sample_step(Path(args.dataset), args.direction, args.sample_size, args.seeds, [Path(p) for p in args.out])
     return 0
 

@@ -143,7 +143,7 @@ def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
             f"{npy}: expected a 2-D numeric matrix (one row per text), got shape {emb.shape}, dtype {emb.dtype}"
         )
     index: dict[tuple[str, str], int] = {}
-    from ..data.prepared import read_text_utf8  # here: the encoder registry imports no pandas
+    from ..data.prepared import nonfinite_rows, read_text_utf8  # here: the encoder registry imports no pandas
 
     text = read_text_utf8(ids_path, "id list")
     row = 0
@@ -174,8 +174,6 @@ def _load_table(npy: Path, ids_path: Path, lang: str | None) -> _Table:
         raise InputError(
             f"{npy}: {emb.shape[0]} rows, but {ids_path.name} lists {row} ids; row i must be the embedding of id line i"
         )
-    from ..data.prepared import nonfinite_rows  # here: the encoder registry imports no pandas
-
     bad = nonfinite_rows(emb)
     if len(bad):
         first = [int(i) for i in bad[:5]]

@@ -14,10 +14,6 @@ from ..encoders.embed import embed_items
 from ..errors import InputError, ModelUnavailableError
 from ..images.embed import embed_images
 
-#: image files per encode call (progress and cache granularity); the forward passes inside
-#: have the backbone's own canonical batch size, so this changes no bit
-IMAGE_CHUNK = 64
-
 log = logging.getLogger("backretrieval")
 
 
@@ -103,6 +99,6 @@ def embed_dataset_images(
         if not len(table):
             raise InputError(f"{Path(dataset_root) / 'images.csv'}: no images listed")
         paths = [resolve_inside(dataset_root, rel) for rel in table["path"]]
-        emb = embed_images(backbone, paths, cache_dir, batch_size=IMAGE_CHUNK, progress=progress)
+        emb = embed_images(backbone, paths, cache_dir, progress=progress)
         ids = table["image_id"].to_numpy(dtype=str)
     save_npz(out_path, emb=np.ascontiguousarray(emb, dtype=np.float32), ids=np.asarray(ids, dtype=str))

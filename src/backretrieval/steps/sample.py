@@ -11,6 +11,7 @@ from pathlib import Path
 from .._util import io
 from ..data.prepared import load_items, read_meta
 from ..data.sampling import Sample, draw_samples
+from ..errors import InputError
 
 
 def sample_step(
@@ -21,7 +22,7 @@ def sample_step(
     directions = [directions] if isinstance(directions, str) else list(directions)
     outs = [outs] if isinstance(outs, (str, Path)) else list(outs)
     if len(outs) != len(directions):
-        raise ValueError(f"sample_step: {len(directions)} directions but {len(outs)} output files")
+        raise InputError(f"sample: {len(directions)} --direction value(s) but {len(outs)} --out file(s); one each")
     items = load_items(dataset)
     meta = read_meta(dataset)
     for direction, out in zip(directions, outs, strict=True):
