@@ -801,7 +801,10 @@ def test_callable_model_from_a_module(syn, tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("mymodels", None)
-    ev = evaluate_model("mymodels:lengths", syn, "en-de", **_kw(seeds=1))
+    with pytest.raises(InputError, match="--allow-code"):  # a model string runs no code by itself
+        evaluate_model("mymodels:lengths", syn, "en-de", **_kw(seeds=1))
+    assert "mymodels" not in sys.modules
+    ev = evaluate_model("mymodels:lengths", syn, "en-de", allow_code=True, **_kw(seeds=1))
     assert ev.model["name"] == "mymodels:lengths" and ev.model["spec"]["type"] == "callable"
     assert set(ev.scores["metric"]) >= {"bkr_recall", "xlr_recall"}
 

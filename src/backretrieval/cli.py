@@ -85,7 +85,7 @@ def cmd_results_doc(args) -> int:
 
 
 def cmd_validate_config(args) -> int:
-    from .config import load_config
+    from .config import code_notice, load_config
     from .steps import layout
     from .steps.prepare import check_dataset_fits
 
@@ -103,6 +103,9 @@ def cmd_validate_config(args) -> int:
         f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
         f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}"
     )
+    notice = code_notice(cfg)
+    if notice:
+        print(notice)
     return 0
 
 
@@ -370,6 +373,7 @@ def _eval_kwargs(args) -> dict:
         shared_dir=Path(args.shared_dir),
         batch_size=args.batch_size,
         progress=not args.quiet,
+        allow_code=args.allow_code,
     )
 
 
@@ -1035,6 +1039,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the CIs and tests")
         sp.add_argument("--quiet", action="store_true", help="no progress bars")
+        sp.add_argument(
+            "--allow-code",
+            action="store_true",
+            help="allow --model module:callable and {type: callable} specs, which import and run that code "
+            "(see docs/SECURITY.md)",
+        )
 
     sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON")
     sp.add_argument(

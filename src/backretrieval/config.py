@@ -38,6 +38,9 @@ RECALL_K = "recall_k"
 #: files; Snakemake's ``--config`` refuses one-letter keys, hence the rename.
 RECALL_K_ALIAS = "k"
 
+#: The top-level key that lets a config name code to run (encoders of type ``callable``).
+ALLOW_CODE = "allow_code"
+
 #: Correlation across encoders (Table 1, Figure 2) needs at least this many encoders.
 MIN_ENCODERS = 3
 
@@ -99,6 +102,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
     * ``recall_k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
     * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
+    * an encoder that imports and runs code (``type: callable``) needs ``allow_code: true``
+      [embed-text];
     * each encoder spec has a known ``type``, that type's required keys and no other keys
       (:data:`backretrieval.encoders.ENCODER_SPEC_KEYS`) [embed-text];
     * a ``precomputed`` encoder's files exist, one per configured language when given per
@@ -154,6 +159,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     corpora = cfg.get("corpora") or {}
     for enc_id, spec in cfg["encoders"].items():
         _check_encoder_spec(source, enc_id, spec)
+        _check_code_allowed(source, cfg, enc_id, spec)
         if spec["type"] == "precomputed":
             _check_precomputed(source, enc_id, spec, cfg["languages"])
         if spec.get("corpus") is not None:
@@ -197,6 +203,30 @@ def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
     unknown = sorted(set(spec) - allowed)
     if unknown:
         _fail(source, where, f"unknown key(s) {unknown} for type {kind!r}; allowed: {sorted(allowed)}")
+
+
+def _check_code_allowed(source: str, cfg: dict[str, Any], enc_id: str, spec: dict) -> None:
+    from .encoders import code_target
+
+    target = code_target(spec)
+    if target is not None and not cfg.get(ALLOW_CODE):
+        _fail(
+            source,
+            f"encoders.{enc_id}",
+            f"type {spec['type']!r} imports and runs the Python function {target!r}; a config runs code only "
+            f"with '{ALLOW_CODE}: true' at its top level: set it if you trust this config (docs/SECURITY.md)",
+        )
+
+
+def code_notice(cfg: dict[str, Any]) -> str | None:
+    """One line for ``validate-config``: the config opts into running code, and which code."""
+    from .encoders import code_target
+
+    if not cfg.get(ALLOW_CODE):
+        return None
+    targets = [f"{enc_id} ({t})" for enc_id, spec in cfg["encoders"].items() if (t := code_target(spec))]
+    what = "encoders " + ", ".join(targets) if targets else "no encoder uses it yet"
+    return f"{ALLOW_CODE}: true: this config may import and run Python code ({what}); trust it as code"
 
 
 def _check_precomputed(source: str, enc_id: str, spec: dict, languages: list[str]) -> None:

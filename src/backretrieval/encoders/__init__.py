@@ -163,6 +163,20 @@ ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+#: Encoder types whose spec names code that the encoder imports and calls (``target:
+#: "module:function"``). A config or ``--model`` may use them only with an explicit opt-in
+#: (``allow_code: true``, ``--allow-code``): such a spec runs whatever the function does, with
+#: the dataset's texts as its input (docs/SECURITY.md).
+CODE_TYPES = ("callable",)
+
+
+def code_target(spec: Any) -> str | None:
+    """The code a spec would import and run (``target`` of a ``callable`` spec), else None."""
+    if isinstance(spec, dict) and spec.get("type") in CODE_TYPES:
+        return str(spec.get("target", "?"))
+    return None
+
+
 def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
     """Build the encoder described by one ``params.yaml`` entry (does not load weights yet)."""
     if not isinstance(spec, dict) or "type" not in spec:

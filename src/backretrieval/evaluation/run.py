@@ -341,14 +341,16 @@ def evaluate_models(
     names: Sequence[str | None] | None = None,
     batch_size: int = 64,
     progress: bool = True,
+    allow_code: bool = False,
 ) -> list[Evaluation]:
     """Evaluate several models on the same samples (image work shared); one :class:`Evaluation`
     each. Order of work: cheap checks, model availability, dataset preparation (named
-    datasets), the plan's checks, text embeddings, image features, metrics."""
+    datasets), the plan's checks, text embeddings, image features, metrics. ``allow_code``: accept
+    models given as ``module:callable`` or ``{type: callable}`` (they import and run that code)."""
     t0 = time.perf_counter()
     dirs = check_protocol(directions, n, seeds, k, text_field)[0]
     names = list(names) if names is not None else [None] * len(models)
-    resolved = [resolve_model(m, nm) for m, nm in zip(models, names)]
+    resolved = [resolve_model(m, nm, allow_code=allow_code) for m, nm in zip(models, names)]
     labels = [d["name"] for _, d in resolved]
     if len(set(labels)) != len(labels):
         labels = [f"{lab}#{i + 1}" for i, lab in enumerate(labels)]
