@@ -69,6 +69,18 @@ def test_thai_sentence_yields_its_words():
     assert tokenize("แมวนอนอยู่บนโซฟา", "th") == ["แมว", "นอน", "อยู่", "บน", "โซฟา"]
 
 
+def test_thai_sara_am_survives_normalisation():
+    # NFKC splits SARA AM (U+0E33) into NIKHAHIT + SARA AA; segmented after NFKC, the words broke
+    # into ผู้/ชา/ยก/ํา/ลัง. The words come out whole, spelled with U+0E33 as written.
+    pytest.importorskip("pythainlp", reason="pythainlp not installed (pip install pythainlp)")
+    assert tokenize("ผู้ชายกำลังเดินอยู่บนถนน", "th") == ["ผู้ชาย", "กำลัง", "เดิน", "อยู่", "บน", "ถนน"]
+    assert "\u0e33" in tokenize("ผู้ชายกำลังเดิน", "th")[1]
+    # a tone mark before SARA AM (น้ำ, water) stays in place; text already decomposed is mended
+    assert tokenize("ผู้ชายดื่มน้ำ", "th") == tokenize("ผู้ชายดื่มน\u0e49\u0e4d\u0e32", "th") == ["ผู้ชาย", "ดื่ม", "น้ำ"]
+    assert tokenizer_signature("th").startswith("2+pythainlp==")
+    assert tokenizer_signature("en") == tokenizer_signature(None) == TOKENIZER_VERSION
+
+
 @pytest.mark.parametrize(
     "lang,module,package",
     [

@@ -20,6 +20,11 @@ punctuation segments (「」。) disappear. A missing package raises
 spaces (Khmer, Lao, Burmese, Tibetan) have no segmenter here and raise the same error rather
 than returning a whole phrase as one token. Without a language (``lang=None``) the plain rule
 is used. :func:`tokenizer_signature` names the segmenter and its version for cache keys.
+
+NFKC has one compatibility decomposition that breaks Thai words: the vowel SARA AM (ำ, U+0E33)
+becomes NIKHAHIT + SARA AA (ํา), and the segmenter then cuts ผู้ชายกำลัง into ผู้/ชา/ยก/ํา/ลัง.
+For Thai the pair is put back together after NFKC (:data:`_RECOMPOSE`), so the segmenter sees
+the text as written (ผู้ชาย/กำลัง) and the tokens keep the usual spelling of ำ.
 """
 
 from __future__ import annotations
@@ -35,8 +40,17 @@ from ..errors import ModelUnavailableError
 
 __all__ = ["SEGMENTED_LANGUAGES", "TOKENIZER_VERSION", "normalize_lang", "tokenize", "tokenizer_signature"]
 
-#: Bump when the rule or the use of a segmenter changes what comes out (part of cache keys).
+#: Bump when the rule or the use of a segmenter changes what comes out (part of cache keys);
+#: a change confined to one language bumps that language's entry in ``_LANG_VERSION`` instead.
 TOKENIZER_VERSION = "1"
+
+#: Per-language rule version, where a language's tokens changed after TOKENIZER_VERSION "1":
+#: "th": SARA AM recomposed after NFKC (before, NFKC split it and broke words).
+_LANG_VERSION: dict[str, str] = {"th": "2"}
+
+#: After NFKC, (decomposed pair -> the character as written) per language: NFKC's compatibility
+#: decomposition of Thai SARA AM (U+0E33 -> U+0E4D U+0E32) undone before segmenting.
+_RECOMPOSE: dict[str, tuple[tuple[str, str], ...]] = {"th": (("\u0e4d\u0e32", "\u0e33"),)}
 
 #: language -> (segmenter description, PyPI packages it needs)
 SEGMENTED_LANGUAGES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -145,6 +159,8 @@ def tokenize(text: str, lang: str | None = None) -> list[str]:
     if code is None:
         return _rule(text)
     _check_supported(code)
+    for decomposed, composed in _RECOMPOSE.get(code, ()):
+        text = text.replace(decomposed, composed)
     if code not in SEGMENTED_LANGUAGES:
         return _rule(text)
     return [t for seg in _segmenter(code)(text) for t in _rule(seg)]
@@ -163,7 +179,8 @@ def tokenizer_signature(lang: str | None) -> str:
     code = normalize_lang(lang)
     if code is not None:
         _check_supported(code)
+    rule = _LANG_VERSION.get(code, TOKENIZER_VERSION) if code is not None else TOKENIZER_VERSION
     if code not in SEGMENTED_LANGUAGES:
-        return TOKENIZER_VERSION
+        return rule
     pkgs = SEGMENTED_LANGUAGES[code][1]
-    return "+".join([TOKENIZER_VERSION, *(f"{p}=={_pkg_version(p)}" for p in pkgs)])
+    return "+".join([rule, *(f"{p}=={_pkg_version(p)}" for p in pkgs)])
