@@ -18,7 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .prepared import KNOWN_LANGS, REQUIRED_ITEM_COLUMNS, nonfinite_rows, read_feature_ids, read_table, read_text_utf8
+from .prepared import (
+    KNOWN_LANGS,
+    REQUIRED_ITEM_COLUMNS,
+    meta_errors,
+    nonfinite_rows,
+    read_feature_ids,
+    read_table,
+    read_text_utf8,
+    resolve_inside,
+)
 
 _LANG_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 
@@ -32,9 +41,16 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = self.file + (f":{self.row}" if self.row is not None else "")
+        return f"{self.level}: {self._where(self.file)}"
+
+    def located(self, root: Path) -> str:
+        """The problem with its file named by its path under ``root`` (the user's own path)."""
+        return self._where(str(root / self.file) if self.file != "." else str(root))
+
+    def _where(self, file: str) -> str:
+        where = file + (f":{self.row}" if self.row is not None else "")
         fld = f" [{self.field}]" if self.field else ""
-        return f"{self.level}: {where}{fld}: {self.message}"
+        return f"{where}{fld}: {self.message}"
 
 
 def has_errors(problems: list[Problem]) -> bool:
@@ -46,12 +62,34 @@ def _read_table(path: Path) -> pd.DataFrame:
     return df.astype(str) if path.suffix == ".parquet" else df
 
 
-def _inside(root: Path, rel: str) -> Path | None:
-    root_r = root.resolve()
-    p = (root_r / rel).resolve()
-    if p != root_r and root_r not in p.parents:
-        return None
-    return p
+def _inside(root: Path, rel: str) -> tuple[Path | None, str | None]:
+    """``(resolved path, None)``, or ``(None, why)`` for a path the pipeline refuses (the same
+    rule: :func:`~.prepared.resolve_inside`)."""
+    try:
+        return resolve_inside(root, rel), None
+    except InputError as exc:
+        return None, str(exc)
+
+
+def refuse_invalid(root: str | Path) -> None:
+    """InputError (one line, naming each problem by its path under ``root``) if
+    :func:`validate_dataset` finds any error: the pipeline refuses what ``validate-dataset``
+    reports, so the two agree."""
+    root = Path(root)
+    errors = [p for p in validate_dataset(root) if p.level == "error"]
+    if not errors:
+        return
+    shown = errors[:_MAX_SHOWN]
+    more = f"; and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+    raise InputError(
+        f"{root}: {len(errors)} error(s) in the dataset: "
+        + "; ".join(p.located(root) for p in shown)
+        + more
+        + f" (backretrieval validate-dataset {root})"
+    )
+
+
+_MAX_SHOWN = 50
 
 
 def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Problem]:
@@ -76,13 +114,10 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
     else:
         try:
             meta = json.loads(read_text_utf8(mp, "dataset metadata"))
-            for key in ("name", "languages"):
-                if key not in meta:
-                    add("error", "dataset.json", None, key, "required field missing")
-            if isinstance(meta.get("languages"), list):
+            for where, msg in meta_errors(meta):  # the schema the pipeline's read_meta applies
+                add("error", "dataset.json", None, where, msg)
+            if isinstance(meta, dict) and isinstance(meta.get("languages"), list):
                 meta_langs = [str(x) for x in meta["languages"]]
-            elif "languages" in meta:
-                add("error", "dataset.json", None, "languages", "must be a list of language codes")
         except json.JSONDecodeError as exc:
             add("error", "dataset.json", None, None, f"not valid JSON ({exc})")
         except InputError as exc:
@@ -223,9 +258,9 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                     if not rel:
                         add("error", "images.csv", row, "path", "empty")
                         continue
-                    p = _inside(root, rel)
+                    p, why = _inside(root, rel)
                     if p is None:
-                        add("error", "images.csv", row, "path", f"{rel!r} resolves outside the dataset root")
+                        add("error", "images.csv", row, "path", str(why))
                         continue
                     if not p.is_file():
                         add("error", "images.csv", row, "path", f"image file {rel!r} not found")
@@ -243,6 +278,20 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                         "image_id",
                         f"{len(unused)} image(s) used by no item (first: {unused[:3]})",
                     )
+    # the files a copy of the dataset holds: nothing outside the root, no symlink loop
+    for name in ("dataset.json", iname, "images.csv", "features"):
+        if (root / name).exists() or (root / name).is_symlink():
+            _p, why = _inside(root, name)
+            if why:
+                add("error", name, None, None, why)
+    if feat_dir.is_dir():
+        for ids_txt in sorted(feat_dir.glob("*.ids.txt")):
+            for rel in (f"features/{ids_txt.name}", f"features/{ids_txt.name[: -len('.ids.txt')]}.npy"):
+                _p, why = _inside(root, rel)
+                if why:
+                    add("error", rel, None, None, why)
+    for rel in _outside_links(root):
+        add("warning", rel, None, None, "a link to outside the dataset root; not referenced, so never copied or read")
     if table_ids is None and feature_ids is None:
         add("warning", ".", None, None, "no images.csv and no features/: image-pivoted metrics need images")
     else:
@@ -255,6 +304,21 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         for iid, row in first_row.items():
             add("error", iname, row, "image_id", f"image {iid!r} has no entry in images.csv or features/")
     return probs
+
+
+def _outside_links(root: Path) -> list[str]:
+    """Links under ``root`` (not followed) that point outside it or into a loop."""
+    import os
+
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                rel = str(p.relative_to(root))
+                if _inside(root, rel)[0] is None:
+                    out.append(rel)
+    return sorted(out)
 
 
 def _without_path(exc: InputError, path: Path) -> str:

@@ -62,12 +62,14 @@ def prepare_dataset(cfg: dict, out_dir: Path, *, check: Callable[[dict, Path], N
         # a folder the user prepared in the documented format: validated, then copied (not
         # linked), so the prepared dataset is a real output whose content the workflow tracks,
         # and a later edit of the user's folder cannot change it under finished artifacts
+        from .byo import refuse_invalid
         from .prepared import check_features_folder, load_items, read_meta
 
         src = Path(opts.get("path", ""))
         read_meta(src)
         load_items(src)
         check_features_folder(src)
+        refuse_invalid(src)  # every error `validate-dataset` reports stops the pipeline too
         if check is not None:  # before the copy exists: a refused config leaves nothing
             check(cfg, src)
         copy_prepared(src, out_dir)
@@ -76,19 +78,29 @@ def prepare_dataset(cfg: dict, out_dir: Path, *, check: Callable[[dict, Path], N
 
 
 def copy_prepared(src: Path, out_dir: Path) -> None:
-    """Copy the folder ``src`` to ``out_dir`` (links inside are followed: the copy holds the
-    bytes), through a temporary sibling renamed at the end, so a failure leaves no output."""
+    """Copy the files the dataset at ``src`` references (:func:`~.prepared.dataset_files`:
+    dataset.json, the items table, images.csv and its images, the feature files) to
+    ``out_dir``, as bytes (a link inside the root is copied as the file it names). Nothing
+    else in the folder is copied, and a referenced path that resolves outside the root, or a
+    symlink loop, is refused before anything is written. Written through a temporary sibling
+    renamed at the end, so a failure leaves no output."""
     import shutil
     import tempfile
+
+    from .prepared import dataset_files
 
     out_dir = Path(out_dir)
     if out_dir.is_symlink() or out_dir.exists():
         raise ConfigError(f"{out_dir} exists; remove it first (prepare writes a fresh copy of {src})")
+    files = dataset_files(src)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         with naming_written_path(out_dir):
-            shutil.copytree(src, tmp / "copy", symlinks=False)
+            for rel, path in files:
+                dest = tmp / "copy" / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest)
         (tmp / "copy").rename(out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,6 +24,7 @@ validates and raises :class:`~backretrieval.errors.InputError` naming file and f
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,45 @@ class DatasetMeta:
     extra: dict = field(default_factory=dict)
 
 
+#: The JSON Schema of ``dataset.json`` (shipped in the package): the one definition of its
+#: fields and types, used by the pipeline (:func:`read_meta`) and ``validate-dataset`` alike.
+META_SCHEMA_PATH = Path(__file__).resolve().parent / "dataset.schema.json"
+
+
+def meta_schema() -> dict:
+    return json.loads(META_SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def meta_errors(raw: object) -> list[tuple[str, str]]:
+    """``(field, message)`` for every way ``raw`` (the parsed dataset.json) breaks the schema;
+    empty when it is valid. A wrong type is an error naming the field: ``"parallel": "false"``
+    is refused, never read as true."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(meta_schema())
+    out = []
+    for e in sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(str(p) for p in e.absolute_path)
+        if e.validator == "required" and not where:  # name the missing field itself
+            missing = [k for k in e.validator_value if isinstance(raw, dict) and k not in raw]
+            where = ",".join(missing)
+        out.append((where or "(top level)", _schema_message(e)))
+    return out
+
+
+def _schema_message(e) -> str:
+    if e.validator == "type":
+        want = e.validator_value if isinstance(e.validator_value, str) else " or ".join(e.validator_value)
+        got = type(e.instance).__name__.replace("str", "string").replace("bool", "boolean")
+        got = {"list": "array", "dict": "object", "NoneType": "null", "float": "number", "int": "integer"}.get(got, got)
+        return f"must be {'an' if want[0] in 'aeiou' else 'a'} {want} (JSON {want}), got {got} {e.instance!r}"
+    if e.validator == "required":
+        return "required field missing"
+    return e.message
+
+
 def read_meta(root: str | Path) -> DatasetMeta:
+    """dataset.json, validated against :func:`meta_schema` (InputError naming the field)."""
     path = Path(root) / "dataset.json"
     if not path.is_file():
         raise InputError(f"{path}: missing dataset.json (expected a prepared dataset folder)")
@@ -64,17 +103,21 @@ def read_meta(root: str | Path) -> DatasetMeta:
         raw = json.loads(read_text_utf8(path, "dataset metadata"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from exc
-    for key in ("name", "languages"):
-        if key not in raw:
-            raise InputError(f"{path}: field '{key}' is required")
+    errors = meta_errors(raw)
+    if errors:
+        where, msg = errors[0]
+        more = (
+            f" (and {len(errors) - 1} more problem(s); run `backretrieval validate-dataset`)" if len(errors) > 1 else ""
+        )
+        raise InputError(f"{path}: field '{where}': {msg}{more}")
     known = {"name", "synthetic", "parallel", "languages", "description", "license"}
     return DatasetMeta(
-        name=str(raw["name"]),
-        synthetic=bool(raw.get("synthetic", False)),
-        parallel=bool(raw.get("parallel", True)),
+        name=raw["name"],
+        synthetic=raw.get("synthetic", False),
+        parallel=raw.get("parallel", True),
         languages=tuple(raw["languages"]),
-        description=str(raw.get("description", "")),
-        license=str(raw.get("license", "")),
+        description=raw.get("description", ""),
+        license=raw.get("license", ""),
         extra={k: v for k, v in raw.items() if k not in known},
     )
 
@@ -181,12 +224,48 @@ def texts_for(items: pd.DataFrame, lang: str, text_field: str) -> tuple[np.ndarr
 
 
 def resolve_inside(root: str | Path, rel: str, what: str = "image path") -> Path:
-    """Resolve ``rel`` against ``root``; refuse paths that escape the dataset root."""
+    """Resolve ``rel`` against ``root``, following links; refuse (InputError) a path that is
+    absolute, climbs out with ``..``, resolves outside the dataset root, or meets a symlink loop."""
     root_r = Path(root).resolve()
-    p = (root_r / rel).resolve()
+    norm = os.path.normpath(str(rel))
+    if os.path.isabs(norm) or norm == ".." or norm.startswith(".." + os.sep):
+        raise InputError(
+            f"{what} {rel!r} resolves outside the dataset root {root_r} (paths are relative to the root, without '..')"
+        )
+    try:
+        p = (root_r / rel).resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13's symlink loop
+        raise InputError(f"{what} {rel!r}: symlink loop under the dataset root {root_r} ({exc})") from exc
     if p != root_r and root_r not in p.parents:
         raise InputError(f"{what} {rel!r} resolves outside the dataset root {root_r}")
     return p
+
+
+def dataset_files(root: str | Path) -> list[tuple[str, Path]]:
+    """Every file the dataset's tables reference, as ``(path relative to root, resolved file)``:
+    dataset.json, the items table, images.csv and each image it lists, and each
+    ``features/<name>.ids.txt`` with its ``.npy``. Nothing else belongs to the dataset: a copy
+    (:func:`backretrieval.data.prepare.copy_prepared`) holds exactly these files. A path that
+    resolves outside the root, meets a symlink loop or names no file is an InputError."""
+    root = Path(root)
+    rels = ["dataset.json", items_path(root).name]
+    if (root / "images.csv").is_file() or (root / "images.csv").is_symlink():
+        rels.append("images.csv")
+        resolve_inside(root, "images.csv", "file")
+        rels += [str(r) for r in load_image_table(root)["path"]]
+    feat = root / "features"
+    if feat.is_dir():
+        resolve_inside(root, "features", "folder")
+        for ids_txt in sorted(feat.glob("*.ids.txt")):
+            rels += [f"features/{ids_txt.name}", f"features/{ids_txt.name[: -len('.ids.txt')]}.npy"]
+    out = []
+    for rel in rels:
+        what = "image path" if rel not in ("dataset.json", "images.csv") and not rel.startswith("features/") else "file"
+        p = resolve_inside(root, rel, what)
+        if not p.is_file():
+            raise InputError(f"{root / rel}: {what} not found (referenced by the dataset's tables)")
+        out.append((rel, p))
+    return out
 
 
 def load_image_table(root: str | Path) -> pd.DataFrame:
