@@ -394,6 +394,19 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    """The run's reports vs the committed ones (git revision) or a reference folder."""
+    from .reporting import verify as V
+
+    if args.tolerances:
+        print(V.tolerance_table())
+        return 0
+    ref = Path(args.reference) if args.reference else None
+    report = V.verify(Path(args.reports), reference_dir=ref, rev=args.rev)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
 def cmd_compare(args) -> int:
     """Two result JSONs, or two --model runs on the same samples: which has the higher BkR."""
     from .errors import InputError
@@ -1061,6 +1074,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", action="append", help="instead of JSONs: evaluate two models (give --model twice)")
     sp.add_argument("--out", help="write the comparison as JSON too")
     eval_opts(sp, required=False)
+    sp = add("verify", cmd_verify, "compare a run's reports with the committed ones, within stated tolerances")
+    sp.add_argument("reports", nargs="?", default="reports", help="the run's reports folder (default reports)")
+    sp.add_argument("--reference", metavar="DIR", help="reference reports folder (default: the git revision's)")
+    sp.add_argument("--rev", default="HEAD", help="git revision of the reference reports (default HEAD)")
+    sp.add_argument("--tolerances", action="store_true", help="print the tolerance table and exit")
     return p
 
 
