@@ -172,7 +172,9 @@ def test_links_inside_still_extract(tmp_path):
 
 def _ikea_cfg(tmp_path: Path) -> dict:
     cfg = yaml.safe_load((ROOT / "config/ikea.yaml").read_text())
-    cfg["dataset"]["options"].update(mirror=str(tmp_path / "mirror"), pairs=["en-de"], splits=["test"])
+    cfg["dataset"]["options"].update(
+        mirror=str(tmp_path / "mirror"), pairs=["en-de"], splits=["test"], download="archive"
+    )
     cfg.update(languages=["en", "de"], directions=["en-de"], sample_size=2, recall_k=1)
     return cfg
 

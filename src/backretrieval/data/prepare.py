@@ -12,10 +12,13 @@ Options per source (all paths relative to the repository root):
 * ``flickr8k_multi30k``: ``images_dir`` and ``mapping_csv`` (the Flickr8k JPEGs that are
   Multi30K images), ``mirror``, ``download_dir``.
 * ``stair``: ``mirror``, ``download_dir``, ``images_dir`` (COCO val2014 folder), ``max_images``.
-* ``ikea``: ``mirror``, ``download_dir``, ``pairs`` (list of en-de / en-fr; or ``pair``: one of
-  them; default en-de), ``splits`` (default [test]), ``features`` (default true: the
-  repository's image features of val/test as ``features/<features_name>.npy``),
-  ``features_name`` (default ikea-upstream), ``images_dir`` (the product JPEGs, if you have them).
+* ``ikea``: ``mirror``, ``download_dir``, ``download`` (``files``, the default: only the files
+  needed, one by one; ``archive``: the whole repository archive), ``pairs`` (list of en-de /
+  en-fr; or ``pair``: one of them; default en-de), ``splits`` (default [test]), ``features``
+  (default true: the repository's image features of those splits as
+  ``features/<features_name>.npy``), ``features_name`` (default ikea-upstream),
+  ``image_zips`` (default false; true: the product images from the repository's zips, for an
+  image backbone), ``images_dir`` (a folder of the product JPEGs instead).
 """
 
 from __future__ import annotations
@@ -168,15 +171,26 @@ def prepare_from_config(source: str, opts: dict[str, Any], cfg: dict, out_dir: P
         pairs = opts.get("pairs", [opts.get("pair", "en-de")])
         if isinstance(pairs, str) or not isinstance(pairs, list):
             raise ConfigError(f"dataset.options.pairs must be a list like [en-de, en-fr]; got {pairs!r}")
-        repo = k.download_ikea(dl, mirror)
+        splits = [str(s) for s in opts.get("splits", ["test"])]
+        features, image_zips = bool(opts.get("features", True)), bool(opts.get("image_zips", False))
+        how = opts.get("download", "files")
+        if how == "files":
+            repo = k.download_ikea_files(
+                dl, [str(p) for p in pairs], splits, features=features, image_zips=image_zips, mirror=mirror
+            )
+        elif how == "archive":
+            repo = k.download_ikea(dl, mirror)
+        else:
+            raise ConfigError(f"dataset.options.download must be 'files' or 'archive' for source ikea; got {how!r}")
         return k.prepare_ikea(
             repo,
             out_dir,
             pair=[str(p) for p in pairs],
-            splits=list(opts.get("splits", ["test"])),
+            splits=splits,
             images_dir=opts.get("images_dir"),
-            features=bool(opts.get("features", True)),
+            features=features,
             features_name=str(opts.get("features_name", "ikea-upstream")),
+            image_zips=image_zips,
             name=cfg["dataset"]["name"],
         )
     raise ConfigError(f"dataset.source {source!r} has no preparer")
