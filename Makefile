@@ -1,9 +1,10 @@
 # The two commands of the README:
 #   make run    set up, run the default pipeline (offline, embedded synthetic dataset), and
 #               store its outputs in DVC's cache (dvc commit: dvc.lock is unchanged when the
-#               results are byte-identical to the committed ones; `git diff dvc.lock` shows it)
+#               results are byte-identical to the committed ones; `git diff dvc.lock` shows it),
+#               push them to the default DVC remote, and verify the reports (`make verify`)
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
-.PHONY: setup run test lint report bench figures dvc-yaml results-doc evaluate-example
+.PHONY: setup run verify test lint report bench figures dvc-yaml results-doc evaluate-example
 SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stage of params.yaml (its run_name; see scripts/dvc_runs.yaml)
@@ -13,7 +14,16 @@ setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGE)
+	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGE) \
+	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $(STAGE); fi \
+	  && backretrieval verify reports
+
+# The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
+# `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
+# tolerance elsewhere; names every field outside it and exits 1. REPORTS=reports/multi30k for another run.
+REPORTS ?= reports
+verify:
+	source $(VENV)/activate && backretrieval verify $(REPORTS)
 
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile
