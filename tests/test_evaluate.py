@@ -210,13 +210,18 @@ def test_cli_evaluate_prints_tables_and_a_deterministic_result(syn, tmp_path, ca
     assert _cli(capsys, *_eval_args(syn, out2, "--model", NGRAM_TEXT))[0] == 0
     r1, r2 = json.loads(out1.read_text()), json.loads(out2.read_text())
     assert set(r1["volatile"]) == {"evaluation_time_s", "created_utc", "software_versions", "dataset_path"}
-    del r1["volatile"], r2["volatile"]
+    assert r1["evaluation_time"] == r1["volatile"]["evaluation_time_s"]
+    for r in (r1, r2):
+        for key in ("volatile", *R.VOLATILE_MTEB_FIELDS):
+            del r[key]
     assert r1 == r2  # everything but the volatile fields is a function of the inputs
-    assert r1["task_name"] == "Backretrieval" and r1["main_metric"] == "bkr_recall"
-    assert r1["dataset"]["content_sha256"] == D.dataset_content_sha256(syn)
+    assert r1["task_name"] == "Backretrieval" and r1["main_metric"] == "bkr_recall_at_10"
+    assert r1["dataset"]["content_sha256"] == D.dataset_content_sha256(syn) == r1["dataset_revision"]
     assert r1["model"]["fingerprint"] == build_text_encoder("ngram", NGRAM).fingerprint()
-    sc = r1["scores"]["en-de"]
-    assert sc["languages"] == ["en", "de"] and sc["main_score"] == sc["metrics"]["bkr_recall"]["mean"]
+    assert [e["hf_subset"] for e in r1["scores"]["test"]] == ["en-de", "de-en"]
+    sc = R.scores_by_direction(r1)["en-de"]
+    assert sc["languages"] == ["eng-Latn", "deu-Latn"] and sc["main_score"] == sc["metrics"]["bkr_recall"]["mean"]
+    assert sc["bkr_recall_at_10"] == sc["main_score"] and sc["xlr_mrr"] == sc["metrics"]["xlr_mrr"]["mean"]
     m = sc["metrics"]["bkr_recall"]
     assert len(m["per_seed"]) == 3 and m["ci_low"] <= m["mean"] <= m["ci_high"]
     assert f"{m['mean']:.3f}" in text
@@ -226,7 +231,7 @@ def test_result_hits_are_the_per_seed_bkr(syn):
     ev = evaluate_model(NGRAM, syn, "en-de,de-en", **_kw())
     res = R.result_dict(ev)
     for d in ("en-de", "de-en"):
-        sc = res["scores"][d]
+        sc = R.scores_by_direction(res)[d]
         for kind in ("bkr", "xlr"):
             per_seed = sc["metrics"][f"{kind}_recall"]["per_seed"]
             hits = [R.unpack_hits(s, 50) for s in sc["per_query"][f"{kind}_hits"]]
@@ -271,7 +276,9 @@ def test_default_backbone_embeds_the_image_files(syn, tmp_path, capsys):
     )
     assert rc == 0 and "image backbone effnet-lite0" in text
     res = json.loads(out.read_text())
-    assert res["image_backbone"]["id"] == "effnet-lite0" and "corr" not in res["scores"]["en-de"]["metrics"]
+    assert (
+        res["image_backbone"]["id"] == "effnet-lite0" and "corr" not in R.scores_by_direction(res)["en-de"]["metrics"]
+    )
     assert any((tmp_path / "cache" / "image").iterdir())  # image features went through the cache
 
 
@@ -388,8 +395,8 @@ def test_compare_states_the_better_model(two_results, tmp_path, capsys):
     assert [c.direction for c in comps] == ["en-de", "de-en"]
     for c in comps:
         assert c.n_queries == 400 and c.diff == pytest.approx(
-            a["scores"][c.direction]["metrics"]["bkr_recall"]["mean"]
-            - b["scores"][c.direction]["metrics"]["bkr_recall"]["mean"]
+            R.scores_by_direction(a)[c.direction]["metrics"]["bkr_recall"]["mean"]
+            - R.scores_by_direction(b)[c.direction]["metrics"]["bkr_recall"]["mean"]
         )
         assert c.ci_low <= c.diff <= c.ci_high and c.mcnemar_p <= c.mcnemar_p_adjusted
     R.write_result(tmp_path / "a.json", a)
@@ -413,7 +420,7 @@ def test_compare_refuses_unpaired_results(two_results, syn, tmp_path, capsys):
     with pytest.raises(InputError, match="different data"):
         compare_results(a, other)
     resampled = json.loads(json.dumps(b))
-    resampled["scores"]["en-de"]["samples_sha256"] = "f" * 64
+    R.scores_by_direction(resampled)["en-de"]["samples_sha256"] = "f" * 64
     with pytest.raises(InputError, match="different samples for en-de"):
         compare_results(a, resampled)
     R.write_result(tmp_path / "a.json", a)
@@ -771,7 +778,9 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
     assert rc == 0 and "on multi30k-test2016:" in text and "image backbone resnet50" in text
     res = json.loads(out.read_text())
     assert res["dataset"]["parallel"] is True and res["dataset"]["synthetic"] is False
-    assert res["scores"]["en-de"]["metrics"]["xlr_recall"]["mean"] > 0.5  # real translations, lexical overlap
+    assert (
+        R.scores_by_direction(res)["en-de"]["metrics"]["xlr_recall"]["mean"] > 0.5
+    )  # real translations, lexical overlap
     assert (tmp_path / "data" / "downloads" / "multi30k").is_dir()
     rc, _, err = _cli(
         capsys,
@@ -819,5 +828,5 @@ def test_non_parallel_data_has_no_xlr(syn, tmp_path):
     ev = evaluate_model(NGRAM, root, "en-de", **_kw())
     assert not any(m.startswith("xlr") for m in ev.scores["metric"])
     res = R.result_dict(ev)
-    assert set(res["scores"]["en-de"]["per_query"]) == {"bkr_hits"} and res["dataset"]["parallel"] is False
+    assert set(R.scores_by_direction(res)["en-de"]["per_query"]) == {"bkr_hits"} and res["dataset"]["parallel"] is False
     assert "(no XLR: the dataset is not parallel)" in R.format_table(res)

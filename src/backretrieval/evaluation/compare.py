@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import stats
 from ..errors import InputError
-from .results import unpack_hits
+from .results import scores_by_direction, unpack_hits
 
 
 def p_text(p: float) -> str:
@@ -93,18 +93,19 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
             f"{label_a} and {label_b} used different image backbones ({a['image_backbone'].get('id')} "
             f"vs {b['image_backbone'].get('id')}); BkR depends on the image side: use the same"
         )
-    common = [d for d in a["protocol"].get("directions", sorted(a["scores"])) if d in a["scores"] and d in b["scores"]]
+    sa, sb = scores_by_direction(a), scores_by_direction(b)
+    common = [d for d in a["protocol"].get("directions", sorted(sa)) if d in sa and d in sb]
     if not common:
-        raise InputError(f"{label_a} and {label_b} share no direction ({sorted(a['scores'])} vs {sorted(b['scores'])})")
+        raise InputError(f"{label_a} and {label_b} share no direction ({sorted(sa)} vs {sorted(sb)})")
     for d in common:
-        if a["scores"][d].get("samples_sha256") != b["scores"][d].get("samples_sha256"):
+        if sa[d].get("samples_sha256") != sb[d].get("samples_sha256"):
             raise InputError(
                 f"{label_a} and {label_b} used different samples for {d} (N "
                 f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
                 "evaluate both with the same --n and --seeds"
             )
-        for res, lab in ((a, label_a), (b, label_b)):
-            if "bkr_hits" not in res["scores"][d].get("per_query", {}):
+        for sc, lab in ((sa, label_a), (sb, label_b)):
+            if "bkr_hits" not in sc[d].get("per_query", {}):
                 raise InputError(f"{lab}: no per-query BkR hits for {d}")
     return common
 
@@ -112,7 +113,7 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
 def _pooled_hits(res: dict[str, Any], d: str, label: str) -> np.ndarray:
     n = int(res["protocol"]["n"])
     try:
-        return np.concatenate([unpack_hits(s, n) for s in res["scores"][d]["per_query"]["bkr_hits"]])
+        return np.concatenate([unpack_hits(s, n) for s in scores_by_direction(res)[d]["per_query"]["bkr_hits"]])
     except (ValueError, TypeError) as exc:
         raise InputError(f"{label}: per-query BkR hits of {d} cannot be decoded ({exc})") from exc
 

@@ -1,12 +1,19 @@
 """Summaries, the result JSON and the printed table of an :class:`~.run.Evaluation`.
 
-Result JSON (``format: backretrieval-result``, version 1; MTEB-like: one file per model and
-dataset, ``task_name``, ``scores`` with a ``main_score`` per direction). Everything outside
-``volatile`` is a function of the inputs (same model, data, protocol → same bytes);
-``volatile`` holds the evaluation time, the creation time, the software versions and the
-dataset's local path. Per-query BkR (and XLR) hits are stored per direction and seed as
-base64 of ``numpy.packbits`` (N bits, big-endian bit order), so ``backretrieval compare`` can
-pair two results query by query.
+Result JSON (``format: backretrieval-result``, version 2): a valid MTEB result (mteb 2.x's
+``TaskResult.model_validate`` accepts it): ``task_name``, ``dataset_revision`` (the dataset's
+content sha256), ``mteb_version`` (the installed mteb's, else null), ``evaluation_time`` and
+``scores.test``, a list with one entry per direction (``hf_subset`` = the direction,
+``languages`` as ISO 639-3 + ISO 15924 codes such as ``eng-Latn``, ``main_score`` = BkR
+Recall@k, every metric's mean as a flat key, e.g. ``bkr_recall_at_10``), plus our own fields
+(MTEB keeps unknown fields): per-seed values and CIs (``metrics``), per-query hits, the
+samples' sha256, the model, dataset, image side and protocol. Everything outside ``volatile``
+and the MTEB fields ``evaluation_time`` and ``mteb_version`` is a function of the inputs (same
+model, data, protocol → same bytes); ``volatile`` holds the evaluation time, the creation
+time, the software versions and the dataset's local path. Per-query BkR (and XLR) hits are
+stored per direction and seed as base64 of ``numpy.packbits`` (N bits, big-endian bit order),
+so ``backretrieval compare`` can pair two results query by query. Version 1 files (``scores``
+keyed by direction) are still read.
 
 CIs (95 % by default): with two or more seeds, the percentile bootstrap of the mean over the
 seeds' values (:func:`backretrieval.stats.bootstrap_ci`, B resamples, seeded); with one seed,
@@ -31,9 +38,34 @@ from .._util import io
 from ..errors import InputError
 
 FORMAT = "backretrieval-result"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 TASK_NAME = "Backretrieval"
 MAIN_METRIC = "bkr_recall"
+#: the MTEB split name of the scores (the whole prepared dataset is sampled)
+SPLIT = "test"
+#: top-level fields that change between identical runs (besides ``volatile``)
+VOLATILE_MTEB_FIELDS = ("evaluation_time", "mteb_version")
+
+#: ISO 639-1 (or 639-3) code → MTEB's language-script code (ISO 639-3 + ISO 15924)
+LANGUAGE_SCRIPTS = {
+    "af": "afr-Latn", "am": "amh-Ethi", "ar": "ara-Arab", "az": "aze-Latn", "be": "bel-Cyrl",
+    "bg": "bul-Cyrl", "bn": "ben-Beng", "ca": "cat-Latn", "cs": "ces-Latn", "cy": "cym-Latn",
+    "da": "dan-Latn", "de": "deu-Latn", "el": "ell-Grek", "en": "eng-Latn", "eo": "epo-Latn",
+    "es": "spa-Latn", "et": "est-Latn", "eu": "eus-Latn", "fa": "fas-Arab", "fi": "fin-Latn",
+    "fr": "fra-Latn", "ga": "gle-Latn", "gl": "glg-Latn", "gu": "guj-Gujr", "he": "heb-Hebr",
+    "hi": "hin-Deva", "hr": "hrv-Latn", "hu": "hun-Latn", "hy": "hye-Armn", "id": "ind-Latn",
+    "is": "isl-Latn", "it": "ita-Latn", "ja": "jpn-Jpan", "ka": "kat-Geor", "kk": "kaz-Cyrl",
+    "km": "khm-Khmr", "kn": "kan-Knda", "ko": "kor-Hang", "la": "lat-Latn", "lo": "lao-Laoo",
+    "lt": "lit-Latn", "lv": "lav-Latn", "mk": "mkd-Cyrl", "ml": "mal-Mlym", "mn": "mon-Cyrl",
+    "mr": "mar-Deva", "ms": "msa-Latn", "my": "mya-Mymr", "nb": "nob-Latn", "ne": "nep-Deva",
+    "nl": "nld-Latn", "nn": "nno-Latn", "no": "nor-Latn", "pa": "pan-Guru", "pl": "pol-Latn",
+    "pt": "por-Latn", "ro": "ron-Latn", "ru": "rus-Cyrl", "si": "sin-Sinh", "sk": "slk-Latn",
+    "sl": "slv-Latn", "sq": "sqi-Latn", "sr": "srp-Cyrl", "sv": "swe-Latn", "sw": "swa-Latn",
+    "ta": "tam-Taml", "te": "tel-Telu", "th": "tha-Thai", "tl": "tgl-Latn", "tr": "tur-Latn",
+    "uk": "ukr-Cyrl", "ur": "urd-Arab", "uz": "uzb-Latn", "vi": "vie-Latn", "yi": "yid-Hebr",
+    "zh": "zho-Hans",
+}  # fmt: skip
 
 #: metrics in table order; ``{k}`` is Recall@k's k
 METRIC_LABELS = {
@@ -47,6 +79,36 @@ METRIC_LABELS = {
 }
 TABLE_METRICS = ("xlr_recall", "xlr_mrr", "bkr_recall", "bkr_mrr", "corr")
 SUMMARY_COLUMNS = ["encoder", "direction", "metric", "mean", "sd", "ci_low", "ci_high", "n_seeds", "ci_method"]
+
+
+def language_script(code: str) -> str:
+    """MTEB's ``xxx-Scrp`` code of a language code of the data (``de`` → ``deu-Latn``): the
+    table :data:`LANGUAGE_SCRIPTS`, ISO 639-3 codes in it, else the ``langcodes`` package when
+    installed (likely script); InputError otherwise."""
+    c = str(code)
+    if c in LANGUAGE_SCRIPTS:
+        return LANGUAGE_SCRIPTS[c]
+    by_3 = {v.split("-")[0]: v for v in LANGUAGE_SCRIPTS.values()}
+    if c in by_3:
+        return by_3[c]
+    try:
+        import langcodes  # optional
+
+        lang = langcodes.Language.get(c).maximize()
+        if lang.script:
+            return f"{lang.to_alpha3()}-{lang.script}"
+    except (ImportError, LookupError, ValueError):
+        pass
+    raise InputError(
+        f"language {c!r}: no ISO 639-3 + script code known (the result JSON is an MTEB result and "
+        f"names languages like eng-Latn); use an ISO 639-1 code ({', '.join(sorted(LANGUAGE_SCRIPTS)[:6])}, ...) "
+        "or install the `langcodes` package"
+    )
+
+
+def metric_key(metric: str, k: int) -> str:
+    """The flat MTEB score key of one of our metrics: ``bkr_recall`` → ``bkr_recall_at_10``."""
+    return f"{metric}_at_{k}" if metric.endswith("_recall") else metric
 
 
 def _ci_method(n_seeds: int, B: int, level: float) -> str:
@@ -142,61 +204,96 @@ def random_baseline(n: int, k: int) -> dict[str, float]:
     return {"recall_at_k": k / n, "mrr": float(np.sum(1.0 / np.arange(1, n + 1)) / n)}
 
 
+def direction_entry(ev: Any, d: str, summ: pd.DataFrame) -> dict[str, Any]:
+    """The MTEB score entry of one direction (``hf_subset`` = ``d``): ``main_score`` (BkR
+    Recall@k), each metric's mean as a flat key (:func:`metric_key`), and our fields:
+    ``metrics`` (mean, sd, CI, per-seed values), ``per_query`` hits, ``random_baseline``,
+    ``samples_sha256``. Shared by the result JSON and the MTEB task."""
+    n, k = int(ev.protocol["n"]), int(ev.protocol["k"])
+    seeds = [int(s) for s in ev.protocol["seeds"]]
+    sub = summ[summ["direction"] == d]
+    per_seed = ev.scores[ev.scores["direction"] == d]
+    metrics = {}
+    for _, r in sub.iterrows():
+        vals = per_seed[per_seed["metric"] == r["metric"]].sort_values("seed")["value"]
+        metrics[r["metric"]] = {
+            "mean": _num(r["mean"]),
+            "sd": _num(r["sd"]),
+            "ci_low": _num(r["ci_low"]),
+            "ci_high": _num(r["ci_high"]),
+            "per_seed": [_num(v) for v in vals],
+        }
+    per_query: dict[str, Any] = {}
+    for kind in ("bkr", "xlr"):
+        if all(kind in ev.ranks[d][s] for s in seeds):
+            per_query[f"{kind}_hits"] = [pack_hits(ev.ranks[d][s][kind] <= k) for s in seeds]
+    src, tgt = d.split("-")
+    return {
+        "hf_subset": d,
+        "languages": [language_script(src), language_script(tgt)],
+        "main_score": metrics.get(MAIN_METRIC, {}).get("mean"),
+        "main_metric": metric_key(MAIN_METRIC, k),
+        **{metric_key(m, k): v["mean"] for m, v in metrics.items()},
+        "metrics": metrics,
+        "random_baseline": random_baseline(n, k),
+        "samples_sha256": ev.samples_sha256[d],
+        "per_query": per_query,
+    }
+
+
+def mteb_version() -> str | None:
+    """The installed mteb's version (None without mteb)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mteb")
+    except PackageNotFoundError:
+        return None
+
+
 def result_dict(
     ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95, volatile: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
     summ = ev.summary(B=B, seed=seed, level=level)
-    n, k = int(ev.protocol["n"]), int(ev.protocol["k"])
+    k = int(ev.protocol["k"])
     seeds = [int(s) for s in ev.protocol["seeds"]]
-    scores: dict[str, Any] = {}
-    for d in ev.protocol["directions"]:
-        sub = summ[summ["direction"] == d]
-        per_seed = ev.scores[ev.scores["direction"] == d]
-        metrics = {}
-        for _, r in sub.iterrows():
-            vals = per_seed[per_seed["metric"] == r["metric"]].sort_values("seed")["value"]
-            metrics[r["metric"]] = {
-                "mean": _num(r["mean"]),
-                "sd": _num(r["sd"]),
-                "ci_low": _num(r["ci_low"]),
-                "ci_high": _num(r["ci_high"]),
-                "per_seed": [_num(v) for v in vals],
-            }
-        per_query: dict[str, Any] = {}
-        for kind in ("bkr", "xlr"):
-            if all(kind in ev.ranks[d][s] for s in seeds):
-                per_query[f"{kind}_hits"] = [pack_hits(ev.ranks[d][s][kind] <= k) for s in seeds]
-        src, tgt = d.split("-")
-        scores[d] = {
-            "languages": [src, tgt],
-            "main_metric": MAIN_METRIC,
-            "main_score": metrics.get(MAIN_METRIC, {}).get("mean"),
-            "metrics": metrics,
-            "random_baseline": random_baseline(n, k),
-            "samples_sha256": ev.samples_sha256[d],
-            "per_query": per_query,
-        }
-    mains = [s["main_score"] for s in scores.values() if s["main_score"] is not None]
+    entries = [direction_entry(ev, d, summ) for d in ev.protocol["directions"]]
+    mains = [e["main_score"] for e in entries if e["main_score"] is not None]
     dataset = {key: v for key, v in ev.dataset.items() if key != "path"}
+    vol = volatile if volatile is not None else volatile_fields(ev)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "task_name": TASK_NAME,
-        "main_metric": MAIN_METRIC,
+        "dataset_revision": dataset["content_sha256"],
+        "mteb_version": mteb_version(),
+        "evaluation_time": vol.get("evaluation_time_s"),
+        "main_metric": metric_key(MAIN_METRIC, k),
         "main_score": float(np.mean(mains)) if mains else None,
         "model": dict(ev.model),
         "dataset": dataset,
         "image_backbone": dict(ev.image_backbone),
         "protocol": {
             **ev.protocol,
+            "split": SPLIT,
             "per_query_encoding": "base64 of numpy.packbits (big-endian), one string "
             "per seed in protocol.seeds order; hit = rank <= k",
             "ci": {"level": level, "B": B, "seed": seed, "method": _ci_method(len(seeds), B, level)},
         },
-        "scores": scores,
-        "volatile": volatile if volatile is not None else volatile_fields(ev),
+        "scores": {SPLIT: entries},
+        "volatile": vol,
     }
+
+
+def scores_by_direction(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{direction: score entry}`` of a result JSON (version 2: the entries of ``scores.test``
+    by ``hf_subset``; version 1: ``scores`` as it is)."""
+    scores = result.get("scores", {})
+    if result.get("format_version") == 1:
+        return dict(scores)
+    entries = scores.get(SPLIT, []) if isinstance(scores, dict) else []
+    return {str(e.get("hf_subset")): e for e in entries if isinstance(e, dict)}
 
 
 def volatile_fields(ev: Any) -> dict[str, Any]:
@@ -230,13 +327,18 @@ def read_result(path: str | Path) -> dict[str, Any]:
         raise InputError(
             f'{p}: not a backretrieval result (no "format": "{FORMAT}"; written by `backretrieval evaluate`)'
         )
-    if res.get("format_version") != FORMAT_VERSION:
+    if res.get("format_version") not in READABLE_VERSIONS:
         raise InputError(
-            f"{p}: result format version {res.get('format_version')!r}; this version reads {FORMAT_VERSION}"
+            f"{p}: result format version {res.get('format_version')!r}; this version reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     for key in ("model", "dataset", "image_backbone", "protocol", "scores"):
         if key not in res:
             raise InputError(f"{p}: field '{key}' is missing")
+    if res["format_version"] != 1 and not isinstance(
+        res["scores"].get(SPLIT) if isinstance(res["scores"], dict) else None, list
+    ):
+        raise InputError(f"{p}: field 'scores.{SPLIT}' is not a list of per-direction entries")
     return res
 
 
@@ -268,8 +370,9 @@ def format_table(result: dict[str, Any]) -> str:
         f"k={k}, text field '{prot['text_field']}', image backbone {result['image_backbone']['id']}",
         f"mean over seeds; {prot['ci']['method']}",
     ]
-    for d in prot.get("directions", sorted(result["scores"])):
-        sc = result["scores"][d]
+    by_dir = scores_by_direction(result)
+    for d in prot.get("directions", sorted(by_dir)):
+        sc = by_dir[d]
         src, tgt = d.split("-")
         lines += ["", f"{src}→{tgt}", f"  {'metric':<18} {'mean':>7}  95% CI"]
         for metric in TABLE_METRICS:

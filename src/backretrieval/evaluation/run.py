@@ -46,6 +46,7 @@ from .datasets import (
     resolve_image_source,
 )
 from .models import model_fingerprint, resolve_model
+from .results import language_script
 
 DEFAULT_N = 1000
 DEFAULT_SEEDS = 25
@@ -70,6 +71,11 @@ def parse_directions(directions: str | Sequence[str]) -> list[str]:
         src, tgt = d.split("-")
         if src == tgt:
             raise InputError(f"--directions: {d!r} has the same source and target language")
+        for lang in (src, tgt):
+            try:
+                language_script(lang)  # the result JSON names it as an MTEB language-script code
+            except InputError as exc:
+                raise InputError(f"--directions {d}: {exc}") from None
     dup = sorted({d for d in parts if parts.count(d) > 1})
     if dup:
         raise InputError(f"--directions: {dup} listed twice")

@@ -1,0 +1,90 @@
+"""MTEB: `backretrieval evaluate`'s result JSON is a valid MTEB result (mteb's own
+`TaskResult.model_validate`), and the Backretrieval MTEB task
+(`backretrieval.evaluation.mteb_task`) runs under `mteb.evaluate` offline with its numbers equal
+to `backretrieval evaluate`'s on the same data and seeds.
+
+The data: the tiny SYNTHETIC dataset of test_evaluate.py with SIMULATED scene features.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backretrieval import cli
+from backretrieval.errors import InputError
+from backretrieval.evaluation import results as R
+from backretrieval.evaluation.run import evaluate_model, parse_directions
+from test_evaluate import NGRAM, NGRAM_TEXT, _eval_args, _kw, syn  # noqa: F401  (syn: the fixture)
+
+
+def _mteb():
+    return pytest.importorskip("mteb", reason="mteb is not installed (pip install -e '.[mteb]')")
+
+
+def test_result_json_is_a_valid_mteb_result(syn, tmp_path, capsys):  # noqa: F811
+    mteb = _mteb()
+    out = tmp_path / "r.json"
+    assert cli.main(_eval_args(syn, out, "--model", NGRAM_TEXT)) == 0
+    capsys.readouterr()
+    raw = json.loads(out.read_text())
+    tr = mteb.TaskResult.model_validate(json.loads(out.read_text()))
+    assert tr.task_name == "Backretrieval" and tr.dataset_revision == raw["dataset"]["content_sha256"]
+    assert tr.mteb_version == mteb.__version__ and tr.evaluation_time == raw["evaluation_time"] > 0
+    assert sorted(tr.hf_subsets) == ["de-en", "en-de"] and sorted(tr.languages) == ["deu", "eng"]
+    want = {e["hf_subset"]: e["metrics"]["bkr_recall"]["mean"] for e in raw["scores"]["test"]}
+    assert tr.get_score() == pytest.approx(sum(want.values()) / 2) == pytest.approx(raw["main_score"])
+    assert tr.get_score(languages=["deu"]) == pytest.approx(sum(want.values()) / 2)
+    entry = {e["hf_subset"]: e for e in tr.scores["test"]}["en-de"]
+    # our extra fields survive validation: per-seed values, CIs, per-query hits
+    assert len(entry["metrics"]["bkr_recall"]["per_seed"]) == 3 and entry["metrics"]["bkr_recall"]["ci_low"] is not None
+    assert len(entry["per_query"]["bkr_hits"]) == 3
+    # and mteb's own loader reads the file
+    assert mteb.TaskResult.from_disk(out, load_historic_data=False).get_score() == pytest.approx(tr.get_score())
+
+
+def test_mteb_rejects_the_old_format(syn):  # noqa: F811
+    """The version-1 layout (scores keyed by direction, languages `en`) is what mteb refused."""
+    mteb = _mteb()
+    from pydantic import ValidationError
+
+    res = R.result_dict(evaluate_model(NGRAM, syn, "en-de", **_kw(seeds=2)))
+    mteb.TaskResult.model_validate(json.loads(json.dumps(res)))
+    old = dict(res, scores=R.scores_by_direction(res))
+    with pytest.raises(ValidationError):
+        mteb.TaskResult.model_validate(json.loads(json.dumps(old)))
+
+
+def test_languages_are_iso_language_script_codes():
+    assert [R.language_script(c) for c in ("en", "de", "ru", "ar", "ja", "zh", "deu")] == [
+        "eng-Latn",
+        "deu-Latn",
+        "rus-Cyrl",
+        "ara-Arab",
+        "jpn-Jpan",
+        "zho-Hans",
+        "deu-Latn",
+    ]
+    pytest.importorskip("mteb", reason="mteb is not installed")
+    from mteb.languages import check_language_code
+
+    for code in R.LANGUAGE_SCRIPTS.values():
+        check_language_code(code)  # mteb's own check of each code in the table
+
+
+def test_unknown_language_fails_before_any_work(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "langcodes", None)  # without the optional package
+    with pytest.raises(InputError, match=r"--directions en-qq: language 'qq': no ISO 639-3 \+ script code"):
+        parse_directions("en-qq")
+
+
+def test_compare_reads_version_1_results(syn, tmp_path):  # noqa: F811
+    """Result files written before the MTEB layout still compare."""
+    from backretrieval.evaluation.compare import compare_results
+
+    res = R.result_dict(evaluate_model(NGRAM, syn, "en-de", **_kw(seeds=2)))
+    old = dict(res, format_version=1, scores=R.scores_by_direction(res))
+    R.write_result(tmp_path / "old.json", old)
+    (c,) = compare_results(R.read_result(tmp_path / "old.json"), res)
+    assert c.diff == 0 and c.n_queries == 100
