@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from backretrieval.errors import InputError  # noqa: E402
+from backretrieval.errors import ConfigError, InputError  # noqa: E402
 from backretrieval.reporting.figures import plot_loss_curves  # noqa: E402
 from backretrieval.study.triplet import (  # noqa: E402
     TripletConfig,
@@ -48,10 +48,16 @@ def triplet_reference(x_rt, x_rb, neg, alpha):
     return torch.stack(terms).mean()
 
 
-def xl_reference(x_rt, x_rb, langs, k):
-    """Eq. 2 item by item, mean over r. N_l(r): the min(K, available) items n != r of language
-    l with the smallest d(x_rb, x_nt), ties to the lower position; the 1/K of the formula is
-    the mean over that set. Returns a differentiable torch scalar."""
+def xl_reference(x_rt, x_rb, langs, k, form="abs"):
+    """Eq. 2 as printed, item by item, mean over r:
+
+        L_XL(r) = sum_{l != l_r} | (1/K) sum_{n in N_l} d(x_rb, x_nt) - (1/K) sum_{n in N_{l_r}} d(x_rb, x_nt) |
+
+    N_l(r): the min(K, available) items n != r of language l with the smallest d(x_rb, x_nt),
+    ties to the lower position; the 1/K of the formula is the mean over that set.
+    ``form="signed"``: the same without the bars (the option, not the paper's formula).
+    Returns a differentiable torch scalar."""
+    bars = torch.abs if form == "abs" else (lambda v: v)
     n = len(langs)
     per_item = []
     for r in range(n):
@@ -61,7 +67,7 @@ def xl_reference(x_rt, x_rb, langs, k):
             return torch.stack([cos_dist(x_rb[r], x_rt[j]) for _, j in cand]).mean()
 
         own = knn_mean(langs[r])
-        per_item.append(sum(knn_mean(lang) - own for lang in sorted(set(langs)) if lang != langs[r]))
+        per_item.append(sum(bars(knn_mean(lang) - own) for lang in sorted(set(langs)) if lang != langs[r]))
     return torch.stack(per_item).mean()
 
 
@@ -127,9 +133,13 @@ def test_xl_loss_hand_computed_k1():
     # r=1 [0,1]:  de titles at 1-1/sqrt2 and 1, en title [1,0] at 1       -> -1/sqrt2
     # r=2 [1,1]:  en titles both at 1-1/sqrt2, de title [-1,0] at 1+1/sqrt2 -> -sqrt2
     # r=3 [-1,0]: en titles at 2 and 1, de title [1,1] at 1+1/sqrt2       -> -1/sqrt2
-    # no absolute value: the mean is negative, -5 / (4 sqrt2)
+    # Eq. 2 as printed takes the absolute value of each difference: mean +5 / (4 sqrt2) = +0.884
     got = float(xl_loss(HAND, HAND, HAND_CODES, k=1))
-    assert got == pytest.approx(-5 / (4 * math.sqrt(2)), abs=1e-12)
+    assert got == pytest.approx(5 / (4 * math.sqrt(2)), abs=1e-12)
+    assert float(xl_reference(HAND, HAND, HAND_CODES.tolist(), 1)) == pytest.approx(got, abs=1e-12)
+    # the signed option (not the paper's) keeps the signs: -0.884
+    signed = float(xl_loss(HAND, HAND, HAND_CODES, k=1, form="signed"))
+    assert signed == pytest.approx(-5 / (4 * math.sqrt(2)), abs=1e-12)
 
 
 def test_xl_loss_fewer_than_k_neighbours_use_the_available_ones():
@@ -139,9 +149,14 @@ def test_xl_loss_fewer_than_k_neighbours_use_the_available_ones():
     # r=1: de mean (1-1/sqrt2 + 1)/2, own 1               -> -1/(2 sqrt2)
     # r=2: en mean 1-1/sqrt2, own 1+1/sqrt2               -> -sqrt2
     # r=3: en mean (2 + 1)/2, own 1+1/sqrt2               -> 1/2 - 1/sqrt2
-    expected = (1 - 2 * math.sqrt(2)) / 4
+    # the terms have mixed signs, so |.| is neither the signed mean nor its negation:
+    # Eq. 2 (absolute values) -> (sqrt2 + 1/sqrt2) / 4 = 3 / (4 sqrt2); signed -> (1 - 2 sqrt2) / 4
+    expected = 3 / (4 * math.sqrt(2))
     assert float(xl_loss(HAND, HAND, HAND_CODES, k=5)) == pytest.approx(expected, abs=1e-12)
     assert float(xl_reference(HAND, HAND, HAND_CODES.tolist(), 5)) == pytest.approx(expected, abs=1e-12)
+    signed = (1 - 2 * math.sqrt(2)) / 4
+    assert float(xl_loss(HAND, HAND, HAND_CODES, k=5, form="signed")) == pytest.approx(signed, abs=1e-12)
+    assert float(xl_reference(HAND, HAND, HAND_CODES.tolist(), 5, "signed")) == pytest.approx(signed, abs=1e-12)
 
 
 def _random_batch(seed, n=26, dim=6, n_langs=4):
@@ -164,11 +179,38 @@ def test_xl_loss_matches_slow_loop(seed, k):
     assert np.bincount(langs).min() < k or k < 5  # some language has fewer than K items at K=5
     rt = torch.from_numpy(x_rt).requires_grad_()
     rb = torch.from_numpy(x_rb).requires_grad_()
-    fast = xl_loss(rt, rb, torch.from_numpy(langs), k=k)
-    slow = xl_reference(rt, rb, langs.tolist(), k)
-    assert fast.item() == pytest.approx(slow.item(), abs=1e-12)
-    for a, b in zip(torch.autograd.grad(fast, (rt, rb)), torch.autograd.grad(slow, (rt, rb))):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+    values = {}
+    for form in ("abs", "signed"):
+        fast = xl_loss(rt, rb, torch.from_numpy(langs), k=k, form=form)
+        slow = xl_reference(rt, rb, langs.tolist(), k, form)
+        assert fast.item() == pytest.approx(slow.item(), abs=1e-12)
+        for a, b in zip(torch.autograd.grad(fast, (rt, rb)), torch.autograd.grad(slow, (rt, rb))):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+        values[form] = fast.item()
+    # the default is the printed (absolute) form, and on these batches the two forms differ
+    assert xl_loss(rt, rb, torch.from_numpy(langs), k=k).item() == values["abs"]
+    assert values["abs"] > abs(values["signed"]) + 1e-3
+
+
+def test_xl_form_is_a_config_option():
+    assert TripletConfig().xl_form == "abs"
+    with pytest.raises(ConfigError, match="xl_form"):
+        TripletConfig(xl_form="absolute").validate()
+    with pytest.raises(InputError, match="form"):
+        xl_loss(HAND, HAND, HAND_CODES, k=1, form="square")
+
+
+def test_relu_reading_is_a_config_option():
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.normal(size=(50, 10)).astype(np.float32))
+    hidden = build_head(10, TripletConfig(hidden=16, out_dim=8))
+    both = build_head(10, TripletConfig(hidden=16, out_dim=8, relu="both"))
+    assert TripletConfig().relu == "hidden"
+    # same seed, same weights: "both" is "hidden" followed by a ReLU on the output
+    assert torch.equal(both(x), hidden(x).relu())
+    assert bool((hidden(x) < 0).any())  # Linear -> ReLU -> Linear: outputs of either sign
+    with pytest.raises(ConfigError, match="relu"):
+        TripletConfig(relu="all").validate()
 
 
 def test_xl_loss_ties_go_to_the_lower_position():
@@ -206,14 +248,17 @@ def test_xl_larger_when_one_language_sits_apart():
     base_t = rng.normal(size=(n, 8))
     base_b = base_t + 0.3 * rng.normal(size=(n, 8))
     codes = torch.from_numpy(langs)
-    # mixed: the three languages are samples of one distribution
-    mixed = float(xl_loss(torch.from_numpy(base_t), torch.from_numpy(base_b), codes, k=5))
-    # apart: language 2 (titles and bodies) is moved far away along a new axis
     far = np.zeros((n, 8))
     far[langs == 2, 0] = 10.0
-    apart = float(xl_loss(torch.from_numpy(base_t + far), torch.from_numpy(base_b + far), codes, k=5))
-    assert apart > mixed + 0.5
-    assert abs(mixed) < 0.2
+    for form in ("abs", "signed"):
+        # mixed: the three languages are samples of one distribution
+        mixed = float(xl_loss(torch.from_numpy(base_t), torch.from_numpy(base_b), codes, k=5, form=form))
+        # apart: language 2 (titles and bodies) is moved far away along a new axis
+        apart = float(xl_loss(torch.from_numpy(base_t + far), torch.from_numpy(base_b + far), codes, k=5, form=form))
+        assert apart > mixed + 0.4, form
+        assert apart > 2.5 * abs(mixed), form
+    # signed, the sampling noise of the neighbour means cancels; with |.| it adds up (still small)
+    assert abs(float(xl_loss(torch.from_numpy(base_t), torch.from_numpy(base_b), codes, k=5, form="signed"))) < 0.2
 
 
 def test_gradients_reach_both_layers():
@@ -326,9 +371,9 @@ def test_batches_hold_every_language(monkeypatch):
     seen = []
     real = tr.xl_loss
 
-    def spy(*args):  # records the language codes of every batch the XL term sees
-        seen.append(tuple(np.bincount(args[-2].numpy(), minlength=3)))
-        return real(*args)
+    def spy(x_rt, x_rb, codes, *args):  # records the language codes of every batch the XL term sees
+        seen.append(tuple(np.bincount(codes.numpy(), minlength=3)))
+        return real(x_rt, x_rb, codes, *args)
 
     monkeypatch.setattr(tr, "xl_loss", spy)
     cfg = TripletConfig(seed=0, **{**SMALL, "epochs": 2, "batch_size": 32})

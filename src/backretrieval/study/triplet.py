@@ -1,10 +1,17 @@
 """TRIPLET / TRIPLETXL heads on frozen base-encoder embeddings (the paper's case study, Sec. 3.2).
 
-A *Siamese* two-layer MLP ``f`` (Linear → ReLU → Linear, weights shared between the two
-inputs) maps a frozen title embedding and a frozen body embedding of the same item to
+A *Siamese* two-layer MLP ``f`` (weights shared between the two inputs) maps a frozen title embedding and a frozen body embedding of the same item to
 ``x_rt = f(title)`` and ``x_rb = f(body)`` (``out_dim`` = 300, as in the paper; the hidden
 width is not given in the paper, we use ``hidden`` = 512 by default). The evaluated
 representation is ``concat(x_rt, x_rb)``. ``d`` is the cosine distance ``1 - cos``.
+
+The paper's "two dense layers with ReLU activations" has two readings (``relu``):
+
+* ``hidden`` (default): Linear → ReLU → Linear, the usual MLP head; the 300-d outputs are
+  unconstrained, so cosine distances span [0, 2];
+* ``both``: Linear → ReLU → Linear → ReLU, a ReLU after each dense layer; the outputs are
+  non-negative, so every cosine distance lies in [0, 1] (and a unit that is negative for
+  every input is dead in the representation).
 
 TRIPLET (Eq. 1), averaged over the items ``r`` of a mini-batch::
 
@@ -16,14 +23,17 @@ with ``n = neg[r]`` a random *other* item of the same mini-batch (never ``r``; s
 TRIPLETXL (Eq. 2) adds a language-mixing term, ``L = L_triplet + beta * L_XL`` with, for an
 item ``r`` of language ``l_r``::
 
-    L_XL(r) = sum_{l != l_r} [ (1/K) sum_{n in N_l(r)} d(x_rb, x_nt)
-                               - (1/K) sum_{n in N_{l_r}(r)} d(x_rb, x_nt) ]
+    L_XL(r) = sum_{l != l_r} | (1/K) sum_{n in N_l(r)} d(x_rb, x_nt)
+                               - (1/K) sum_{n in N_{l_r}(r)} d(x_rb, x_nt) |
 
 ``N_l(r)``: the ``K`` items of language ``l`` whose *titles* ``x_nt`` are nearest (by ``d``)
 to ``r``'s *body* ``x_rb``; ``r`` itself is never its own neighbour. ``L_XL(r)`` is large when
 r's nearest titles of other languages are much farther than its nearest titles of its own
-language (languages form separate clusters), and it has no absolute value: it may be
-negative. Choices where the paper leaves the details open (:func:`xl_loss`):
+language (languages form separate clusters), and, by the absolute value printed in Eq. 2, also
+when they are much nearer: it is zero only when every language's neighbours are as near as
+r's own. ``xl_form: signed`` (off by default, not the paper's) drops the absolute value, so a
+term is negative when the other language's neighbours are the nearer ones and only separated
+languages are penalised. Choices where the paper leaves the details open (:func:`xl_loss`):
 
 * neighbours are searched **within the mini-batch**, and batches are **language-stratified**
   (every batch holds a share of every training language, :func:`train_heads`), so every term
@@ -64,6 +74,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 HEAD_FORMAT_VERSION = 1
 
+#: readings of "two dense layers with ReLU activations": ReLU after the hidden layer only, or after both
+RELU_FORMS = ("hidden", "both")
+#: L_XL with the absolute value printed in Eq. 2 (default) or without it
+XL_FORMS = ("abs", "signed")
+
 
 @dataclass(frozen=True)
 class TripletConfig:
@@ -76,6 +91,8 @@ class TripletConfig:
     k: int = 5  # neighbours in L_XL
     batch_size: int = 128
     hidden: int = 512  # hidden width of the 2-layer MLP (not stated in the paper)
+    relu: str = "hidden"  # "hidden": Linear-ReLU-Linear; "both": a ReLU after each layer
+    xl_form: str = "abs"  # "abs": Eq. 2 as printed; "signed": without the absolute value
     out_dim: int = 300  # per-field output; the evaluated representation is 2 * out_dim
     val_fraction: float = 0.1
     seed: int = 0
@@ -93,6 +110,8 @@ class TripletConfig:
             (self.hidden >= 1 and self.out_dim >= 1, "hidden and out_dim must be >= 1"),
             (0 < self.val_fraction < 1, "val_fraction must be in (0, 1)"),
             (self.patience is None or self.patience >= 1, "patience must be >= 1 or None"),
+            (self.relu in RELU_FORMS, f"relu must be one of {RELU_FORMS}"),
+            (self.xl_form in XL_FORMS, f"xl_form must be one of {XL_FORMS}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -138,7 +157,7 @@ def _build_head(in_dim: int, config: TripletConfig) -> torch.nn.Module:
     from torch import nn
 
     class SiameseHead(nn.Module):
-        """Two-layer MLP with ReLU, shared by title and body inputs."""
+        """Two-layer MLP with ReLU (after the hidden layer, or after both), shared by title and body."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -146,7 +165,8 @@ def _build_head(in_dim: int, config: TripletConfig) -> torch.nn.Module:
             self.layer2 = nn.Linear(config.hidden, config.out_dim)
 
         def forward(self, x):  # type: ignore[no-untyped-def]
-            return self.layer2(self.layer1(x).relu())
+            out = self.layer2(self.layer1(x).relu())
+            return out.relu() if config.relu == "both" else out
 
     return SiameseHead()
 
@@ -196,8 +216,13 @@ def triplet_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, neg_index: torch.Tensor
     return torch.clamp(pos - neg + alpha, min=0.0).mean()
 
 
-def xl_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k: int) -> torch.Tensor:
+def xl_loss(
+    x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k: int, form: str = "abs"
+) -> torch.Tensor:
     """Eq. 2: ``mean_r L_XL(r)`` over the batch (see the module docstring for the formula).
+
+    ``form``: ``"abs"`` (default) is Eq. 2 as printed, the sum over other languages of the
+    absolute difference of the two neighbour means; ``"signed"`` drops the absolute value.
 
     ``x_rt``/``x_rb``: (n, dim) title/body outputs of the head for the n batch items;
     ``lang_codes``: (n,) integer language of each item. Neighbours are searched among the
@@ -216,6 +241,8 @@ def xl_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k:
         )
     if k < 1:
         raise InputError(f"xl_loss: k must be >= 1, got {k}")
+    if form not in XL_FORMS:
+        raise InputError(f"xl_loss: form must be one of {XL_FORMS}, got {form!r}")
     codes_cpu = lang_codes.detach().to("cpu", torch.int64)
     langs, counts = torch.unique(codes_cpu, sorted=True, return_counts=True)
     if len(langs) < 2:
@@ -245,14 +272,17 @@ def xl_loss(x_rt: torch.Tensor, x_rb: torch.Tensor, lang_codes: torch.Tensor, k:
     own_col = torch.searchsorted(langs.to(device), codes)
     own = m.gather(1, own_col[:, None])
     other = torch.arange(len(langs), device=device)[None, :] != own_col[:, None]
-    per_item = torch.where(other, m - own, torch.zeros_like(m)).sum(dim=1)  # L_XL(r)
+    diff = m - own
+    if form == "abs":
+        diff = diff.abs()
+    per_item = torch.where(other, diff, torch.zeros_like(m)).sum(dim=1)  # L_XL(r)
     return per_item.mean()
 
 
 def _objective(model, t, b, codes, neg, config: TripletConfig, xl: bool):  # type: ignore[no-untyped-def]
     x_rt, x_rb = model(t), model(b)
     lt = triplet_loss(x_rt, x_rb, neg, config.alpha)
-    lx = xl_loss(x_rt, x_rb, codes, config.k) if xl else lt.new_zeros(())
+    lx = xl_loss(x_rt, x_rb, codes, config.k, config.xl_form) if xl else lt.new_zeros(())
     return lt + config.beta * lx, lt, lx
 
 
