@@ -134,18 +134,57 @@ def test_max_train_items_is_per_language_on_a_non_parallel_corpus(tmp_path):
     assert set(other[other.split == "train"]["item_id"]) != set(train["item_id"])
 
 
-def test_max_train_items_keeps_the_same_ids_in_a_parallel_corpus(tmp_path):
+def _parallel(root, n_train=30, n_eval=6):
     rows = [
-        (f"it{i:03d}", lang, f"img{i}", f"{lang} {i}", "", "train" if i < 30 else "test")
+        (f"it{i:03d}", lang, f"img{i}", f"{lang} {i}", "", "train" if i < n_train else "test")
         for lang in ("en", "de", "fr")
-        for i in range(36)
+        for i in range(n_train + n_eval)
     ]
-    ds = _dataset(tmp_path / "par", rows)
-    items = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=10, eval_splits=["test"])))
+    return _dataset(root, rows)
+
+
+def test_training_items_differ_between_languages_by_default(tmp_path):
+    # the paper's training recipes are different in every language: on a parallel corpus each
+    # item trains in one language only, dealt evenly (30 items -> 10 per language), seeded
+    ds = _parallel(tmp_path / "par")
+    c = cs.case_cfg(_cfg(eval_splits=["test"]))
+    assert c["train_items"] == "disjoint"
+    items = cs.case_items(ds, c)
+    train = items[items.split == "train"]
+    per_lang = {lang: set(g["item_id"]) for lang, g in train.groupby("lang")}
+    assert {lang: len(v) for lang, v in per_lang.items()} == {"de": 10, "en": 10, "fr": 10}
+    assert set.union(*per_lang.values()) == {f"it{i:03d}" for i in range(30)}  # a partition
+    assert not (per_lang["en"] & per_lang["de"] or per_lang["en"] & per_lang["fr"] or per_lang["de"] & per_lang["fr"])
+    # the evaluation items are untouched (every language keeps all of them)
+    assert (items[items.split == "test"].groupby("lang").size() == 6).all()
+    # seeded: reproducible, and another seed deals other items
+    pd.testing.assert_frame_equal(items, cs.case_items(ds, c))
+    other = cs.case_items(ds, cs.case_cfg(_cfg(eval_splits=["test"], train_items_seed=1)))
+    assert set(other[(other.split == "train") & (other.lang == "en")]["item_id"]) != per_lang["en"]
+    # the cap applies to each language's own share
+    capped = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=4, eval_splits=["test"])))
+    capped_train = capped[capped.split == "train"]
+    assert capped_train.groupby("lang").size().to_dict() == {"de": 4, "en": 4, "fr": 4}
+    assert capped_train["item_id"].is_unique
+
+
+def test_disjoint_training_items_leave_a_non_parallel_corpus_alone(tmp_path):
+    ds = _non_parallel(tmp_path / "np")
+    c = cs.case_cfg(_cfg(eval_splits=["test"]))
+    shared = cs.case_items(ds, cs.case_cfg(_cfg(eval_splits=["test"], train_items="shared")))
+    pd.testing.assert_frame_equal(cs.case_items(ds, c), shared)
+
+
+def test_shared_training_items_keep_the_same_ids_in_a_parallel_corpus(tmp_path):
+    # the old behaviour, as the named option train_items: shared (a parallel training corpus)
+    ds = _parallel(tmp_path / "par")
+    items = cs.case_items(ds, cs.case_cfg(_cfg(max_train_items=10, eval_splits=["test"], train_items="shared")))
     train = items[items.split == "train"]
     per_lang = {lang: set(g["item_id"]) for lang, g in train.groupby("lang")}
     assert all(len(v) == 10 for v in per_lang.values())
     assert per_lang["en"] == per_lang["de"] == per_lang["fr"]
+    with pytest.raises(ConfigError, match="train_items"):
+        cs.case_cfg(_cfg(train_items="parallel"))
 
 
 def test_case_items_names_a_language_without_items(tmp_path):

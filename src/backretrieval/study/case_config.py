@@ -10,6 +10,11 @@ HEADS = ("triplet", "tripletxl")
 
 HEAD_LABEL = {"triplet": "TRIPLET", "tripletxl": "TRIPLETXL"}
 
+#: ``case_study.train_items`` (first = default): ``disjoint`` gives each language different
+#: training items, as the paper's corpus has different recipes per language; ``shared`` keeps
+#: every language's text of an item, i.e. trains on a parallel corpus when the data is one.
+TRAIN_ITEMS = ("disjoint", "shared")
+
 
 def case_cfg(cfg: dict) -> dict:
     cs = dict(cfg.get("case_study") or {})
@@ -26,6 +31,8 @@ def case_cfg(cfg: dict) -> dict:
         for e in names:
             if e not in cfg["encoders"]:
                 raise ConfigError(f"field 'case_study.{field}': encoder {e!r} is not a key of 'encoders'")
+    if cs.get("train_items", TRAIN_ITEMS[0]) not in TRAIN_ITEMS:
+        raise ConfigError(f"field 'case_study.train_items': must be one of {list(TRAIN_ITEMS)}")
     hb = cs.get("head_base", "auto")
     if hb != "auto" and hb not in cs.get("base_encoders", []):
         raise ConfigError("field 'case_study.head_base': must be 'auto' or one of case_study.base_encoders")
@@ -36,6 +43,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("train_corpus", None)
     cs.setdefault("eval_splits", ["val", "test"])
     cs.setdefault("max_train_items", None)
+    cs.setdefault("train_items", TRAIN_ITEMS[0])
     cs.setdefault("train_items_seed", 0)
     cs.setdefault("sample_size", 200)
     cs.setdefault("seeds", [0, 1, 2, 3, 4])

@@ -15,9 +15,13 @@ from .. import stats
 from ..data.prepared import load_items
 from ..errors import InputError
 from ..metrics.kernels import normalize
-from .case_config import HEAD_LABEL, HEADS, case_cfg, directions, human_cfg, models
+from .case_config import HEAD_LABEL, HEADS, TRAIN_ITEMS, case_cfg, directions, human_cfg, models
 
 __all__ = ["HEADS", "HEAD_LABEL", "case_cfg", "case_items", "directions", "human_cfg", "models", "table2"]
+
+
+def _item_key(seed: int, item_id: object) -> str:
+    return hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
 
 
 def _cap_per_language(train: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
@@ -28,9 +32,33 @@ def _cap_per_language(train: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
     its own ids and the seed; on a parallel corpus (the same item_id in several languages)
     every language keeps the same ids, on a non-parallel one each language its own share.
     """
-    key = train["item_id"].map(lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    key = train["item_id"].map(lambda i: _item_key(seed, i))
     ranked = train.assign(_key=key).sort_values(["lang", "_key", "item_id"], kind="stable")
     return ranked.groupby("lang", sort=False).head(int(cap)).drop(columns="_key")
+
+
+def _disjoint_by_language(train: pd.DataFrame, languages: list[str], seed: int) -> pd.DataFrame:
+    """Each item id kept in one language only, so no two languages train on the same item.
+
+    The distinct item ids are taken in the order of their key ``sha256(f"{seed}:{item_id}")``
+    (ties: the smaller id); each goes to the language, among those that have a text of it, that
+    has been given the fewest items so far (ties: the earlier language in ``languages``). On a
+    parallel corpus the items are dealt round-robin, so each language gets about 1/L of them;
+    on a non-parallel corpus (every id in one language) nothing changes.
+    """
+    order = {lang: i for i, lang in enumerate(languages)}
+    have: dict[object, list[str]] = {}
+    for item_id, lang in zip(train["item_id"], train["lang"]):
+        have.setdefault(item_id, []).append(lang)
+    ids = sorted(have, key=lambda i: (_item_key(seed, i), str(i)))
+    given = dict.fromkeys(languages, 0)
+    owner = {}
+    for item_id in ids:
+        lang = min(have[item_id], key=lambda lg: (given[lg], order[lg]))
+        owner[item_id] = lang
+        given[lang] += 1
+    keep = [owner[i] == lang for i, lang in zip(train["item_id"], train["lang"])]
+    return train[np.array(keep, dtype=bool)]
 
 
 # -------------------------------------------------------------------------------------------
@@ -41,9 +69,11 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     """The case-study items: training items (capped per language) + evaluation items.
 
     Training items come from ``case_study.train_corpus`` (a prepared, possibly text-only
-    dataset) when set, else from the main dataset's ``train_splits``. ``max_train_items``
-    caps each language separately (:func:`_cap_per_language`, seed ``train_items_seed``).
-    Every case-study language needs training and evaluation items.
+    dataset) when set, else from the main dataset's ``train_splits``. With ``train_items:
+    disjoint`` (default) each item id trains in one language only
+    (:func:`_disjoint_by_language`); ``shared`` keeps all its languages. ``max_train_items``
+    then caps each language separately (:func:`_cap_per_language`); both use the seed
+    ``train_items_seed``. Every case-study language needs training and evaluation items.
     """
     items = load_items(dataset)
     items = items[items["lang"].isin(cs["languages"])]
@@ -58,9 +88,15 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     else:
         source = Path(dataset)
         train = items[items["split"].isin(cs["train_splits"])]
+    mode = cs.get("train_items", TRAIN_ITEMS[0])
+    if mode not in TRAIN_ITEMS:
+        raise InputError(f"case_study.train_items: expected one of {list(TRAIN_ITEMS)}, got {mode!r}")
+    seed = int(cs.get("train_items_seed", 0))
+    if mode == "disjoint":
+        train = _disjoint_by_language(train, list(cs["languages"]), seed)
     cap = cs.get("max_train_items")
     if cap:
-        train = _cap_per_language(train, int(cap), int(cs.get("train_items_seed", 0)))
+        train = _cap_per_language(train, int(cap), seed)
     ev = items[items["split"].isin(cs["eval_splits"])]
     for name, part, where, splits in (
         ("training", train, source, cs["train_splits"]),
