@@ -7,7 +7,8 @@ data as deps, the whole config file as params (so `dvc exp run -S key=value` wor
 outs every file the Snakemake DAG writes for that config, taken from `snakemake --summary`:
 ``artifacts/<run>`` and the prepared datasets (cached: versioned, pushable), the committed
 reports (``cache: false``), the metrics JSONs as ``metrics:`` and the plot data as
-``plots:``. Logs, benchmarks and the embedding cache are not outs (not deterministic /
+``plots:``; the case study's training curves (per-epoch loss histories inside
+``artifacts/<run>``) are top-level ``plots:``. Logs, benchmarks and the embedding cache are not outs (not deterministic /
 a side store).
 
 The run configs are listed in scripts/dvc_runs.yaml (`stages:`); every config/*.yaml that is
@@ -118,15 +119,29 @@ def stage(config_path: str) -> tuple[str, dict]:
     run = cfg["run_name"]
     artifacts = layout.artifacts_root(cfg).as_posix()
     reports = Path(cfg["reports_dir"])
-    metrics = {layout.report_paths(cfg)["metrics"]}
-    plots: dict[Path, dict] = {
-        layout.report_paths(cfg)["fig2_csv"]: {
-            "x": "xlr_recall",
-            "y": "bkr_recall",
-            "template": "scatter",
-            "title": "XLR vs BkR per encoder (figure seed)",
-        },
-    }
+    parallel = layout.dataset_parallel(cfg)
+    report_paths = layout.report_paths(cfg, parallel)
+    metrics = {report_paths["metrics"]}
+    plots: dict[Path, dict] = (
+        {
+            report_paths["fig2_csv"]: {
+                "x": "xlr_recall",
+                "y": "bkr_recall",
+                "template": "scatter",
+                "title": "XLR vs BkR per encoder (figure seed)",
+            },
+        }
+        if parallel
+        else {  # no XLR without parallel texts: BkR per encoder
+            report_paths["ranking"]: {
+                "x": "bkr_recall",
+                "y": "encoder",
+                "template": "bar_horizontal",
+                "title": "BkR Recall@k per encoder (mean over directions and seeds)",
+            },
+            report_paths["bkr_png"]: {},
+        }
+    )
     if cfg.get("case_study"):
         metrics |= {layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]}
         plots[layout.case_report_paths(cfg)["fig3_png"]] = {}
@@ -160,6 +175,28 @@ def stage(config_path: str) -> tuple[str, dict]:
         "plots": [{p: {"cache": False, **plots[Path(p)]}} for p in sorted(plot_outs)],
     }
     return run, body
+
+
+def training_curves(config_path: str) -> list[dict]:
+    """Top-level ``plots:`` of the case study's training curves (the heads' per-epoch loss
+    histories, files inside the cached ``artifacts/<run>``), so `dvc plots diff` shows them."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from backretrieval.config import load_config
+    from backretrieval.steps import layout
+
+    cfg = load_config(ROOT / config_path)
+    if not cfg.get("case_study"):
+        return []
+    return [
+        {
+            f"{cfg['run_name']} {head} training loss": {
+                "template": "linear",
+                "x": "epoch",
+                "y": {layout.head_paths(cfg, head)["history"].as_posix(): ["train_loss", "val_loss"]},
+            }
+        }
+        for head in layout.HEADS
+    ]
 
 
 def findings_stage(config_path: str) -> tuple[str, dict]:
@@ -216,7 +253,11 @@ def generate(configs: list[str], findings: list[str] = ()) -> str:
                 )
             owner[path] = name
         stages[name] = body
-    return HEADER + yaml.safe_dump({"stages": stages}, sort_keys=False, default_flow_style=False, width=100)
+    doc: dict = {"stages": stages}
+    curves = [p for c in configs for p in training_curves(c)]
+    if curves:
+        doc["plots"] = curves
+    return HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
 
 
 def listed_runs() -> tuple[list[str], list[str]]:
