@@ -3,7 +3,7 @@
 Everything here is *synthetic*: simple cartoon scenes drawn with Pillow (objects of 10 kinds in
 8 colours, 1-4 of them, small or large, left/centre/right, on one of 6 backgrounds, optionally a
 second group of objects) and template-generated captions in English, German, French, Spanish,
-Russian and Arabic. It exists so that the whole pipeline runs offline for tests and demos; it is
+Russian, Arabic and Indonesian. It exists so that the whole pipeline runs offline for tests and demos; it is
 NOT a benchmark of real-world quality and numbers computed on it say nothing about real data.
 
 Design choices that make it useful for Backretrieval anyway:

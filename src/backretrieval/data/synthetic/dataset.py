@@ -83,7 +83,7 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
 def generate(
     out_dir: str | Path,
     n_items: int = 2400,
-    languages: Sequence[str] = ("en", "de", "fr", "es", "ru", "ar"),
+    languages: Sequence[str] = SUPPORTED_LANGUAGES,
     seed: int = 0,
     image_size: int = 160,
 ) -> None:
