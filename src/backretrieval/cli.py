@@ -203,17 +203,18 @@ def cmd_metrics_gather(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .steps.layout import REPORT_FILES
+    from .steps.layout import BKR_REPORT_FILES, REPORT_FILES
     from .steps.report import build_report
 
     text = _grid(args.text, "--text", ("--encoders", args.encoders), ("--languages", args.languages))
+    names = [n for n in {**REPORT_FILES, **BKR_REPORT_FILES} if getattr(args, n) is not None]
     build_report(
         metrics_files=[Path(p) for p in args.metrics_csv],
         dataset=Path(args.dataset),
         text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
         settings=args.settings,
-        correlations_out=Path(args.correlations),
-        out=_outputs(args, REPORT_FILES),
+        correlations_out=Path(args.correlations) if args.correlations else None,
+        out=_outputs(args, names),
     )
     return 0
 
@@ -762,7 +763,7 @@ def _add_findings_b(add) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .steps.layout import CASE_REPORT_FILES, REPORT_FILES
+    from .steps.layout import BKR_REPORT_FILES, CASE_REPORT_FILES, REPORT_FILES
 
     p = argparse.ArgumentParser(prog="backretrieval", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"backretrieval {__version__}")
@@ -925,15 +926,33 @@ def build_parser() -> argparse.ArgumentParser:
     req(sp, "--out", "output: tidy metrics CSV", metavar="FILE")
     req(sp, "--ranks", "output: per-query ranks npz (<out stem>.ranks.npz)", metavar="FILE")
 
-    sp = add("report", cmd_report, "correlations, significance, Table 1, Figure 2, metrics.json")
-    files(sp, "--metrics-csv", "inputs: the tidy metrics CSVs of every direction")
+    sp = add(
+        "report",
+        cmd_report,
+        "correlations, significance, Table 1, Figure 2, metrics.json; on a dataset without parallel "
+        "texts: BkR with CIs, ranking, pairwise tests, random baseline (no XLR)",
+    )
+    files(sp, "--metrics-csv", "inputs: the tidy metrics CSVs of every direction (ranks npz beside each)")
     dataset(sp)
     req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
     req(sp, "--languages", "languages", nargs="+", metavar="LANG")
     files(sp, "--text", "inputs: per encoder the text npz of every language (read to list skipped encoders)")
     req(sp, "--settings", "report settings (steps.settings.report_settings) as JSON", type=_json_object, metavar="JSON")
-    req(sp, "--correlations", "output: correlations CSV (per direction and seed)", metavar="FILE")
-    named_outputs(sp, REPORT_FILES, "report file")
+    # which outputs are needed depends on the dataset (parallel or not): the step checks them
+    sp.add_argument(
+        "--correlations", help="output (parallel data): correlations CSV (per direction and seed)", metavar="FILE"
+    )
+    for name in {**REPORT_FILES, **BKR_REPORT_FILES}:
+        kind = (
+            "parallel data"
+            if name not in BKR_REPORT_FILES
+            else "non-parallel data"
+            if name not in REPORT_FILES
+            else "both"
+        )
+        sp.add_argument(
+            "--" + name.replace("_", "-"), help=f"output ({kind}): report file '{name}'", dest=name, metavar="FILE"
+        )
 
     sp = add("case-embed", cmd_case_embed, "case study: title/body embeddings of one encoder")
     case(sp)

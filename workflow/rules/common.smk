@@ -43,7 +43,11 @@ LOGS = str(layout.logs_root(config))
 # all tracked files also write an untracked completion flag here, and `all` targets the
 # flags, so `snakemake` on a fresh clone runs the pipeline instead of "Nothing to be done".
 FLAGS = str(layout.flags_root(config))
-REPORTS = {name: str(p) for name, p in layout.report_paths(config).items()}
+# Whether the dataset has parallel texts (known at parse time: layout.dataset_parallel). Without
+# them there is no XLR, and the report rule writes the BkR report (layout.BKR_REPORT_FILES)
+# instead of Table 1, Figure 2 and the correlations.
+PARALLEL = layout.dataset_parallel(config)
+REPORTS = {name: str(p) for name, p in layout.report_paths(config, PARALLEL).items()}
 CONDA_ENV = "../envs/backretrieval.yaml"
 # torch/BLAS threads of every model job: a fixed setting, never the cores a job was given, so
 # `--cores 1` and `--cores 8` produce the same bytes (a model's float reductions may depend on

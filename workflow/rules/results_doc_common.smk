@@ -24,7 +24,7 @@ def results_doc_runs():
 
 def results_doc_reports(wildcards):
     """The report files the document reads: those that exist, and this config's own reports."""
-    own = {REPORTS["metrics"], REPORTS["table1"]}
+    own = {REPORTS["metrics"], REPORTS.get("table1")}
     files = []
     for _, reports_dir in results_doc_runs():
         for rel in RESULTS_DOC_READS:

@@ -14,10 +14,12 @@ field and the image backbone; otherwise :class:`~backretrieval.errors.InputError
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import stats
 from ..errors import InputError
@@ -132,11 +134,29 @@ def compare_results(
     if la == lb:
         la, lb = f"{la} (A)", f"{lb} (B)"
     common = check_comparable(a, b, la, lb)
+    hits_a = {d: _pooled_hits(a, d, la) for d in common}
+    hits_b = {d: _pooled_hits(b, d, lb) for d in common}
+    return compare_hits(hits_a, hits_b, label_a=la, label_b=lb, n_seeds=len(a["protocol"]["seeds"]), B=B, seed=seed)
+
+
+def compare_hits(
+    hits_a: Mapping[str, np.ndarray],
+    hits_b: Mapping[str, np.ndarray],
+    *,
+    label_a: str,
+    label_b: str,
+    n_seeds: int,
+    B: int = 1000,
+    seed: int = 0,
+) -> list[Comparison]:
+    """One :class:`Comparison` per direction of ``hits_a`` (in its order) from the per-query
+    BkR hits of two encoders, pooled over seeds and paired by query: McNemar exact, Holm-adjusted
+    across the directions, and the paired bootstrap of the difference."""
     raw = []
-    for d in common:
-        ha, hb = _pooled_hits(a, d, la), _pooled_hits(b, d, lb)
+    for d, ha in hits_a.items():
+        hb = hits_b[d]
         if ha.shape != hb.shape:
-            raise InputError(f"{la} and {lb}: {ha.size} vs {hb.size} per-query hits for {d}")
+            raise InputError(f"{label_a} and {label_b}: {ha.size} vs {hb.size} per-query hits for {d}")
         mc = stats.mcnemar_exact(ha, hb)
         bs = stats.paired_bootstrap_diff(ha, hb, B=B, seed=seed)
         raw.append((d, ha, hb, mc, bs))
@@ -146,8 +166,8 @@ def compare_results(
         out.append(
             Comparison(
                 direction=d,
-                model_a=la,
-                model_b=lb,
+                model_a=label_a,
+                model_b=label_b,
                 bkr_a=float(ha.mean()),
                 bkr_b=float(hb.mean()),
                 diff=bs.diff,
@@ -157,12 +177,82 @@ def compare_results(
                 mcnemar_p=mc.pvalue,
                 mcnemar_p_adjusted=float(p_adj),
                 n_queries=int(ha.size),
-                n_seeds=len(a["protocol"]["seeds"]),
+                n_seeds=n_seeds,
                 n10=int(mc.extra["n10"]),
                 n01=int(mc.extra["n01"]),
             )
         )
     return out
+
+
+#: columns of :func:`pairwise_comparisons`
+PAIRWISE_COLUMNS = [
+    "direction",
+    "encoder_a",
+    "encoder_b",
+    "bkr_a",
+    "bkr_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "bootstrap_p",
+    "mcnemar_p",
+    "mcnemar_p_holm",
+    "holm_family",
+    "n_queries",
+    "n10",
+    "n01",
+]
+
+
+def pairwise_comparisons(
+    hits: Mapping[str, Mapping[str, np.ndarray]], *, n_seeds: int, B: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """Every pair of encoders (``hits[encoder][direction]``: per-query BkR hits pooled over
+    seeds; pairs in the order of ``hits``, A before B) compared on paired hits.
+
+    Rows with ``direction == "all"``: the hits pooled over every direction, McNemar p
+    Holm-adjusted across the pairs (the ranking's tests). One row per direction: the
+    :func:`compare_hits` of the pair (what ``backretrieval compare`` prints for two results),
+    Holm-adjusted across that pair's directions. Columns: :data:`PAIRWISE_COLUMNS`.
+    """
+    encoders = list(hits)
+    pairs = [(a, b) for i, a in enumerate(encoders) for b in encoders[i + 1 :]]
+    pooled = []
+    for a, b in pairs:
+        dirs = list(hits[a])
+        cat_a = np.concatenate([hits[a][d] for d in dirs])
+        cat_b = np.concatenate([hits[b][d] for d in dirs])
+        pooled.append(
+            compare_hits({"all": cat_a}, {"all": cat_b}, label_a=a, label_b=b, n_seeds=n_seeds, B=B, seed=seed)[0]
+        )
+    across_pairs = stats.adjust_pvalues(np.array([c.mcnemar_p for c in pooled]), method="holm") if pooled else []
+    rows = []
+    for (a, b), c, p_holm in zip(pairs, pooled, across_pairs):
+        rows.append(_pair_row(c, float(p_holm), "pairs"))
+        for cd in compare_hits(hits[a], hits[b], label_a=a, label_b=b, n_seeds=n_seeds, B=B, seed=seed):
+            rows.append(_pair_row(cd, cd.mcnemar_p_adjusted, "directions of the pair"))
+    return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
+
+
+def _pair_row(c: Comparison, p_holm: float, family: str) -> dict[str, Any]:
+    return dict(
+        direction=c.direction,
+        encoder_a=c.model_a,
+        encoder_b=c.model_b,
+        bkr_a=c.bkr_a,
+        bkr_b=c.bkr_b,
+        diff=c.diff,
+        ci_low=c.ci_low,
+        ci_high=c.ci_high,
+        bootstrap_p=c.bootstrap_p,
+        mcnemar_p=c.mcnemar_p,
+        mcnemar_p_holm=p_holm,
+        holm_family=family,
+        n_queries=c.n_queries,
+        n10=c.n10,
+        n01=c.n01,
+    )
 
 
 def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -> str:

@@ -1,4 +1,5 @@
-"""Figures: Figure 2 (XLR vs BkR per encoder), Figure 3 (case-study BkR per model across
+"""Figures: Figure 2 (XLR vs BkR per encoder), BkR per encoder with CIs (data without
+parallel texts), Figure 3 (case-study BkR per model across
 language pairs) and the heads' loss curves; written atomically with reproducible bytes."""
 
 from __future__ import annotations
@@ -90,6 +91,50 @@ def fig2_scatter(
         ax.set_title(d.replace("-", "→"), fontsize=9)
         ax.set_xlabel("XLR (Recall@10)")
         ax.set_ylabel("BkR (Recall@10)")
+    for ax in list(axes.flat)[len(directions) :]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    written = save_figure(fig, out_base)
+    plt.close(fig)
+    return written
+
+
+def bkr_bars(
+    cis: pd.DataFrame, order: list[str], baseline_label: str, k: int, out_base: Path, title: str
+) -> list[Path]:
+    """BkR Recall@k per encoder (bars, ``order`` top to bottom) with its CI over seeds, one panel
+    per direction, the random baseline (``baseline_label`` rows of ``cis``) as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    rec = cis[cis["metric"] == "bkr_recall"]
+    directions = _direction_order(rec["direction"].unique().tolist())
+    ncol = min(4, len(directions))
+    nrow = math.ceil(len(directions) / ncol)
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(3.4 * ncol, 0.45 * len(order) * nrow + 1.2), squeeze=False, sharex=True
+    )
+    colors = dict(zip(order, sns.color_palette("tab10" if len(order) <= 10 else "tab20", len(order))))
+    for ax, d in zip(axes.flat, directions):
+        f = rec[rec["direction"] == d].set_index("encoder")
+        encs = [e for e in order if e in f.index]
+        y = np.arange(len(encs))
+        mean = f.loc[encs, "mean"].to_numpy(float)
+        err = np.vstack([mean - f.loc[encs, "ci_low"].to_numpy(float), f.loc[encs, "ci_high"].to_numpy(float) - mean])
+        ax.barh(y, mean, xerr=err, color=[colors[e] for e in encs], capsize=3, height=0.6)
+        ax.set_yticks(y, encs, fontsize=7)
+        ax.invert_yaxis()
+        if baseline_label in f.index:
+            ax.axvline(float(f.loc[baseline_label, "mean"]), color="grey", linestyle="--", linewidth=1, label="random")
+            ax.legend(loc="lower right", fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_title(d.replace("-", "→"), fontsize=9)
+        ax.set_xlabel(f"BkR Recall@{k}")
     for ax in list(axes.flat)[len(directions) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)

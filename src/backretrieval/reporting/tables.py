@@ -194,3 +194,146 @@ def table2_latex(t: pd.DataFrame) -> str:
         "\\end{table}",
     ]
     return "\n".join(out) + "\n"
+
+
+# -------------------------------------------------------------------------------------------
+# data without parallel texts: BkR only (the method's main use)
+
+#: the reason printed in place of every XLR table on non-parallel data
+NO_XLR_SENTENCE = (
+    "No XLR, Table 1 or Figure 2: the dataset is not parallel (its items differ per language), "
+    "so there are no ground-truth correspondences between languages to score cross-lingual "
+    "retrieval (XLR) against, nor to correlate BkR with. BkR needs none: it judges a retrieved "
+    "text by its image."
+)
+#: the label of the random-baseline rows
+RANDOM_BASELINE = "random baseline"
+
+
+def bkr_ranking(per_seed: pd.DataFrame, hits: dict[str, dict[str, np.ndarray]], B: int, seed: int) -> pd.DataFrame:
+    """The encoders ranked by BkR Recall@k averaged over directions (best first; ties by name).
+
+    ``per_seed``: the tidy metric rows (``encoder, direction, seed, metric, value``);
+    ``hits[encoder][direction]``: per-query hits pooled over seeds (``n_queries`` counts them).
+    CI: :func:`seed_cis` over seeds of each seed's mean over directions.
+    """
+    bkr = per_seed[per_seed["metric"] == "bkr_recall"]
+    by_seed = bkr.groupby(["encoder", "seed"], as_index=False)["value"].mean()
+    ci = seed_cis(by_seed, ["encoder"], "value", B, seed).set_index("encoder")
+    per_dir = bkr.groupby(["encoder", "direction"])["value"].mean()
+    mrr = per_seed[per_seed["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
+    rows = []
+    for enc in ci.index:
+        d = per_dir.loc[enc]
+        rows.append(
+            dict(
+                encoder=enc,
+                bkr_recall=float(ci.loc[enc, "mean"]),
+                ci_low=float(ci.loc[enc, "ci_low"]),
+                ci_high=float(ci.loc[enc, "ci_high"]),
+                bkr_mrr=float(mrr.get(enc, float("nan"))),
+                worst_direction=str(d.idxmin()),
+                n_queries=int(sum(h.size for h in hits[enc].values())),
+            )
+        )
+    t = pd.DataFrame(rows).sort_values(["bkr_recall", "encoder"], ascending=[False, True], kind="stable")
+    t.insert(0, "rank", range(1, len(t) + 1))
+    return t.reset_index(drop=True)
+
+
+def _ci_txt(mean: float, low: float, high: float) -> str:
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def bkr_report_markdown(
+    ranking: pd.DataFrame,
+    pairwise: pd.DataFrame,
+    cis: pd.DataFrame,
+    baseline: dict[str, float],
+    *,
+    title: str,
+    caption: str,
+    k: int,
+) -> str:
+    """The report of a non-parallel dataset: the ranking (Table 2's shape: each encoder against
+    the best one, McNemar exact on the pooled per-query hits, Holm-adjusted across the pairs),
+    every pair, and BkR Recall@k / MRR per direction with CIs, each beside the random baseline;
+    :data:`NO_XLR_SENTENCE` in place of the XLR tables."""
+    lines = [f"### {title}", "", caption, "", NO_XLR_SENTENCE, ""]
+    lines += [
+        f"#### Ranking: BkR Recall@{k} averaged over directions",
+        "",
+        f"| rank | encoder | BkR Recall@{k} [95% CI, seeds] | BkR MRR | worst direction | best vs this: Δ [95% CI] | McNemar p (Holm) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    pooled = pairwise[pairwise["direction"] == "all"]
+    best = ranking["encoder"].iloc[0] if len(ranking) else None
+    for _, r in ranking.iterrows():
+        name, cmp_txt, p_txt = r["encoder"], "—", "—"
+        if name == best:
+            name = f"**{name}**"
+        else:
+            s = pooled[(pooled["encoder_a"] == best) & (pooled["encoder_b"] == r["encoder"])].iloc[0]
+            cmp_txt = f"{s['diff']:+.3f} [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
+            p_txt = stats.format_p(s["mcnemar_p_holm"]) + stats.significance_marker(s["mcnemar_p_holm"])
+        lines.append(
+            f"| {r['rank']} | {name} | {_ci_txt(r['bkr_recall'], r['ci_low'], r['ci_high'])} | {r['bkr_mrr']:.3f} | "
+            f"{r['worst_direction'].replace('-', '→')} | {cmp_txt} | {p_txt} |"
+        )
+    lines.append(
+        f"| — | {RANDOM_BASELINE} | {baseline['bkr_recall']:.3f} (k/N) | {baseline['bkr_mrr']:.3f} (H_N/N) | — | — | — |"
+    )
+    lines += [
+        "",
+        "#### Every pair of encoders (hits pooled over directions and seeds)",
+        "",
+        "| A | B | BkR A − B [95% CI] | A-only / B-only hits | McNemar p | Holm p (across pairs) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for _, s in pooled.iterrows():
+        lines.append(
+            f"| {s['encoder_a']} | {s['encoder_b']} | {s['diff']:+.3f} [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}] | "
+            f"{s['n10']} / {s['n01']} | {stats.format_p(s['mcnemar_p'])} | "
+            f"{stats.format_p(s['mcnemar_p_holm'])}{stats.significance_marker(s['mcnemar_p_holm'])} |"
+        )
+    lines += [
+        "",
+        "#### Per direction (mean over seeds [95% CI])",
+        "",
+        f"| direction | encoder | BkR Recall@{k} | BkR MRR | CORR |",
+        "|---|---|---|---|---|",
+    ]
+    order = {e: i for i, e in enumerate(ranking["encoder"])}
+    for d in _direction_order(cis["direction"].unique().tolist()):
+        sub = cis[cis["direction"] == d]
+        for enc in sorted(set(sub["encoder"]) - {RANDOM_BASELINE}, key=lambda e: order.get(e, len(order))):
+            cells = []
+            for m in ("bkr_recall", "bkr_mrr", "corr"):
+                c = sub[(sub["encoder"] == enc) & (sub["metric"] == m)]
+                cells.append(_ci_txt(*c[["mean", "ci_low", "ci_high"]].iloc[0]) if len(c) else "n/a")
+            lines.append(f"| {d.replace('-', '→')} | {enc} | " + " | ".join(cells) + " |")
+        b = sub[sub["encoder"] == RANDOM_BASELINE].set_index("metric")["mean"]
+        lines.append(f"| {d.replace('-', '→')} | {RANDOM_BASELINE} | {b['bkr_recall']:.3f} | {b['bkr_mrr']:.3f} | — |")
+    lines += [
+        "",
+        "CIs: percentile bootstrap over the seeds (of the seed's value; in the ranking, of the seed's mean "
+        "over directions); Δ: paired bootstrap over queries. McNemar: exact test on the per-query BkR hits, "
+        "paired by query; Holm-adjusted across the pairs (per-direction tests, Holm-adjusted across a pair's "
+        "directions, are in pairwise.csv). Marks: * p<.05, ** p<.01, *** p<.001. Random baseline: the expected "
+        f"score of an encoder that ranks the N targets at random (Recall@{k} = k/N, MRR = H_N/N).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def bkr_metrics_json(
+    metrics: pd.DataFrame, ranking: pd.DataFrame, baseline: dict[str, float], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """The DVC metrics file of a non-parallel dataset: per-encoder means (over seeds and
+    directions), the random baseline and the ranking; no correlation with XLR."""
+    out: dict[str, Any] = {"meta": meta, "encoders": {}}
+    em = metrics.groupby(["encoder", "metric"])["value"].mean().unstack("metric")
+    for enc, row in em.iterrows():
+        out["encoders"][enc] = {m: round(float(v), 6) for m, v in row.items() if not math.isnan(v)}
+    out["random_baseline"] = {m: round(float(v), 6) for m, v in baseline.items()}
+    out["ranking"] = ranking["encoder"].tolist()
+    return out

@@ -7,6 +7,8 @@ their paths from here and hand them to the file-based CLI; no step derives a pat
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,8 +99,47 @@ REPORT_FILES = {
 }
 
 
-def report_paths(cfg: dict) -> dict[str, Path]:
-    return {name: Path(cfg["reports_dir"]) / rel for name, rel in REPORT_FILES.items()}
+#: The report step's outputs on a dataset without parallel texts (``"parallel": false`` in its
+#: dataset.json): BkR only. No Table 1, Figure 2, correlations or significance of BkR vs CORR:
+#: all of them compare with XLR, which needs ground-truth correspondences between languages.
+BKR_REPORT_FILES = {
+    "bkr_report": "bkr_report.md",
+    "bkr_ci": "bkr_ci.csv",
+    "ranking": "ranking.csv",
+    "pairwise": "pairwise.csv",
+    "metrics": "metrics.json",
+    "bkr_png": "figures/bkr_per_encoder.png",
+    "bkr_svg": "figures/bkr_per_encoder.svg",
+    "bkr_pdf": "figures/bkr_per_encoder.pdf",
+    "means": "plots/encoder_means.csv",
+}
+
+
+def report_files(parallel: bool) -> dict[str, str]:
+    """The report step's outputs (name → path under ``reports_dir``) for parallel or
+    non-parallel data."""
+    return REPORT_FILES if parallel else BKR_REPORT_FILES
+
+
+def dataset_parallel(cfg: dict) -> bool:
+    """Whether the configured dataset has parallel texts, known before it is prepared: every
+    generated or downloaded source is parallel; a bring-your-own folder (``source: prepared``)
+    says so in its ``dataset.json`` (``parallel``, default true). A folder or dataset.json that
+    cannot be read, or a ``parallel`` that is not a boolean, counts as parallel here: preparing
+    the dataset then fails with the validator's error."""
+    ds = cfg["dataset"]
+    if ds.get("source") != "prepared":
+        return True
+    path = Path(os.path.expanduser(str((ds.get("options") or {}).get("path", "")))) / "dataset.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+    return not (isinstance(raw, dict) and raw.get("parallel", True) is False)
+
+
+def report_paths(cfg: dict, parallel: bool = True) -> dict[str, Path]:
+    return {name: Path(cfg["reports_dir"]) / rel for name, rel in report_files(parallel).items()}
 
 
 # -------------------------------------------------------------------------------------------

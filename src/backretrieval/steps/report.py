@@ -1,4 +1,6 @@
-"""The report step: metric CSVs → correlations, significance, Table 1, Figure 2, metrics.json.
+"""The report step: metric CSVs → correlations, significance, Table 1, Figure 2, metrics.json;
+on data without parallel texts, BkR per encoder with CIs, a ranking with pairwise tests and the
+random baseline instead (no XLR).
 
 Reads only artifacts (no embeddings are computed), so "regenerate the paper's tables and
 figures" is ``backretrieval report`` on cached artifacts.
@@ -9,10 +11,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from .. import stats
 from .._util import io
-from ..data.prepared import read_meta
+from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
+from ..evaluation.compare import pairwise_comparisons
+from ..evaluation.results import random_baseline
 from ..reporting import figures, tables
 from ..reporting.significance import significance_table
 from . import layout
@@ -50,24 +57,46 @@ def build_report(
     dataset: Path,
     text_files: dict[str, list[Path]],
     settings: dict,
-    correlations_out: Path,
+    correlations_out: Path | None,
     out: dict[str, Path],
 ) -> None:
-    """Correlations (``correlations_out``) and every report file of ``out`` (names:
-    :data:`backretrieval.steps.layout.REPORT_FILES`) from the tidy metric CSVs.
+    """Every report file of ``out`` from the tidy metric CSVs, for the dataset's kind.
+
+    Parallel data: correlations (``correlations_out``) and the files named in
+    :data:`backretrieval.steps.layout.REPORT_FILES` (Table 1, Figure 2, ...). Data without
+    parallel texts: :data:`~backretrieval.steps.layout.BKR_REPORT_FILES` (BkR only, see
+    :func:`build_bkr_report`; no correlations: pass None).
 
     ``dataset``: the prepared dataset (its ``dataset.json`` names it and says whether it is
-    SYNTHETIC); ``text_files``: encoder → its text embeddings, read only to list the encoders
-    that were skipped; ``settings``: :func:`report_settings`.
+    SYNTHETIC and parallel); ``text_files``: encoder → its text embeddings, read only to list
+    the encoders that were skipped; ``settings``: :func:`report_settings`.
     """
-    missing = sorted(set(layout.REPORT_FILES) - set(out))
-    if missing:
-        raise InputError(f"report: no output path for {missing}")
+    meta = read_meta(dataset)
+    wanted = layout.report_files(meta.parallel)
+    missing, extra = sorted(set(wanted) - set(out)), sorted(set(out) - set(wanted))
+    if missing or extra:
+        kind = "parallel" if meta.parallel else "not parallel (no XLR)"
+        raise InputError(
+            f"report: {Path(dataset) / 'dataset.json'} says the dataset is {kind}; its report needs the "
+            f"outputs {sorted(wanted)}"
+            + (f", missing {missing}" if missing else "")
+            + (f", not made {extra}" if extra else "")
+        )
+    if meta.parallel and correlations_out is None:
+        raise InputError("report: no output path for the correlations (--correlations)")
+    if not meta.parallel and correlations_out is not None:
+        raise InputError(
+            f"report: {Path(dataset) / 'dataset.json'} says the dataset is not parallel: there are no "
+            "correlations with XLR to write (drop --correlations)"
+        )
     lacking = [k for k in REPORT_SETTINGS if k not in settings]
     if lacking:
         raise InputError(f"report settings: missing {lacking} (expected {list(REPORT_SETTINGS)})")
     s = settings
-    meta = read_meta(dataset)
+    if not meta.parallel:
+        build_bkr_report(metrics_files=metrics_files, meta=meta, text_files=text_files, settings=s, out=out)
+        return
+    assert correlations_out is not None
     metrics = read_metrics(list(metrics_files))
     correlations = stats.correlate(metrics)
     io.write_csv(correlations_out, correlations)
@@ -105,12 +134,7 @@ def build_report(
     io.write_csv(out["fig2_csv"], figures.fig2_frame(metrics, fig_seed))
     io.write_csv(out["means"], tables.encoder_means(metrics))
 
-    skipped = []
-    for enc, paths in text_files.items():
-        for p in paths:
-            if Path(p).exists() and layout.skipped_reason(p):
-                skipped.append({"encoder": enc, "reason": layout.skipped_reason(p)})
-                break
+    skipped = _skipped(text_files)
     mj = tables.metrics_json(
         correlations,
         metrics,
@@ -124,6 +148,130 @@ def build_report(
             "image_backbone": s["image_backbone"],
             "text_field": s["text_field"],
             "skipped_encoders": skipped,
+        },
+    )
+    io.write_json(out["metrics"], mj)
+
+
+def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:
+    """The encoders whose text embeddings were skipped (``skip_unavailable``), with the reason."""
+    skipped = []
+    for enc, paths in text_files.items():
+        for p in paths:
+            if Path(p).exists() and layout.skipped_reason(p):
+                skipped.append({"encoder": enc, "reason": layout.skipped_reason(p)})
+                break
+    return skipped
+
+
+def read_bkr_hits(metrics_files: list[Path], k: int) -> dict[str, dict[str, np.ndarray]]:
+    """``{encoder: {direction: per-query BkR hits, seeds concatenated in seed order}}`` from the
+    per-query ranks beside each metrics CSV (``<stem>.ranks.npz``, keys
+    ``<encoder>/<seed>/bkr``: ranks, or 0/1 hits where the run kept hits only, which is when
+    it has no ``bkr_mrr``)."""
+    hits: dict[str, dict[str, np.ndarray]] = {}
+    for f in metrics_files:
+        ranks = io.load_npz(layout.ranks_path(Path(f)))
+        frame = pd.read_csv(f)
+        for d, sub in frame.groupby("direction", sort=False):
+            full = "bkr_mrr" in set(sub["metric"])
+            seeds = sorted(set(int(x) for x in sub["seed"]))
+            for enc in sorted(set(sub["encoder"])):
+                arrays = []
+                for seed in seeds:
+                    key = f"{enc}/{seed}/bkr"
+                    if key not in ranks:
+                        raise InputError(f"{layout.ranks_path(Path(f))}: no per-query BkR ranks '{key}'")
+                    r = np.asarray(ranks[key])
+                    arrays.append(r <= k if full else r.astype(bool))
+                hits.setdefault(enc, {})[str(d)] = np.concatenate(arrays)
+    return hits
+
+
+def build_bkr_report(
+    *,
+    metrics_files: list[Path],
+    meta: DatasetMeta,
+    text_files: dict[str, list[Path]],
+    settings: dict,
+    out: dict[str, Path],
+) -> None:
+    """The report of a dataset without parallel texts (the method's main use; no XLR): the
+    files of :data:`~backretrieval.steps.layout.BKR_REPORT_FILES`.
+
+    ``bkr_ci``: BkR Recall@k, BkR MRR and CORR per direction and encoder, mean over seeds with
+    a bootstrap CI over seeds, and the random baseline per direction (k/N and H_N/N, exact:
+    ``n_seeds`` 0); ``ranking``: :func:`~backretrieval.reporting.tables.bkr_ranking`;
+    ``pairwise``: :func:`~backretrieval.evaluation.compare.pairwise_comparisons` (McNemar exact
+    on the per-query hits, Holm-adjusted); ``bkr_report``: all of it in Markdown, with the
+    reason there is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
+    """
+    s = settings
+    k, B, bseed = int(s["recall_k"]), int(s["bootstrap_B"]), int(s["bootstrap_seed"])
+    metrics = read_metrics(list(metrics_files))
+    if "xlr_recall" in set(metrics["metric"]):
+        raise InputError(
+            f"report: the metrics files {[str(p) for p in metrics_files]} hold XLR, but the dataset "
+            f"{meta.name} is not parallel: recompute the metrics"
+        )
+    hits = read_bkr_hits(list(metrics_files), k)
+    bkr = metrics[metrics["metric"].isin(["bkr_recall", "bkr_mrr", "corr"])]
+    cis = tables.seed_cis(bkr, ["direction", "encoder", "metric"], "value", B, bseed)
+    base_rows = []
+    for d, n in metrics.groupby("direction")["n"].max().items():
+        rb = random_baseline(int(n), k)
+        for metric, v in (("bkr_recall", rb["recall_at_k"]), ("bkr_mrr", rb["mrr"])):
+            base_rows.append(
+                dict(direction=d, encoder=tables.RANDOM_BASELINE, metric=metric, mean=v, ci_low=v, ci_high=v, n_seeds=0)
+            )
+    cis = pd.concat([cis, pd.DataFrame(base_rows)], ignore_index=True).sort_values(
+        ["direction", "encoder", "metric"], kind="stable", ignore_index=True
+    )
+    io.write_csv(out["bkr_ci"], cis)
+
+    ranking = tables.bkr_ranking(metrics, hits, B, bseed)
+    io.write_csv(out["ranking"], ranking)
+    ordered = {enc: hits[enc] for enc in ranking["encoder"]}
+    pairwise = pairwise_comparisons(ordered, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
+    io.write_csv(out["pairwise"], pairwise)
+
+    rb = random_baseline(int(s["sample_size"]), k)
+    baseline = {"bkr_recall": rb["recall_at_k"], "bkr_mrr": rb["mrr"]}
+    label = "SYNTHETIC dataset — " if meta.synthetic else ""
+    caption = (
+        f"{label}{meta.name} (not parallel), image backbone {s['image_backbone']}, text field "
+        f"'{s['text_field']}', N={s['sample_size']}, {s['n_seeds']} seeds, {len(ranking)} encoders."
+    )
+    io.write_text(
+        out["bkr_report"],
+        tables.bkr_report_markdown(
+            ranking, pairwise, cis, baseline, title=f"BkR — {s['run_name']}", caption=caption, k=k
+        ),
+    )
+    figures.bkr_bars(
+        cis,
+        [*ranking["encoder"], tables.RANDOM_BASELINE],
+        tables.RANDOM_BASELINE,
+        k,
+        figure_base(out, "bkr"),
+        f"{label}{meta.name}: BkR Recall@{k} per encoder (mean over {s['n_seeds']} seeds, 95% CI)",
+    )
+    io.write_csv(out["means"], tables.encoder_means(metrics))
+    mj = tables.bkr_metrics_json(
+        metrics,
+        ranking,
+        baseline,
+        {
+            "run_name": s["run_name"],
+            "dataset": meta.name,
+            "synthetic": meta.synthetic,
+            "parallel": False,
+            "sample_size": s["sample_size"],
+            "n_seeds": s["n_seeds"],
+            "k": s["recall_k"],
+            "image_backbone": s["image_backbone"],
+            "text_field": s["text_field"],
+            "skipped_encoders": _skipped(text_files),
         },
     )
     io.write_json(out["metrics"], mj)
