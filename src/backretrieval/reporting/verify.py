@@ -313,20 +313,22 @@ def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
     return rep
 
 
-def verify(run_dir: Path, *, reference_dir: Path | None = None, repo: Path | None = None, rev: str = "HEAD") -> Report:
+def verify(run_dir: Path, *, reference_dir: Path | None = None, rev: str = "HEAD") -> Report:
     """Verdict of the reports in ``run_dir`` against ``reference_dir``, or else against the
-    same folder in git revision ``rev`` of ``repo``."""
+    same folder in git revision ``rev`` of the repository that holds ``run_dir``."""
     run = read_folder(run_dir)
     if reference_dir is not None:
         reference = read_folder(reference_dir)
     else:
-        repo = (repo or Path.cwd()).resolve()
         top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=repo, capture_output=True, text=True, check=False
+            ["git", "rev-parse", "--show-toplevel"], cwd=run_dir, capture_output=True, text=True, check=False
         )
         if top.returncode != 0:
-            raise InputError(f"{repo}: not a git repository (give a reference folder instead)")
+            raise InputError(f"{run_dir}: not in a git repository (give a reference folder instead)")
         root = Path(top.stdout.strip())
-        folder = run_dir.resolve().relative_to(root).as_posix()
+        try:
+            folder = run_dir.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise InputError(f"{run_dir}: not inside the git repository {root} (give a reference folder)") from None
         reference = read_git_tree(root, rev, folder)
     return compare(run, reference)
