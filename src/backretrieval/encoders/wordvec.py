@@ -1,6 +1,6 @@
 """Cross-lingual word vectors trained here: fastText + Procrustes / CCA / RCSLS (offline).
 
-The "model zoo" family of Glavaš et al. (2019) used by the paper: monolingual skip-gram
+A word-vector family in the style of Glavaš et al. (2019), added here (not among the paper's models): monolingual skip-gram
 fastText vectors per language (trained with gensim's implementation of fastText, see
 "Determinism" below), mapped into the English space with a seed dictionary of
 1K / 3K / 5K word pairs by one of
