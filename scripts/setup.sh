@@ -86,7 +86,10 @@ if "+cpu" in version:
 elif "+cu" in version or "+rocm" in version:
     print("cuda")
 else:  # PyPI wheels carry no label: a Linux CUDA build requires the nvidia-* runtime wheels
-    from packaging.requirements import Requirement
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # a venv with pip only
+        from pip._vendor.packaging.requirements import Requirement
 
     reqs = [Requirement(r) for r in dist.requires or []]
     nvidia = [r for r in reqs if r.name.startswith("nvidia-") and (r.marker is None or r.marker.evaluate({"extra": ""}))]
@@ -105,7 +108,10 @@ requirements_met() {
 import importlib.metadata as md
 import sys
 
-from packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # a venv with pip only
+    from pip._vendor.packaging.requirements import Requirement
 
 extras = set(sys.argv[1].split(","))
 try:
