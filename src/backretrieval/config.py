@@ -45,17 +45,59 @@ ALLOW_CODE = "allow_code"
 MIN_ENCODERS = 3
 
 
-def _fail(source: str, field: str, msg: str) -> None:
-    raise ConfigError(f"{source}: field '{field}': {msg}")
+def _fail(source: str, field: str, msg: str, also: tuple[str, ...] = ()) -> None:
+    """ConfigError ``<source>: field '<field>': <msg>``; ``also``: other fields the relation
+    involves (a command-line override of any of them is named instead of the file)."""
+    exc = ConfigError(f"{source}: field '{field}': {msg}")
+    exc.fields = (field, *also)  # type: ignore[attr-defined]
+    raise exc
 
 
-def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str, Any]:
+def validate_config(
+    cfg: dict[str, Any], source: str = "params.yaml", overrides: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Validate ``cfg``; raise ConfigError naming the offending field and the expectation.
 
     First the deprecated aliases are renamed in place (:func:`apply_aliases`), then the JSON
     schema, then every relation between fields that a later step relies on (see
-    :func:`check_relations`), so a bad config fails before any work.
+    :func:`check_relations`), so a bad config fails before any work. ``overrides``: dotted
+    key -> how the user wrote it (``--config recall_k=15``) for the values given on the command
+    line; an error in such a field names the override rather than the file.
     """
+    try:
+        return _validate(cfg, source)
+    except ConfigError as exc:
+        named = _overrides_named(exc, overrides or {})
+        if not named:
+            raise
+        msg = str(exc)
+        msg = msg[len(source) + 2 :] if msg.startswith(f"{source}: ") else msg
+        raise ConfigError(f"{', '.join(named)} (overriding {source}): {msg}") from exc
+
+
+def _overrides_named(exc: ConfigError, overrides: dict[str, str]) -> list[str]:
+    fields = getattr(exc, "fields", ())
+    hit = []
+    for key, text in overrides.items():
+        if any(f == key or f.startswith(key + ".") or key.startswith(f + ".") for f in fields):
+            hit.append(text)
+    return hit
+
+
+def overrides_from(values: dict[str, Any], flag: str = "--config", prefix: str = "") -> dict[str, str]:
+    """``{dotted key: '<flag> key=value'}`` of a nested mapping of command-line values (e.g.
+    Snakemake's ``--config``), for :func:`validate_config`'s ``overrides``."""
+    out: dict[str, str] = {}
+    for k, v in values.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(overrides_from(v, flag, key + "."))
+        else:
+            out[key] = f"{flag} {key}={v}"
+    return out
+
+
+def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
     import jsonschema
 
     apply_aliases(cfg, source)
@@ -65,7 +107,7 @@ def validate_config(cfg: dict[str, Any], source: str = "params.yaml") -> dict[st
     if errors:
         e = errors[0]
         where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise ConfigError(f"{source}: field '{where}': {e.message}")
+        _fail(source, where, e.message)
     check_relations(cfg, source)
     return cfg
 
@@ -102,6 +144,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
     * ``recall_k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
     * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
+    * ``cache_dir`` is a writable folder or can be created [embed-text, embed-images];
+    * an encoder ``model`` written as a local path (``/``, ``./``, ``../``, ``~``) exists [embed-text];
     * an encoder that imports and runs code (``type: callable``) needs ``allow_code: true``
       [embed-text];
     * each encoder spec has a known ``type``, that type's required keys and no other keys
@@ -148,18 +192,21 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
             RECALL_K,
             f"Recall@{k} needs {RECALL_K} < sample_size ({n}); with "
             f"{RECALL_K} >= N every query is a hit and every recall is 1",
+            also=("sample_size",),
         )
     if len(cfg["encoders"]) < MIN_ENCODERS:
         _fail(
             source,
             "encoders",
-            f"{len(cfg['encoders'])} encoder(s); the correlation across encoders "
-            f"(Table 1, Figure 2) needs at least {MIN_ENCODERS}",
+            f"{len(cfg['encoders'])} encoder(s) configured; at least {MIN_ENCODERS} encoders are needed "
+            "to correlate metrics across encoders (Table 1, Figure 2)",
         )
+    _check_cache_dir(source, cfg)
     corpora = cfg.get("corpora") or {}
     for enc_id, spec in cfg["encoders"].items():
         _check_encoder_spec(source, enc_id, spec)
         _check_code_allowed(source, cfg, enc_id, spec)
+        _check_model_path(source, enc_id, spec)
         if spec["type"] == "precomputed":
             _check_precomputed(source, enc_id, spec, cfg["languages"])
         if spec.get("corpus") is not None:
@@ -178,6 +225,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
                 source,
                 "dataset.synthetic.n_items",
                 f"{n_items} items, but sample_size N={n} needs {2 * n} per direction (N queries + N disjoint targets)",
+                also=("sample_size",),
             )
     if cfg.get("case_study"):
         _check_case_study(cfg, source, corpora)
@@ -203,6 +251,41 @@ def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
     unknown = sorted(set(spec) - allowed)
     if unknown:
         _fail(source, where, f"unknown key(s) {unknown} for type {kind!r}; allowed: {sorted(allowed)}")
+
+
+def _check_cache_dir(source: str, cfg: dict[str, Any]) -> None:
+    """``cache_dir`` is a folder that can be written, or can be created (its first existing
+    ancestor is a writable folder): else the embedding step would fail after hours of work."""
+    import os
+
+    value = cfg.get("cache_dir")
+    if not value:
+        return
+    p = Path(os.path.expanduser(str(value)))
+    if p.exists() and not p.is_dir():
+        _fail(source, "cache_dir", f"{value!r} is a file; the embedding cache needs a folder")
+    probe = p
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        _fail(source, "cache_dir", f"{value!r} cannot be created: {str(probe)!r} is a file")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        what = "is a folder" if probe == p else f"would be created in {str(probe)!r}, a folder"
+        _fail(source, "cache_dir", f"{value!r} {what} that cannot be written; pick a writable folder for the cache")
+
+
+def _check_model_path(source: str, enc_id: str, spec: dict) -> None:
+    import os
+
+    from .encoders import looks_like_path
+
+    value = spec.get("model")
+    if looks_like_path(value) and not Path(os.path.expanduser(value)).exists():
+        _fail(
+            source,
+            f"encoders.{enc_id}.model",
+            f"{value!r}: path does not exist (a local model folder; a Hub model is named like 'org/name')",
+        )
 
 
 def _check_code_allowed(source: str, cfg: dict[str, Any], enc_id: str, spec: dict) -> None:
@@ -339,6 +422,7 @@ def load_config(path: str | Path = "params.yaml", overrides: list[str] | None = 
         cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    given: dict[str, str] = {}
     for ov in overrides or []:
         if "=" not in ov:
             raise ConfigError(f"override {ov!r}: expected key.path=value")
@@ -348,7 +432,8 @@ def load_config(path: str | Path = "params.yaml", overrides: list[str] | None = 
         for p in parts[:-1]:
             node = node.setdefault(p, {})
         node[parts[-1]] = yaml.safe_load(value)
-    return validate_config(cfg, str(path))
+        given[key] = f"--set {ov}"
+    return validate_config(cfg, str(path), given)
 
 
 def all_directions(languages: list[str]) -> list[str]:

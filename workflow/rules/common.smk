@@ -21,7 +21,7 @@ from snakemake.utils import validate
 from backretrieval._util.device import DEFAULT_MODEL_THREADS
 from backretrieval._util.hashing import tree_sha256
 from backretrieval.images import backbone_threads
-from backretrieval.config import validate_config
+from backretrieval.config import overrides_from, validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
 from backretrieval.steps import layout
 from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
@@ -30,7 +30,11 @@ from backretrieval.steps.settings import fit_requirements, report_settings, seed
 # checks as `backretrieval validate-config` and DVC (whose stages run this workflow), before any
 # job runs, with the config file and field named. The relations that need the prepared
 # dataset are the rule check_dataset, which every embedding and sampling job waits for.
-validate_config(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
+validate_config(
+    config,
+    " + ".join(str(p) for p in workflow.configfiles) or "config",
+    overrides_from(getattr(getattr(workflow, "config_settings", None), "overwrite_config", None) or {}),
+)
 validate(config, schema="../schemas/config.schema.yaml")
 
 SHADOW = "minimal"

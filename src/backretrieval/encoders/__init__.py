@@ -177,6 +177,16 @@ def code_target(spec: Any) -> str | None:
     return None
 
 
+#: A model value meant as a local path (not a Hub name) starts like a path.
+_PATH_PREFIXES = ("/", "./", "../", "~")
+
+
+def looks_like_path(value: object) -> bool:
+    """Whether a ``model`` value is a local path (``/x``, ``./x``, ``../x``, ``~/x``), not a Hub
+    id: such a value that does not exist is an error before any work, not a failed download."""
+    return isinstance(value, str) and value.startswith(_PATH_PREFIXES)
+
+
 def build_text_encoder(enc_id: str, spec: dict) -> TextEncoder:
     """Build the encoder described by one ``params.yaml`` entry (does not load weights yet)."""
     if not isinstance(spec, dict) or "type" not in spec:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encoders import build_text_encoder, code_target, encoder_fingerprint
+from ..encoders import build_text_encoder, code_target, encoder_fingerprint, looks_like_path
 from ..encoders.base import _as_matrix
 from ..errors import InputError, ModelUnavailableError
 
@@ -58,6 +58,10 @@ def parse_model(text: str) -> tuple[str, dict]:
         )
     if p.is_dir():
         return p.resolve().name, {"type": "sentence-transformers", "model": str(p)}
+    if looks_like_path(t):
+        raise InputError(
+            f"--model {t!r}: path does not exist (a local model folder; a Hub model is named like 'org/name')"
+        )
     if _CALLABLE_RE.match(t):
         return t, {"type": "callable", "target": t}
     return t, {"type": "sentence-transformers", "model": t}
