@@ -1,11 +1,12 @@
 """Evaluate your own encoder on image–text data without translations: one implementation,
-three doors.
+four doors.
 
 * library: :func:`evaluate` (tidy per-seed DataFrame), :func:`evaluate_model`
   (an :class:`Evaluation` with ``.summary()`` and per-query ranks), :func:`evaluate_models`;
 * CLI: ``backretrieval evaluate`` (a table per direction + a result JSON, :mod:`.results`) and
   ``backretrieval compare`` (paired tests of two results, :mod:`.compare`);
-* training: :class:`BackretrievalEvaluator`, a sentence-transformers evaluator (:mod:`.st_evaluator`).
+* training: :class:`BackretrievalEvaluator`, a sentence-transformers evaluator (:mod:`.st_evaluator`);
+* MTEB: :func:`.mteb_task.backretrieval_task`, a task for ``mteb.evaluate`` (needs mteb 2.x).
 
 All of them plan with :func:`.run.plan_evaluation` (checks + seeded samples) and compute with
 :func:`.core.evaluate_direction`, the core of the pipeline's metrics step. Named datasets and
