@@ -14,16 +14,17 @@ from backretrieval.findings import inference as inf
 from backretrieval.metrics import corr
 
 
-def _seed(seed, query_items, target_items, xlr, bkr, corr_point=None, corr=None):
+def _seed(seed, query_items, xlr, bkr, corr=None):
+    per_query = {"bkr": np.asarray(bkr, float)}
+    if corr is not None:
+        per_query["corr"] = np.asarray(corr, float)
     return inf.SeedOutcomes(
-        seed=seed,
-        query_items=np.asarray(query_items),
-        target_items=np.asarray(target_items),
-        xlr=np.asarray(xlr, float),
-        per_query={"bkr": np.asarray(bkr, float)},
-        corr_point=corr_point,
-        corr=corr,
+        seed=seed, query_items=np.asarray(query_items), xlr=np.asarray(xlr, float), per_query=per_query
     )
+
+
+def _keys(n):
+    return [f"item{i}" for i in range(n)]
 
 
 def _outcomes(rng, E=6, N=80, strength=None):
@@ -87,10 +88,14 @@ def test_point_estimates_are_the_per_seed_means():
     for s in range(3):
         xlr, bkr = _outcomes(rng)
         q = rng.choice(300, size=80, replace=False)
-        seeds.append(_seed(s, q, rng.choice(300, size=80, replace=False), xlr, bkr))
-    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, n_items=300, B=20, seed=0)
+        seeds.append(_seed(s, q, xlr, bkr))
+    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(300), B=20, seed=0)
     exp = np.mean([st.pearsonr(s.per_query["bkr"].mean(1), s.xlr.mean(1)).statistic for s in seeds])
     assert res.point[("all", "rho_bkr", "pearson")] == pytest.approx(exp, abs=1e-12)
+    # the other aggregation: the correlation of the metrics averaged over the seeds
+    avg_b = np.mean([s.per_query["bkr"].mean(1) for s in seeds], axis=0)
+    avg_x = np.mean([s.xlr.mean(1) for s in seeds], axis=0)
+    assert res.point[("all", "rho_bkr_avg", "spearman")] == pytest.approx(st.spearmanr(avg_b, avg_x).statistic)
     # leave-one-out point estimates are there and differ from the full set
     assert ("all-e3", "rho_bkr", "pearson") in res.point
     assert ("all-e3", "rho_bkr", "pearson") not in res.replicates
@@ -104,14 +109,14 @@ def test_seeds_that_resplit_the_same_items_get_wider_intervals():
     encoders = [f"e{i}" for i in range(6)]
     xlr, bkr = _outcomes(rng, N=100, strength=np.linspace(0.4, 0.6, 6))  # close encoders
     items = np.arange(100)
-    seeds = [_seed(s, items, items, xlr, bkr) for s in range(25)]
-    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, n_items=100, B=300, seed=0)
+    seeds = [_seed(s, items, xlr, bkr) for s in range(25)]
+    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(100), B=300, seed=0)
     f = res.frame().set_index(["set", "quantity", "stat"])
     row = f.loc[("all", "rho_bkr", "spearman")]
     assert row["naive_high"] - row["naive_low"] == 0.0
     assert row["high"] - row["low"] > 0.05
     # the same data as ONE seed gives the same crossed interval: seeds add no information here
-    one = inf.crossed_bootstrap(seeds[:1], encoders, {"all": encoders}, n_items=100, B=300, seed=0)
+    one = inf.crossed_bootstrap(seeds[:1], encoders, {"all": encoders}, _keys(100), B=300, seed=0)
     np.testing.assert_allclose(
         one.replicates[("all", "rho_bkr", "spearman")], res.replicates[("all", "rho_bkr", "spearman")]
     )
@@ -124,31 +129,101 @@ def test_items_shared_across_seeds_share_their_weight():
     encoders = [f"e{i}" for i in range(5)]
     xlr, bkr = _outcomes(rng, E=5, N=50)
     perm = rng.permutation(50)
-    s0 = _seed(0, np.arange(50), np.arange(50), xlr, bkr)
+    s0 = _seed(0, np.arange(50), xlr, bkr)
     # seed 1: the same items in another order (column j is item perm[j], with its outcomes)
-    s1 = _seed(1, perm, perm, xlr[:, perm], bkr[:, perm])
-    both = inf.crossed_bootstrap([s0, s1], encoders, {"all": encoders}, n_items=50, B=50, seed=9)
-    only0 = inf.crossed_bootstrap([s0], encoders, {"all": encoders}, n_items=50, B=50, seed=9)
+    s1 = _seed(1, perm, xlr[:, perm], bkr[:, perm])
+    both = inf.crossed_bootstrap([s0, s1], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
+    only0 = inf.crossed_bootstrap([s0], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
     np.testing.assert_allclose(
-        both.replicates[("all", "rho_bkr", "pearson")], only0.replicates[("all", "rho_bkr", "pearson")]
+        both.replicates[("all", "rho_bkr", "pearson")],
+        only0.replicates[("all", "rho_bkr", "pearson")],
+        equal_nan=True,
     )
+
+
+def test_units_keyed_by_name_are_drawn_jointly_across_cells():
+    """Two cells (e.g. two configurations) that list the same images in another order and the
+    encoders in another order get the very same weights: identical data give identical
+    replicates, and the cell with an extra encoder and extra items still shares every weight."""
+    rng = np.random.default_rng(11)
+    encoders = [f"e{i}" for i in range(6)]
+    xlr, bkr = _outcomes(rng, E=6, N=40)
+    keys = _keys(40)
+    a = inf.crossed_bootstrap([_seed(0, np.arange(40), xlr, bkr)], encoders, {"all": encoders}, keys, B=60, seed=3)
+    perm_i, perm_e = rng.permutation(40), rng.permutation(6)
+    keys_b = [keys[i] for i in perm_i] + ["other-image"]
+    inv = np.argsort(perm_i)  # query j of cell a is key j = position inv[j] of keys_b
+    enc_b = [encoders[e] for e in perm_e]
+    b = inf.crossed_bootstrap([_seed(0, inv, xlr[perm_e], bkr[perm_e])], enc_b, {"all": enc_b}, keys_b, B=60, seed=3)
+    for q in ("rho_bkr", "rho_bkr_avg", "order_acc_bkr"):
+        stat = "pairs" if q.startswith("order") else "spearman"
+        np.testing.assert_allclose(a.replicates[("all", q, stat)], b.replicates[("all", q, stat)], equal_nan=True)
+    # independent keys: different replicates
+    c = inf.crossed_bootstrap(
+        [_seed(0, np.arange(40), xlr, bkr)], encoders, {"all": encoders}, _keys(80)[40:], B=60, seed=3
+    )
+    assert not np.allclose(a.replicates[("all", "rho_bkr", "pearson")], c.replicates[("all", "rho_bkr", "pearson")])
+
+
+def test_unit_weights_are_poisson_and_keyed():
+    w = inf.unit_weights(["x", "y", "z"], 4000, 0, "item")
+    assert w.shape == (3, 4000) and (w >= 0).all() and np.array_equal(w, np.round(w))
+    assert w.mean() == pytest.approx(1.0, abs=0.05) and w.var() == pytest.approx(1.0, abs=0.08)
+    np.testing.assert_array_equal(inf.unit_weights(["z", "x"], 4000, 0, "item"), w[[2, 0]])
+    assert not np.array_equal(inf.unit_weights(["x"], 4000, 0, "encoder")[0], w[0])
+    assert not np.array_equal(inf.unit_weights(["x"], 4000, 1, "item")[0], w[0])
+
+
+def test_weighted_corr_is_the_correlation_of_the_repeated_values():
+    rng = np.random.default_rng(12)
+    for _ in range(30):
+        x = rng.integers(0, 4, 7).astype(float)  # ties on purpose
+        y = rng.normal(size=7)
+        w = rng.integers(0, 3, 7)
+        if (w > 0).sum() < 3 or np.unique(np.repeat(x, w)).size < 2:
+            continue
+        xr, yr = np.repeat(x, w), np.repeat(y, w)
+        assert inf.weighted_corr(x, y, w, "pearson") == pytest.approx(st.pearsonr(xr, yr).statistic, abs=1e-12)
+        assert inf.weighted_corr(x, y, w, "spearman") == pytest.approx(st.spearmanr(xr, yr).statistic, abs=1e-12)
+        np.testing.assert_allclose(inf.weighted_ranks(x, w)[w > 0], st.rankdata(xr)[np.cumsum(w)[w > 0] - 1])
+
+
+def test_fewer_than_three_distinct_encoders_are_dropped_and_counted():
+    """A draw with 2 distinct encoders makes any correlation ±1 or 0 for reasons of the draw
+    alone; such replicates are NaN (dropped) and counted, never kept."""
+    x, y = np.array([0.1, 0.5, 0.9, 0.2]), np.array([0.3, 0.2, 0.8, 0.1])
+    assert np.isnan(inf.weighted_corr(x, y, np.array([5, 0, 3, 0]), "pearson"))
+    assert np.isfinite(inf.weighted_corr(x, y, np.array([5, 1, 3, 0]), "pearson"))
+    rng = np.random.default_rng(13)
+    encoders = [f"e{i}" for i in range(4)]
+    xlr, bkr = _outcomes(rng, E=4, N=60)
+    res = inf.crossed_bootstrap([_seed(0, np.arange(60), xlr, bkr)], encoders, {"all": encoders}, _keys(60), B=400)
+    w = inf.unit_weights(encoders, 400, 0, "encoder")
+    few = (w > 0).sum(axis=0) < 3
+    assert res.degenerate["all"] == int(few.sum()) > 0
+    for q in ("rho_bkr", "rho_bkr_avg"):
+        assert np.isnan(res.replicates[("all", q, "pearson")][few]).all()
+    f = res.frame().set_index(["set", "quantity", "stat"]).loc[("all", "rho_bkr", "pearson")]
+    assert f["n_dropped"] >= few.sum() and f["n_valid"] + f["n_dropped"] == 400
 
 
 def test_bootstrap_is_deterministic_and_seeded():
     rng = np.random.default_rng(5)
     encoders = [f"e{i}" for i in range(6)]
     xlr, bkr = _outcomes(rng)
-    seeds = [_seed(0, np.arange(80), np.arange(80, 160), xlr, bkr)]
-    a = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, n_items=160, B=40, seed=1)
-    b = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, n_items=160, B=40, seed=1)
-    c = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, n_items=160, B=40, seed=2)
+    seeds = [_seed(0, np.arange(80), xlr, bkr)]
+    a = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
+    b = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
+    c = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=2)
     key = ("all", "rho_bkr", "pearson")
     assert np.array_equal(a.replicates[key], b.replicates[key], equal_nan=True)
     assert not np.array_equal(a.replicates[key], c.replicates[key], equal_nan=True)
     assert a.frame().equals(b.frame())
 
 
-def test_corr_resampler_reproduces_corr_and_diff_is_paired():
+def test_corr_contributions_average_to_corr_and_diff_is_paired():
+    """CORR's per-query contributions: their mean is the sample's CORR (the project's kernel),
+    so CORR is reweighted exactly as BkR and XLR are; the difference is paired."""
     rng = np.random.default_rng(6)
     N, E = 30, 4
     q_img, t_img = rng.normal(size=(N, 8)).astype(np.float32), rng.normal(size=(N, 8)).astype(np.float32)
@@ -159,45 +234,71 @@ def test_corr_resampler_reproduces_corr_and_diff_is_paired():
         )
         for s in (0.1, 0.5, 1.0, 3.0)
     ]
-    fn = inf.corr_resampler(q_img, t_img, texts, max_pairs=None, seed=0)
-    full = fn(np.arange(N), np.arange(N))
-    exp = [corr(s, t, q_img, t_img) for s, t in texts]
-    np.testing.assert_allclose(full, exp, rtol=0, atol=1e-6)
-    # repeated rows: CORR of the expanded matrices
-    rq, rt = np.array([0, 0, 1, 2, 5, 5, 5]), np.array([3, 4, 4, 9])
-    np.testing.assert_allclose(fn(rq, rt), [corr(s[rq], t[rt], q_img[rq], t_img[rt]) for s, t in texts], atol=1e-6)
-    # pair subsample: an estimate, deterministic for its seed
-    sub = inf.corr_resampler(q_img, t_img, texts, max_pairs=200, seed=3)
-    assert np.array_equal(sub(np.arange(N), np.arange(N)), sub(np.arange(N), np.arange(N)))
+    c = inf.corr_contributions(q_img, t_img, texts)
+    assert c.shape == (E, N)
+    np.testing.assert_allclose(c.mean(axis=1), [corr(s, t, q_img, t_img) for s, t in texts], rtol=0, atol=1e-6)
+    # slow loop from the formula: Spearman's rho over all pairs = mean of the row contributions
+    d_img = (
+        1
+        - (q_img / np.linalg.norm(q_img, axis=1, keepdims=True))
+        @ (t_img / np.linalg.norm(t_img, axis=1, keepdims=True)).T
+    )
+    s, t = texts[1]
+    d_txt = 1 - (s / np.linalg.norm(s, axis=1, keepdims=True)) @ (t / np.linalg.norm(t, axis=1, keepdims=True)).T
+    ra, rb = st.rankdata(d_txt.ravel()).reshape(N, N), st.rankdata(d_img.ravel()).reshape(N, N)
+    za, zb = (ra - ra.mean()) / ra.std(), (rb - rb.mean()) / rb.std()
+    for i in (0, 7, 29):
+        assert c[1, i] == pytest.approx(np.mean(za[i] * zb[i]), abs=1e-6)
 
     xlr = np.tile(np.linspace(0.2, 0.8, E)[:, None], (1, N))
-    bkr = xlr.copy()
-    seeds = [_seed(0, np.arange(N), np.arange(N, 2 * N), xlr, bkr, corr_point=np.array(exp), corr=fn)]
-    res = inf.crossed_bootstrap(
-        seeds, [f"e{i}" for i in range(E)], {"all": [f"e{i}" for i in range(E)]}, n_items=2 * N, B=30, seed=0
-    )
+    seeds = [_seed(0, np.arange(N), xlr, xlr.copy(), corr=c)]
+    enc = [f"e{i}" for i in range(E)]
+    res = inf.crossed_bootstrap(seeds, enc, {"all": enc}, _keys(N), B=30, seed=0)
     d = res.replicates[("all", "rho_diff", "spearman")]
-    b_ = res.replicates[("all", "rho_bkr", "spearman")]
-    c_ = res.replicates[("all", "rho_corr", "spearman")]
-    np.testing.assert_allclose(d, b_ - c_)
+    np.testing.assert_allclose(
+        d, res.replicates[("all", "rho_bkr", "spearman")] - res.replicates[("all", "rho_corr", "spearman")]
+    )
     assert res.point[("all", "rho_diff", "spearman")] == pytest.approx(
         res.point[("all", "rho_bkr", "spearman")] - res.point[("all", "rho_corr", "spearman")]
     )
 
 
+def test_pool_replicates_averages_within_replicates_and_drops_undefined():
+    a = np.array([0.1, 0.3, np.nan, 0.2, 0.0])
+    b = np.array([0.3, 0.1, 0.5, np.nan, 0.2])
+    p = inf.pool_replicates([0.2, 0.4], [a, b])
+    assert p["estimate"] == pytest.approx(0.3) and p["k"] == 2
+    assert p["n_dropped"] == 2 and p["n_valid"] == 3 and p["B"] == 5
+    pooled = np.array([0.2, 0.2, 0.1])
+    assert p["low"] == pytest.approx(np.quantile(pooled, 0.025)) and p["high"] == pytest.approx(0.2)
+    with pytest.raises(InputError, match="one replicate array per cell"):
+        inf.pool_replicates([0.1], [a, b])
+
+
+def test_joint_interval_covers_the_truth_in_simulated_worlds():
+    """SIMULATED worlds with shared encoder effects and shared items (inference_sim): the 95%
+    pooled interval covers the true pooled difference in most of 30 worlds (the benchmark runs
+    200+ and prints the coverage). An interval that ignored the encoder draw (items only) is
+    far too narrow and fails this bound."""
+    from backretrieval.findings.inference_sim import coverage
+
+    c = coverage(30, B=200, seed=0, n_items=150, n_queries=60, n_seeds=2)
+    assert c["coverage"] >= 0.8
+
+
 def test_bad_inputs_are_named():
     encoders = ["a", "b", "c"]
-    s = _seed(0, [0, 1], [2, 3], np.ones((3, 2)), np.ones((3, 2)))
+    s = _seed(0, [0, 1], np.ones((3, 2)), np.ones((3, 2)))
     with pytest.raises(InputError, match="unknown encoders"):
-        inf.crossed_bootstrap([s], encoders, {"x": ["a", "zz", "c"]}, n_items=4, B=5)
+        inf.crossed_bootstrap([s], encoders, {"x": ["a", "zz", "c"]}, _keys(4), B=5)
     with pytest.raises(InputError, match=">= 3 encoders"):
-        inf.crossed_bootstrap([s], encoders, {"x": ["a", "b"]}, n_items=4, B=5)
+        inf.crossed_bootstrap([s], encoders, {"x": ["a", "b"]}, _keys(4), B=5)
     with pytest.raises(InputError, match="expected \\(3, 2\\)"):
         inf.crossed_bootstrap(
-            [_seed(0, [0, 1], [2, 3], np.ones((2, 2)), np.ones((3, 2)))], encoders, {"all": encoders}, n_items=4, B=5
+            [_seed(0, [0, 1], np.ones((2, 2)), np.ones((3, 2)))], encoders, {"all": encoders}, _keys(4), B=5
         )
     with pytest.raises(InputError, match="index outside"):
-        inf.crossed_bootstrap([s], encoders, {"all": encoders}, n_items=3, B=5)
+        inf.crossed_bootstrap([s], encoders, {"all": encoders}, _keys(1), B=5)
 
 
 def test_random_effects_known_answers():
@@ -235,27 +336,3 @@ def test_i2_is_the_truncated_share_of_heterogeneity():
         want = max(0.0, (q - (len(y) - 1)) / q)
         assert inf.random_effects_summary(y, s).i2 == pytest.approx(want, abs=1e-12)
         assert 0 <= inf.random_effects_summary(y, s).i2 <= 1
-
-
-def test_corr_pair_subsample_estimates_corr():
-    rng = np.random.default_rng(7)
-    N = 200
-    q_img, t_img = rng.normal(size=(N, 8)).astype(np.float32), rng.normal(size=(N, 8)).astype(np.float32)
-    texts = [
-        (
-            q_img + s * rng.normal(size=q_img.shape).astype(np.float32),
-            t_img + s * rng.normal(size=t_img.shape).astype(np.float32),
-        )
-        for s in (0.3, 1.0, 3.0)
-    ]
-    exact = np.array([corr(s, t, q_img, t_img) for s, t in texts])
-    fn = inf.corr_resampler(q_img, t_img, texts, max_pairs=20000, seed=1)
-    est = fn(np.arange(N), np.arange(N), 0)
-    np.testing.assert_allclose(est, exact, atol=0.03)
-    assert not np.array_equal(est, fn(np.arange(N), np.arange(N), 1))  # each replicate its own pairs
-    # more pairs than exist: the exact kernel on the resampled rows
-    rows = np.array([3, 3, 7, 8, 9, 10, 10, 11])
-    full = inf.corr_resampler(q_img, t_img, texts, max_pairs=10**6, seed=1)
-    np.testing.assert_allclose(
-        full(rows, rows, 5), [corr(s[rows], t[rows], q_img[rows], t_img[rows]) for s, t in texts], atol=1e-6
-    )
