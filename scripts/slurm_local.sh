@@ -11,8 +11,11 @@
 #
 # `start` is idempotent (a running cluster with the same node count is kept; another count
 # restarts it) and installs slurm-wlm and munge with apt-get when they are missing (root or
-# passwordless sudo). Client commands (sbatch, squeue, sacct, Snakemake's SLURM plugin) find this
-# cluster through SLURM_CONF=<dir>/slurm.conf, which `env` prints.
+# passwordless sudo). Client commands (sbatch, squeue, Snakemake's SLURM plugin) find this
+# cluster through SLURM_CONF=<dir>/slurm.conf, which `env` prints. Inside a job, the jobstep
+# plugin runs `srun` with every SLURM_* variable removed (SLURM_CONF too), so srun can only find
+# the default /etc/slurm/slurm.conf: `start` links that path to <dir>/slurm.conf when it is free
+# (and refuses to start when another slurm.conf is there); `stop` removes the link.
 #
 # The cluster: partition `local` (default), nodes node1..nodeN on 127.0.0.1, each with
 # SLURM_LOCAL_CPUS CPUs (default: this machine's cores divided among the nodes, at least 1), so
@@ -57,6 +60,19 @@ ensure_installed() {
         "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >>"$D/apt.log" 2>&1 \
             || die "apt-get install ${pkgs[*]} failed (see $D/apt.log)"
     fi
+}
+
+SYSCONF=/etc/slurm/slurm.conf
+
+link_sysconf() {
+    if [[ -L $SYSCONF && $(readlink "$SYSCONF") == "$CONF" ]]; then return 0; fi
+    [[ -e $SYSCONF || -L $SYSCONF ]] && die "$SYSCONF exists and is not this cluster's; this machine has its own Slurm: use it, or move that file away"
+    mkdir -p "$(dirname "$SYSCONF")" && ln -s "$CONF" "$SYSCONF" 2>/dev/null \
+        || die "cannot link $SYSCONF -> $CONF (jobs' srun reads only that path); run as root"
+}
+
+unlink_sysconf() {
+    if [[ -L $SYSCONF && $(readlink "$SYSCONF") == "$CONF" ]]; then rm -f "$SYSCONF"; fi
 }
 
 pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -169,6 +185,7 @@ cmd_stop() {
         fi
         rm -f "$f"
     done
+    unlink_sysconf
     echo "slurm_local: stopped"
 }
 
@@ -178,11 +195,13 @@ cmd_start() {
     mkdir -p "$D"
     ensure_installed
     if [[ $(node_count) -eq $n ]] && cmd_status >/dev/null 2>&1; then
+        link_sysconf
         cmd_status
         return 0
     fi
     cmd_stop >/dev/null
     write_conf "$n"
+    link_sysconf
     start_munge
     # -c: a fresh controller state (no jobs from an earlier start); -i: ignore stale state files
     slurmctld -c -f "$CONF" || die "slurmctld did not start (see $D/log/slurmctld.log)"

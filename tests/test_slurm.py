@@ -1,0 +1,171 @@
+"""The SLURM profile against a REAL Slurm (Debian's slurm-wlm, started by scripts/slurm_local.sh).
+
+The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs once
+locally (`--profile profiles/local`, one metrics job per direction) and once through
+`--profile profiles/slurm --profile profiles/grouped` with seed groups (`seed_group_size=1`: one
+metrics_part job per direction and seed, packed into group jobs) and
+snakemake-executor-plugin-slurm: every job is an sbatch submission to slurmctld, run by slurmd
+(jobstep plugin, srun). The metric CSVs and reports/metrics.json must be byte-identical, every
+job Snakemake ran must have a SLURM job id, and every one of those ids must appear COMPLETED in
+the cluster's job-completion log (written by slurmctld, not by Snakemake).
+
+The cluster has no slurmdbd, so the plugin polls with squeue (`--slurm-status-command squeue`;
+the cluster keeps finished jobs visible for an hour). The test starts the cluster (one node)
+when it is not running and stops it afterwards; it is skipped, with the script's message, only
+where the services cannot be installed or started (no root, another Slurm on the machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SCRIPT = ROOT / "scripts" / "slurm_local.sh"
+CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
+RUN = "cluster"  # run_name in CONFIG
+PROFILES = ROOT / "profiles"
+# the plugin's options for a cluster without accounting: poll squeue, no account, no waiting
+SLURM_OPTS = (
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-no-account",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+    "--seconds-between-status-checks",
+    "2",
+    "--latency-wait",
+    "5",
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _results(wd: Path) -> dict[str, str]:
+    files = sorted((wd / "artifacts" / RUN / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
+    return {str(p.relative_to(wd)): _sha(p) for p in files}
+
+
+def _script(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
+
+
+@pytest.fixture(scope="module")
+def slurm_env(tmp_path_factory):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SNAKEMAKE_PROFILE"))}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    running = _script("status", env=env, timeout=60).returncode == 0
+    if not running:
+        res = _script("start", "1", env=env)
+        if res.returncode == 3:
+            pytest.skip(f"a local SLURM cluster cannot start here: {res.stderr.strip()}")
+        assert res.returncode == 0, res.stdout + res.stderr
+    conf = _script("env", env=env).stdout.strip().removeprefix("export SLURM_CONF=")
+    env["SLURM_CONF"] = conf
+    yield env
+    if not running:  # stop only what this test started
+        _script("stop", env=env, timeout=120)
+
+
+def _snakemake(wd: Path, *args: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(CONFIG), *args]
+
+
+@pytest.fixture(scope="module")
+def runs(slurm_env, tmp_path_factory):
+    """The local run and the SLURM run, concurrently."""
+    local, slurm = tmp_path_factory.mktemp("local"), tmp_path_factory.mktemp("slurm")
+    procs = {
+        "local": subprocess.Popen(
+            _snakemake(local, "--profile", str(PROFILES / "local"), "--cores", "1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=slurm_env,
+        ),
+        "slurm": subprocess.Popen(
+            _snakemake(
+                slurm,
+                "--profile",
+                str(PROFILES / "slurm"),
+                "--profile",
+                str(PROFILES / "grouped"),
+                "--config",
+                "seed_group_size=1",
+                *SLURM_OPTS,
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=slurm_env,
+            cwd=slurm,
+        ),
+    }
+    logs = {k: p.communicate(timeout=900)[0] for k, p in procs.items()}
+    for k, p in procs.items():
+        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-5000:]}"
+    jobcomp = Path(slurm_env["SLURM_CONF"]).parent / "log" / "jobcomp.txt"
+    return {"local": local, "slurm": slurm, "log": logs["slurm"], "jobcomp": jobcomp.read_text()}
+
+
+def test_slurm_results_are_byte_identical_to_local(runs):
+    local, slurm = _results(runs["local"]), _results(runs["slurm"])
+    assert len(local) == 3 + 1  # 3 directions + metrics.json
+    assert local == slurm
+    # the seed groups really ran: one part per (direction, seed), none in the local run
+    assert len(sorted((runs["slurm"] / "artifacts" / RUN / "metric_parts").rglob("*.csv"))) == 3 * 2
+    assert not (runs["local"] / "artifacts" / RUN / "metric_parts").exists()
+
+
+def _submissions(log: str) -> list[tuple[str, str]]:
+    """(SLURM job id, rule_X or group_X) of every submission, from the plugin's log lines."""
+    pat = r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/((?:rule|group)_\w+)/"
+    return re.findall(pat, log)
+
+
+def _jobcomp(text: str) -> dict[str, tuple[str, str, str]]:
+    """slurmctld's job-completion log: job id -> (state, node, TRES)."""
+    pat = r"^JobId=(\d+) .*?JobState=(\w+) .*?NodeList=(\S+) .*?Tres=(\S+)"
+    return {m.group(1): m.group(2, 3, 4) for m in re.finditer(pat, text, re.M)}
+
+
+def test_every_job_went_through_sbatch(runs):
+    subs = _submissions(runs["log"])
+    names = sorted(name for _, name in subs)
+    # every rule instance except the target rule `all` (a localrule) is in a submission; the tiny
+    # jobs are packed by profiles/grouped: evaluate = every direction's sample, metric_parts = 4
+    # seed groups each (6 -> 2 jobs), gather = every direction's gather
+    assert names == sorted(
+        ["rule_prepare_dataset", "rule_check_dataset", "rule_embed_images", "rule_report"]
+        + ["rule_embed_text"] * 3
+        + ["group_evaluate", "group_gather", "group_metric_parts", "group_metric_parts"]
+    ), names
+    assert not re.search(r"^localrule (?!all:)", runs["log"], re.M)
+    # slurmctld's own record: each of those jobs ran on a slurmd node and COMPLETED
+    done = _jobcomp(runs["jobcomp"])
+    assert {i: done.get(i, ("missing",))[:1] for i, _ in subs} == {i: ("COMPLETED",) for i, _ in subs}
+    assert all(re.fullmatch(r"node\d+", done[i][1]) for i, _ in subs)
+
+
+def test_profile_requests_no_gpu_with_a_cpu_torch(runs):
+    import torch
+
+    if torch.version.cuda is not None:
+        pytest.skip("a CUDA build of torch is installed: the profile asks for GPUs (this cluster has none)")
+    done = _jobcomp(runs["jobcomp"])
+    tres = {done[i][2] for i, _ in _submissions(runs["log"])}
+    assert tres and not any("gpu" in t for t in tres), tres
