@@ -348,3 +348,18 @@ def test_ikea_runs_xlr_bkr_corr_from_a_mirror(tmp_path, monkeypatch):
     assert set(pd.read_csv("data/prepared/ikea-en-de-fr/items.csv").split) == {"train", "val", "test"}
     # N=12 for en-fr needs 24 items; 22 (train+val+test) -> refused before any work, field named
     assert main(["validate-config", *c, "--set", "sample_size=12"]) == 2
+
+
+def test_archive_download_keeps_working_with_image_zips(tmp_path):
+    """``download: archive``: the repository archive (one folder level more), safely extracted;
+    the texts, features and image zips are found inside it."""
+    src = make_repo(tmp_path / "src")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with zipfile.ZipFile(mirror / "master.zip", "w") as zf:
+        for p in sorted(src.rglob("*")):
+            zf.write(p, p.relative_to(src.parent).as_posix())
+    repo = ikea.download_ikea(tmp_path / "dl", str(mirror))
+    out = ikea.prepare_ikea(repo, tmp_path / "p", pair="en-fr", splits=["val"], features=True, image_zips=True)
+    assert (out / "images/201.jpg").read_bytes() == _jpeg("en-fr", "201.jpg")
+    assert len(ds.load_image_table(out)) == 8

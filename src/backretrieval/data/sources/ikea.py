@@ -243,9 +243,10 @@ def read_split_features(base: Path, split: str) -> tuple[list[str], np.ndarray]:
     return names, feats
 
 
-def _image_zips(repo_dir: Path, pair: str, split: str) -> list[Path]:
-    """The image zips of one split (every ``<split>.*.zip`` present; at least one)."""
-    d = repo_dir / image_zip_rels(pair, split)[0].rsplit("/", 1)[0]
+def _image_zips(base: Path, pair: str, split: str) -> list[Path]:
+    """The image zips of one split (every ``<split>.*.zip`` present; at least one); ``base`` =
+    ``IKEA/data.en.<l>``, whose sibling ``IKEA/image/`` holds them."""
+    d = base.parent / "image" / f"image.{_check_pair(pair)}"
     found = sorted(d.glob(f"{split}.*.zip"))
     if not found:
         raise InputError(
@@ -333,7 +334,7 @@ def prepare_ikea(
         langs = pr.split("-")
         dropped[pr] = 0
         if image_zips:  # refuse a missing zip before any work
-            zips[pr] = [z for split in splits for z in _image_zips(repo_dir, pr, split)]
+            zips[pr] = [z for split in splits for z in _image_zips(base, pr, split)]
             used += zips[pr]
         for split in splits:
             index = base / "image.index" / f"{split}_WMT_2017_images.txt"
