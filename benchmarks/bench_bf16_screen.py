@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import main_quick_n, make_data, md_table, measure  # noqa: E402
 
-from backretrieval.metrics import kernels as M  # noqa: E402
+import backretrieval.metrics as M  # noqa: E402
 
 C_OUT = 2.0**-9 * (1 + 2.0**-8)  # relative error bound of the bf16 output rounding
 

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import hwm_mb, make_data, md_table, measure, reset_peak_rss, rss_mb, run_child  # noqa: E402
 
-from backretrieval.metrics import kernels as M  # noqa: E402
-from backretrieval.metrics.kernels import DEFAULT_BLOCK_ELEMS, _as_pair, _block_rows, _check_bkr_shapes  # noqa: E402
+import backretrieval.metrics as M  # noqa: E402
+from backretrieval.metrics._base import DEFAULT_BLOCK_ELEMS, _as_pair, _block_rows, _check_bkr_shapes  # noqa: E402
 
 IMPLS = ("old", "new")
 

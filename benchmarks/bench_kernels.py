@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import main_quick_n, make_data, md_table, measure  # noqa: E402
 
-from backretrieval.metrics import kernels as M  # noqa: E402
+import backretrieval.metrics as M  # noqa: E402
 
 ENCODER_COUNTS = (1, 3, 10)
 

@@ -31,7 +31,7 @@ import hashlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from bench_common import sample_encoders
-from backretrieval.metrics.kernels import evaluate_sample
+from backretrieval.metrics import evaluate_sample
 
 n, count = int(sys.argv[2]), int(sys.argv[3])
 encs, s_img, t_img = sample_encoders(n, count)

@@ -33,7 +33,7 @@ def _peak(hwm0: float | None) -> float:
 
 
 def child(n: int) -> dict:
-    from backretrieval.metrics import kernels as M
+    import backretrieval.metrics as M
 
     data = make_data(n, separate_bkr_target=False)
     input_mb = sum(a.nbytes for k, a in data.items() if k != "tgt2") / 2**20

@@ -10,8 +10,9 @@ import zipfile
 import numpy as np
 import pytest
 
+import backretrieval.metrics as K
 from backretrieval._util import io
-from backretrieval.metrics import kernels as K
+from backretrieval.metrics import _base as B
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -20,7 +21,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def _fresh(fn, *args, **kwargs):
     """``fn`` with an empty buffer pool: what every call computed before buffers were reused."""
-    K._SCRATCH.pool = {}
+    B._SCRATCH.pool = {}
     return fn(*args, **kwargs)
 
 
@@ -31,17 +32,17 @@ def test_reused_buffers_change_no_result_and_nothing_returned_aliases_them():
     wide = [rng.standard_normal((120, 16)) for _ in range(2)]  # float64 inputs: their own slot
     for a, b in (big, small, wide):
         a, b = K.normalize(a), K.normalize(b)
-        want_r = _fresh(K._ranks_of_true, a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0])
-        want_n = _fresh(K._nearest, a, b, block_elems=7 * b.shape[0])
-        K._SCRATCH.pool = {}
-        first_r = K._ranks_of_true(a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0])
-        first_n = K._nearest(a, b, block_elems=7 * b.shape[0])
+        want_r = _fresh(B._ranks_of_true, a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0])
+        want_n = _fresh(B._nearest, a, b, block_elems=7 * b.shape[0])
+        B._SCRATCH.pool = {}
+        first_r = B._ranks_of_true(a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0])
+        first_n = B._nearest(a, b, block_elems=7 * b.shape[0])
         for other in (big, small, wide):  # the pool grows, shrinks its views, changes dtype
-            K._ranks_of_true(*(K.normalize(x) for x in other), np.arange(other[0].shape[0]))
-            K._nearest(*(K.normalize(x) for x in other))
+            B._ranks_of_true(*(K.normalize(x) for x in other), np.arange(other[0].shape[0]))
+            B._nearest(*(K.normalize(x) for x in other))
         assert np.array_equal(first_r, want_r) and np.array_equal(first_n, want_n)
-        assert np.array_equal(K._ranks_of_true(a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0]), want_r)
-        assert np.array_equal(K._nearest(a, b, block_elems=7 * b.shape[0]), want_n)
+        assert np.array_equal(B._ranks_of_true(a, b, np.arange(a.shape[0]), block_elems=7 * b.shape[0]), want_r)
+        assert np.array_equal(B._nearest(a, b, block_elems=7 * b.shape[0]), want_n)
 
 
 def test_image_pass_with_reused_buffers_changes_no_result():
@@ -58,18 +59,18 @@ def test_image_pass_with_reused_buffers_changes_no_result():
     K.bkr_image_pass(s2, t2, [rng.integers(0, 150, 150)], 5, assume_normalized=True)  # other shapes in the pool
     codes, ranks = run(s1, t1, stars)
     assert np.array_equal(codes, want_codes) and all(map(np.array_equal, ranks, want_ranks))
-    assert not any(np.shares_memory(r, buf) for r in ranks for buf in K._SCRATCH.pool.values())
+    assert not any(np.shares_memory(r, buf) for r in ranks for buf in B._SCRATCH.pool.values())
 
 
 def test_threads_get_their_own_buffers():
     rng = np.random.default_rng(2)
     pairs = [(_unit(rng.standard_normal((150, 32))), _unit(rng.standard_normal((150, 32)))) for _ in range(4)]
-    want = [_fresh(K._ranks_of_true, a, b, np.arange(150), block_elems=11 * 150) for a, b in pairs]
+    want = [_fresh(B._ranks_of_true, a, b, np.arange(150), block_elems=11 * 150) for a, b in pairs]
     got: dict[int, list[np.ndarray]] = {}
 
     def work(i: int) -> None:
         a, b = pairs[i]
-        got[i] = [K._ranks_of_true(a, b, np.arange(150), block_elems=11 * 150) for _ in range(20)]
+        got[i] = [B._ranks_of_true(a, b, np.arange(150), block_elems=11 * 150) for _ in range(20)]
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
@@ -79,7 +80,7 @@ def test_threads_get_their_own_buffers():
     assert all(np.array_equal(r, want[i]) for i in range(4) for r in got[i])
 
 
-@pytest.mark.parametrize("gather", [1, 2 * 97, 7 * 97, K.GATHER_BLOCK_ELEMS, K.DEFAULT_BLOCK_ELEMS])
+@pytest.mark.parametrize("gather", [1, 2 * 97, 7 * 97, B.GATHER_BLOCK_ELEMS, K.DEFAULT_BLOCK_ELEMS])
 def test_image_pass_ranks_do_not_depend_on_the_gather_chunk(gather):
     rng = np.random.default_rng(3)
     s_img, t_img = _unit(rng.standard_normal((97, 40))), _unit(rng.standard_normal((97, 40)))

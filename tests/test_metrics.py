@@ -9,7 +9,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
 
-from backretrieval.metrics import kernels as M
+import backretrieval.metrics as M
+from backretrieval.metrics import _base as B
+from backretrieval.metrics import corr_baseline as C
+from backretrieval.metrics import kernels as K
 
 # ---------------------------------------------------------------------------------------------
 # slow references: one query at a time, written independently of the vectorised code
@@ -311,7 +314,7 @@ def test_inplace_gives_identical_results_and_overwrites_inputs():
         M.normalize(np.ones((2, 2), dtype=np.int64), inplace=True)
 
 
-@pytest.mark.parametrize("block, gather", [(1, 1), (5, 7), (64, 40), (M.DEFAULT_BLOCK_ELEMS, M.GATHER_BLOCK_ELEMS)])
+@pytest.mark.parametrize("block, gather", [(1, 1), (5, 7), (64, 40), (M.DEFAULT_BLOCK_ELEMS, B.GATHER_BLOCK_ELEMS)])
 def test_image_pass_ranks_every_encoder_as_the_formula(block, gather):
     """BkR's image steps for several encoders in one pass over the image score blocks: each
     query's rank is 1 + #{source images scoring strictly higher against its back-retrieved
@@ -357,7 +360,7 @@ def test_top_k_members_equals_partition(scores, k, groups):
     k = min(k, scores.shape[1])
     kth = np.partition(scores, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k]
     want = set(zip(*np.nonzero(scores >= kth[:, None])))
-    rows, cols = M._top_k_members(scores, k, groups=groups)
+    rows, cols = K._top_k_members(scores, k, groups=groups)
     assert set(zip(rows.tolist(), cols.tolist())) == want
     assert len(rows) == len(want)
 
@@ -405,7 +408,7 @@ _tie_matrix = lambda rows: st.lists(_exact_row, min_size=rows, max_size=rows).ma
 def test_doubled_ranks_equal_scipy_with_ties(x):
     """Doubled average ranks are exactly 2·scipy.stats.rankdata (ties, ±0.0), float32 (packed
     integer sort) and float64 (argsort), with the tie term Σ(t³ − t)."""
-    ranks, ties = M._doubled_ranks(x)
+    ranks, ties = C._doubled_ranks(x)
     assert ranks.dtype == np.int64
     assert np.array_equal(ranks, 2 * stats.rankdata(x))
     _, counts = np.unique(x, return_counts=True)
@@ -426,8 +429,8 @@ def test_rank_dot_equals_ranks_times_payload(x, seed, big):
     """Σ 2·rank(x)·other via one sort with ``other`` as payload = the same sum over the ranks in
     the original order (float32: packed uint64 sort; float64 or payloads ≥ 2^32: argsort)."""
     other = np.random.default_rng(seed).integers(0, 2**33 if big else 2 * x.size + 1, x.size)
-    ranks, ties = M._doubled_ranks(x)
-    assert M._rank_dot(x, other) == (sum(int(r) * int(o) for r, o in zip(ranks.tolist(), other.tolist())), ties)
+    ranks, ties = C._doubled_ranks(x)
+    assert C._rank_dot(x, other) == (sum(int(r) * int(o) for r, o in zip(ranks.tolist(), other.tolist())), ties)
 
 
 @settings(max_examples=80, deadline=None)
@@ -444,9 +447,9 @@ def test_exact_dot_equals_python_integers(n, bits_a, bits_b, signed, seed):
     a = rng.integers(low(bits_a), 1 << bits_a, n)
     b = rng.integers(low(bits_b), 1 << bits_b, n)
     want = sum(int(p) * int(q) for p, q in zip(a.tolist(), b.tolist()))
-    assert M._exact_dot(a, b) == want == M._exact_dot(b, a)
+    assert C._exact_dot(a, b) == want == C._exact_dot(b, a)
     big = a << (61 - bits_a)  # |values| up to 2^61
-    assert M._exact_sum(big) == sum(big.tolist())
+    assert C._exact_sum(big) == sum(big.tolist())
 
 
 @settings(max_examples=40, deadline=None)
@@ -486,19 +489,19 @@ def test_counting_ranks_equal_sorted_ranks(block, monkeypatch):
     the same float32 distances; the nearest texts read from its products are _nearest's."""
     rng = np.random.default_rng(7)
     a, b = _near_rows(rng, 70, 5, 4), _near_rows(rng, 90, 5, 3)
-    d = M._all_distances(a, b, block)
-    want_ranks, want_ties = M._doubled_ranks(d)
+    d = C._all_distances(a, b, block)
+    want_ranks, want_ties = C._doubled_ranks(d)
     assert want_ties > 0
-    ranks, ties = M._all_pairs_ranks_counting(a, b, block)
+    ranks, ties = C._all_pairs_ranks_counting(a, b, block)
     assert ranks.dtype == np.int32
     assert np.array_equal(ranks, want_ranks) and ties == want_ties
     other = rng.permutation(want_ranks)
     side = M.CorrImageSide(70, 90, None, other, 0)
-    want_rho = M._rho(other.size, M._exact_dot(want_ranks, other), want_ties, 0)
+    want_rho = C._rho(other.size, C._exact_dot(want_ranks, other), want_ties, 0)
     for counting in (False, True):
-        monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0 if counting else 1 << 40)
+        monkeypatch.setattr(C, "_COUNTING_MIN_PAIRS", 0 if counting else 1 << 40)
         t_star, rho = side.nearest_and_spearman(a, b, block, assume_normalized=True)
-        assert np.array_equal(t_star, M._nearest(a, b, block)) and rho == want_rho
+        assert np.array_equal(t_star, B._nearest(a, b, block)) and rho == want_rho
         assert side.spearman(a, b, block, assume_normalized=True) == rho
 
 
@@ -509,11 +512,11 @@ def test_corr_by_counting_equals_exact_spearman(monkeypatch):
     st_, tt, si = _near_rows(rng, 30, 6, 5), _near_rows(rng, 25, 6, 4), _near_rows(rng, 30, 4, 3)
     ti = rng.normal(size=(25, 4)).astype(np.float32)  # wide range of image distances
     n = M.normalize  # the inputs as corr sees them (it normalises them)
-    d_text, d_img = M._all_distances(n(st_), n(tt), 40), M._all_distances(n(si), n(ti), 40)
+    d_text, d_img = C._all_distances(n(st_), n(tt), 40), C._all_distances(n(si), n(ti), 40)
     want = exact_spearman(d_text.astype(np.float64), d_img.astype(np.float64))
     sorted_side = M.CorrImageSide.build(si, ti, block_elems=40)
     by_sorting = sorted_side.spearman(st_, tt, block_elems=40)
-    monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0)
+    monkeypatch.setattr(C, "_COUNTING_MIN_PAIRS", 0)
     counted_side = M.CorrImageSide.build(si, ti, block_elems=40)
     assert counted_side.img_ranks.dtype == np.int32
     assert np.array_equal(counted_side.img_ranks, sorted_side.img_ranks)
@@ -537,12 +540,12 @@ def test_distance_codes_are_exact():
     scaled = d.astype(np.float64) * 2**24
     assert np.array_equal(scaled, np.round(scaled))
     out = np.empty((1, s.size), np.int32)
-    ((_, codes),) = M._code_blocks(np.ones((1, 1), np.float32), s[:, None], 1 << 30, out=out)
+    ((_, codes),) = C._code_blocks(np.ones((1, 1), np.float32), s[:, None], 1 << 30, out=out)
     assert np.array_equal(codes, scaled.astype(np.int64))
 
 
 def test_counting_rejects_unnormalised_rows(monkeypatch):
-    monkeypatch.setattr(M, "_COUNTING_MIN_PAIRS", 0)
+    monkeypatch.setattr(C, "_COUNTING_MIN_PAIRS", 0)
     a = np.full((40, 3), 0.7, np.float32)  # cosine 1.47
     with pytest.raises(ValueError, match="L2-normalised"):
         M.CorrImageSide.build(a, a, assume_normalized=True, block_elems=100)
@@ -576,14 +579,14 @@ def test_band_pairs_are_distinct_and_balanced(n_s, n_t, frac, seed):
     m = 1 + int(frac * (n_s * n_t - 1))
     if m >= n_s * n_t:
         return
-    pairs = M.BandPairs.draw(n_s, n_t, m, seed)
+    pairs = C.BandPairs.draw(n_s, n_t, m, seed)
     i, j = pairs.pairs()
     assert len(i) == m and len(set(zip(i.tolist(), j.tolist()))) == m  # m distinct pairs
     per_row = np.bincount(i, minlength=n_s)
     assert set(per_row.tolist()) <= {m // n_s, -(-m // n_s)}
     per_col = np.bincount(j, minlength=n_t)
     assert per_col.max() - per_col.min() <= 2
-    again = M.BandPairs.draw(n_s, n_t, m, seed).pairs()
+    again = C.BandPairs.draw(n_s, n_t, m, seed).pairs()
     assert np.array_equal(again[0], i) and np.array_equal(again[1], j)
 
 
@@ -601,10 +604,10 @@ def test_subsample_corr_is_spearman_of_the_sampled_pairs(st_, tt, si, ti, m, see
     """max_pairs: the band sample's distances are those of its pairs (any tile size) and CORR is
     the exact Spearman over them; shared image side = fresh computation."""
     args = [M.normalize(v).astype(np.float32) for v in (st_, tt, si, ti)]
-    i, j = M.BandPairs.draw(11, 8, m, seed).pairs()
+    i, j = C.BandPairs.draw(11, 8, m, seed).pairs()
     d_text = 1 - np.sum(args[0][i].astype(np.float64) * args[1][j], axis=1)
     d_img = 1 - np.sum(args[2][i].astype(np.float64) * args[3][j], axis=1)
-    sample = M.BandPairs.draw(11, 8, m, seed)
+    sample = C.BandPairs.draw(11, 8, m, seed)
     assert np.array_equal(sample.distances(args[0], args[1], block), d_text.astype(np.float32))
     got = M.corr(*args, max_pairs=m, seed=seed, block_elems=block)
     want = exact_spearman(d_text, d_img)

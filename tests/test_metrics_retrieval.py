@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backretrieval.metrics import kernels as M
+import backretrieval.metrics as M
+from backretrieval.metrics import retrieval as R
 
 
 def cos(a, b):
@@ -130,7 +131,7 @@ def test_neighbourhood_means_equal_slow_means_and_repeat_bit_for_bit():
         # the running column top-k equals the top-k of the full matrix from the same blocks
         # (retrieval_scores normalises its inputs: compare on the rows it uses)
         full = M.retrieval_scores(q, c, block_elems=block)
-        f_q, f_c = M._neighbourhoods_of_matrix(full, 5)
+        f_q, f_c = R._neighbourhoods_of_matrix(full, 5)
         n_q, n_c = M.neighbourhood_means(M.normalize(q), M.normalize(c), 5, block_elems=block)
         assert f_q.tobytes() == n_q.tobytes() and f_c.tobytes() == n_c.tobytes()
     big_q, big_c = M.neighbourhood_means(q, c, 99)  # k capped at the other side's size

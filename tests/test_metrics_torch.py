@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not importable; metrics_torch untested")
 
-from backretrieval.metrics import kernels as M  # noqa: E402
+import backretrieval.metrics as M  # noqa: E402
 from backretrieval.metrics import torch_kernels as T  # noqa: E402
 
 CPU = "cpu"

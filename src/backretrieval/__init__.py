@@ -35,9 +35,9 @@ __all__ = ["__version__", "evaluate", *_METRICS_API]
 
 def __getattr__(name: str) -> Any:
     if name in _METRICS_API:
-        from .metrics import kernels
+        from . import metrics
 
-        return getattr(kernels, name)
+        return getattr(metrics, name)
     if name == "evaluate":
         from .evaluation.run import evaluate
 

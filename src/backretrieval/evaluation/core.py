@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..data.sampling import Sample
 from ..errors import InputError
-from ..metrics.kernels import evaluate_sample
+from ..metrics import evaluate_sample
 
 #: columns of the tidy metric table (the metrics step's CSV, ``evaluate()``'s DataFrame)
 METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]

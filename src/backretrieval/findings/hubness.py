@@ -23,7 +23,7 @@ import scipy.stats as st
 
 from ..errors import InputError
 from ..evaluation.core import rows_of
-from ..metrics.kernels import BkrImageIndex, normalize, retrieval_scores
+from ..metrics import BkrImageIndex, normalize, retrieval_scores
 from .views import Lookup, SampleView
 
 RETRIEVAL_ORDER = ("cosine", "csls", "margin")

@@ -30,13 +30,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..evaluation.core import rows_of
-from ..metrics.kernels import (
-    BkrImageIndex,
-    backretrieve,
-    normalize,
-    recall_at_k,
-    xlr_ranks,
-)
+from ..metrics import BkrImageIndex, backretrieve, normalize, recall_at_k, xlr_ranks
 from .views import Lookup, SampleView, agreement_table, mean_interval
 
 DEGRADATION_KINDS = ("noise", "project", "shuffle")

@@ -22,7 +22,7 @@ import scipy.stats as st
 from ..data.sampling import draw_sample
 from ..errors import InputError
 from ..evaluation.core import image_of_items, rows_of
-from ..metrics.kernels import evaluate_sample
+from ..metrics import evaluate_sample
 from .views import (
     Lookup,
     agreement,

@@ -47,6 +47,7 @@ import torch
 
 from .._util.device import resolve_device as _resolve_device
 from . import kernels as M
+from ._base import _check_bkr_shapes
 
 Precision = Literal["fp32", "fp64", "fp16", "bf16"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -308,7 +309,7 @@ def bkr_ranks(
     precision: Precision = "fp32",
 ) -> np.ndarray:
     """Per-query Backretrieval rank (the paper's four steps; see ``metrics.bkr_ranks``)."""
-    M._check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
+    _check_bkr_shapes(src_text, tgt_text, src_img, tgt_img)
     dev, dt = resolve_device(device), _dtype(precision)
     src, tgt = _pair(src_text, tgt_text, "bkr text", dev, dt)
     t_star = _nearest(src, tgt, block_elems)

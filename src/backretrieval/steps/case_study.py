@@ -30,7 +30,7 @@ from .._util.device import limit_threads
 from ..data.prepared import read_meta
 from ..data.sampling import draw_sample
 from ..errors import ConfigError, InputError
-from ..metrics.kernels import BkrImageIndex, backretrieve
+from ..metrics import BkrImageIndex, backretrieve
 from ..reporting.figures import fig3_boxplot
 from ..reporting.tables import table2_latex, table2_markdown
 from ..study.case_study import HEAD_LABEL, HEADS, _concat_repr, case_items, directions, models, table2

@@ -29,7 +29,7 @@ from ..findings import image_quality as iq
 from ..findings import sample_size as ss
 from ..findings.document import FindingsRecord, RunInfo, markdown_table, write_record
 from ..findings.views import Lookup, iter_views
-from ..metrics.kernels import CSLS_K, MARGIN_K
+from ..metrics.retrieval import CSLS_K, MARGIN_K
 from .layout import load_embedding, skipped_reason
 from .metrics import read_metrics
 from .sample import read_samples

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import stats
 from ..data.prepared import load_items
 from ..errors import InputError
-from ..metrics.kernels import normalize
+from ..metrics import normalize
 from .case_config import HEAD_LABEL, HEADS, TRAIN_ITEMS, case_cfg, directions, human_cfg, models
 
 __all__ = ["HEADS", "HEAD_LABEL", "case_cfg", "case_items", "directions", "human_cfg", "models", "table2"]
