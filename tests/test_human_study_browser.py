@@ -134,3 +134,22 @@ def test_rate_in_browser_save_and_tally(driver, tmp_path):
     assert res.counts[NAMES[0]] == {1: 10, 2: 0, 3: 0, 4: 0}
     assert res.counts[NAMES[1]] == {1: 1, 2: 0, 3: 9, 4: 0}
     assert res.ratio_very_relevant == pytest.approx(10.0)
+
+
+def test_very_long_words_wrap_inside_the_viewport(driver, tmp_path):
+    """A 5,000-character title without spaces wraps: the page is no wider than the window."""
+    word = "Ü" + "x" * 4999
+    queries = pd.DataFrame({"query_id": ["q1"], "text": [word]})
+    sa = {"q1": [(f"a{i}", word if i == 0 else f"a text {i}") for i in range(5)]}
+    sb = {"q1": [(f"b{i}", f"b text {i}") for i in range(5)]}
+    sheets = make_sheets(queries, sa, sb, tmp_path / "sheet", seed=1, model_names=NAMES)
+    driver.set_window_size(1024, 768)
+    driver.get(sheets.html.resolve().as_uri())
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    scroll = driver.execute_script("return document.documentElement.scrollWidth")
+    assert width > 0 and scroll <= width, f"page is {scroll}px wide in a {width}px viewport"
+    # the query's text box stays inside the page, below the sticky header
+    box = driver.execute_script(
+        "const r = document.querySelector('.qtext').getBoundingClientRect(); return [r.left, r.right];"
+    )
+    assert 0 <= box[0] and box[1] <= width

@@ -342,7 +342,8 @@ section.query{border:1px solid #bbb;border-radius:6px;margin:1.2em 0;padding:.8e
 .qtext{font-weight:600}
 .suggestion{display:flex;gap:.8em;border-top:1px solid #eee;padding:.6em 0}
 .suggestion.rated{background:#f4fbf4}
-.suggestion .body{flex:1}
+.suggestion .body{flex:1;min-width:0}
+body,header,.qtext,.stext{overflow-wrap:anywhere}
 img.thumb{max-width:256px;max-height:256px;object-fit:contain}
 fieldset{border:0;padding:0;margin:.3em 0}
 label{margin-right:.9em;cursor:pointer}
@@ -523,16 +524,56 @@ def read_key(key_path: str | Path) -> tuple[dict[str, Any], str]:
     return key, hashlib.sha256(raw).hexdigest()
 
 
+#: Separators a spreadsheet may save a "CSV" with (comma; semicolon where the decimal mark is a
+#: comma; tab for "Unicode text"). The ratings file's own is detected from its header line.
+RATING_SEPARATORS = ",;\t"
+
+
+def _decode_ratings(path: Path, raw: bytes) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a byte-order mark ("Unicode text")
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: ratings file is damaged UTF-16 ({exc}); save it as 'CSV UTF-8'") from exc
+    if b"\x00" in raw[:4096]:
+        raise InputError(
+            f"{path}: ratings file looks like UTF-16 without a byte-order mark (NUL bytes); "
+            "save it as 'CSV UTF-8 (comma delimited)'"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: ratings file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "save it as 'CSV UTF-8 (comma delimited)'"
+        ) from exc
+
+
 def _read_ratings_csv(path: Path) -> pd.DataFrame:
+    """The ratings table: UTF-8 (or UTF-16 with a byte-order mark), separated by commas,
+    semicolons or tabs (detected from the header line by :class:`csv.Sniffer`)."""
+    import csv
+    import io as _io
+
     if not path.is_file():
         raise InputError(f"{path}: ratings file not found")
+    text = _decode_ratings(path, path.read_bytes())
+    header = text.split("\n", 1)[0]
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        sep = csv.Sniffer().sniff(header, delimiters=RATING_SEPARATORS).delimiter
+    except csv.Error:
+        sep = ","
+    try:
+        df = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise InputError(f"{path}: cannot be read as CSV ({exc})") from exc
     for col in ("suggestion_id", "rating"):
         if col not in df.columns:
-            raise InputError(f"{path}: missing column {col!r}; expected at least suggestion_id, rating")
+            seen = ", ".join(map(str, df.columns[:6]))
+            raise InputError(
+                f"{path}: missing column {col!r}; expected at least suggestion_id, rating separated by "
+                f"commas (header read as: {seen})"
+            )
     df["suggestion_id"] = df["suggestion_id"].str.strip()
     df["rating"] = df["rating"].str.strip()
     return df
@@ -578,7 +619,8 @@ def _parse_ratings(
             problems.append(f"{where}: no rating")
             continue
         if not _INT_RE.match(raw):
-            problems.append(f"{where}: rating {raw!r} is not an integer 1-4")
+            hint = " (a decimal comma: write whole numbers, e.g. 3)" if re.match(r"^\d+,\d*$", raw) else ""
+            problems.append(f"{where}: rating {raw!r} is not an integer 1-4{hint}")
             continue
         v = int(float(raw))
         if not 1 <= v <= 4:
