@@ -22,7 +22,7 @@ set -euo pipefail
 TORCH_VERSION=2.13.0
 TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 TORCH_PROBE_TIMEOUT=${TORCH_PROBE_TIMEOUT:-5}
-EXTRAS="models,workflow,cluster,test,dev"
+EXTRAS="models,workflow,cluster,mteb,test,dev"
 # LASER: laserembeddings pins torch<2; installed without its pins (its encoder code is tested
 # on our torch in tests/test_encoders.py). --no-deps so nothing can replace the chosen torch.
 NO_DEPS_PKGS="laserembeddings subword-nmt sacremoses transliterate"
