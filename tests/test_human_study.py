@@ -586,3 +586,40 @@ def test_simulated_ratings_round_trip(study, tmp_path):
     with pytest.raises(InputError, match=r"expected a value in \[0, 1\]"):
         simulate_ratings(sheets.template, lambda q, c: 1.5, tmp_path / "bad.csv", seed=0)
     assert not (tmp_path / "bad.csv").exists()
+
+
+def _ratings_text(key_path: Path, ratings: dict[str, int], sep: str = ",", decimal: str = "") -> str:
+    sha = _sha(key_path)
+    lines = [sep.join(["suggestion_id", "rating", "rater", "key_sha256"])]
+    lines += [sep.join([sid, f"{r}{decimal}", "r1", sha]) for sid, r in ratings.items()]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_ratings_with_semicolons_or_tabs_are_read(tmp_path, sep):
+    key_path, ratings = _hand_key(tmp_path)
+    csv = tmp_path / "ratings.csv"
+    csv.write_text(_ratings_text(key_path, ratings, sep=sep), encoding="utf-8")
+    res = tally(csv, key_path, ("A", "B"))
+    assert res.counts["A"] == {1: 8, 2: 3, 3: 1, 4: 1} and res.key_verified
+
+
+def test_ratings_saved_as_utf16_are_read(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    csv = tmp_path / "ratings.csv"
+    csv.write_bytes(_ratings_text(key_path, ratings, sep="\t").encode("utf-16"))  # Excel "Unicode text"
+    assert tally(csv, key_path, ("A", "B")).counts["B"] == {1: 4, 2: 2, 3: 3, 4: 2}
+    csv.write_bytes(_ratings_text(key_path, ratings).encode("utf-16-le"))  # no byte-order mark
+    with pytest.raises(InputError, match="UTF-16 without a byte-order mark.*CSV UTF-8"):
+        tally(csv, key_path, ("A", "B"))
+    csv.write_bytes(_ratings_text(key_path, ratings).replace("rater", "räter", 1).encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8.*CSV UTF-8"):
+        tally(csv, key_path, ("A", "B"))
+
+
+def test_ratings_with_decimal_commas_say_so(tmp_path):
+    key_path, ratings = _hand_key(tmp_path)
+    csv = tmp_path / "ratings.csv"
+    csv.write_text(_ratings_text(key_path, ratings, sep=";", decimal=",0"), encoding="utf-8")
+    with pytest.raises(InputError, match=r"rating '1,0' is not an integer 1-4 \(a decimal comma"):
+        tally(csv, key_path, ("A", "B"))
