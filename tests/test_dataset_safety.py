@@ -173,3 +173,40 @@ def test_image_path_through_parent_link_stays_inside(tmp_path):
     assert any("outside the dataset root" in e for e in _validate_errors(src))
     with pytest.raises(InputError, match="outside the dataset root"):
         _prepare(src, tmp_path / "out2")
+
+
+# -- broken images are found before any model runs -----------------------------------------
+
+
+def _break_images(root: Path) -> list[Path]:
+    (root / "images" / "img1.png").write_bytes(b"")  # 0 bytes
+    (root / "images" / "img2.png").write_text("this is text, not an image")
+    return [root / "images" / "img1.png", root / "images" / "img2.png"]
+
+
+def test_broken_images_are_named_by_the_users_path_at_prepare(tmp_path):
+    src = _dataset(tmp_path / "ds")
+    bad = _break_images(src)
+    with pytest.raises(InputError) as info:
+        _prepare(src, tmp_path / "out")
+    msg = str(info.value)
+    assert "\n" not in msg and all(str(p) in msg for p in bad), msg
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_dataset_names_every_broken_image(tmp_path):
+    from backretrieval.steps.prepare import check_fits
+
+    root = _dataset(tmp_path / "ds")
+    (root / "items.csv").write_text(ITEMS + "r1,de,img1,Pfannkuchen,Mehl\nr2,en,img2,Soup,Carrots\n")
+    bad = _break_images(root)
+    req = {
+        "languages": ["en", "de"],
+        "directions": ["en-de"],
+        "sample_size": 1,
+        "image_backbone": "effnet",
+        "backbone": {"type": "efficientnet-lite"},
+    }
+    with pytest.raises(InputError, match="2 image file") as info:
+        check_fits(req, root)
+    assert all(str(p) in str(info.value) for p in bad)

@@ -266,7 +266,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                         add("error", "images.csv", row, "path", f"image file {rel!r} not found")
                         continue
                     if check_images:
-                        err = _image_error(p)
+                        err = image_error(p)
                         if err:
                             add("error", "images.csv", row, "path", f"unreadable image {rel!r} ({err})")
                 unused = sorted(table_ids - item_images)
@@ -328,7 +328,8 @@ def _without_path(exc: InputError, path: Path) -> str:
     return msg[len(prefix) :] if msg.startswith(prefix) else msg
 
 
-def _image_error(path: Path) -> str | None:
+def image_error(path: Path) -> str | None:
+    """Why ``path`` is not a readable image (PIL's verify: a 0-byte file, text named .jpg), or None."""
     from PIL import Image, UnidentifiedImageError
 
     try:

@@ -158,11 +158,30 @@ def _check_images(req: dict, root: Path, items) -> None:
             )
         from ..data.prepared import load_image_table
 
-        have = set(load_image_table(root)["image_id"])
+        images = load_image_table(root)
+        have = set(images["image_id"])
         what = str(table)
+        _check_images_decode(root, images[images["image_id"].isin(used)])
     lacking = sorted(used - have)
     if lacking:
         raise ConfigError(
             f"field 'image_backbone': {len(lacking)} image id(s) of the items have no entry in "
             f"{what} (first: {lacking[:3]})"
         )
+
+
+def _check_images_decode(root: Path, images) -> None:
+    """Every image file the items use opens as an image (PIL's verify); else one InputError
+    naming every bad file by its path, before any model runs."""
+    from ..data.byo import image_error
+    from ..data.prepared import resolve_inside
+    from ..errors import InputError
+
+    bad = []
+    for rel in images["path"]:
+        p = resolve_inside(root, rel)
+        err = "file not found" if not p.is_file() else image_error(p)
+        if err:
+            bad.append(f"{root / rel} ({err})")
+    if bad:
+        raise InputError(f"{len(bad)} image file(s) cannot be read as images: " + "; ".join(bad))
