@@ -158,8 +158,9 @@ def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:
     skipped = []
     for enc, paths in text_files.items():
         for p in paths:
-            if Path(p).exists() and layout.skipped_reason(p):
-                skipped.append({"encoder": enc, "reason": layout.skipped_reason(p)})
+            reason = layout.skipped_reason(p) if Path(p).exists() else None
+            if reason:
+                skipped.append({"encoder": enc, "reason": reason})
                 break
     return skipped
 
