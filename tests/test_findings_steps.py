@@ -116,7 +116,7 @@ def run(tmp_path_factory):
 
 def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None:
     assert (
-        main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--corr-max-pairs", "300"]) == 0
+        main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--english-only", "weak"]) == 0
     )
     assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "3"]) == 0
     assert (
@@ -194,6 +194,7 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
         "inference.json",
         "inference.csv",
         "inference.md",
+        "inference_replicates.csv",
         "figures/inference_ci.png",
         "figures/inference_ci.svg",
         "figures/inference_ci.pdf",
@@ -224,6 +225,12 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
     assert bli["status"] == "not_applicable" and "no word-vector" in bli["answer"]
     overall = json.loads((s1 / "overall.json").read_text())
     assert overall["run"] is None and overall["numbers"]["n_cells"] == 2
+    # the verdict names its scope: encoders, and the set without the random / English-only ones
+    pooled = overall["numbers"]["pooled"]["all"]
+    assert pooled["all"]["rho_diff"]["pearson"]["k"] == 2
+    assert "weak" not in pooled["core"]["rho_diff"]["pearson"]["encoders"]
+    assert "Without the random and English-only encoders (random, weak" in overall["verdict"]
+    assert "averaged over the seeds" in overall["verdict"]
     assert "toy" in d1.read_text() and "Pooled over 2 " in d1.read_text()
 
 
@@ -241,7 +248,7 @@ def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):
 def test_inference_finds_wider_intervals_than_seeds(run, tmp_path):
     root, f = run
     out = tmp_path / "findings"
-    assert main(["findings-inference", *_run_args(f, out), "--B", "30", "--n-seeds", "3", "--corr-max-pairs", "0"]) == 0
+    assert main(["findings-inference", *_run_args(f, out), "--B", "30", "--n-seeds", "3"]) == 0
     frame = pd.read_csv(out / "inference.csv")
     row = frame[(frame["set"] == "all") & (frame["quantity"] == "rho_bkr") & (frame["stat"] == "pearson")]
     assert (row["n_valid"] > 0).all()
@@ -388,10 +395,10 @@ def test_findings_settings_defaults_overrides_and_unknown_analysis():
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
     s = findings_settings(cfg)
     assert set(s) == set(ANALYSES)
-    assert s["inference"]["B"] == 200 and s["sample_size"]["synthetic"]["n_items"] == 10000
+    assert s["inference"]["B"] == 1000 and s["sample_size"]["synthetic"]["n_items"] == 10000
     assert s["image_quality"]["backbones"] == {"effnet-lite2": {"type": "efficientnet-lite", "variant": "lite2"}}
     s = findings_settings({**cfg, "findings": {"inference": {"B": 50}, "hubness": {"max_seeds": 1}}})
-    assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000}
+    assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": None, "english_only": None}
     assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
     with pytest.raises(ConfigError, match="unknown analyses"):
         findings_settings({**cfg, "findings": {"infrence": {}}})

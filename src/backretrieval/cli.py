@@ -470,8 +470,8 @@ def cmd_findings_inference(args) -> int:
         B=args.B,
         boot_seed=args.bootstrap_seed,
         n_seeds=args.n_seeds,
-        max_pairs=args.corr_max_pairs or None,
         random_encoders=args.random_encoders,
+        english_only=args.english_only,
         family=args.family or [],
         family_name=args.family_name,
     )
@@ -572,20 +572,20 @@ def _add_findings_parsers(add) -> None:
         "findings 1: encoder x item bootstrap, order accuracy, sensitivity",
     )
     run_inputs(sp, True)
-    sp.add_argument("--B", type=int, default=200, help="bootstrap replicates")
+    sp.add_argument("--B", type=int, default=1000, help="bootstrap replicates")
     sp.add_argument("--bootstrap-seed", type=int, default=0)
-    sp.add_argument("--n-seeds", type=int, default=3, help="the first n seeds of each direction are used")
-    sp.add_argument(
-        "--corr-max-pairs",
-        type=int,
-        default=20000,
-        help="CORR per replicate on this many sampled pairs (0 = all pairs)",
-    )
+    sp.add_argument("--n-seeds", type=int, default=None, help="the first n seeds of each direction (default: all)")
     sp.add_argument(
         "--random-encoders",
         nargs="*",
         default=["random"],
         help="chance-level encoders (left out in one sensitivity set)",
+    )
+    sp.add_argument(
+        "--english-only",
+        nargs="*",
+        default=[],
+        help="English-only encoders (left out, with the random ones, in 'core')",
     )
     sp.add_argument("--family", nargs="*", help="encoders of one model family (a sensitivity set)")
     sp.add_argument("--family-name", default="word-vector")

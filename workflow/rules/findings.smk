@@ -18,6 +18,7 @@ rule findings_inference:
     output:
         json=f"{FINDINGS}/inference.json",
         tables=findings_tables("inference"),
+        replicates=f"{FINDINGS}/inference_replicates.csv",
         figure=findings_figure("inference_ci"),
     log:
         f"{LOGS}/findings/inference.log",
@@ -31,16 +32,17 @@ rule findings_inference:
         run_name=RUN,
         out_dir=findings_dir,
         s=FS["inference"],
-        max_pairs=FS["inference"]["corr_max_pairs"] or 0,
+        n_seeds=lambda wc: f"--n-seeds {FS['inference']['n_seeds']}" if FS["inference"]["n_seeds"] else "",
         random=RANDOM_ENCODERS,
+        english=lambda wc: f"--english-only {' '.join(ENGLISH_ONLY_ENCODERS)}" if ENGLISH_ONLY_ENCODERS else "",
         family=WORDVEC_ENCODERS,
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "backretrieval findings-inference --dataset {input.dataset} --metrics {input.metrics} --ranks {input.ranks}"
         " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} --B {params.s[B]}"
-        " --bootstrap-seed {params.s[bootstrap_seed]} --n-seeds {params.s[n_seeds]}"
-        " --corr-max-pairs {params.max_pairs} --random-encoders {params.random} --family {params.family}"
+        " --bootstrap-seed {params.s[bootstrap_seed]} {params.n_seeds}"
+        " --random-encoders {params.random} {params.english} --family {params.family}"
         " > {log} 2>&1"
 
 
@@ -347,6 +349,7 @@ rule findings_document:
     input:
         own=FINDINGS_JSON,
         points=f"{FINDINGS}/calibration_points.csv",
+        replicates=f"{FINDINGS}/inference_replicates.csv",
         others=other_configs_findings(),
     output:
         doc=FINDINGS_DOC,

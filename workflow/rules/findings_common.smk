@@ -2,7 +2,7 @@
 import glob as _glob
 
 from backretrieval.steps.settings import ANALYSES as FINDINGS_ANALYSES
-from backretrieval.steps.settings import findings_settings
+from backretrieval.steps.settings import english_only_encoders, findings_settings
 
 FS = findings_settings(config)
 FINDINGS = str(Path(config["reports_dir"]) / "findings")
@@ -13,6 +13,7 @@ FINDINGS_JSON = [f"{FINDINGS}/{a}.json" for a in FINDINGS_ANALYSES]
 FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
 WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
 RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "random")
+ENGLISH_ONLY_ENCODERS = english_only_encoders(config)
 DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
 METRICS_FILES = [metrics_file(d) for d in config["directions"]]
 
@@ -111,4 +112,5 @@ def other_configs_findings():
     own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
     records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
     points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
-    return [*records, *points]
+    replicates = [str(Path(p).parent / "inference_replicates.csv") for p in records if Path(p).name == "inference.json"]
+    return [*records, *points, *replicates]

@@ -218,14 +218,15 @@ def _per_query(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: 
 def inference_outcomes(
     run: RunArtifacts,
     direction: str,
-    n_seeds: int,
-    max_pairs: int | None,
+    n_seeds: int | None,
     with_corr: bool = True,
-) -> tuple[list, int, list[str]]:
-    """The per-query outcomes of the first ``n_seeds`` seeds of one direction
-    (:class:`~backretrieval.findings.inference.SeedOutcomes`), the number of distinct items and
-    the encoders (rows). Checks that the ranks reproduce the metrics CSV."""
-    from ..findings.inference import SeedOutcomes, corr_resampler
+) -> tuple[list, list[str], list[str]]:
+    """The per-query outcomes of the first ``n_seeds`` seeds (None: all) of one direction
+    (:class:`~backretrieval.findings.inference.SeedOutcomes`: XLR and BkR hits, CORR's per-query
+    contributions), the item keys the queries index (the image id of each query item: items
+    that show the same image share a bootstrap weight in every direction and configuration) and
+    the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
+    from ..findings.inference import SeedOutcomes, corr_contributions
 
     encoders = run.encoders
     m = run.metrics[run.metrics["direction"] == direction]
@@ -236,55 +237,70 @@ def inference_outcomes(
         raise InputError(f"direction {direction}: no samples")
     if samples[0].xlr_targets is None:
         raise InputError(f"direction {direction}: the dataset is not parallel; XLR (the reference) is undefined")
+    if with_corr and "corr" not in wide.columns:
+        raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
     ranks = run.ranks(direction)
-    item_ids = sorted({i for s in samples for i in (*s.queries, *s.bkr_targets)})
-    pos = {i: j for j, i in enumerate(item_ids)}
+    image_of = run.image_of(direction.split("-")[0])
+    keys = sorted({image_of[i] for s in samples for i in s.queries})
+    pos = {k: j for j, k in enumerate(keys)}
     out = []
     for s in samples:
         xlr = np.stack([_per_query(ranks, e, s.seed, "xlr", run.k, True) for e in encoders])
         bkr = np.stack([_per_query(ranks, e, s.seed, "bkr", run.k, bkr_as_ranks) for e in encoders])
-        for what, arr, metric in (("xlr", xlr, "xlr_recall"), ("bkr", bkr, "bkr_recall")):
-            csv = wide.loc[s.seed].reindex(encoders)[metric].to_numpy(float)
-            if not np.allclose(arr.mean(axis=1), csv, rtol=0, atol=1e-9):
-                raise InputError(
-                    f"{direction} seed {s.seed}: per-query {what} ranks do not reproduce {metric} of the metrics CSV"
-                )
-        corr_point = corr_fn = None
+        per_query = {"bkr": bkr}
+        checks = [("xlr", xlr, "xlr_recall", 1e-9), ("bkr", bkr, "bkr_recall", 1e-9)]
         if with_corr:
-            if "corr" not in wide.columns:
-                raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
-            corr_point = wide.loc[s.seed].reindex(encoders)["corr"].to_numpy(float)
             emb = run.sample_embeddings(direction, s, encoders)
-            corr_fn = corr_resampler(
-                emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders], max_pairs, s.seed
-            )
+            per_query["corr"] = corr_contributions(emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders])
+            checks.append(("corr", per_query["corr"], "corr", 1e-5))
+        for what, arr, metric, tol in checks:
+            csv = wide.loc[s.seed].reindex(encoders)[metric].to_numpy(float)
+            if not np.allclose(arr.mean(axis=1), csv, rtol=0, atol=tol):
+                raise InputError(
+                    f"{direction} seed {s.seed}: per-query {what} outcomes do not reproduce {metric} of the metrics CSV"
+                )
         out.append(
             SeedOutcomes(
                 seed=s.seed,
-                query_items=np.array([pos[i] for i in s.queries]),
-                target_items=np.array([pos[i] for i in s.bkr_targets]),
+                query_items=np.array([pos[image_of[i]] for i in s.queries]),
                 xlr=xlr,
-                per_query={"bkr": bkr},
-                corr_point=corr_point,
-                corr=corr_fn,
+                per_query=per_query,
             )
         )
-    return out, len(item_ids), encoders
+    return out, keys, encoders
 
 
 def encoder_sets(
-    encoders: Sequence[str], random_encoders: Sequence[str], family: Sequence[str]
+    encoders: Sequence[str],
+    random_encoders: Sequence[str],
+    family: Sequence[str],
+    english_only: Sequence[str] = (),
 ) -> dict[str, list[str]]:
-    """``all``; ``no_random`` (without the chance-level encoders); ``family`` (one model family
-    alone); sets with fewer than 3 encoders are left out."""
+    """``all``; ``no_random`` (without the chance-level encoders); ``core`` (without the random
+    and the English-only encoders, which inflate both correlations: they fail every non-English
+    side alike); ``family`` (one model family alone); sets with fewer than 3 encoders are left
+    out."""
     sets = {"all": list(encoders)}
     no_random = [e for e in encoders if e not in set(random_encoders)]
     if len(no_random) < len(encoders) and len(no_random) >= 3:
         sets["no_random"] = no_random
+    core = [e for e in no_random if e not in set(english_only)]
+    if len(core) < len(encoders) and len(core) >= 3:
+        sets["core"] = core
     fam = [e for e in encoders if e in set(family)]
     if len(fam) >= 3:
         sets["family"] = fam
     return sets
+
+
+#: the replicate table beside inference.json: one row per replicate, one column per cell key
+REPLICATES_FILE = "inference_replicates.csv"
+#: the quantities whose replicates are kept for pooling across directions and configurations
+POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
+
+
+def cell_key(direction: str, set_name: str, quantity: str, stat: str) -> str:
+    return f"{direction}|{set_name}|{quantity}|{stat}"
 
 
 def inference_step(
@@ -294,43 +310,68 @@ def inference_step(
     out_dir: Path,
     B: int,
     boot_seed: int,
-    n_seeds: int,
-    max_pairs: int | None,
+    n_seeds: int | None,
     random_encoders: Sequence[str] = ("random",),
+    english_only: Sequence[str] = (),
     family: Sequence[str] = (),
     family_name: str = "word-vector",
 ) -> FindingsRecord:
-    """Section 1 for every direction → inference.{csv,md,json} + figures/inference_ci.*"""
+    """Section 1 for every direction → inference.{csv,md,json}, inference_replicates.csv (the
+    pooled quantities' replicates, for the cross-configuration verdict) + figures/inference_ci.*"""
     from ..findings import inference as inf
 
     out_dir = Path(out_dir)
     info = run.run_info(run_name, str(out_dir.parent))
     frames = []
     n_items_by_dir = {}
+    reps: dict[str, np.ndarray] = {}
+    points: dict[str, float] = {}
+    degenerate: dict[str, dict[str, int]] = {}
+    sets: dict[str, list[str]] = {}
+    n_used = 0
     for d in run.directions:
-        seeds, n_items, encoders = inference_outcomes(run, d, n_seeds, max_pairs)
-        sets = encoder_sets(encoders, random_encoders, family)
-        res = inf.crossed_bootstrap(seeds, encoders, sets, n_items, B=B, seed=boot_seed, leave_one_out="all")
+        seeds, keys, encoders = inference_outcomes(run, d, n_seeds)
+        n_used = len(seeds)
+        sets = encoder_sets(encoders, random_encoders, family, english_only)
+        res = inf.crossed_bootstrap(seeds, encoders, sets, keys, B=B, seed=boot_seed, leave_one_out="all")
         f = res.frame()
         f.insert(0, "direction", d)
         frames.append(f)
-        n_items_by_dir[d] = n_items
-        log.info("findings inference %s: %d seeds, %d items, B=%d", d, len(seeds), n_items, B)
+        n_items_by_dir[d] = len(keys)
+        degenerate[d] = dict(res.degenerate)
+        for (set_name, quantity, stat), r in sorted(res.replicates.items()):
+            if quantity in POOLED_QUANTITIES:
+                reps[cell_key(d, set_name, quantity, stat)] = r
+                points[cell_key(d, set_name, quantity, stat)] = res.point[(set_name, quantity, stat)]
+        log.info("findings inference %s: %d seeds, %d items, B=%d", d, len(seeds), len(keys), B)
     frame = pd.concat(frames, ignore_index=True)
     settings = {
         "B": B,
         "bootstrap_seed": boot_seed,
-        "n_seeds_used": min(n_seeds, len(info.seeds)),
-        "corr_max_pairs": max_pairs,
+        "n_seeds_used": n_used,
+        "method": "joint Poisson bootstrap of encoders and items, weights keyed by encoder name and image id",
+        "item_key": "image_id",
         "random_encoders": list(random_encoders),
+        "english_only": list(english_only),
         "family": list(family),
         "family_name": family_name,
+        "encoder_sets": sets,
         "confidence": 0.95,
         "items_per_direction": n_items_by_dir,
+        "replicates_file": REPLICATES_FILE,
     }
-    numbers = inference_numbers(frame, info.directions)
+    pooled = {}
+    for stat in inf.STATS:
+        ks = [cell_key(d, "all", "rho_diff", stat) for d in info.directions]
+        if all(k in reps for k in ks):
+            pooled[stat] = inf.pool_replicates([points[k] for k in ks], [reps[k] for k in ks])
+    numbers = inference_numbers(frame, info.directions, pooled)
+    numbers["cell_points"] = points
+    numbers["degenerate_replicates"] = degenerate
     md = inference_markdown(frame, info, settings)
     outputs = _write_tables(out_dir, "inference", frame, md)
+    io.write_csv(out_dir / REPLICATES_FILE, pd.DataFrame(reps), float_format="%.6g")
+    outputs.append(REPLICATES_FILE)
     inf.plot_intervals(
         frame,
         out_dir / "figures" / "inference_ci",
@@ -367,11 +408,14 @@ def _row(frame: pd.DataFrame, direction: str, set_name: str, quantity: str, stat
     }
 
 
-def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[str, Any]:
+def inference_numbers(
+    frame: pd.DataFrame, directions: Sequence[str], pooled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Key numbers: per direction and statistic (``all`` encoders) BkR's and CORR's correlation
-    with XLR, their difference, order accuracies (with CIs); width ratios; the within-config
-    random-effects summary of the difference; sensitivity (sets, leave-one-out extremes)."""
-    from ..findings.inference import STATS, random_effects_summary
+    with XLR, their difference, order accuracies (with CIs); width ratios; ``pooled`` (the
+    difference pooled over the directions within each joint replicate, per stat); sensitivity
+    (sets, leave-one-out extremes)."""
+    from ..findings.inference import STATS
 
     per_direction = []
     for d in directions:
@@ -388,13 +432,6 @@ def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[st
                 **{q: _row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff")},
             }
         )
-    pooled = {}
-    for stat in STATS:
-        rows = [r["rho_diff"] for r in per_direction if r["stat"] == stat and r["rho_diff"]]
-        eff = [r["estimate"] for r in rows]
-        se = [r["se"] for r in rows]
-        if len(rows) >= 2 and all(np.isfinite(se)) and all(x > 0 for x in se) and all(np.isfinite(eff)):
-            pooled[stat] = random_effects_summary(eff, se).to_dict()
     widths = []
     for r in per_direction:
         for q in ("rho_bkr", "rho_corr"):
@@ -465,7 +502,7 @@ def inference_numbers(frame: pd.DataFrame, directions: Sequence[str]) -> dict[st
     return {
         "per_direction": per_direction,
         "order_accuracy": order,
-        "pooled_diff": pooled,
+        "pooled_diff": dict(pooled or {}),
         "ci_width_ratio_median": float(np.median(widths)) if widths else None,
         "sets": sets,
         "leave_one_out": loo,
@@ -481,18 +518,20 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
     from ..findings.inference import STATS
 
     head = (
-        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Crossed bootstrap over encoders and "
-        f"items (B={settings['B']}, seed {settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; "
-        f"CORR recomputed per replicate"
-        + (f" on {settings['corr_max_pairs']} sampled pairs" if settings["corr_max_pairs"] else "")
-        + "). 95% percentile CIs; 'seeds CI' treats the seeds as independent replicates (Table 1's view).\n\n"
+        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Joint bootstrap over encoders and "
+        f"items (Poisson weights keyed by encoder name and image id, B={settings['B']}, seed "
+        f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all "
+        "reweight their per-query outcomes). 95% percentile CIs over the valid replicates (a replicate "
+        "whose encoder draw has fewer than 3 distinct encoders is dropped); 'seeds CI' treats the seeds as "
+        "independent replicates (Table 1's view).\n\n"
     )
     parts = [head]
-    set_names = [s for s in ("all", "no_random", "family") if s in set(frame["set"])]
+    set_names = [s for s in ("all", "no_random", "core", "family") if s in set(frame["set"])]
     for set_name in set_names:
         title = {
             "all": "all encoders",
             "no_random": "without the random encoder(s)",
+            "core": "without the random and English-only encoders",
             "family": f"{settings['family_name']} family only",
         }[set_name]
         rows = []
@@ -571,14 +610,9 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
 
     pd_rows = numbers["per_direction"]
     parts = [
-        f"Crossed bootstrap over the {len(info.encoders)} encoders and the items "
-        f"(B={settings['B']}, first {settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}"
-        + (
-            f"; CORR recomputed on {settings['corr_max_pairs']} sampled pairs per replicate"
-            if settings["corr_max_pairs"]
-            else ""
-        )
-        + ")."
+        f"Joint bootstrap over the {len(info.encoders)} encoders and the items (B={settings['B']}, first "
+        f"{settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}; XLR, BkR and CORR all "
+        "reweight their per-query outcomes)."
     ]
     ratio = numbers.get("ci_width_ratio_median")
     if ratio is not None:
@@ -599,14 +633,17 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
         )
         p = numbers["pooled_diff"].get(stat)
         if p:
-            txt += f"; pooled over directions (random effects) {fmt_ci(p['estimate'], p['low'], p['high'])}"
+            txt += (
+                f"; mean over directions {fmt_ci(p['estimate'], p['low'], p['high'])} (pooled within each joint "
+                f"replicate, {p['n_dropped']} of {p['B']} replicates dropped)"
+            )
         parts.append(txt + ".")
         if stat == "pearson":
             if p:
                 lean = "BkR" if p["low"] > 0 else "CORR" if p["high"] < 0 else "neither metric"
                 verdict = (
                     f"On {info.label()}, {lean} tracks XLR better (Pearson BkR − CORR "
-                    f"{fmt_ci(p['estimate'], p['low'], p['high'])}, pooled over {len(diffs)} directions)."
+                    f"{fmt_ci(p['estimate'], p['low'], p['high'])}, mean over {len(diffs)} directions)."
                 )
     acc = numbers["order_accuracy"]
     if acc and all(a["order_acc_bkr"] for a in acc):
@@ -620,6 +657,7 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
     sets = numbers["sets"]
     for set_name, label in (
         ("no_random", "Without the random encoder"),
+        ("core", "Without the random and English-only encoders"),
         ("family", f"Within the {settings['family_name']} family"),
     ):
         if set_name in sets:
@@ -1123,7 +1161,15 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     recs = [(Path(p), read_record(p)) for p in record_files]
     out = []
     cells = inf.overall_cells([r for _, r in recs])
-    pooled = inf.pooled_summaries(cells)
+    inf_recs, inf_reps = [], []
+    for path, rec in recs:
+        if rec.analysis == "inference" and rec.status == "ok":
+            rp = path.parent / str(rec.settings.get("replicates_file", REPLICATES_FILE))
+            if not rp.is_file():
+                raise InputError(f"{rp}: missing; the inference record {path} needs its replicate table")
+            inf_recs.append(rec)
+            inf_reps.append(pd.read_csv(rp))
+    pooled = inf.joint_pooled(inf_recs, inf_reps)
     answer, verdict = inf.overall_text(cells, pooled)
     outputs: list[str] = []
     if len(cells):
@@ -1140,7 +1186,9 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
         FindingsRecord(
             analysis="overall",
             run=None,
-            settings={"method": inf.RandomEffects.method},
+            settings={
+                "method": "joint Poisson bootstrap (weights keyed by encoder name and image id), mean over cells"
+            },
             numbers={"pooled": pooled, "n_cells": int(len(cells[cells["stat"] == "pearson"])) if len(cells) else 0},
             answer=answer,
             verdict=verdict,

