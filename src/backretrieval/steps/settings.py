@@ -11,7 +11,15 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 
-__all__ = ["ANALYSES", "LITE_VARIANTS", "english_only_encoders", "findings_settings", "fit_requirements", "report_settings", "seed_groups"]
+__all__ = [
+    "ANALYSES",
+    "LITE_VARIANTS",
+    "english_only_encoders",
+    "findings_settings",
+    "fit_requirements",
+    "report_settings",
+    "seed_groups",
+]
 
 #: the findings analyses of one configuration, in rule order (``overall``/``calibration_lodo``
 #: are across configurations)
