@@ -1161,16 +1161,26 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     recs = [(Path(p), read_record(p)) for p in record_files]
     out = []
     cells = inf.overall_cells([r for _, r in recs])
-    inf_recs, inf_reps = [], []
+    inf_recs, inf_reps, stale = [], [], []
     for path, rec in recs:
         if rec.analysis == "inference" and rec.status == "ok":
-            rp = path.parent / str(rec.settings.get("replicates_file", REPLICATES_FILE))
+            if "replicates_file" not in rec.settings:  # a record from before the joint bootstrap
+                stale.append(rec.run.run_name)
+                continue
+            rp = path.parent / str(rec.settings["replicates_file"])
             if not rp.is_file():
                 raise InputError(f"{rp}: missing; the inference record {path} needs its replicate table")
             inf_recs.append(rec)
             inf_reps.append(pd.read_csv(rp))
+    cells = cells[~cells["run_name"].isin(stale)].reset_index(drop=True)
     pooled = inf.joint_pooled(inf_recs, inf_reps)
     answer, verdict = inf.overall_text(cells, pooled)
+    if stale:
+        note = (
+            f" Left out: the inference records of {', '.join(sorted(stale))}, made before the joint bootstrap "
+            "(no replicate table); rerun their `snakemake findings`."
+        )
+        answer, verdict = answer + note, verdict + note
     outputs: list[str] = []
     if len(cells):
         io.write_csv(summary_dir / "overall.csv", cells)
