@@ -62,38 +62,26 @@ pairs, the SVDs) in a different order with one thread than with several, so ever
 document vector would depend on the thread count. Results can still differ between CPU types
 (OpenBLAS picks its kernels per CPU). ``scripts/stress_fasttext.py`` checks all of this on the
 shipped Multi30K corpus.
-Facebook's ``fasttext`` Python builds are not used: in the numpy-2 build (fasttext-numpy2 0.10.4)
-the input matrix is allocated with ``posix_memalign`` and never zeroed, and its initialiser
-fills only the first ``thread/10`` of it, so with ``thread=1`` about 90 % of the subword rows
-start from whatever the allocator hands back: usually fresh zero pages, sometimes reused heap
-(other results, or NaN patterns: "Encountered NaN."), depending on the process's history.
-gensim follows fastText's skip-gram with negative sampling (subwords of 3-6 characters hashed
-into ``bucket`` rows, unigram^0.5 negative table, subsampling threshold ``t``, learning rate
-decayed linearly to 0); it differs in two details: no end-of-line token ``</s>`` in the
-contexts, and the learning rate is updated once per batch of 10,000 words (fastText: every
-100 tokens).
+
+The fastText training itself is in :mod:`.wordvec_train`, the maps in :mod:`.wordvec_align`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-from threadpoolctl import threadpool_limits
 
 from .._util import io as bio
 from .._util.hashing import json_sha256
-from ..errors import ConfigError, InputError, ModelUnavailableError
+from ..errors import ConfigError, InputError
 from .dictionaries import (
     DEFAULT_DICT_DIR,
     load_freedict_pairs,
@@ -101,6 +89,8 @@ from .dictionaries import (
     select_seed_pairs,
 )
 from .tokenize import tokenize, tokenizer_signature
+from .wordvec_align import _one_blas_thread, align_cca, align_procrustes, align_rcsls, rcsls_loss_grad
+from .wordvec_train import MonoVectors, _trainer_version, normalize_embeddings, train_fasttext
 
 log = logging.getLogger(__name__)
 
@@ -125,305 +115,6 @@ __all__ = [
     "tokenize",
     "train_fasttext",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# monolingual vectors
-
-
-@dataclass(frozen=True)
-class MonoVectors:
-    """A monolingual vocabulary: words (most frequent first), vectors, corpus counts."""
-
-    words: tuple[str, ...]
-    vectors: np.ndarray  # float32 (n, d)
-    counts: np.ndarray  # int64 (n,) token counts in the training corpus (our tokeniser)
-
-    def __post_init__(self) -> None:
-        if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.words):
-            raise InputError(f"MonoVectors: vectors must be ({len(self.words)}, d), got {self.vectors.shape}")
-        if self.counts.shape != (len(self.words),):
-            raise InputError(f"MonoVectors: counts must have shape ({len(self.words)},)")
-
-    @property
-    def index(self) -> dict[str, int]:
-        idx = self.__dict__.get("_index")
-        if idx is None:
-            idx = {w: i for i, w in enumerate(self.words)}
-            object.__setattr__(self, "_index", idx)
-        return idx
-
-    def count_map(self) -> dict[str, int]:
-        return dict(zip(self.words, self.counts.tolist()))
-
-
-def normalize_embeddings(x: np.ndarray) -> np.ndarray:
-    """Unit length, mean-centre, unit length again (Artetxe et al. 2018), float32."""
-    x = np.asarray(x, dtype=np.float64)
-    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    x = x - x.mean(axis=0, keepdims=True)
-    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    return x.astype(np.float32)
-
-
-def _import_gensim_fasttext() -> Any:
-    try:
-        from gensim.models import FastText  # type: ignore[import-not-found]
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ModelUnavailableError(
-            "wordvec encoders train fastText vectors with gensim: pip install gensim (or the project's 'models' extra)"
-        ) from exc
-    return FastText
-
-
-#: fastText's training reads at most this many tokens of a line as one context sequence
-#: (``MAX_LINE_SIZE``); longer texts are cut into such pieces, as fastText does.
-_MAX_LINE_TOKENS = 1024
-
-
-def train_fasttext(
-    sentences: Sequence[str],
-    *,
-    lang: str | None = None,
-    dim: int = 100,
-    epochs: int = 10,
-    min_count: int = 1,
-    seed: int = 0,
-    model: str = "skipgram",
-    ws: int = 5,
-    neg: int = 5,
-    minn: int = 3,
-    maxn: int = 6,
-    lr: float = 0.05,
-    t: float = 1e-4,
-    bucket: int = 200_000,
-) -> MonoVectors:
-    """fastText vectors of ``sentences`` (tokenised with :func:`tokenize` for ``lang``).
-
-    Trained by gensim's FastText with fastText's own defaults (``model`` skipgram or cbow,
-    window ``ws``, ``neg`` negatives drawn from unigram^0.5, character n-grams ``minn``-``maxn``
-    hashed into ``bucket`` rows, subsampling threshold ``t``, learning rate ``lr`` decayed
-    linearly to 0) on one worker thread, so the result is a deterministic function of the
-    arguments. Returns the raw (unnormalised) vector of every word with ``count >= min_count``
-    (the word's row averaged with its n-gram rows, as fastText's ``get_word_vector``), most
-    frequent first (ties: alphabetical), with their counts. ``bucket`` is kept small: the
-    corpora here are small and fastText's default 2M buckets would cost ``2M * dim`` floats.
-    """
-    if dim < 1 or epochs < 1 or min_count < 1:
-        raise InputError(f"train_fasttext: dim/epochs/min_count must be >= 1 ({dim}/{epochs}/{min_count})")
-    if model not in ("skipgram", "cbow"):
-        raise InputError(f"train_fasttext: model must be 'skipgram' or 'cbow', got {model!r}")
-    tokenised = [tokenize(s, lang) for s in sentences]
-    counts = Counter(tok for toks in tokenised for tok in toks)
-    vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
-    if not vocab:
-        raise InputError(
-            f"train_fasttext: no word occurs >= min_count={min_count} times in the {len(sentences)} training sentences"
-        )
-    FastText = _import_gensim_fasttext()
-    corpus = [toks[i : i + _MAX_LINE_TOKENS] for toks in tokenised for i in range(0, len(toks), _MAX_LINE_TOKENS)]
-    ft = FastText(
-        sentences=corpus,
-        sg=int(model == "skipgram"),
-        vector_size=int(dim),
-        window=int(ws),
-        min_count=int(min_count),
-        negative=int(neg),
-        ns_exponent=0.5,
-        hs=0,
-        sample=float(t),
-        alpha=float(lr),
-        min_alpha=0.0,
-        min_n=int(minn),
-        max_n=int(maxn),
-        bucket=int(bucket),
-        word_ngrams=1,
-        epochs=int(epochs),
-        seed=int(seed),
-        workers=1,
-        sorted_vocab=1,
-        max_vocab_size=None,
-    )
-    key = ft.wv.key_to_index
-    missing = [w for w in vocab if w not in key]
-    if missing:  # cannot happen with the same tokens and min_count; guards a gensim change
-        raise InputError(f"train_fasttext: gensim left {len(missing)} words out of its vocabulary, e.g. {missing[:3]}")
-    vecs = np.asarray(ft.wv.vectors[[key[w] for w in vocab]], dtype=np.float32)
-    if not np.isfinite(vecs).all():
-        raise InputError(
-            f"train_fasttext: training on {len(sentences)} sentences gave non-finite vectors; lower lr (now {lr})"
-        )
-    return MonoVectors(words=tuple(vocab), vectors=vecs, counts=np.array([counts[w] for w in vocab], np.int64))
-
-
-# --------------------------------------------------------------------------------------------
-# alignment (pure functions; rows of X and Y are translation pairs)
-
-
-def _one_blas_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run ``fn`` with BLAS/LAPACK on one thread, so that its result does not depend on the
-    core count the step runs with (see "Determinism" in the module docstring)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with threadpool_limits(limits=1, user_api="blas"):
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def _check_pairs(X: np.ndarray, Y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:
-        raise InputError(
-            f"{what}: X and Y must be 2-D with the same (non-zero) number of rows; got {X.shape} and {Y.shape}"
-        )
-    return X, Y
-
-
-@_one_blas_thread
-def align_procrustes(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Orthogonal ``W`` (d, d) minimising ``||X W - Y||_F`` (scipy's orthogonal Procrustes)."""
-    X, Y = _check_pairs(X, Y, "align_procrustes")
-    if X.shape[1] != Y.shape[1]:
-        raise InputError(f"align_procrustes: X and Y need the same dimension, got {X.shape[1]} and {Y.shape[1]}")
-    W, _ = scipy.linalg.orthogonal_procrustes(X, Y)
-    return W
-
-
-def _inv_sqrt(c: np.ndarray) -> np.ndarray:
-    vals, vecs = np.linalg.eigh(c)
-    vals = np.maximum(vals, 1e-12)
-    return (vecs / np.sqrt(vals)) @ vecs.T
-
-
-@_one_blas_thread
-def align_cca(X: np.ndarray, Y: np.ndarray, dim: int, reg: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
-    """CCA projections ``(Wx (dx, dim), Wy (dy, dim))``: the columns of ``X Wx`` and ``Y Wy``
-    are the canonical variates, ordered by canonical correlation.
-
-    Covariances are estimated from the (centred) pairs, with a ridge of ``reg`` times the mean
-    variance on the diagonal; ``Wx = Cxx^-1/2 U``, ``Wy = Cyy^-1/2 V`` for the SVD
-    ``Cxx^-1/2 Cxy Cyy^-1/2 = U S V^T``. Callers project (globally centred) vectors with them.
-    """
-    X, Y = _check_pairs(X, Y, "align_cca")
-    if not 1 <= dim <= min(X.shape[1], Y.shape[1]):
-        raise InputError(f"align_cca: dim must be in [1, {min(X.shape[1], Y.shape[1])}], got {dim}")
-    n = X.shape[0]
-    Xc = X - X.mean(axis=0)
-    Yc = Y - Y.mean(axis=0)
-    cxx = Xc.T @ Xc / max(n - 1, 1)
-    cyy = Yc.T @ Yc / max(n - 1, 1)
-    cxy = Xc.T @ Yc / max(n - 1, 1)
-    cxx += reg * max(np.trace(cxx) / cxx.shape[0], 1e-12) * np.eye(cxx.shape[0])
-    cyy += reg * max(np.trace(cyy) / cyy.shape[0], 1e-12) * np.eye(cyy.shape[0])
-    ix, iy = _inv_sqrt(cxx), _inv_sqrt(cyy)
-    U, _, Vt = np.linalg.svd(ix @ cxy @ iy, full_matrices=False)
-    return ix @ U[:, :dim], iy @ Vt.T[:, :dim]
-
-
-def _topk_means(
-    q: np.ndarray, keys: np.ndarray, values: np.ndarray, k: int, chunk: int = 1024
-) -> tuple[float, np.ndarray]:
-    """For every row of ``q``, its ``k`` rows of ``keys`` with the largest dot products:
-    returns (sum over rows of the mean top-k score, per row the mean of the matching rows of
-    ``values``). Chunked, so the (n, N) score matrix is never held in memory at once."""
-    k = min(k, keys.shape[0])
-    total = 0.0
-    means = np.empty((q.shape[0], values.shape[1]), dtype=np.float64)
-    for s in range(0, q.shape[0], chunk):
-        sc = q[s : s + chunk] @ keys.T
-        idx = np.argpartition(sc, -k, axis=1)[:, -k:]
-        total += float(np.take_along_axis(sc, idx, axis=1).sum()) / k
-        means[s : s + chunk] = values[idx].mean(axis=1)
-    return total, means
-
-
-@_one_blas_thread
-def rcsls_loss_grad(
-    X: np.ndarray, Y: np.ndarray, Zs: np.ndarray, Zt: np.ndarray, W: np.ndarray, k: int = 10
-) -> tuple[float, np.ndarray]:
-    """RCSLS loss (Joulin et al. 2018, eq. 3) and its (sub)gradient with respect to ``W``.
-
-    ``loss = 1/n sum_i [ -2 (x_i W).y_i + 1/k sum_{y in N_k(x_i W)} (x_i W).y
-                         + 1/k sum_{z in N_k(y_i)} (z W).y_i ]``
-    with ``N_k(x_i W)`` the k nearest target words (rows of ``Zt``) of the mapped source
-    word and ``N_k(y_i)`` the k nearest mapped source words (rows of ``Zs W``) of ``y_i``.
-    Rows are assumed unit length (the CSLS relaxation of cosine). The neighbour sets are
-    held fixed when differentiating (a subgradient, as in the official implementation).
-    """
-    n = X.shape[0]
-    XW = X @ W
-    f0, nn_t = _topk_means(XW, Zt, Zt, k)  # mean target neighbour of each x_i W
-    f1, nn_s = _topk_means(Y, Zs @ W, Zs, k)  # mean (unmapped) source neighbour of each y_i
-    loss = (-2.0 * float(np.sum(XW * Y)) + f0 + f1) / n
-    grad = (-2.0 * X.T @ Y + X.T @ nn_t + nn_s.T @ Y) / n
-    return loss, grad
-
-
-def _proj_spectral(W: np.ndarray) -> np.ndarray:
-    U, s, Vt = np.linalg.svd(W, full_matrices=False)
-    return (U * np.clip(s, 0.0, 1.0)) @ Vt
-
-
-@_one_blas_thread
-def align_rcsls(
-    X: np.ndarray,
-    Y: np.ndarray,
-    Z_src_all: np.ndarray,
-    Z_tgt_all: np.ndarray,
-    k: int = 10,
-    epochs: int = 10,
-    lr: float = 25.0,
-    seed: int = 0,
-    spectral: bool = False,
-    batch_size: int | None = None,
-) -> np.ndarray:
-    """RCSLS map ``W`` (d, d) with ``X W ≈ Y``, initialised with :func:`align_procrustes`.
-
-    Full-batch gradient descent on :func:`rcsls_loss_grad` for ``epochs`` steps; a step that
-    increases the loss is rejected and the learning rate halved (as the official ``align.py``;
-    stop when ``lr < 1e-4``), so the loss never exceeds the Procrustes initialisation's. ``spectral`` clips the singular values of ``W`` to [0, 1] after each
-    step. ``batch_size`` (with ``seed``) switches to seeded minibatch SGD without
-    backtracking. ``Z_src_all``/``Z_tgt_all`` are the candidate neighbours (whole
-    vocabularies, or their most frequent words), unit-length rows.
-    """
-    X, Y = _check_pairs(X, Y, "align_rcsls")
-    Zs = np.asarray(Z_src_all, dtype=np.float64)
-    Zt = np.asarray(Z_tgt_all, dtype=np.float64)
-    if Zs.ndim != 2 or Zs.shape[1] != X.shape[1] or Zt.ndim != 2 or Zt.shape[1] != Y.shape[1]:
-        raise InputError(
-            f"align_rcsls: Z_src_all/Z_tgt_all must be 2-D with {X.shape[1]}/{Y.shape[1]} "
-            f"columns, got {Zs.shape}/{Zt.shape}"
-        )
-    if X.shape[1] != Y.shape[1]:
-        raise InputError("align_rcsls: source and target dimensions differ")
-    if k < 1 or epochs < 0 or lr <= 0:
-        raise InputError(f"align_rcsls: need k >= 1, epochs >= 0, lr > 0 (got {k}, {epochs}, {lr})")
-    W = align_procrustes(X, Y)
-    if batch_size is not None and batch_size < X.shape[0]:
-        rng = np.random.default_rng(seed)
-        for _ in range(epochs):
-            idx = np.sort(rng.choice(X.shape[0], size=batch_size, replace=False))
-            _, g = rcsls_loss_grad(X[idx], Y[idx], Zs, Zt, W, k)
-            W = W - lr * g
-            if spectral:
-                W = _proj_spectral(W)
-        return W
-    f, g = rcsls_loss_grad(X, Y, Zs, Zt, W, k)
-    for _ in range(epochs):
-        if lr < 1e-4:
-            break
-        W_new = W - lr * g
-        if spectral:
-            W_new = _proj_spectral(W_new)
-        f_new, g_new = rcsls_loss_grad(X, Y, Zs, Zt, W_new, k)
-        if f_new > f:  # the step made things worse: reject it and halve the step
-            lr /= 2.0
-            continue
-        W, f, g = W_new, f_new, g_new
-    return W
 
 
 # --------------------------------------------------------------------------------------------
@@ -889,15 +580,6 @@ class WordVecEncoder:
             raise InputError(f"encoder '{self.id}': encode() takes a list of texts, not a str")
         index, aligned, weights, pc = self._lang_space(lang)
         return doc_vectors(list(texts), index, aligned, weights, pc, normalize=True, lang=lang)
-
-
-def _trainer_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"gensim=={version('gensim')}"
-    except PackageNotFoundError:
-        return "gensim-missing"
 
 
 def build_wordvec_encoder(enc_id: str, spec: dict) -> WordVecEncoder:

@@ -21,7 +21,9 @@ Design choices that make it useful for Backretrieval anyway:
   rater can judge the relevance of a retrieved item with :func:`scene_similarity`.
 
 Modules: :mod:`.scenes` (vocabularies, scene sampling, :func:`scene_similarity`),
-:mod:`.captions` (one writer per language, :func:`describe_scene`), :mod:`.render`
+:mod:`.captions` (:func:`describe_scene` over one writer per language, in one module per
+language family: ``captions_germanic``, ``captions_romance``, ``captions_slavic``,
+``captions_semitic``, ``captions_austronesian``; shared helpers in ``captions_base``), :mod:`.render`
 (Pillow drawings, :func:`render_scene`), :mod:`.dataset` (:func:`generate`, :func:`load_scenes`).
 
 Public API: :func:`generate`, :func:`describe_scene`, :func:`scene_similarity`,
