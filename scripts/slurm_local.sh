@@ -18,8 +18,9 @@
 # (and refuses to start when another slurm.conf is there); `stop` removes the link.
 #
 # The cluster: partition `local` (default), nodes node1..nodeN on 127.0.0.1, each with
-# SLURM_LOCAL_CPUS CPUs (default: this machine's cores divided among the nodes, at least 1), so
-# N nodes share the host's cores rather than multiply them. Cores are the consumable resource
+# SLURM_LOCAL_CPUS CPUs (default: this machine's cores, at least 4, the most a job of
+# profiles/grouped asks for (`cores: 4`); declared beyond the real cores where needed, and with
+# N > 1 nodes the host's cores are booked N times over). Cores are the consumable resource
 # (SelectTypeParameters=CR_CPU); memory is declared (max(MemTotal, 16 GiB), so the profile's
 # requests are admitted) but not enforced, and there is no cgroup confinement. No slurmdbd:
 # status queries use squeue (MinJobAge=3600 keeps finished jobs visible for an hour) and every
@@ -81,8 +82,8 @@ node_count() { [[ -f "$D/nodes" ]] && cat "$D/nodes" || echo 0; }
 
 write_conf() {
     local n="$1" ncpu mem
-    ncpu="${SLURM_LOCAL_CPUS:-$(($(nproc) / n))}"
-    ((ncpu >= 1)) || ncpu=1
+    ncpu="${SLURM_LOCAL_CPUS:-$(nproc)}"
+    [[ -n ${SLURM_LOCAL_CPUS:-} ]] || ((ncpu >= 4)) || ncpu=4
     mem=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
     ((mem >= 16384)) || mem=16384
     mkdir -p "$D"/{state,spool,log,run,munge}

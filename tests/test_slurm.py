@@ -132,7 +132,8 @@ def test_slurm_results_are_byte_identical_to_local(runs):
 
 
 def _submissions(log: str) -> list[tuple[str, str]]:
-    """(SLURM job id, rule_X or group_X) of every submission, from the plugin's log lines."""
+    """(SLURM job id, rule_RULE or group_GROUP_RULES) of every submission, from the plugin's
+    log lines (the log folder it names per job)."""
     pat = r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/((?:rule|group)_\w+)/"
     return re.findall(pat, log)
 
@@ -152,7 +153,8 @@ def test_every_job_went_through_sbatch(runs):
     assert names == sorted(
         ["rule_prepare_dataset", "rule_check_dataset", "rule_embed_images", "rule_report"]
         + ["rule_embed_text"] * 3
-        + ["group_evaluate", "group_gather", "group_metric_parts", "group_metric_parts"]
+        + ["group_evaluate_sample", "group_gather_metrics_gather"]
+        + ["group_metric_parts_metrics_part"] * 2
     ), names
     assert not re.search(r"^localrule (?!all:)", runs["log"], re.M)
     # slurmctld's own record: each of those jobs ran on a slurmd node and COMPLETED
