@@ -112,5 +112,10 @@ def other_configs_findings():
     own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
     records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
     points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
-    replicates = [str(Path(p).parent / "inference_replicates.csv") for p in records if Path(p).name == "inference.json"]
+    # the joint bootstrap's replicate tables (a record made before it has none; the verdict names it)
+    replicates = [
+        str(Path(p).parent / "inference_replicates.csv")
+        for p in records
+        if Path(p).name == "inference.json" and (Path(p).parent / "inference_replicates.csv").is_file()
+    ]
     return [*records, *points, *replicates]
