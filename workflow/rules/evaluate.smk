@@ -60,7 +60,7 @@ if SEED_GROUP_SIZE is None:
             "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
             " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
             " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-            " {params.corr} {params.hits} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+            " {params.corr} {params.hits} --out {output.csv} > {log} 2>&1"
 
 else:
 
@@ -101,7 +101,7 @@ else:
             "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
             " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
             " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-            " {params.corr} {params.hits} --seeds {params.seeds} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+            " {params.corr} {params.hits} --seeds {params.seeds} --out {output.csv} > {log} 2>&1"
 
     rule metrics_gather:
         input:
@@ -122,4 +122,4 @@ else:
             CONDA_ENV
         threads: 1
         shell:
-            "backretrieval metrics-gather --parts {input.csv} --out {output.csv} --ranks {output.ranks} > {log} 2>&1"
+            "backretrieval metrics-gather --parts {input.csv} --out {output.csv} > {log} 2>&1"

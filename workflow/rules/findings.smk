@@ -38,8 +38,8 @@ rule findings_inference:
         family=WORDVEC_ENCODERS,
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-inference --dataset {input.dataset} --metrics {input.metrics} --ranks {input.ranks}"
-        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --k {params.k}"
+        "backretrieval findings-inference --dataset {input.dataset} --metrics {input.metrics}"
+        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --recall-k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} --B {params.s[B]}"
         " --bootstrap-seed {params.s[bootstrap_seed]} {params.n_seeds}"
         " --random-encoders {params.random} {params.english} --family {params.family}"
@@ -108,7 +108,7 @@ rule findings_image_quality:
         "backretrieval findings-image-quality --dataset {input.dataset} --metrics {input.metrics}"
         " --samples {input.samples} --text {params.text} --image {params.images} --base {params.base}"
         " --noise {params.noise} --project {params.project} {params.shuffle} {params.max_seeds}"
-        " --seed {params.seed} --k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+        " --seed {params.seed} --recall-k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 # ---- 3. sample size --------------------------------------------------------------------------
@@ -215,7 +215,7 @@ rule findings_sample_size:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "backretrieval findings-sample-size --dataset {input.dataset} --run-dataset {input.run_dataset}"
         " --metrics {input.metrics} --text {params.text} --image {input.image} --directions {params.directions}"
-        " --n-grid {params.n_grid} --seeds {params.seeds} {params.baseline} {params.crit} --k {params.k}"
+        " --n-grid {params.n_grid} --seeds {params.seeds} {params.baseline} {params.crit} --recall-k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -253,7 +253,7 @@ rule findings_hubness:
         "backretrieval findings-hubness --dataset {input.dataset} --metrics {input.metrics} --samples {input.samples}"
         " --text {params.text} --image {input.image} --retrievals {params.retrievals}"
         " --hub-fraction {params.hub_fraction} --hub-noise {params.hub_noise} {params.max_seeds} --seed {params.seed}"
-        " --k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+        " --recall-k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 # ---- 5. calibration + soft BkR ---------------------------------------------------------------
@@ -280,8 +280,8 @@ rule findings_calibration:
         soft_m=FS["calibration"]["soft_m"],
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-calibration --dataset {input.dataset} --metrics {input.metrics} --ranks {input.ranks}"
-        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --k {params.k}"
+        "backretrieval findings-calibration --dataset {input.dataset} --metrics {input.metrics}"
+        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --recall-k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} --soft-m {params.soft_m} > {log} 2>&1"
 
 
@@ -310,7 +310,7 @@ rule findings_bli:
         s=FS["bli"],
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-bli --dataset {input.dataset} --metrics {input.metrics} --k {params.k}"
+        "backretrieval findings-bli --dataset {input.dataset} --metrics {input.metrics} --recall-k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} {params.specs} --test-size {params.s[test_size]}"
         " --min-count {params.s[min_count]} --seed {params.s[seed]} --csls-k {params.s[csls_k]} > {log} 2>&1"
 
@@ -339,7 +339,7 @@ rule findings_agreement:
         bli=lambda wc, input: f"--bli {input.bli}" if input.bli else "",
         s=FS["agreement"],
     shell:
-        "backretrieval findings-agreement --dataset {input.dataset} --metrics {input.metrics} --k {params.k}"
+        "backretrieval findings-agreement --dataset {input.dataset} --metrics {input.metrics} --recall-k {params.k}"
         " --run-name {params.run_name} --out-dir {params.out_dir} --points {input.points} {params.bli}"
         " --soft-m {params.s[soft_m]} --B {params.s[B]} --bootstrap-seed {params.s[bootstrap_seed]} > {log} 2>&1"
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import stats
 from ..errors import InputError
-from .results import scores_by_direction, unpack_hits
+from .results import DEFAULT_BOOTSTRAP, scores_by_direction, unpack_hits
 
 
 def p_text(p: float) -> str:
@@ -104,7 +104,7 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
             raise InputError(
                 f"{label_a} and {label_b} used different samples for {d} (N "
                 f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
-                "evaluate both with the same --n and --seeds"
+                "evaluate both with the same --sample-size and seeds"
             )
         for sc, lab in ((sa, label_a), (sb, label_b)):
             if "bkr_hits" not in sc[d].get("per_query", {}):
@@ -126,7 +126,7 @@ def compare_results(
     *,
     label_a: str | None = None,
     label_b: str | None = None,
-    B: int = 1000,
+    B: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> list[Comparison]:
     """One :class:`Comparison` per shared direction (in A's order)."""
@@ -146,7 +146,7 @@ def compare_hits(
     label_a: str,
     label_b: str,
     n_seeds: int,
-    B: int = 1000,
+    B: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> list[Comparison]:
     """One :class:`Comparison` per direction of ``hits_a`` (in its order) from the per-query
@@ -206,7 +206,7 @@ PAIRWISE_COLUMNS = [
 
 
 def pairwise_comparisons(
-    hits: Mapping[str, Mapping[str, np.ndarray]], *, n_seeds: int, B: int = 1000, seed: int = 0
+    hits: Mapping[str, Mapping[str, np.ndarray]], *, n_seeds: int, B: int = DEFAULT_BOOTSTRAP, seed: int = 0
 ) -> pd.DataFrame:
     """Every pair of encoders (``hits[encoder][direction]``: per-query BkR hits pooled over
     seeds; pairs in the order of ``hits``, A before B) compared on paired hits.

@@ -148,8 +148,8 @@ def precheck_named(ref: DatasetRef, directions: Sequence[str], n: int, shared_di
                 )
     if 2 * n > nd.parallel_items:
         raise InputError(
-            f"--n {n} is too large for {nd.name}: it has {nd.parallel_items} items per language "
-            f"and N={n} needs {2 * n} (N queries + N disjoint targets); pass --n "
+            f"--sample-size {n} is too large for {nd.name}: it has {nd.parallel_items} items per language "
+            f"and N={n} needs {2 * n} (N queries + N disjoint targets); pass --sample-size "
             f"{nd.parallel_items // 2} or less"
         )
     nd.precheck(Path(shared_dir))

@@ -44,6 +44,8 @@ TASK_NAME = "Backretrieval"
 MAIN_METRIC = "bkr_recall"
 #: the MTEB split name of the scores (the whole prepared dataset is sampled)
 SPLIT = "test"
+#: bootstrap resamples of the CIs and paired tests (``--bootstrap``)
+DEFAULT_BOOTSTRAP = 1000
 #: top-level fields that change between identical runs (besides ``volatile``)
 VOLATILE_MTEB_FIELDS = ("evaluation_time", "mteb_version")
 
@@ -130,7 +132,7 @@ def _per_query_values(metric: str, ranks: dict[str, np.ndarray], k: int) -> np.n
     return {"recall": (r <= k).astype(np.float64), "mrr": 1.0 / r, "mean_rank": r}.get(what)
 
 
-def summarize(ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def summarize(ev: Any, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per (encoder, direction, metric): mean and sd over seeds, CI (see the module docstring)."""
     df = ev.scores
     rows = []
@@ -252,7 +254,7 @@ def mteb_version() -> str | None:
 
 
 def result_dict(
-    ev: Any, *, B: int = 1000, seed: int = 0, level: float = 0.95, volatile: dict[str, Any] | None = None
+    ev: Any, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95, volatile: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
     summ = ev.summary(B=B, seed=seed, level=level)

@@ -52,6 +52,7 @@ DEFAULT_N = 1000
 DEFAULT_SEEDS = 25
 DEFAULT_K = 10
 DEFAULT_CACHE_DIR = Path(".cache/embeddings")
+DEFAULT_BATCH_SIZE = 64
 _DIRECTION_RE = re.compile(r"^[a-z]{2,3}-[a-z]{2,3}$")
 
 
@@ -86,7 +87,7 @@ def parse_seeds(seeds: int | Sequence[int]) -> list[int]:
     """A count ``S`` (seeds 0..S-1) or an explicit list of distinct non-negative seeds."""
     if isinstance(seeds, (int, np.integer)):
         if seeds < 1:
-            raise InputError(f"--seeds: {seeds}; need at least 1 seed")
+            raise InputError(f"--n-seeds {seeds}: need at least 1 seed")
         return list(range(int(seeds)))
     out = [int(s) for s in seeds]
     if not out or min(out) < 0 or len(set(out)) != len(out):
@@ -102,9 +103,9 @@ def check_protocol(
     seed_list = parse_seeds(seeds)
     n, k = int(n), int(k)
     if n < 2:
-        raise InputError(f"--n {n}: the sample size N must be at least 2")
+        raise InputError(f"--sample-size {n}: the sample size N must be at least 2")
     if not 1 <= k < n:
-        raise InputError(f"--k {k}: Recall@k needs 1 <= k < N (N={n}); with k >= N every query is a hit")
+        raise InputError(f"--recall-k {k}: Recall@k needs 1 <= k < N (N={n}); with k >= N every query is a hit")
     if text_field not in TEXT_FIELDS:
         raise InputError(f"--text-field {text_field!r}: expected one of {', '.join(TEXT_FIELDS)}")
     return dirs, n, seed_list, k
@@ -295,9 +296,9 @@ def _check_n(by_lang: dict[str, set], direction: str, n: int, parallel: bool, ro
         if parallel
         else f"{len(s)} {src} items and {len(t)} {tgt} items ({len(s & t)} ids in both)"
     )
-    fix = f"pass --n {best} or less" if best >= 2 else "add items"
+    fix = f"pass --sample-size {best} or less" if best >= 2 else "add items"
     raise InputError(
-        f"--n {n} is too large for {direction}: N queries + N disjoint targets need "
+        f"--sample-size {n} is too large for {direction}: N queries + N disjoint targets need "
         f"{2 * n} items and {root} has {has}; {fix}"
     )
 
@@ -345,7 +346,7 @@ def evaluate_models(
     prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
     shared_dir: str | Path = DEFAULT_SHARED_DIR,
     names: Sequence[str | None] | None = None,
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = True,
     allow_code: bool = False,
 ) -> list[Evaluation]:

@@ -7,12 +7,14 @@ shadow directory), so their import cost is paid once per job.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..errors import ConfigError, InputError
 
 __all__ = [
     "ANALYSES",
+    "FINDINGS_DEFAULTS",
     "LITE_VARIANTS",
     "english_only_encoders",
     "findings_settings",
@@ -26,6 +28,36 @@ __all__ = [
 ANALYSES = ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement")
 #: the offline EfficientNet-Lite variants (the image-quality analysis compares the other one)
 LITE_VARIANTS = ("lite0", "lite2")
+
+#: the settings of each analysis that do not depend on the config: the one place of their
+#: defaults (``findings_settings`` adds the config-dependent ones and the config's ``findings:``
+#: section; the ``backretrieval findings-*`` flags default to these)
+FINDINGS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "inference": {"B": 1000, "bootstrap_seed": 0, "n_seeds": None, "english_only": None},
+    "calibration": {"soft_m": [1, 3, 5, 10]},
+    "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
+    "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},
+    "image_quality": {
+        "max_seeds": 5,
+        "noise": [0.5, 1.0, 2.0, 4.0],
+        "project": [128, 16, 4],
+        "shuffle": True,
+        "seed": 0,
+    },
+    "sample_size": {"seeds": list(range(10)), "min_agreement": 0.9, "min_share": 0.9},
+    "hubness": {
+        "max_seeds": 3,
+        "retrievals": ["cosine", "csls", "margin"],
+        "hub_fraction": 0.02,
+        "hub_noise": 0.1,
+        "seed": 0,
+    },
+}
+
+
+def _defaults(analysis: str) -> dict[str, Any]:
+    """A fresh copy of :data:`FINDINGS_DEFAULTS` of one analysis (its lists are not shared)."""
+    return copy.deepcopy(FINDINGS_DEFAULTS[analysis])
 
 
 def seed_groups(seeds: list[int], size: int | None) -> list[list[int]]:
@@ -130,18 +162,12 @@ def findings_settings(cfg: dict) -> dict:
             if v != str(base_spec.get("variant", "lite0")):
                 extra[f"effnet-{v}"] = {**base_spec, "variant": v}
     iq = {
-        "max_seeds": 5,
-        "noise": [0.5, 1.0, 2.0, 4.0],
-        "project": [128, 16, 4],
-        "shuffle": True,
-        "seed": 0,
+        **_defaults("image_quality"),
         "backbones": extra,
         **(user.get("image_quality") or {}),
     }
     ss_default = {
-        "seeds": list(range(10)),
-        "min_agreement": 0.9,
-        "min_share": 0.9,
+        **_defaults("sample_size"),
         "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
         "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
         # synthetic: cheap encoders of graded quality; the 1024-bucket char n-grams cost a quarter
@@ -177,18 +203,10 @@ def findings_settings(cfg: dict) -> dict:
     random_encoders = [e for e, spec in ss_cfg["encoders"].items() if spec.get("type") == "random"]
     ss_cfg.setdefault("baseline", random_encoders[0] if random_encoders else None)
     hub: dict[str, Any] = {
-        "max_seeds": 3,
-        "retrievals": ["cosine", "csls", "margin"],
-        "hub_fraction": 0.02,
-        "hub_noise": 0.1,
-        "seed": 0,
+        **_defaults("hubness"),
         **(user.get("hubness") or {}),
     }
-    own: dict[str, dict[str, Any]] = {
-        "inference": {"B": 1000, "bootstrap_seed": 0, "n_seeds": None, "english_only": None},
-        "calibration": {"soft_m": [1, 3, 5, 10]},
-        "bli": {"test_size": 2000, "min_count": 5, "seed": 0, "csls_k": 10},
-        "agreement": {"soft_m": 5, "B": 1000, "bootstrap_seed": 0},
+    own = {
+        name: {**_defaults(name), **(user.get(name) or {})} for name in ("inference", "calibration", "bli", "agreement")
     }
-    own = {name: {**d, **(user.get(name) or {})} for name, d in own.items()}
     return {**own, "image_quality": iq, "sample_size": ss_cfg, "hubness": hub}

@@ -1,0 +1,107 @@
+"""The ``backretrieval`` command line: evaluate and compare encoders, verify and validate, and
+the file-based pipeline steps the Snakemake workflow runs.
+
+User commands (evaluate, compare, verify, validate-config, validate-dataset, versions) are in
+:mod:`.evaluate`; the pipeline steps (data, embedding, metrics, reports, case study, human
+study) in :mod:`.pipeline`; the findings steps in :mod:`.findings`; every parser is built with
+the helper set of :mod:`._args`. A pipeline step reads the files named by its input flags, writes
+the files named by its output flags and takes its settings as flags (JSON for a config section),
+so the Snakemake rules hand every file they declare to the step and no step derives a path from
+the config (the artifact layout is ``backretrieval.steps.layout``). User-fixable problems print
+``backretrieval: error: ...`` and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import textwrap
+from collections.abc import Callable
+
+from .. import __version__
+from .._util import io
+from ..errors import BackretrievalError
+from . import evaluate, findings, pipeline
+from ._args import switch
+
+__all__ = ["COMMAND_GROUPS", "build_parser", "main"]
+
+#: the groups of ``backretrieval --help``, in order: (title, function adding its commands)
+COMMAND_GROUPS: tuple[tuple[str, Callable], ...] = (
+    ("user commands", evaluate.register),
+    ("pipeline steps, data", pipeline.register_data),
+    ("pipeline steps, embedding", pipeline.register_embedding),
+    ("pipeline steps, metrics", pipeline.register_metrics),
+    ("pipeline steps, reports", pipeline.register_reports),
+    ("pipeline steps, case study", pipeline.register_case_study),
+    ("pipeline steps, human study", pipeline.register_human_study),
+    ("pipeline steps, findings", findings.register),
+)
+
+_SUMMARY = (
+    "Backretrieval: evaluate cross-lingual text encoders with image-caption data, without parallel "
+    "texts. The user commands come first; the pipeline steps are what the Snakemake workflow runs "
+    "(`snakemake --cores N`, see the README)."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    groups: list[tuple[str, list[tuple[str, str]]]] = []
+    p = argparse.ArgumentParser(prog="backretrieval", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"backretrieval {__version__}")
+    switch(p, "--verbose", "log at DEBUG level (default INFO), on stderr", short="-v")
+    sub = p.add_subparsers(
+        dest="cmd",
+        required=True,
+        metavar="COMMAND",
+        title="commands",
+        help="`backretrieval COMMAND --help`: its options",
+    )
+
+    def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
+        groups[-1][1].append((name, help_))
+        sp = sub.add_parser(name, description=help_)  # no help=: listed by group in the description
+        sp.set_defaults(func=fn)
+        return sp
+
+    for title, register in COMMAND_GROUPS:
+        groups.append((title, []))
+        register(add)
+    width = max(len(name) for _, cmds in groups for name, _ in cmds) + 2
+    pad = " " * (width + 2)
+    listing = "\n\n".join(
+        f"{title}:\n"
+        + "\n".join(
+            textwrap.fill(f"  {name:<{width}}{help_}", 100, subsequent_indent=pad, break_on_hyphens=False)
+            for name, help_ in cmds
+        )
+        for title, cmds in groups
+    )
+    p.description = f"{textwrap.fill(_SUMMARY, 100)}\n\n{listing}"
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except BackretrievalError as exc:
+        print(f"backretrieval: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full disk met outside backretrieval._util.io's writers
+        if exc.errno not in io.NO_SPACE_ERRNOS:
+            raise
+        where = exc.filename or f"an output of `backretrieval {args.cmd}`"
+        print(
+            f"backretrieval: error: {where}: cannot be written: {exc.strerror} (errno {exc.errno}); "
+            "free space on its filesystem and run again",
+            file=sys.stderr,
+        )
+        return 2

@@ -1,0 +1,239 @@
+"""The user commands: evaluate and compare encoders (no config), verify a run's reports,
+validate a config or a dataset folder, print software versions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .._util import io
+from ..errors import InputError
+from ..evaluation.datasets import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
+from ..evaluation.results import DEFAULT_BOOTSTRAP
+from ..evaluation.run import DEFAULT_BATCH_SIZE, DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_SEEDS
+from ._args import opt, positional, switch, text_field
+
+# ------------------------------------------------------------------------------ commands
+
+
+def _eval_kwargs(args: argparse.Namespace) -> dict:
+    return dict(
+        n=args.sample_size,
+        seeds=args.seeds if args.seeds is not None else args.n_seeds,
+        k=args.recall_k,
+        text_field=args.text_field,
+        image_backbone=args.image_backbone,
+        with_corr=not args.no_corr,
+        cache_dir=None if args.no_cache else Path(args.cache_dir),
+        prepared_dir=Path(args.prepared_dir),
+        shared_dir=Path(args.shared_dir),
+        batch_size=args.batch_size,
+        progress=not args.quiet,
+        allow_code=args.allow_code,
+    )
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """One model on one dataset: a table per direction and one result JSON."""
+    from ..evaluation import results as R
+    from ..evaluation.run import evaluate_model
+
+    if args.out and Path(args.out).is_dir():
+        raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
+    ev = evaluate_model(args.model, args.data, args.directions, name=args.name, **_eval_kwargs(args))
+    res = R.result_dict(ev, B=args.bootstrap)
+    out = Path(args.out) if args.out else R.default_result_path(res)
+    R.write_result(out, res)
+    print(R.format_table(res))
+    print(f"\nresult: {out} ({ev.seconds:.1f} s)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two result JSONs, or two --model runs on the same samples: which has the higher BkR."""
+    from ..evaluation import results as R
+    from ..evaluation.compare import compare_results, format_comparison
+    from ..evaluation.run import evaluate_models
+
+    if args.results and args.model:
+        raise InputError("compare: give two result JSONs or two --model, not both")
+    if args.results:
+        if len(args.results) != 2:
+            raise InputError(f"compare: expected two result JSONs, got {len(args.results)}")
+        a, b = (R.read_result(p) for p in args.results)
+        labels = [a["model"]["name"], b["model"]["name"]]
+        if labels[0] == labels[1]:
+            labels = [str(p) for p in args.results]
+    else:
+        if not args.model or len(args.model) != 2 or not args.data or not args.directions:
+            raise InputError("compare: pass two result JSONs, or --model A --model B with --data and --directions")
+        evs = evaluate_models(args.model, args.data, args.directions, **_eval_kwargs(args))
+        a, b = (R.result_dict(ev, B=args.bootstrap) for ev in evs)
+        labels = [ev.model["name"] for ev in evs]
+    comps = compare_results(a, b, label_a=labels[0], label_b=labels[1], B=args.bootstrap)
+    text = format_comparison(comps, a, b)
+    if args.out:
+        io.write_json(
+            args.out,
+            {"a": a["model"], "b": b["model"], "dataset": a["dataset"], "comparisons": [c.to_dict() for c in comps]},
+        )
+    print(text)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """The run's reports vs the committed ones (git revision) or a reference folder."""
+    from ..reporting import verify as V
+
+    if args.tolerances:
+        print(V.tolerance_table())
+        return 0
+    ref = Path(args.reference) if args.reference else None
+    report = V.verify(Path(args.reports), reference_dir=ref, rev=args.rev)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def cmd_validate_config(args: argparse.Namespace) -> int:
+    from ..config import code_notice, load_config
+    from ..steps import layout
+    from ..steps.prepare import check_dataset_fits
+
+    cfg = load_config(args.config, args.set)
+    root = layout.dataset_root(cfg)
+    prepared = (root / "dataset.json").is_file()
+    if prepared:
+        check_dataset_fits(cfg, root)
+    fits = (
+        f"fits the prepared dataset {root}"
+        if prepared
+        else f"dataset {root} not prepared yet (its checks run in `check-dataset`, before any model)"
+    )
+    print(
+        f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
+        f"{len(cfg['seeds'])} seeds, N={cfg['sample_size']}); {fits}"
+    )
+    notice = code_notice(cfg)
+    if notice:
+        print(notice)
+    return 0
+
+
+def cmd_validate_dataset(args: argparse.Namespace) -> int:
+    from ..data.byo import validate_dataset
+
+    problems = validate_dataset(Path(args.root))
+    for p in problems:
+        print(p)
+    n_err = sum(1 for p in problems if getattr(p, "level", "error") == "error")
+    print(f"{args.root}: {n_err} error(s), {len(problems) - n_err} warning(s)")
+    return 1 if n_err else 0
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    from ..reporting.versions import software_versions
+
+    for k, v in software_versions().items():
+        print(f"{k}: {v}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ parsers
+
+
+def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
+    """The protocol and run options evaluate and compare share."""
+    opt(
+        sp,
+        "--data",
+        "a prepared dataset folder, or a named dataset: synthetic, multi30k-test2016",
+        required=required,
+    )
+    opt(sp, "--directions", "comma-separated <src>-<tgt>, e.g. en-de,de-en", required=required)
+    opt(sp, "--sample-size", "sample size N (queries per seed)", type=int, default=DEFAULT_N, metavar="N")
+    seed_flags = sp.add_mutually_exclusive_group()
+    seed_flags.add_argument(
+        "--n-seeds",
+        type=int,
+        default=DEFAULT_SEEDS,
+        metavar="S",
+        help=f"number of seeds: samples with seeds 0..S-1 (default {DEFAULT_SEEDS})",
+    )
+    seed_flags.add_argument(
+        "--seeds", type=int, nargs="+", metavar="SEED", help="these seed values instead of 0..S-1 (one sample each)"
+    )
+    opt(sp, "--recall-k", "k of Recall@k", type=int, default=DEFAULT_K, metavar="K")
+    opt(
+        sp,
+        "--image-backbone",
+        "effnet-lite0 (default for image files), effnet-lite2, resnet50, resnext101, "
+        "or the name of the dataset's precomputed features",
+    )
+    text_field(sp, "the item text that is embedded", default="title")
+    switch(sp, "--no-corr", "skip the CORR baseline (N*N pairs per seed)")
+    opt(sp, "--batch-size", "texts per encode call", type=int, default=DEFAULT_BATCH_SIZE)
+    opt(sp, "--cache-dir", "embedding cache", default=str(DEFAULT_CACHE_DIR), metavar="DIR")
+    switch(sp, "--no-cache", "do not read or write the embedding cache")
+    opt(sp, "--prepared-dir", "where named datasets are prepared", default=str(DEFAULT_PREPARED_DIR), metavar="DIR")
+    opt(
+        sp,
+        "--shared-dir",
+        "local mirror of real data (Multi30K texts and features)",
+        default=str(DEFAULT_SHARED_DIR),
+        metavar="DIR",
+    )
+    opt(sp, "--bootstrap", "bootstrap resamples of the CIs and tests", type=int, default=DEFAULT_BOOTSTRAP, metavar="B")
+    switch(sp, "--quiet", "no progress bars")
+    switch(
+        sp,
+        "--allow-code",
+        "allow --model module:callable and {type: callable} specs, which import and run that code "
+        "(see docs/SECURITY.md)",
+    )
+
+
+def register(add) -> None:
+    """Add the user commands (``add(name, fn, help)`` returns the subparser)."""
+    sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON")
+    opt(
+        sp,
+        "--model",
+        "sentence-transformers name or folder | module:callable | "
+        "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)",
+        required=True,
+    )
+    opt(sp, "--name", "label of the model in the result (default: from --model)")
+    opt(sp, "--out", "result JSON (default results/<model>/<dataset>.json)", metavar="FILE")
+    _eval_opts(sp, required=True)
+
+    sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)")
+    positional(sp, "results", "two result JSONs of `backretrieval evaluate`", nargs="*")
+    opt(sp, "--model", "instead of JSONs: evaluate two models (give --model twice)", action="append")
+    opt(sp, "--out", "write the comparison as JSON too", metavar="FILE")
+    _eval_opts(sp, required=False)
+
+    sp = add("verify", cmd_verify, "compare a run's reports with the committed ones, within stated tolerances")
+    positional(sp, "reports", "the run's reports folder (default reports)", nargs="?", default="reports")
+    opt(sp, "--reference", "reference reports folder (default: the git revision's)", metavar="DIR")
+    opt(sp, "--rev", "git revision of the reference reports", default="HEAD")
+    switch(sp, "--tolerances", "print the tolerance table and exit")
+
+    sp = add(
+        "validate-config",
+        cmd_validate_config,
+        "validate a config: schema, cross-field relations, and the prepared dataset if it exists",
+    )
+    opt(sp, "--config", "params.yaml or a named config", default="params.yaml", metavar="FILE")
+    opt(
+        sp,
+        "--set",
+        "override a config value (YAML), e.g. --set sample_size=200",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+    )
+
+    sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
+    positional(sp, "root", "the dataset folder (dataset.json, items.csv, ...)")
+
+    add("versions", cmd_versions, "print software versions")
