@@ -1180,7 +1180,15 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
             f" Left out: the inference records of {', '.join(sorted(stale))}, made before the joint bootstrap "
             "(no replicate table); rerun their `snakemake findings`."
         )
-        answer, verdict = answer + note, verdict + note
+        if pooled:
+            answer, verdict = answer + note, verdict + note
+        else:
+            verdict = (
+                f"No overall verdict: the inference records of {', '.join(sorted(stale))} were made before the "
+                "joint encoder × image bootstrap (their cells were treated as independent) and have no replicate "
+                "table; rerun their `snakemake findings`."
+            )
+            answer = verdict
     outputs: list[str] = []
     if len(cells):
         io.write_csv(summary_dir / "overall.csv", cells)
