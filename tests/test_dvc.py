@@ -4,7 +4,9 @@ running Snakemake. Tested end to end with the default local remote on tests/data
 (SYNTHETIC data, model-free encoders, case study included) in fresh copies of this checkout:
 `dvc repro` → status clean → `dvc push` → a second clone `dvc pull` → status clean, and
 `snakemake` in a third clone gives the same bytes (`dvc commit` there leaves the first
-clone's dvc.lock unchanged, and the status is clean).
+clone's dvc.lock unchanged, and the status is clean); then the same through a real remote, an
+S3 server on loopback (moto, started and stopped by a fixture): `dvc push` and `dvc pull` into
+a fresh clone.
 """
 
 from __future__ import annotations
@@ -134,6 +136,12 @@ def test_stage_tracks_code_config_outputs_metrics_and_plots():
         next(iter(p)) for p in stage["plots"]
     }
     assert not any("logs/" in o for o in outs)
+    # the heads' training curves: plot data (per-epoch losses) inside the cached artifacts
+    curves = {next(iter(p)): next(iter(p.values())) for p in yaml.safe_load((ROOT / "dvc.yaml").read_text())["plots"]}
+    assert {c["x"] for c in curves.values()} == {"epoch"}
+    assert {f for c in curves.values() for f in c["y"]} == {
+        f"artifacts/default/case/heads/{h}.history.csv" for h in ("triplet", "tripletxl")
+    }
 
 
 @needs_dvc
@@ -213,7 +221,7 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
 
 @pytest.mark.slow
 @needs_dvc
-def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path):
+def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote):
     c1 = _fresh_copy(tmp_path / "c1")
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert list(yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"]) == ["tiny"]
@@ -279,3 +287,62 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path):
     assert "didn't change" in _dvc(c1, "repro")
     dry = _ok([str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY, "--dry-run"], c3)
     assert "Nothing to be done" in dry
+
+    # a real remote: S3 on loopback (moto), as a team would share results
+    _push_to_s3_and_pull_into_a_fresh_clone(c1, tmp_path, *s3_remote, expected)
+
+
+# ------------------------------------------------------------------- a real remote: S3 on loopback
+
+
+@pytest.fixture
+def s3_remote(monkeypatch):
+    """A moto S3 server on 127.0.0.1 (a free port) with one bucket, stopped afterwards; the AWS
+    credentials DVC's S3 client needs (moto accepts any) in the environment of every command."""
+    pytest.importorskip("dvc_s3", reason="dvc-s3 not installed (the workflow extra)")
+    server_mod = pytest.importorskip("moto.server", reason="moto[server] not installed (the test extra)")
+    import socket
+
+    import boto3
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="team-bucket")
+        yield endpoint, boto3.client("s3", endpoint_url=endpoint)
+    finally:
+        server.stop()
+
+
+def _push_to_s3_and_pull_into_a_fresh_clone(c1: Path, tmp_path: Path, endpoint: str, s3, expected: dict) -> None:
+    """The README's team remote: `dvc remote add -d` an s3:// url (+ endpointurl for a non-AWS
+    server) committed to git, `dvc push` from c1, `dvc pull` in a fresh clone: every artifact and
+    report byte for byte, `dvc status` clean, and the training curves readable as plot data."""
+    _dvc(c1, "remote", "add", "-d", "team", "s3://team-bucket/backretrieval")
+    _dvc(c1, "remote", "modify", "team", "endpointurl", endpoint)
+    _git(c1, "add", ".dvc/config")
+    _git(c1, "commit", "-qm", "the team's S3 remote")
+    _dvc(c1, "push")
+    assert s3.list_objects_v2(Bucket="team-bucket", Prefix="backretrieval/").get("KeyCount", 0) > 0
+
+    _git(tmp_path, "clone", "-q", str(c1), "c4")
+    c4 = tmp_path / "c4"
+    assert not (c4 / "artifacts").exists() and _status(c4) != {}
+    _dvc(c4, "pull")
+    assert _tree(c4) == expected
+    assert _status(c4) == {}
+    plots = json.loads(_dvc(c4, "plots", "show", "--json"))
+    assert not plots.get("errors"), plots.get("errors")
+    assert {"tiny triplet training loss", "tiny tripletxl training loss"} <= set(plots["data"])
