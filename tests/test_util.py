@@ -70,3 +70,33 @@ def test_fingerprints_are_unchanged():
         == "precomputed-e915096506e9026bfb575462"
     )
     assert fingerprint_from({"x": 1}, "img") == f"img-{json_sha256({'x': 1})[:24]}"
+
+
+def test_tree_sha256_reads_nothing_outside_the_folder(tmp_path):
+    """A user's dataset folder is hashed at parse time: links that leave it (to a file, to a
+    folder), a loop and ``images/up -> ..`` are not read, so editing a file outside never
+    changes the hash; a link to a file inside counts with that file's content."""
+    from backretrieval._util.hashing import tree_sha256
+
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret")
+    (outside / "dir" / "more.txt").write_text("more")
+    root = tmp_path / "ds"
+    (root / "images").mkdir(parents=True)
+    (root / "items.csv").write_text("item_id\n1\n")
+    (root / "images" / "a.jpg").write_bytes(b"img")
+    plain = tree_sha256(root)
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "leakdir").symlink_to(outside / "dir", target_is_directory=True)
+    (root / "loop").symlink_to(root / "loop")
+    (root / "images" / "up").symlink_to("..", target_is_directory=True)
+    assert tree_sha256(root) == plain
+    (outside / "secret.txt").write_text("changed")
+    (outside / "dir" / "more.txt").write_text("changed")
+    assert tree_sha256(root) == plain
+    (root / "alias.jpg").symlink_to(root / "images" / "a.jpg")
+    with_alias = tree_sha256(root)
+    assert with_alias != plain
+    (root / "images" / "a.jpg").write_bytes(b"img2")
+    assert tree_sha256(root) not in (plain, with_alias)

@@ -55,10 +55,22 @@ def file_signature(path: Path) -> str:
     return f"{path.name}:{path.stat().st_size}" if path.is_file() else f"{path.name}:missing"
 
 
+def _inside(link: Path, real_root: Path) -> bool:
+    """Whether ``link`` resolves to a path inside ``real_root`` (False for a loop)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return target == real_root or real_root in target.parents
+
+
 def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str] | None = None) -> str:
     """sha256 (hex) of the content of a file or a folder: the relative name and sha256 of every
-    file below it (links followed, names sorted), so any edit, rename, addition or removal
-    changes it. With ``cache_file`` (JSON), a file whose (size, mtime_ns, ctime_ns, inode) is
+    file below it (names sorted), so any edit, rename, addition or removal changes it. Nothing
+    outside the folder is read: a link to a file inside it counts with that file's content,
+    links to folders are not followed (their files inside the folder count under their own
+    names) and links that leave the folder or loop are skipped (a dataset cannot reference them:
+    ``data.prepared.resolve_inside`` refuses them). With ``cache_file`` (JSON), a file whose (size, mtime_ns, ctime_ns, inode) is
     unchanged since the last call reuses its stored sha256: a large folder is read once, and
     an in-place rewrite still changes ctime (which no user tool can set back)."""
     root = Path(path)
@@ -66,10 +78,13 @@ def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str]
         files = [(root.name, root)]
     elif root.is_dir():
         files = []
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real_root = root.resolve()
+        for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for name in filenames:
                 f = Path(dirpath) / name
+                if f.is_symlink() and not _inside(f, real_root):
+                    continue
                 if f.is_file():
                     files.append((f.relative_to(root).as_posix(), f))
         files.sort()
