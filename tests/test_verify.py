@@ -70,6 +70,17 @@ def test_the_measured_cross_cpu_noise_is_within_tolerance(tmp_path):
     assert rep.notes == ["table1.md: differs (rendered from the compared data; not compared itself)"]
 
 
+def test_exactly_the_flip_budget_is_within(tmp_path):
+    """Two flips of 1/N (N = 20) as decimal text: 0.45 - 0.35 is 0.10000000000000003 in floats."""
+    ref = _edited(**{"meta/sample_size": 20, "encoders/minilm-en/bkr_recall": 0.45})
+    run = _edited(**{"meta/sample_size": 20, "encoders/minilm-en/bkr_recall": 0.35})
+    rep = V.verify(_reports(tmp_path / "run", run), reference_dir=_reports(tmp_path / "ref", ref))
+    assert rep.ok, rep.summary()
+    assert rep.within and "recall and MRR" in rep.within[0]
+    run["encoders"]["minilm-en"]["bkr_recall"] = 0.3  # three flips
+    assert not V.verify(_reports(tmp_path / "run3", run), reference_dir=tmp_path / "ref").ok
+
+
 @pytest.mark.parametrize(
     ("path", "value", "kind"),
     [
