@@ -1163,7 +1163,7 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     cells = inf.overall_cells([r for _, r in recs])
     inf_recs, inf_reps, stale = [], [], []
     for path, rec in recs:
-        if rec.analysis == "inference" and rec.status == "ok":
+        if rec.analysis == "inference" and rec.status == "ok" and rec.run is not None:
             if "replicates_file" not in rec.settings:  # a record from before the joint bootstrap
                 stale.append(rec.run.run_name)
                 continue
