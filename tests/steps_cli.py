@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-from backretrieval.config import apply_aliases
 from backretrieval.steps import layout
 from backretrieval.steps.settings import fit_requirements
 
@@ -27,7 +26,6 @@ def prepare(cfg: dict) -> list[str]:
 
 
 def check(cfg: dict) -> list[str]:
-    apply_aliases(cfg)
     return [
         "check-dataset",
         "--dataset",
@@ -94,7 +92,6 @@ def sample(cfg: dict, direction: str) -> list[str]:
 
 
 def metrics(cfg: dict, direction: str) -> list[str]:
-    apply_aliases(cfg)
     src, tgt = direction.split("-")
     text = [str(layout.text_emb_path(cfg, e, lang)) for e in cfg["encoders"] for lang in (src, tgt)]
     out = layout.metrics_path(cfg, direction)
@@ -122,6 +119,4 @@ def metrics(cfg: dict, direction: str) -> list[str]:
         str(cfg["recall_k"]),
         "--out",
         str(out),
-        "--ranks",
-        str(layout.ranks_path(out)),
     ]

@@ -59,35 +59,14 @@ def test_direction_helpers():
     assert pivot_directions(["en", "de"]) == ["en-de", "de-en"]
 
 
-def _with_k(tmp_path, **case):
-    """params.yaml with the deprecated spelling `k` (top level, and in case_study if asked)."""
+def test_removed_k_key_is_refused(tmp_path):
+    """The old spelling `k` of recall_k is gone (CHANGELOG): a config still using it is refused,
+    naming the field, instead of being renamed."""
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     cfg["k"] = cfg.pop("recall_k")
-    if case:
-        cfg["case_study"].pop("recall_k")
-        cfg["case_study"].update(case)
     p = tmp_path / "old.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    return p
-
-
-def test_deprecated_k_is_renamed_with_a_warning(tmp_path):
-    with pytest.warns(FutureWarning, match=r"old.yaml: field 'k' is deprecated; rename it to 'recall_k'"):
-        cfg = load_config(_with_k(tmp_path))
-    assert cfg["recall_k"] == 10 and "k" not in cfg
-    with pytest.warns(FutureWarning) as caught:
-        cfg = load_config(_with_k(tmp_path, k=7))
-    said = sorted(str(w.message).split(": ", 1)[1] for w in caught)
-    assert said == [
-        "field 'case_study.k' is deprecated; rename it to 'case_study.recall_k' (Recall@k)",
-        "field 'k' is deprecated; rename it to 'recall_k' (Recall@k)",
-    ]
-    assert cfg["case_study"]["recall_k"] == 7 and "k" not in cfg["case_study"]
-    # the alias reaches the relations under the new name
-    with pytest.warns(FutureWarning), pytest.raises(ConfigError, match="field 'recall_k'"):
-        load_config(_with_k(tmp_path), ["k=5000"])
-
-
-def test_k_and_recall_k_together_is_an_error(tmp_path):
-    with pytest.raises(ConfigError, match=r"field 'k': deprecated alias of 'recall_k', which is also set"):
+    with pytest.raises(ConfigError, match=r"old.yaml.*'recall_k' is a required property"):
+        load_config(p)
+    with pytest.raises(ConfigError, match=r"'k' was unexpected"):
         load_config(ROOT / "params.yaml", ["k=5"])

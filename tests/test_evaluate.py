@@ -87,9 +87,9 @@ def _eval_args(data: Path | str, out: Path, *extra: str) -> list[str]:
         str(data),
         "--directions",
         "en-de,de-en",
-        "--n",
+        "--sample-size",
         "50",
-        "--seeds",
+        "--n-seeds",
         "3",
         "--image-backbone",
         "scene",
@@ -261,11 +261,11 @@ def test_default_backbone_embeds_the_image_files(syn, tmp_path, capsys):
         str(syn),
         "--directions",
         "en-de",
-        "--n",
+        "--sample-size",
         "12",
-        "--seeds",
+        "--n-seeds",
         "1",
-        "--k",
+        "--recall-k",
         "3",
         "--no-corr",
         "--quiet",
@@ -446,9 +446,9 @@ def test_compare_two_models_in_one_run(syn, capsys):
         str(syn),
         "--directions",
         "en-de",
-        "--n",
+        "--sample-size",
         "100",
-        "--seeds",
+        "--n-seeds",
         "4",
         "--image-backbone",
         "scene",
@@ -587,14 +587,14 @@ def test_dataset_with_one_language(syn, tmp_path, capsys, synthetic_dataset):
 def test_too_few_items_for_n(syn, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the data is checked before any model is looked for
     args = _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model")
-    args[args.index("--n") + 1] = "121"
+    args[args.index("--sample-size") + 1] = "121"
     _fails(
         capsys,
         tmp_path,
         args,
-        "--n 121 is too large for en-de",
+        "--sample-size 121 is too large for en-de",
         "240 items with texts in both en and de",
-        "pass --n 120 or less",
+        "pass --sample-size 120 or less",
     )
 
 
@@ -662,7 +662,7 @@ def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
         str(prepared),
         "--directions",
         "en-de",
-        "--seeds",
+        "--n-seeds",
         "1",
         "--image-backbone",
         "effnet-lite0",
@@ -672,22 +672,22 @@ def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
     _fails(
         capsys,
         tmp_path,
-        base + ["--n", "61", "--out", str(tmp_path / "res" / "r.json")],
-        "--n 61 is too large for synthetic",
-        "pass --n 60 or less",
+        base + ["--sample-size", "61", "--out", str(tmp_path / "res" / "r.json")],
+        "--sample-size 61 is too large for synthetic",
+        "pass --sample-size 60 or less",
     )
     assert not prepared.exists()  # refused before anything was generated
     _fails(
         capsys,
         tmp_path,
-        base + ["--n", "20", "--directions", "en-ar", "--out", str(tmp_path / "res" / "r.json")],
+        base + ["--sample-size", "20", "--directions", "en-ar", "--out", str(tmp_path / "res" / "r.json")],
         "synthetic has no 'ar' texts",
     )
     _fails(
         capsys,
         tmp_path,
-        base + ["--n", "5", "--out", str(tmp_path / "res" / "r.json")],
-        "--k 10: Recall@k needs 1 <= k < N (N=5)",
+        base + ["--sample-size", "5", "--out", str(tmp_path / "res" / "r.json")],
+        "--recall-k 10: Recall@k needs 1 <= k < N (N=5)",
     )
     assert not prepared.exists()
     ev = evaluate_model(
@@ -733,7 +733,7 @@ def test_named_multi30k_needs_its_features(tmp_path, capsys):
             "multi30k-test2016",
             "--directions",
             "en-de",
-            "--n",
+            "--sample-size",
             "100",
             "--prepared-dir",
             str(tmp_path / "prepared"),
@@ -761,9 +761,9 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
         "multi30k-test2016",
         "--directions",
         "en-de,de-en",
-        "--n",
+        "--sample-size",
         "100",
-        "--seeds",
+        "--n-seeds",
         "2",
         "--no-corr",
         "--quiet",
@@ -791,7 +791,7 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
         "multi30k-test2016",
         "--directions",
         "en-de",
-        "--n",
+        "--sample-size",
         "501",
         "--prepared-dir",
         str(tmp_path / "data" / "prepared"),
@@ -799,7 +799,7 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
         "--out",
         str(tmp_path / "res" / "r.json"),
     )
-    assert rc == 2 and "pass --n 500 or less" in err and not (tmp_path / "res").exists()
+    assert rc == 2 and "pass --sample-size 500 or less" in err and not (tmp_path / "res").exists()
 
 
 def test_callable_model_from_a_module(syn, tmp_path, monkeypatch):

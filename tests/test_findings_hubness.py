@@ -88,6 +88,8 @@ def test_cli_outputs_are_deterministic(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w", n_items=300, n=60, seeds=(0, 1))
     args = [
         "findings-hubness",
+        "--recall-k",
+        "10",
         "--dataset",
         str(ds),
         "--samples",

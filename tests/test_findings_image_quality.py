@@ -91,6 +91,8 @@ def test_step_and_cli_write_outputs_deterministically(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     args = [
         "findings-image-quality",
+        "--recall-k",
+        "10",
         "--dataset",
         str(ds),
         "--samples",
@@ -149,6 +151,8 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
     out = tmp_path / "out"
     base = [
         "findings-image-quality",
+        "--recall-k",
+        "10",
         "--dataset",
         str(ds),
         "--samples",

@@ -77,6 +77,8 @@ def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
     out = tmp_path / "out"
     args = [
         "findings-sample-size",
+        "--recall-k",
+        "10",
         "--dataset",
         str(ds),
         "--text",

@@ -542,12 +542,11 @@ def test_tally_refuses_an_unverifiable_key_unless_allowed(tmp_path, capsys):
     assert "not verified" in tally_markdown(res)
     # the CLI: refused (exit 2, nothing written) without the flag, tallied with it
     out = tmp_path / "report.md"
-    assert main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out)]) == 2
+    argv = ["human-tally", "--ratings", str(no_hash), "--key", str(key_path), "--out-md", str(out)]
+    argv += ["--out-json", str(tmp_path / "report.json")]
+    assert main(argv) == 2
     assert "--allow-unverified-key" in capsys.readouterr().err and not out.exists()
-    assert (
-        main(["tally", "--ratings", str(no_hash), "--key", str(key_path), "--out", str(out), "--allow-unverified-key"])
-        == 0
-    )
+    assert main([*argv, "--allow-unverified-key"]) == 0
     assert "not verified" in out.read_text()
 
 

@@ -113,8 +113,6 @@ def _metrics(d: dict, out: Path, *extra: str) -> None:
         5,
         "--out",
         out,
-        "--ranks",
-        ranks_path(out),
         *extra,
     )
 
@@ -126,7 +124,7 @@ def _grouped(d: dict, tag: str, size: int, *extra: str) -> Path:
         _metrics(d, part, "--seeds", *map(str, seeds), *extra)
         parts.append(part)
     out = d["wd"] / tag / "gathered.csv"
-    _run("metrics-gather", "--parts", *parts, "--out", out, "--ranks", ranks_path(out))
+    _run("metrics-gather", "--parts", *parts, "--out", out)
     return out
 
 
@@ -180,8 +178,6 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
                 "42",
                 "--out",
                 str(out),
-                "--ranks",
-                str(ranks_path(out)),
             ]
         )
         == 2
@@ -198,8 +194,6 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
             str(part),
             "--out",
             str(gathered),
-            "--ranks",
-            str(ranks_path(gathered)),
         ]
     )
     assert rc == 2 and "overlapping seed groups" in capsys.readouterr().err and not gathered.exists()

@@ -652,10 +652,37 @@ def _key_and_ratings(tmp_path: Path) -> tuple[Path, Path]:
 def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
     key, ratings = _key_and_ratings(tmp_path)
     out = tmp_path / "tally.md"
-    assert run_cli(capsys, None, "tally", "--ratings", str(ratings), "--key", str(key), "--out", str(out))[0] == 0
+    assert (
+        run_cli(
+            capsys,
+            None,
+            "human-tally",
+            "--ratings",
+            str(ratings),
+            "--key",
+            str(key),
+            "--out-md",
+            str(out),
+            "--out-json",
+            str(out.with_suffix(".json")),
+        )[0]
+        == 0
+    )
     out.unlink()
     tamper(key, ratings)
-    rc, err = run_cli(capsys, None, "tally", "--ratings", str(ratings), "--key", str(key), "--out", str(out))
+    rc, err = run_cli(
+        capsys,
+        None,
+        "human-tally",
+        "--ratings",
+        str(ratings),
+        "--key",
+        str(key),
+        "--out-md",
+        str(out),
+        "--out-json",
+        str(out.with_suffix(".json")),
+    )
     assert rc == 2 and pd.Series([err]).str.contains(message).iloc[0], err
     assert ("ratings.csv" in err) or ("key.sealed.json" in err)
     assert not out.exists()

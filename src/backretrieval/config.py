@@ -9,7 +9,6 @@ CLI) refuse the same configs before any work.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,6 @@ def schema() -> dict:
 #: study's). Every check of it below reads it through this name.
 RECALL_K = "recall_k"
 
-#: Deprecated spelling of :data:`RECALL_K`, still accepted (with a FutureWarning) in config
-#: files; Snakemake's ``--config`` refuses one-letter keys, hence the rename.
-RECALL_K_ALIAS = "k"
-
 #: The top-level key that lets a config name code to run (encoders of type ``callable``).
 ALLOW_CODE = "allow_code"
 
@@ -58,8 +53,7 @@ def validate_config(
 ) -> dict[str, Any]:
     """Validate ``cfg``; raise ConfigError naming the offending field and the expectation.
 
-    First the deprecated aliases are renamed in place (:func:`apply_aliases`), then the JSON
-    schema, then every relation between fields that a later step relies on (see
+    First the JSON schema, then every relation between fields that a later step relies on (see
     :func:`check_relations`), so a bad config fails before any work. ``overrides``: dotted
     key -> how the user wrote it (``--config recall_k=15``) for the values given on the command
     line; an error in such a field names the override rather than the file.
@@ -100,8 +94,6 @@ def overrides_from(values: dict[str, Any], flag: str = "--config", prefix: str =
 def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
     import jsonschema
 
-    apply_aliases(cfg, source)
-
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
@@ -109,30 +101,6 @@ def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
         where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         _fail(source, where, e.message)
     check_relations(cfg, source)
-    return cfg
-
-
-def apply_aliases(cfg: dict[str, Any], source: str = "params.yaml") -> dict[str, Any]:
-    """Rename the deprecated key ``k`` to ``recall_k`` in place (top level and ``case_study``),
-    with a FutureWarning naming the file; both spellings in one section is an error."""
-    sections = [("", cfg)]
-    if isinstance(cfg.get("case_study"), dict):
-        sections.append(("case_study.", cfg["case_study"]))
-    for prefix, node in sections:
-        if RECALL_K_ALIAS not in node:
-            continue
-        if RECALL_K in node:
-            _fail(
-                source,
-                f"{prefix}{RECALL_K_ALIAS}",
-                f"deprecated alias of '{prefix}{RECALL_K}', which is also set; keep only {prefix}{RECALL_K}",
-            )
-        warnings.warn(
-            f"{source}: field '{prefix}{RECALL_K_ALIAS}' is deprecated; rename it to '{prefix}{RECALL_K}' (Recall@k)",
-            FutureWarning,
-            stacklevel=2,
-        )
-        node[RECALL_K] = node.pop(RECALL_K_ALIAS)
     return cfg
 
 
