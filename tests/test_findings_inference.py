@@ -1,4 +1,4 @@
-"""Section 1: crossed encoder × item bootstrap, pairwise-order accuracy, random effects —
+"""Section 1: joint encoder × item bootstrap, pairwise-order accuracy, pooling —
 known answers on constructed data."""
 
 from __future__ import annotations
@@ -299,40 +299,3 @@ def test_bad_inputs_are_named():
         )
     with pytest.raises(InputError, match="index outside"):
         inf.crossed_bootstrap([s], encoders, {"all": encoders}, _keys(1), B=5)
-
-
-def test_random_effects_known_answers():
-    # homogeneous effects with equal SEs: tau² = 0, the estimate is their mean, SE = se/sqrt(k)
-    r = inf.random_effects_summary([0.1, 0.1, 0.1, 0.1], [0.05] * 4)
-    assert r.estimate == pytest.approx(0.1) and r.tau2 == pytest.approx(0) and r.se == pytest.approx(0.025)
-    # Paule-Mandel by hand: tau² solves Q(tau²) = k - 1 (0 when Q(0) < k - 1)
-    from scipy.optimize import brentq
-
-    y, s = np.array([0.3, -0.1, 0.2, 0.5, 0.05]), np.array([0.1, 0.12, 0.08, 0.2, 0.1])
-
-    def q_minus_df(t):
-        w = 1 / (s**2 + t)
-        mu = np.sum(w * y) / np.sum(w)
-        return np.sum(w * (y - mu) ** 2) - (len(y) - 1)
-
-    tau2 = brentq(q_minus_df, 0, 10, xtol=1e-14)
-    wr = 1 / (s**2 + tau2)
-    r = inf.random_effects_summary(y, s)
-    assert r.tau2 == pytest.approx(tau2, rel=1e-4)
-    assert r.estimate == pytest.approx(np.sum(wr * y) / np.sum(wr), rel=1e-5)
-    assert r.se == pytest.approx(1 / np.sqrt(np.sum(wr)), rel=1e-4)
-    assert (r.n_positive, r.n_negative) == (4, 1)
-    assert r.sign_pvalue == pytest.approx(st.binomtest(4, 5).pvalue)
-    with pytest.raises(InputError, match="SEs > 0"):
-        inf.random_effects_summary([0.1, 0.2], [0.0, 0.1])
-
-
-def test_i2_is_the_truncated_share_of_heterogeneity():
-    # I² = max(0, (Q - df) / Q) with Q the fixed-effect heterogeneity statistic
-    for y, s in (([0.1, 0.11, 0.09, 0.1], [0.05] * 4), ([0.3, -0.1, 0.2, 0.5, 0.05], [0.1, 0.12, 0.08, 0.2, 0.1])):
-        y, s = np.array(y), np.array(s)
-        w = 1 / s**2
-        q = np.sum(w * (y - np.sum(w * y) / np.sum(w)) ** 2)
-        want = max(0.0, (q - (len(y) - 1)) / q)
-        assert inf.random_effects_summary(y, s).i2 == pytest.approx(want, abs=1e-12)
-        assert 0 <= inf.random_effects_summary(y, s).i2 <= 1

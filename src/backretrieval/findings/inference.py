@@ -40,9 +40,8 @@ undefined are dropped and counted. :mod:`backretrieval.findings.inference_sim` c
 interval's coverage on SIMULATED worlds with this dependence built in.
 
 Also here: pairwise-order accuracy (the share of encoder pairs a metric orders as XLR does; a
-tie of the metric counts half), sensitivity (leave-one-encoder-out, encoder subsets) and the
-random-effects summary (:func:`random_effects_summary`, kept as a descriptive per-cell
-summary: it assumes independent cells).
+tie of the metric counts half) and sensitivity (leave-one-encoder-out, encoder subsets). No
+random-effects pooling or sign test: both assume independent cells.
 """
 
 from __future__ import annotations
@@ -404,71 +403,7 @@ def pool_replicates(
     }
 
 
-# --------------------------------------------------------------------------- random effects
-
-
-@dataclass(frozen=True)
-class RandomEffects:
-    """Random-effects (Paule–Mandel) summary of several effects with standard errors, plus a
-    sign test of how many effects are positive."""
-
-    k: int
-    estimate: float
-    se: float
-    low: float
-    high: float
-    pvalue: float
-    tau2: float
-    i2: float
-    n_positive: int
-    n_negative: int
-    sign_pvalue: float
-    method: str = "Paule-Mandel random effects (statsmodels combine_effects, method_re='iterated')"
-
-    def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def random_effects_summary(effects: Sequence[float], ses: Sequence[float], alpha: float = 0.05) -> RandomEffects:
-    """Pool effects (e.g. BkR − CORR correlation differences of several dataset × direction
-    cells) with :func:`statsmodels.stats.meta_analysis.combine_effects`, Paule–Mandel
-    between-cell variance (``method_re='iterated'``, statsmodels' default and the estimator
-    DerSimonian & Kacker 2007 recommend; statsmodels' one-step ``'dl'`` does not truncate a
-    negative variance at 0), a normal-theory CI,
-    and a two-sided exact sign test (:func:`scipy.stats.binomtest`) of positive vs negative
-    effects (zeros dropped). I² = max(0, (Q − df)/Q) (Higgins & Thompson 2002; statsmodels'
-    ``i2`` is not truncated, negative when Q < df). Effects with a non-finite or zero SE are
-    refused."""
-    from statsmodels.stats.meta_analysis import combine_effects
-
-    eff = np.asarray(effects, dtype=np.float64)
-    se = np.asarray(ses, dtype=np.float64)
-    if eff.ndim != 1 or eff.shape != se.shape or eff.size < 2:
-        raise InputError(f"random_effects_summary: need >= 2 effects with one SE each, got {eff.shape} and {se.shape}")
-    if not (np.isfinite(eff).all() and np.isfinite(se).all() and (se > 0).all()):
-        raise InputError("random_effects_summary: effects and SEs must be finite, SEs > 0")
-    res = combine_effects(eff, se**2, method_re="iterated", use_t=False, alpha=alpha)
-    est = float(res.mean_effect_re)
-    sd = float(res.sd_eff_w_re)
-    z = st.norm.ppf(1 - alpha / 2)
-    pos, neg = int(np.sum(eff > 0)), int(np.sum(eff < 0))
-    sign_p = float(st.binomtest(pos, pos + neg, 0.5).pvalue) if pos + neg else 1.0
-    return RandomEffects(
-        k=int(eff.size),
-        estimate=est,
-        se=sd,
-        low=est - z * sd,
-        high=est + z * sd,
-        pvalue=float(2 * st.norm.sf(abs(est / sd))) if sd > 0 else float("nan"),
-        tau2=float(res.tau2),
-        i2=max(0.0, float(res.i2)),
-        n_positive=pos,
-        n_negative=neg,
-        sign_pvalue=sign_p,
-    )
-
-
-# --------------------------------------------------------------------------- corr resampling
+# --------------------------------------------------------------------------- CORR per query
 
 
 def corr_contributions(
