@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import warnings
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
@@ -311,7 +310,7 @@ RELATIONS = {
     # the example: k=100 with N=30
     "k-ge-N": (lambda c: c.update(recall_k=100, sample_size=30), "field 'recall_k'"),
     "k-eq-N": (lambda c: c.update(recall_k=10), "field 'recall_k'"),
-    "deprecated-k-ge-N": (lambda c: (c.pop("recall_k"), c.update(k=10)), "field 'recall_k'"),
+    "removed-k": (lambda c: (c.pop("recall_k"), c.update(k=10)), "'recall_k' is a required property"),
     "two-encoders": (lambda c: c["encoders"].pop("random"), "field 'encoders'"),
     "unknown-encoder-type": (lambda c: c["encoders"].update(x={"type": "no-such-model"}), "field 'encoders.x.type'"),
     "unknown-encoder-key": (lambda c: c["encoders"]["char"].update(ngram=[2, 3]), r"field 'encoders.char'.*'ngram'"),
@@ -370,9 +369,7 @@ def test_config_relation_refused_before_any_work(work, capsys, case):
     tmp_path, _, cfg = work
     mutate, field = RELATIONS[case]
     mutate(cfg)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # the deprecated-k case
-        rc, err = run_cli(capsys, cfg, "validate-config")
+    rc, err = run_cli(capsys, cfg, "validate-config")
     assert rc == 2, err
     assert "cfg.yaml" in err and pd.Series([err]).str.contains(field).iloc[0], err
     assert len(err.strip().splitlines()) == 1
