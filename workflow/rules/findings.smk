@@ -1,4 +1,4 @@
-# Findings (issue 15, docs/FINDINGS.md): every analysis of the current config over the main
+# Findings (docs/FINDINGS.md): every analysis of the current config over the main
 # pipeline's artifacts -> <reports_dir>/findings/<analysis>.{csv,md,json} (+ figures/), then
 # docs/FINDINGS.md, reports/findings_summary/* and the README's verdict block from every
 # configuration's committed findings records. Target: `snakemake findings` (--configfile for a

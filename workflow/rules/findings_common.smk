@@ -45,7 +45,7 @@ def findings_run_inputs(wildcards=None):
 
 
 def text_flags(encoders, langs, path_of):
-    """ENCODER:LANG=PATH of every encoder and language (the findings-b steps' --text)."""
+    """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
     return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
 
 

@@ -1,4 +1,4 @@
-"""Beyond the paper: when does Backretrieval work, and how far can it be trusted? (issue 15)
+"""Beyond the paper: when does Backretrieval work, and how far can it be trusted?
 
 One module per question; each analysis is a library function over cached artifacts of the
 main pipeline (explicit arguments, no config, no artifact layout). The step functions in

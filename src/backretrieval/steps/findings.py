@@ -1,4 +1,4 @@
-"""Findings steps (issue 15): thin functions from explicit artifact files to
+"""Findings steps: thin functions from explicit artifact files to
 ``<out_dir>/<analysis>.{csv,md,json}`` and figures (see backretrieval.findings.document).
 
 Every step takes its inputs and settings as arguments (the CLI passes them as flags; the
@@ -204,7 +204,7 @@ def _record(out_dir: Path, rec: FindingsRecord) -> None:
 
 
 # ============================================================================================
-# 1. the unit of inference (findings-a)
+# 1. the unit of inference
 
 
 def _per_query(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int, as_ranks: bool) -> np.ndarray:
@@ -678,7 +678,7 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
 
 
 # ============================================================================================
-# 5. calibration and soft BkR (findings-a)
+# 5. calibration and soft BkR
 
 
 def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | None = None) -> pd.DataFrame:
@@ -867,7 +867,7 @@ def calibration_answer(numbers: dict[str, Any], info: RunInfo) -> tuple[str, str
 
 
 # ============================================================================================
-# 6. BLI for the word-vector family, and the agreement matrix (findings-a)
+# 6. BLI for the word-vector family, and the agreement matrix
 
 
 def bli_step(
@@ -1147,7 +1147,7 @@ def agreement_answer(table: pd.DataFrame, info: RunInfo, xlr: str) -> str:
 
 # ============================================================================================
 # across configurations: overall verdict, calibration leave-one-dataset-out, docs/FINDINGS.md,
-# the README's verdict sentence (findings-a)
+# the README's verdict sentence
 
 
 def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[FindingsRecord]:
@@ -1296,7 +1296,7 @@ def _posix_rel(p: Path) -> str:
 
 
 # ============================================================================================
-# 2. image quality, 3. sample size, 4. hubness (findings-b)
+# 2. image quality, 3. sample size, 4. hubness
 
 
 def load_texts(text_files: Mapping[tuple[str, str], Path]) -> dict[str, dict[str, Lookup]]:
@@ -1641,7 +1641,7 @@ def hubness_step(
 
 
 # =============================================================================================
-# end of findings-b
+# end of the image-side, sample-size and hubness steps
 # =============================================================================================
 
 
