@@ -7,15 +7,15 @@
 .PHONY: setup run verify test lint report bench figures dvc-yaml results-doc evaluate-example
 SHELL := /bin/bash
 VENV := .venv/bin
-# the DVC stage of params.yaml (its run_name; see scripts/dvc_runs.yaml)
+# the DVC stages of params.yaml: <run_name>-<rule>[-<wildcards>], one per Snakemake job (scripts/dvc_runs.yaml)
 STAGE ?= default
 
 setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGE) \
-	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $(STAGE); fi \
+	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet --glob '$(STAGE)-*' \
+	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push --glob '$(STAGE)-*'; fi \
 	  && backretrieval verify reports
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
@@ -38,7 +38,7 @@ lint: setup
 	  && snakemake --lint \
 	  && mypy
 
-# dvc.yaml is generated from the Snakemake workflow (one stage per run config of scripts/dvc_runs.yaml)
+# dvc.yaml is generated from the Snakemake DAG (one stage per job of each run config of scripts/dvc_runs.yaml)
 dvc-yaml:
 	source $(VENV)/activate && python scripts/dvc_stages.py
 
