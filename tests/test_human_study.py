@@ -25,12 +25,14 @@ from backretrieval.study.human_study import (
     RATING_DEFINITIONS,
     TEMPLATE_NAME,
     make_sheets,
+    top_k_suggestions,
+)
+from backretrieval.study.human_tally import (
     paired_query_tests,
     relevance_to_rating,
     simulate_ratings,
     tally,
     tally_markdown,
-    top_k_suggestions,
 )
 
 HOSTILE = '<script>alert(1)</script> & "quoted" <img src=x onerror=alert(2)>'

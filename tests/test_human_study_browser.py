@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backretrieval.study.human_study import make_sheets, tally
+from backretrieval.study.human_study import make_sheets
+from backretrieval.study.human_tally import tally
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

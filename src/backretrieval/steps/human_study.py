@@ -129,7 +129,7 @@ def sheets_step(
 def simulate_step(dataset: Path, template: Path, key: Path, seed: int, out: Path) -> Path:
     """SIMULATED ratings of the rating template from the synthetic ground truth (scene similarity)."""
     from ..data.synthetic import load_scenes, scene_similarity
-    from ..study.human_study import simulate_ratings
+    from ..study.human_tally import simulate_ratings
 
     meta = read_meta(dataset)
     if not meta.synthetic:
@@ -149,7 +149,7 @@ def tally_step(
 ) -> None:
     """Unblind ``ratings`` with the sealed ``key`` and tally them → Markdown + JSON.
     ``simulated``: label the tally SIMULATED (the ratings come from the simulated rater)."""
-    from ..study.human_study import tally, tally_markdown
+    from ..study.human_tally import tally, tally_markdown
 
     res = tally(ratings, key, allow_unverified_key=bool(allow_unverified_key))
     md = tally_markdown(res, simulated=res.simulated or simulated)
