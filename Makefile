@@ -26,7 +26,7 @@ verify:
 	source $(VENV)/activate && backretrieval verify $(REPORTS)
 
 test: setup
-	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile
+	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --durations=20
 
 # Static checks, configured in pyproject.toml: ruff lint, ruff and snakefmt format checks (they
 # change nothing), Snakemake's own lint, mypy on the typed core (metrics/, stats/, steps/).
