@@ -1,0 +1,475 @@
+"""Findings step: the unit of inference (the joint encoder × image bootstrap of BkR − CORR agreement with XLR) and its answer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..._util import io
+from ...errors import InputError
+from ...findings.document import FindingsRecord, RunInfo, markdown_table
+from ._common import RunArtifacts, _figure_outputs, _per_query, _record, _synthetic_note, _write_tables
+
+log = logging.getLogger("backretrieval")
+
+# ============================================================================================
+# 1. the unit of inference
+
+
+def inference_outcomes(
+    run: RunArtifacts,
+    direction: str,
+    n_seeds: int | None,
+    with_corr: bool = True,
+) -> tuple[list, list[str], list[str]]:
+    """The per-query outcomes of the first ``n_seeds`` seeds (None: all) of one direction
+    (:class:`~backretrieval.findings.inference.SeedOutcomes`: XLR and BkR hits, CORR's per-query
+    contributions), the item keys the queries index (the image id of each query item: items
+    that show the same image share a bootstrap weight in every direction and configuration) and
+    the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
+    from ...findings.inference import SeedOutcomes, corr_contributions
+
+    encoders = run.encoders
+    m = run.metrics[run.metrics["direction"] == direction]
+    wide = m.pivot_table(index=["seed", "encoder"], columns="metric", values="value")
+    bkr_as_ranks = "bkr_mrr" in wide.columns
+    samples = sorted(run.samples[direction], key=lambda s: s.seed)[:n_seeds]
+    if not samples:
+        raise InputError(f"direction {direction}: no samples")
+    if samples[0].xlr_targets is None:
+        raise InputError(f"direction {direction}: the dataset is not parallel; XLR (the reference) is undefined")
+    if with_corr and "corr" not in wide.columns:
+        raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
+    ranks = run.ranks(direction)
+    image_of = run.image_of(direction.split("-")[0])
+    keys = sorted({image_of[i] for s in samples for i in s.queries})
+    pos = {k: j for j, k in enumerate(keys)}
+    out = []
+    for s in samples:
+        xlr = np.stack([_per_query(ranks, e, s.seed, "xlr", run.k, True) for e in encoders])
+        bkr = np.stack([_per_query(ranks, e, s.seed, "bkr", run.k, bkr_as_ranks) for e in encoders])
+        per_query = {"bkr": bkr}
+        checks = [("xlr", xlr, "xlr_recall", 1e-9), ("bkr", bkr, "bkr_recall", 1e-9)]
+        if with_corr:
+            emb = run.sample_embeddings(direction, s, encoders)
+            per_query["corr"] = corr_contributions(emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders])
+            checks.append(("corr", per_query["corr"], "corr", 1e-5))
+        for what, arr, metric, tol in checks:
+            csv = wide.loc[s.seed].reindex(encoders)[metric].to_numpy(float)
+            if not np.allclose(arr.mean(axis=1), csv, rtol=0, atol=tol):
+                raise InputError(
+                    f"{direction} seed {s.seed}: per-query {what} outcomes do not reproduce {metric} of the metrics CSV"
+                )
+        out.append(
+            SeedOutcomes(
+                seed=s.seed,
+                query_items=np.array([pos[image_of[i]] for i in s.queries]),
+                xlr=xlr,
+                per_query=per_query,
+            )
+        )
+    return out, keys, encoders
+
+
+def encoder_sets(
+    encoders: Sequence[str],
+    random_encoders: Sequence[str],
+    family: Sequence[str],
+    english_only: Sequence[str] = (),
+) -> dict[str, list[str]]:
+    """``all``; ``no_random`` (without the chance-level encoders); ``core`` (without the random
+    and the English-only encoders, which inflate both correlations: they fail every non-English
+    side alike); ``family`` (one model family alone); sets with fewer than 3 encoders are left
+    out."""
+    sets = {"all": list(encoders)}
+    no_random = [e for e in encoders if e not in set(random_encoders)]
+    if len(no_random) < len(encoders) and len(no_random) >= 3:
+        sets["no_random"] = no_random
+    core = [e for e in no_random if e not in set(english_only)]
+    if len(core) < len(encoders) and len(core) >= 3:
+        sets["core"] = core
+    fam = [e for e in encoders if e in set(family)]
+    if len(fam) >= 3:
+        sets["family"] = fam
+    return sets
+
+
+#: the replicate table beside inference.json: one row per replicate, one column per cell key
+REPLICATES_FILE = "inference_replicates.csv"
+#: the quantities whose replicates are kept for pooling across directions and configurations
+POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
+
+
+def cell_key(direction: str, set_name: str, quantity: str, stat: str) -> str:
+    return f"{direction}|{set_name}|{quantity}|{stat}"
+
+
+def inference_step(
+    run: RunArtifacts,
+    *,
+    run_name: str,
+    out_dir: Path,
+    B: int,
+    boot_seed: int,
+    n_seeds: int | None,
+    random_encoders: Sequence[str] = ("random",),
+    english_only: Sequence[str] = (),
+    family: Sequence[str] = (),
+    family_name: str = "word-vector",
+) -> FindingsRecord:
+    """Section 1 for every direction → inference.{csv,md,json}, inference_replicates.csv (the
+    pooled quantities' replicates, for the cross-configuration verdict) + figures/inference_ci.*"""
+    from ...findings import inference as inf
+
+    out_dir = Path(out_dir)
+    info = run.run_info(run_name, str(out_dir.parent))
+    frames = []
+    n_items_by_dir = {}
+    reps: dict[str, np.ndarray] = {}
+    points: dict[str, float] = {}
+    degenerate: dict[str, dict[str, int]] = {}
+    sets: dict[str, list[str]] = {}
+    n_used = 0
+    for d in run.directions:
+        seeds, keys, encoders = inference_outcomes(run, d, n_seeds)
+        n_used = len(seeds)
+        sets = encoder_sets(encoders, random_encoders, family, english_only)
+        res = inf.crossed_bootstrap(seeds, encoders, sets, keys, B=B, seed=boot_seed, leave_one_out="all")
+        f = res.frame()
+        f.insert(0, "direction", d)
+        frames.append(f)
+        n_items_by_dir[d] = len(keys)
+        degenerate[d] = dict(res.degenerate)
+        for (set_name, quantity, stat), r in sorted(res.replicates.items()):
+            if quantity in POOLED_QUANTITIES:
+                reps[cell_key(d, set_name, quantity, stat)] = r
+                points[cell_key(d, set_name, quantity, stat)] = res.point[(set_name, quantity, stat)]
+        log.info("findings inference %s: %d seeds, %d items, B=%d", d, len(seeds), len(keys), B)
+    frame = pd.concat(frames, ignore_index=True)
+    settings = {
+        "B": B,
+        "bootstrap_seed": boot_seed,
+        "n_seeds_used": n_used,
+        "method": "joint Poisson bootstrap of encoders and items, weights keyed by encoder name and image id",
+        "item_key": "image_id",
+        "random_encoders": list(random_encoders),
+        "english_only": list(english_only),
+        "family": list(family),
+        "family_name": family_name,
+        "encoder_sets": sets,
+        "confidence": 0.95,
+        "items_per_direction": n_items_by_dir,
+        "replicates_file": REPLICATES_FILE,
+    }
+    pooled = {}
+    for stat in inf.STATS:
+        ks = [cell_key(d, "all", "rho_diff", stat) for d in info.directions]
+        if all(k in reps for k in ks):
+            pooled[stat] = inf.pool_replicates([points[k] for k in ks], [reps[k] for k in ks])
+    numbers = inference_numbers(frame, info.directions, pooled)
+    numbers["cell_points"] = points
+    numbers["degenerate_replicates"] = degenerate
+    md = inference_markdown(frame, info, settings)
+    outputs = _write_tables(out_dir, "inference", frame, md)
+    io.write_csv(out_dir / REPLICATES_FILE, pd.DataFrame(reps), float_format="%.6g")
+    outputs.append(REPLICATES_FILE)
+    inf.plot_intervals(
+        frame,
+        out_dir / "figures" / "inference_ci",
+        f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs",
+    )
+    outputs += _figure_outputs("inference_ci")
+    answer, verdict = inference_answer(numbers, info, settings)
+    rec = FindingsRecord(
+        analysis="inference",
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=verdict,
+        outputs=tuple(outputs),
+    )
+    _record(out_dir, rec)
+    return rec
+
+
+def _row(frame: pd.DataFrame, direction: str, set_name: str, quantity: str, stat: str) -> dict[str, Any]:
+    g = frame[
+        (frame["direction"] == direction)
+        & (frame["set"] == set_name)
+        & (frame["quantity"] == quantity)
+        & (frame["stat"] == stat)
+    ]
+    if g.empty:
+        return {}
+    r = g.iloc[0]
+    return {
+        k: (float(r[k]) if isinstance(r[k], (float, np.floating)) else r[k])
+        for k in ("estimate", "low", "high", "se", "naive_low", "naive_high", "seed_sd", "n_valid")
+    }
+
+
+def inference_numbers(
+    frame: pd.DataFrame, directions: Sequence[str], pooled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Key numbers: per direction and statistic (``all`` encoders) BkR's and CORR's correlation
+    with XLR, their difference, order accuracies (with CIs); width ratios; ``pooled`` (the
+    difference pooled over the directions within each joint replicate, per stat); sensitivity
+    (sets, leave-one-out extremes)."""
+    from ...findings.inference import STATS
+
+    per_direction = []
+    for d in directions:
+        for stat in STATS:
+            row: dict[str, Any] = {"direction": d, "stat": stat}
+            for q in ("rho_bkr", "rho_corr", "rho_diff"):
+                row[q] = _row(frame, d, "all", q, stat)
+            per_direction.append(row)
+    order = []
+    for d in directions:
+        order.append(
+            {
+                "direction": d,
+                **{q: _row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff")},
+            }
+        )
+    widths = []
+    for r in per_direction:
+        for q in ("rho_bkr", "rho_corr"):
+            x = r[q]
+            if (
+                x
+                and np.isfinite(x.get("high", np.nan))
+                and np.isfinite(x.get("naive_high", np.nan))
+                and x["naive_high"] > x["naive_low"]
+            ):
+                widths.append((x["high"] - x["low"]) / (x["naive_high"] - x["naive_low"]))
+    sets = {}
+    for set_name in sorted(set(frame["set"])):
+        if "-" in set_name:
+            continue
+        sets[set_name] = {
+            stat: {
+                "diff_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "bkr_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "corr_mean": float(
+                    np.nanmean([_row(frame, d, set_name, "rho_corr", stat).get("estimate", np.nan) for d in directions])
+                ),
+                "diff_ci_excludes_0": int(
+                    sum(1 for d in directions if _excl0(_row(frame, d, set_name, "rho_diff", stat)))
+                ),
+                "n_directions": len(directions),
+            }
+            for stat in STATS
+        }
+    loo = {}
+    for stat in STATS:
+        shifts = []
+        for d in directions:
+            base = _row(frame, d, "all", "rho_bkr", stat).get("estimate", np.nan)
+            base_diff = _row(frame, d, "all", "rho_diff", stat).get("estimate", np.nan)
+            for set_name in sorted(s for s in set(frame["set"]) if s.startswith("all-")):
+                e = set_name[len("all-") :]
+                shifts.append(
+                    {
+                        "direction": d,
+                        "left_out": e,
+                        "bkr_shift": _row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan) - base,
+                        "diff_shift": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan) - base_diff,
+                        "diff": _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan),
+                    }
+                )
+        if shifts:
+            worst = max(shifts, key=lambda x: abs(x["diff_shift"]) if np.isfinite(x["diff_shift"]) else -1)
+            flips = sum(
+                1
+                for x in shifts
+                if np.isfinite(x["diff"])
+                and np.sign(x["diff"])
+                != np.sign(_row(frame, x["direction"], "all", "rho_diff", stat).get("estimate", np.nan))
+            )
+            loo[stat] = {
+                "max_abs_bkr_shift": float(np.nanmax([abs(x["bkr_shift"]) for x in shifts])),
+                "max_abs_diff_shift": float(abs(worst["diff_shift"])),
+                "worst_left_out": worst["left_out"],
+                "worst_direction": worst["direction"],
+                "sign_flips": int(flips),
+                "n": len(shifts),
+            }
+    return {
+        "per_direction": per_direction,
+        "order_accuracy": order,
+        "pooled_diff": dict(pooled or {}),
+        "ci_width_ratio_median": float(np.median(widths)) if widths else None,
+        "sets": sets,
+        "leave_one_out": loo,
+    }
+
+
+def _excl0(r: dict[str, Any]) -> bool:
+    return bool(r) and np.isfinite(r.get("low", np.nan)) and (r["low"] > 0 or r["high"] < 0)
+
+
+def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, Any]) -> str:
+    from ...findings.document import fmt_ci
+    from ...findings.inference import STATS
+
+    head = (
+        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Joint bootstrap over encoders and "
+        f"items (Poisson weights keyed by encoder name and image id, B={settings['B']}, seed "
+        f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all "
+        "reweight their per-query outcomes). 95% percentile CIs over the valid replicates (a replicate "
+        "whose encoder draw has fewer than 3 distinct encoders is dropped); 'seeds CI' treats the seeds as "
+        "independent replicates (Table 1's view).\n\n"
+    )
+    parts = [head]
+    set_names = [s for s in ("all", "no_random", "core", "family") if s in set(frame["set"])]
+    for set_name in set_names:
+        title = {
+            "all": "all encoders",
+            "no_random": "without the random encoder(s)",
+            "core": "without the random and English-only encoders",
+            "family": f"{settings['family_name']} family only",
+        }[set_name]
+        rows = []
+        for d in dict.fromkeys(frame["direction"]):
+            for stat in STATS:
+                b, c, df_ = (_row(frame, d, set_name, q, stat) for q in ("rho_bkr", "rho_corr", "rho_diff"))
+                if not b:
+                    continue
+                rows.append(
+                    {
+                        "direction": d.replace("-", "→"),
+                        "stat": stat,
+                        "BkR ρ [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
+                        "BkR seeds CI": fmt_ci(b["estimate"], b["naive_low"], b["naive_high"]),
+                        "CORR ρ [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
+                        "CORR seeds CI": fmt_ci(c["estimate"], c["naive_low"], c["naive_high"]),
+                        "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"]),
+                    }
+                )
+        parts.append(f"### Correlation with XLR, {title}\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
+    rows = []
+    for d in dict.fromkeys(frame["direction"]):
+        b, c, df_ = (_row(frame, d, "all", q, "pairs") for q in ("order_acc_bkr", "order_acc_corr", "order_acc_diff"))
+        rows.append(
+            {
+                "direction": d.replace("-", "→"),
+                "BkR [CI]": fmt_ci(b["estimate"], b["low"], b["high"]),
+                "CORR [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
+                "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"]),
+            }
+        )
+    parts.append(
+        "### Pairwise-order accuracy (share of encoder pairs ordered as XLR orders them)\n\n"
+        + markdown_table(pd.DataFrame(rows))
+        + "\n"
+    )
+    rows = []
+    for set_name in sorted(s for s in set(frame["set"]) if s.startswith("all-")):
+        for stat in STATS:
+            vals = [
+                _row(frame, d, set_name, "rho_diff", stat).get("estimate", np.nan)
+                for d in dict.fromkeys(frame["direction"])
+            ]
+            bk = [
+                _row(frame, d, set_name, "rho_bkr", stat).get("estimate", np.nan)
+                for d in dict.fromkeys(frame["direction"])
+            ]
+            rows.append(
+                {
+                    "left out": set_name[len("all-") :],
+                    "stat": stat,
+                    "mean BkR ρ": float(np.nanmean(bk)),
+                    "mean BkR − CORR": float(np.nanmean(vals)),
+                }
+            )
+    if rows:
+        parts.append(
+            "### Leave one encoder out (point estimates, mean over directions)\n\n"
+            + markdown_table(pd.DataFrame(rows))
+            + "\n"
+        )
+    return "".join(parts)
+
+
+def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str, Any]) -> tuple[str, str]:
+    """The generated paragraph and one-sentence verdict of section 1 for one configuration."""
+    from ...findings.document import fmt_ci
+
+    pd_rows = numbers["per_direction"]
+    parts = [
+        f"Joint bootstrap over the {len(info.encoders)} encoders and the items (B={settings['B']}, first "
+        f"{settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}; XLR, BkR and CORR all "
+        "reweight their per-query outcomes)."
+    ]
+    ratio = numbers.get("ci_width_ratio_median")
+    if ratio is not None:
+        parts.append(
+            f"Its 95% intervals for a metric's correlation with XLR are a median {ratio:.1f}× as wide as "
+            "intervals that treat the seeds as independent replicates."
+        )
+    verdict = ""
+    for stat in ("pearson", "spearman"):
+        diffs = [r["rho_diff"] for r in pd_rows if r["stat"] == stat and r["rho_diff"]]
+        if not diffs:
+            continue
+        pos = sum(1 for x in diffs if _excl0(x) and x["estimate"] > 0)
+        neg = sum(1 for x in diffs if _excl0(x) and x["estimate"] < 0)
+        txt = (
+            f"{stat.capitalize()}: BkR − CORR excludes 0 in BkR's favour in {pos} and in CORR's favour in {neg} "
+            f"of {len(diffs)} directions"
+        )
+        p = numbers["pooled_diff"].get(stat)
+        if p:
+            txt += (
+                f"; mean over directions {fmt_ci(p['estimate'], p['low'], p['high'])} (pooled within each joint "
+                f"replicate, {p['n_dropped']} of {p['B']} replicates dropped)"
+            )
+        parts.append(txt + ".")
+        if stat == "pearson":
+            if p:
+                lean = "BkR" if p["low"] > 0 else "CORR" if p["high"] < 0 else "neither metric"
+                verdict = (
+                    f"On {info.label()}, {lean} tracks XLR better (Pearson BkR − CORR "
+                    f"{fmt_ci(p['estimate'], p['low'], p['high'])}, mean over {len(diffs)} directions)."
+                )
+    acc = numbers["order_accuracy"]
+    if acc and all(a["order_acc_bkr"] for a in acc):
+        mb = float(np.mean([a["order_acc_bkr"]["estimate"] for a in acc]))
+        mc = float(np.mean([a["order_acc_corr"]["estimate"] for a in acc]))
+        wb = float(np.mean([a["order_acc_bkr"]["high"] - a["order_acc_bkr"]["low"] for a in acc]))
+        parts.append(
+            f"Pairwise-order accuracy (mean over directions): BkR {mb:.3f}, CORR {mc:.3f} "
+            f"(mean CI width for BkR {wb:.3f})."
+        )
+    sets = numbers["sets"]
+    for set_name, label in (
+        ("no_random", "Without the random encoder"),
+        ("core", "Without the random and English-only encoders"),
+        ("family", f"Within the {settings['family_name']} family"),
+    ):
+        if set_name in sets:
+            s = sets[set_name]["pearson"]
+            parts.append(
+                f"{label}: mean Pearson BkR {s['bkr_mean']:.3f} vs CORR {s['corr_mean']:.3f}; the difference's CI "
+                f"excludes 0 in {s['diff_ci_excludes_0']} of {s['n_directions']} directions."
+            )
+    loo = numbers["leave_one_out"].get("pearson")
+    if loo:
+        parts.append(
+            f"Leaving one encoder out moves BkR's Pearson correlation by at most {loo['max_abs_bkr_shift']:.3f} and "
+            f"BkR − CORR by at most {loo['max_abs_diff_shift']:.3f} (leaving out {loo['worst_left_out']} in "
+            f"{loo['worst_direction'].replace('-', '→')}); the sign of BkR − CORR flips in {loo['sign_flips']} of "
+            f"{loo['n']} (direction, left-out encoder) cases."
+        )
+    return " ".join(parts) + _synthetic_note(info), verdict
