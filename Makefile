@@ -14,7 +14,7 @@ setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet --glob '$(STAGE)-*' \
+	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $$(grep -oE '^  $(STAGE)-[^:]+' dvc.yaml) \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push --glob '$(STAGE)-*'; fi \
 	  && backretrieval verify reports
 
