@@ -39,6 +39,8 @@ EVIDENCE = {
     "snakemake-executor-plugin-slurm": r"executor: slurm|--executor slurm",
     "pytest-xdist": r"pytest[^\n]* -n \d",
     "moto": r"\bmoto\b",
+    "flask": r"\bmoto\.server\b",  # moto's S3 server runs on Flask
+    "flask-cors": r"\bmoto\.server\b",
     "ruff": r"\bruff (check|format)\b",
     "snakefmt": r"\bsnakefmt\b",
     "mypy": r"\bmypy\b",
