@@ -333,7 +333,9 @@ def s3_remote(monkeypatch):
     """A moto S3 server on 127.0.0.1 (a free port) with one bucket, stopped afterwards; the AWS
     credentials DVC's S3 client needs (moto accepts any) in the environment of every command."""
     pytest.importorskip("dvc_s3", reason="dvc-s3 not installed (the workflow extra)")
-    server_mod = pytest.importorskip("moto.server", reason="moto[s3] with flask and flask-cors not installed (the test extra)")
+    server_mod = pytest.importorskip(
+        "moto.server", reason="moto[s3] with flask and flask-cors not installed (the test extra)"
+    )
     import socket
 
     import boto3

@@ -28,7 +28,12 @@ DEFAULT_SHARED_DIR = Path("../shared/datasets")
 
 #: the SYNTHETIC dataset as the default pipeline generates it (params.yaml: dataset.synthetic,
 #: languages); a test keeps the two in step
-SYNTHETIC_SETTINGS = {"n_items": 2400, "languages": ("en", "de", "fr", "es", "ru", "ar", "id"), "seed": 0, "image_size": 160}
+SYNTHETIC_SETTINGS = {
+    "n_items": 2400,
+    "languages": ("en", "de", "fr", "es", "ru", "ar", "id"),
+    "seed": 0,
+    "image_size": 160,
+}
 
 MULTI30K_FEATURES = "multi30k-resnet50/test_2016_flickr-resnet50-avgpool.npy"
 
