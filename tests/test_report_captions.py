@@ -80,13 +80,3 @@ def test_captions_follow_the_config_and_the_report_steps_defaults(tmp_path):
     out = _check(cfg)
     assert "B=77 resamples, bootstrap seed 9;" in out["ci.rst"] and "for seed 4," in out["fig2.rst"]
     assert report_settings(cfg)["bootstrap_B"] == 77 and report_settings(cfg)["figure_seed"] == 4
-
-
-def test_deprecated_k_alias_renders_as_recall_k(tmp_path):
-    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
-    del cfg["recall_k"]
-    cfg["k"] = 7  # the deprecated spelling the old caption read
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    with pytest.warns(FutureWarning):
-        cfg = load_config(tmp_path / "c.yaml")
-    assert "Recall@7," in render(ROOT / "workflow/report/workflow.rst", cfg, strict=False)
