@@ -4,7 +4,7 @@
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it),
 #               push them to the default DVC remote, and verify the reports (`make verify`)
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
-.PHONY: setup run verify test lint report bench figures dvc-yaml results-doc evaluate-example
+.PHONY: setup run verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stages of params.yaml: <run_name>-<rule>[-<wildcards>], one per Snakemake job (scripts/dvc_runs.yaml)
@@ -24,6 +24,14 @@ run: setup
 REPORTS ?= reports
 verify:
 	source $(VENV)/activate && backretrieval verify $(REPORTS)
+
+# `dvc exp show` with the columns a person compares: the main parameters and the summary
+# metrics (23 columns; plain `dvc exp show` lists every params.yaml key, every metric and every
+# dep, over 300). DVC has no project setting for a column selection, so it lives here.
+# EXP_ARGS passes more options, e.g. `make exp-show EXP_ARGS=--csv` or `EXP_ARGS='-A --md'`.
+EXP_COLUMNS := ^(Experiment|rev|Created|sample_size|seeds|recall_k|corr_max_pairs|image_backbone)$$|^correlation_with_xlr\.(bkr|corr)_spearman\.mean_over_directions$$|^encoders\.[^.]+\.(bkr|xlr)_recall$$|^bkr_x1000_mean_over_pairs\.triplet(xl)?$$|^wilcoxon_p$$
+exp-show:
+	source $(VENV)/activate && dvc exp show --no-pager --drop '.*' --keep '$(EXP_COLUMNS)' $(EXP_ARGS)
 
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --durations=20

@@ -53,7 +53,7 @@ HEADER = """\
 # Regenerate: make dvc-yaml   (tests/test_dvc.py checks this file equals a fresh generation)
 # One stage per Snakemake job of each run config of scripts/dvc_runs.yaml (Snakemake runs the job).
 #   dvc repro && dvc push     run + version the results (remote: .dvc/config; README.md, "Snakemake and DVC")
-#   dvc exp run -S sample_size=500 && dvc exp show --only-changed   (reruns sampling, metrics, report)
+#   dvc exp run -S sample_size=500 && make exp-show   (reruns sampling, metrics, report)
 """
 # dataset/corpus options that name local input data (download_dir is a verified download cache)
 SOURCE_OPTIONS = ("path", "mirror", "stair_mirror", "coco_mirror", "images_dir", "mapping_csv", "npy")

@@ -328,6 +328,9 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     # a real remote: S3 on loopback (moto), as a team would share results
     _push_to_s3_and_pull_into_a_fresh_clone(c1, tmp_path, *s3_remote, expected)
 
+    # an experiment on one parameter, then the two commits compared as DVC users do
+    _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commits(c1)
+
 
 # ------------------------------------------------------------------- a real remote: S3 on loopback
 
@@ -385,3 +388,45 @@ def _push_to_s3_and_pull_into_a_fresh_clone(c1: Path, tmp_path: Path, endpoint: 
     plots = json.loads(_dvc(c4, "plots", "show", "--json"))
     assert not plots.get("errors"), plots.get("errors")
     assert {"tiny triplet training loss", "tiny tripletxl training loss"} <= set(plots["data"])
+
+
+def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commits(c1: Path) -> None:
+    """`dvc exp run -S sample_size=...` runs the stages that track sample_size and those fed by
+    their outputs, never an embedding or the case study (whose N is its own key); the result,
+    committed, gives `dvc metrics diff` and `dvc plots diff` (training curves included) between
+    two commits."""
+    params_file = next(iter(next(iter(yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"].values()))["params"][0]))
+    out = _dvc(c1, "exp", "run", "-S", f"{params_file}:sample_size=24")
+    ran = sorted(set(re.findall(r"Running stage '([^']+)'", out)))
+    rules = {name.removeprefix("tiny-").split("-")[0] for name in ran}
+    assert {"sample", "report"} <= rules, out[-3000:]
+    assert rules <= {"check_dataset", "sample", "metrics", "metrics_part", "metrics_gather", "report"}, ran
+    assert _status(c1) == {}
+    _git(c1, "add", "-A")
+    _git(c1, "commit", "-qm", "sample_size 24")
+
+    metrics = json.loads(_dvc(c1, "metrics", "diff", "HEAD~1", "HEAD", "--json"))
+    changed = metrics["reports/tiny/metrics.json"]
+    assert changed["meta.sample_size"] == {"old": 20, "new": 24, "diff": 4}
+    assert any(k.endswith(".bkr_recall") for k in changed), sorted(changed)
+    assert not any(k.startswith("bkr_x1000") for f in metrics.values() for k in f), "the case study changed"
+
+    plots = json.loads(_dvc(c1, "plots", "diff", "HEAD~1", "HEAD", "--json"))
+    assert not plots.get("errors"), plots.get("errors")
+    for name in ("tiny triplet training loss", "reports/tiny/plots/fig2_xlr_vs_bkr.csv"):
+        (entry,) = plots["data"][name]
+        values = entry["content"]["data"]["values"]
+        assert entry["revisions"] == ["HEAD~1", "HEAD"] and {v["rev"] for v in values} == {"HEAD~1", "HEAD"}, name
+
+
+@needs_dvc
+def test_exp_show_lists_the_compared_parameters_and_summary_metrics():
+    """`make exp-show`: `dvc exp show` cut to the parameters and summary metrics a person
+    compares, at most 30 columns (plain `dvc exp show` lists every key, metric and dep)."""
+    out = _ok(["make", "-s", "exp-show", "EXP_ARGS=--csv"], ROOT, timeout=300)
+    header = out.splitlines()[0].split(",")
+    assert len(header) <= 30, header
+    assert {"sample_size", "seeds", "recall_k", "correlation_with_xlr.bkr_spearman.mean_over_directions"} <= set(header)
+    assert sum(h.endswith(".bkr_recall") for h in header) == len(
+        yaml.safe_load((ROOT / "params.yaml").read_text())["encoders"]
+    )
