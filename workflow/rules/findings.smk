@@ -47,29 +47,20 @@ rule findings_inference:
 
 
 # ---- 2. image quality ------------------------------------------------------------------------
-rule findings_embed_backbone:
-    """Image features of another backbone on the config's dataset (section 2)."""
-    input:
-        dataset=DATASET,
-        check=ancient(CHECK),
+use rule embed_images as findings_embed_backbone with:
     output:
         iq_image("{backbone}"),
     log:
         f"{LOGS}/findings/embed_backbone/{{backbone}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/findings/embed_backbone/{{backbone}}.tsv"
     wildcard_constraints:
         backbone="|".join(IQ_BACKBONES) or "(?!x)x",
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     threads: HEAVY_THREADS
     params:
+        backbone=lambda wc: wc.backbone,
         spec=lambda wc: as_json(IQ_BACKBONES[wc.backbone]),
         threads=MODEL_THREADS,
-        cache=lambda wc, input: absolute(config["cache_dir"]),
-    shell:
-        "backretrieval embed-images --dataset {input.dataset} --backbone {wildcards.backbone} --spec {params.spec:q}"
-        " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
 
 rule findings_image_quality:
@@ -136,51 +127,37 @@ if FINDINGS_SYNTHETIC:
         shell:
             "backretrieval prepare --spec {params.spec:q} --languages {params.languages} --out {output} > {log} 2>&1"
 
-    rule findings_sample_size_embed_text:
+    use rule embed_text as findings_sample_size_embed_text with:
         input:
             dataset=SS_DATASET,
         output:
             [ss_text("{encoder}", lang) for lang in SS_LANGS],
         log:
             f"{LOGS}/findings/sample_size_embed/{{encoder}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/findings/sample_size_embed/{{encoder}}.tsv"
         wildcard_constraints:
             encoder="|".join(SS["encoders"]),
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
+        priority: 0
         threads: HEAVY_THREADS
         params:
-            spec=lambda wc: as_json(SS["encoders"][wc.encoder]),
-            field=config["text_field"],
+            encoder=lambda wc: as_json(SS["encoders"][wc.encoder]),
+            spec=lambda wc, input: as_json(SS["encoders"][wc.encoder]),
             languages=SS_LANGS,
-            threads=MODEL_THREADS,
-            cache=lambda wc, input: absolute(config["cache_dir"]),
-        shell:
-            "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
-            " --text-field {params.field} --languages {params.languages} --out {output}"
-            " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+            skip="",
 
-    rule findings_sample_size_embed_images:
+    use rule embed_images as findings_sample_size_embed_images with:
         input:
             dataset=SS_DATASET,
         output:
             SS_IMAGE,
         log:
             f"{LOGS}/findings/sample_size_embed_images.log",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
+        benchmark:
+            f"{LOGS}/benchmarks/findings/sample_size_embed_images.tsv"
         threads: HEAVY_THREADS
         params:
-            backbone=config["image_backbone"],
-            spec=as_json(config["backbones"][config["image_backbone"]]),
             threads=MODEL_THREADS,
-            cache=lambda wc, input: absolute(config["cache_dir"]),
-        shell:
-            "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
-            " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
 
 rule findings_sample_size:
