@@ -8,7 +8,134 @@
 # Intermediate artifacts (other backbones' features, the scaled SYNTHETIC set's embeddings) go
 # to artifacts/<run>.findings/ (beside, not inside, artifacts/<run>: DVC versions the findings
 # as their own stage, see scripts/dvc_stages.py).
-# Helpers and settings: findings_common.smk.
+import glob as _glob
+
+from backretrieval.steps.settings import ANALYSES as FINDINGS_ANALYSES
+from backretrieval.steps.settings import english_only_encoders, findings_settings
+
+FS = findings_settings(config)
+FINDINGS = str(layout.findings_root(config))
+FINDINGS_ART = str(layout.findings_artifacts_root(config))
+FINDINGS_SUMMARY = str(layout.FINDINGS_SUMMARY)
+FINDINGS_DOC = str(layout.FINDINGS_DOC)
+FINDINGS_JSON = [str(layout.findings_record_path(config, a)) for a in FINDINGS_ANALYSES]
+FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
+WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
+RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "random")
+ENGLISH_ONLY_ENCODERS = english_only_encoders(config)
+DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
+METRICS_FILES = [metrics_file(d) for d in config["directions"]]
+
+
+def findings_record(analysis):
+    return str(layout.findings_record_path(config, analysis))
+
+
+def findings_file(name):
+    """A file of <reports_dir>/findings besides an analysis's record, tables and figures."""
+    return str(layout.findings_root(config) / name)
+
+
+def findings_figure(name):
+    return [str(p) for p in layout.findings_figure_paths(config, name)]
+
+
+def findings_tables(name, samples=False):
+    return [str(p) for p in layout.findings_table_paths(config, name, samples)]
+
+
+def findings_dir(wildcards, output):
+    """<reports_dir>/findings, the folder of the rule's declared JSON record."""
+    return str(Path(output.json).parent)
+
+
+def findings_run_inputs(wildcards=None):
+    """The main pipeline's artifacts an analysis of this config reads (every direction)."""
+    return {
+        "dataset": DATASET,
+        "metrics": METRICS_FILES,
+        "ranks": [ranks_file(d) for d in config["directions"]],
+        "samples": [samples_file(d) for d in config["directions"]],
+        "image": image_emb(),
+        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
+    }
+
+
+def text_flags(encoders, langs, path_of):
+    """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
+    return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
+
+
+IQ = FS["image_quality"]
+IQ_BACKBONES = dict(IQ["backbones"])
+
+
+def iq_image(backbone):
+    return str(layout.findings_backbone_image_path(config, backbone))
+
+
+SS = FS["sample_size"]
+SS_LANGS = sorted({lang for d in SS["directions"] for lang in d.split("-")})
+
+
+if FINDINGS_SYNTHETIC:
+    # the SYNTHETIC generator scaled up (its first items equal the default's), prepared as any dataset
+    _syn = SS["synthetic"]
+    SS_DATASET = str(layout.findings_sample_size_dataset(config, _syn))
+    SS_DATASET_NAME = Path(SS_DATASET).name
+    SS_IMAGE = str(layout.findings_sample_size_image_path(config))
+
+    def ss_text(encoder, lang):
+        return str(layout.findings_sample_size_text_path(config, encoder, lang))
+
+else:
+    SS_DATASET = DATASET
+    SS_IMAGE = image_emb()
+    ss_text = text_emb
+
+
+HUB = FS["hubness"]
+
+
+# BLI writes its tables and figure only when the config has word-vector encoders
+BLI_OUTPUTS = (
+    [
+        *findings_tables("bli"),
+        findings_file("bli_test_dictionary.csv"),
+        *findings_figure("bli"),
+    ]
+    if WORDVEC_ENCODERS
+    else []
+)
+
+
+def wordvec_inputs(wildcards):
+    """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are then
+    in wordvec's training cache, a side store) and training corpora."""
+    embeddings = [text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]]
+    return [
+        *embeddings,
+        *(p for e in WORDVEC_ENCODERS for p in _spec_input_paths(config["encoders"][e])),
+    ]
+
+
+def wordvec_spec_args(wildcards, input):
+    return " ".join(f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS)
+
+
+def other_configs_findings():
+    """The committed findings records of the other configurations (each is produced by its own
+    `snakemake findings --configfile ...`) and the calibration points beside them."""
+    own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
+    records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
+    points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
+    # the joint bootstrap's replicate tables (a record made before it has none; the verdict names it)
+    replicates = [
+        str(Path(p).parent / "inference_replicates.csv")
+        for p in records
+        if Path(p).name == "inference.json" and (Path(p).parent / "inference_replicates.csv").is_file()
+    ]
+    return [*records, *points, *replicates]
 
 
 # ---- 1. the unit of inference ----------------------------------------------------------------
@@ -16,9 +143,9 @@ rule findings_inference:
     input:
         unpack(findings_run_inputs),
     output:
-        json=f"{FINDINGS}/inference.json",
+        json=findings_record("inference"),
         tables=findings_tables("inference"),
-        replicates=f"{FINDINGS}/inference_replicates.csv",
+        replicates=findings_file("inference_replicates.csv"),
         figure=findings_figure("inference_ci"),
     log:
         f"{LOGS}/findings/inference.log",
@@ -72,7 +199,7 @@ rule findings_image_quality:
         base=image_emb(),
         extra=[iq_image(b) for b in IQ_BACKBONES],
     output:
-        json=f"{FINDINGS}/image_quality.json",
+        json=findings_record("image_quality"),
         tables=findings_tables("image_quality", samples=True),
         figure=findings_figure("image_quality"),
     log:
@@ -168,7 +295,7 @@ rule findings_sample_size:
         text=[ss_text(e, lang) for e in SS["encoders"] for lang in SS_LANGS],
         image=SS_IMAGE,
     output:
-        json=f"{FINDINGS}/sample_size.json",
+        json=findings_record("sample_size"),
         tables=findings_tables("sample_size", samples=True),
         figure=findings_figure("sample_size"),
     log:
@@ -205,7 +332,7 @@ rule findings_hubness:
         text=[text_emb(e, lang) for e in config["encoders"] for lang in DIRECTION_LANGS],
         image=image_emb(),
     output:
-        json=f"{FINDINGS}/hubness.json",
+        json=findings_record("hubness"),
         tables=findings_tables("hubness", samples=True),
         figure=findings_figure("hubness"),
     log:
@@ -238,10 +365,10 @@ rule findings_calibration:
     input:
         unpack(findings_run_inputs),
     output:
-        json=f"{FINDINGS}/calibration.json",
+        json=findings_record("calibration"),
         tables=findings_tables("calibration"),
-        soft=f"{FINDINGS}/calibration_soft.csv",
-        points=f"{FINDINGS}/calibration_points.csv",
+        soft=findings_file("calibration_soft.csv"),
+        points=findings_file("calibration_points.csv"),
         figure=findings_figure("calibration"),
     log:
         f"{LOGS}/findings/calibration.log",
@@ -269,7 +396,7 @@ rule findings_bli:
         metrics=METRICS_FILES,
         wordvec=wordvec_inputs,
     output:
-        json=f"{FINDINGS}/bli.json",
+        json=findings_record("bli"),
         tables=BLI_OUTPUTS,
     log:
         f"{LOGS}/findings/bli.log",
@@ -296,10 +423,10 @@ rule findings_agreement:
     input:
         dataset=DATASET,
         metrics=METRICS_FILES,
-        points=f"{FINDINGS}/calibration_points.csv",
-        bli=[f"{FINDINGS}/bli.csv"] if WORDVEC_ENCODERS else [],
+        points=findings_file("calibration_points.csv"),
+        bli=[findings_file("bli.csv")] if WORDVEC_ENCODERS else [],
     output:
-        json=f"{FINDINGS}/agreement.json",
+        json=findings_record("agreement"),
         tables=findings_tables("agreement"),
         figure=findings_figure("agreement_clustermap"),
     log:
@@ -325,8 +452,8 @@ rule findings_agreement:
 rule findings_document:
     input:
         own=FINDINGS_JSON,
-        points=f"{FINDINGS}/calibration_points.csv",
-        replicates=f"{FINDINGS}/inference_replicates.csv",
+        points=findings_file("calibration_points.csv"),
+        replicates=findings_file("inference_replicates.csv"),
         others=other_configs_findings(),
     output:
         doc=FINDINGS_DOC,
@@ -346,3 +473,12 @@ rule findings_document:
     shell:
         "backretrieval findings-document --records {input.own} {params.others} --doc {output.doc}"
         " --summary-dir {output.summary} --readme {params.readme:q} > {log} 2>&1"
+
+
+rule findings:
+    """Every findings analysis of the current config, then
+    docs/FINDINGS.md from every configuration's findings records."""
+    input:
+        FINDINGS_JSON,
+        FINDINGS_DOC,
+        f"{FINDINGS_ART}/findings.done",
