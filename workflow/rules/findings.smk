@@ -7,9 +7,7 @@
 # shadow, log. The output folder is passed as --out-dir, derived from the declared outputs.
 # Intermediate artifacts (other backbones' features, the scaled SYNTHETIC set's embeddings) go
 # to artifacts/<run>.findings/ (beside, not inside, artifacts/<run>: DVC versions the findings
-# as their own stage, see scripts/dvc_stages.py).
-import glob as _glob
-
+# as their own stage, see scripts/dvc_stages.py). Paths: steps.layout; helpers: common.smk.
 from backretrieval.steps.settings import ANALYSES as FINDINGS_ANALYSES
 from backretrieval.steps.settings import english_only_encoders, findings_settings
 
@@ -27,51 +25,8 @@ DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split
 METRICS_FILES = [metrics_file(d) for d in config["directions"]]
 
 
-def findings_record(analysis):
-    return str(layout.findings_record_path(config, analysis))
-
-
-def findings_file(name):
-    """A file of <reports_dir>/findings besides an analysis's record, tables and figures."""
-    return str(layout.findings_root(config) / name)
-
-
-def findings_figure(name):
-    return [str(p) for p in layout.findings_figure_paths(config, name)]
-
-
-def findings_tables(name, samples=False):
-    return [str(p) for p in layout.findings_table_paths(config, name, samples)]
-
-
-def findings_dir(wildcards, output):
-    """<reports_dir>/findings, the folder of the rule's declared JSON record."""
-    return str(Path(output.json).parent)
-
-
-def findings_run_inputs(wildcards=None):
-    """The main pipeline's artifacts an analysis of this config reads (every direction)."""
-    return {
-        "dataset": DATASET,
-        "metrics": METRICS_FILES,
-        "ranks": [ranks_file(d) for d in config["directions"]],
-        "samples": [samples_file(d) for d in config["directions"]],
-        "image": image_emb(),
-        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
-    }
-
-
-def text_flags(encoders, langs, path_of):
-    """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
-    return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
-
-
 IQ = FS["image_quality"]
 IQ_BACKBONES = dict(IQ["backbones"])
-
-
-def iq_image(backbone):
-    return str(layout.findings_backbone_image_path(config, backbone))
 
 
 SS = FS["sample_size"]
@@ -85,13 +40,9 @@ if FINDINGS_SYNTHETIC:
     SS_DATASET_NAME = Path(SS_DATASET).name
     SS_IMAGE = str(layout.findings_sample_size_image_path(config))
 
-    def ss_text(encoder, lang):
-        return str(layout.findings_sample_size_text_path(config, encoder, lang))
-
 else:
     SS_DATASET = DATASET
     SS_IMAGE = image_emb()
-    ss_text = text_emb
 
 
 HUB = FS["hubness"]
@@ -107,35 +58,6 @@ BLI_OUTPUTS = (
     if WORDVEC_ENCODERS
     else []
 )
-
-
-def wordvec_inputs(wildcards):
-    """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are then
-    in wordvec's training cache, a side store) and training corpora."""
-    embeddings = [text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]]
-    return [
-        *embeddings,
-        *(p for e in WORDVEC_ENCODERS for p in _spec_input_paths(config["encoders"][e])),
-    ]
-
-
-def wordvec_spec_args(wildcards, input):
-    return " ".join(f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS)
-
-
-def other_configs_findings():
-    """The committed findings records of the other configurations (each is produced by its own
-    `snakemake findings --configfile ...`) and the calibration points beside them."""
-    own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
-    records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
-    points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
-    # the joint bootstrap's replicate tables (a record made before it has none; the verdict names it)
-    replicates = [
-        str(Path(p).parent / "inference_replicates.csv")
-        for p in records
-        if Path(p).name == "inference.json" and (Path(p).parent / "inference_replicates.csv").is_file()
-    ]
-    return [*records, *points, *replicates]
 
 
 # ---- 1. the unit of inference ----------------------------------------------------------------
