@@ -68,7 +68,6 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
             text_field="title",
             k=5,
             corr_max_pairs=None,
-            full_bkr_ranks=True,
             out=m,
         )
         files["metrics"].append(str(m))

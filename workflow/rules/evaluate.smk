@@ -54,14 +54,13 @@ rule metrics:
         field=config["text_field"],
         k=config["recall_k"],
         corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
-        hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
         seeds="",
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
         " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
         " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-        " {params.corr} {params.hits} {params.seeds} --out {output.csv} > {log} 2>&1"
+        " {params.corr} {params.seeds} --out {output.csv} > {log} 2>&1"
 
 
 if SEED_GROUP_SIZE is not None:
