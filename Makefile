@@ -21,7 +21,7 @@ run: setup
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
 # tolerance elsewhere; names every field outside it and exits 1. REPORTS=reports/multi30k for another run.
-REPORTS ?= reports
+REPORTS ?= reports/default
 verify:
 	source $(VENV)/activate && backretrieval verify $(REPORTS)
 
@@ -51,7 +51,7 @@ dvc-yaml:
 	source $(VENV)/activate && python scripts/dvc_stages.py
 
 report:
-	source $(VENV)/activate && snakemake --cores 2 --report reports/report.html
+	source $(VENV)/activate && snakemake --cores 2 --report reports/default/report.html
 
 bench:
 	source $(VENV)/activate && python benchmarks/run_all.py

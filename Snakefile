@@ -19,9 +19,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/case_study.smk"
-include: "workflow/rules/results_doc_common.smk"
 include: "workflow/rules/results_doc.smk"
-include: "workflow/rules/findings_common.smk"
 include: "workflow/rules/findings.smk"
 
 
@@ -29,12 +27,3 @@ rule all:
     default_target: True
     input:
         all_outputs(),
-
-
-rule findings:
-    """Every findings analysis of the current config (workflow/rules/findings.smk), then
-    docs/FINDINGS.md from every configuration's findings records."""
-    input:
-        FINDINGS_JSON,
-        FINDINGS_DOC,
-        f"{FINDINGS_ART}/findings.done",

@@ -114,7 +114,6 @@ def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), direction
             text_field="title",
             k=10,
             corr_max_pairs=None,
-            full_bkr_ranks=False,
             out=root / "metrics" / f"{d}.csv",
         )
     return ds, text_files, img, samples

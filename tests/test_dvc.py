@@ -151,14 +151,14 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
     assert all(isinstance(next(iter(p.values())), list) for s in stages.values() for p in s.get("params", []))
     metrics = [next(iter(m)) for s in stages.values() for m in s.get("metrics", [])]
     assert sorted(metrics) == [
-        "reports/case_study/human_study.json",
-        "reports/case_study/metrics.json",
-        "reports/metrics.json",
+        "reports/default/case_study/human_study.json",
+        "reports/default/case_study/metrics.json",
+        "reports/default/metrics.json",
     ]
     plots = {next(iter(p)) for s in stages.values() for p in s.get("plots", [])}
-    assert {"reports/plots/fig2_xlr_vs_bkr.csv", "reports/case_study/figures/fig3_boxplot.png"} <= plots
+    assert {"reports/default/plots/fig2_xlr_vs_bkr.csv", "reports/default/case_study/figures/fig3_boxplot.png"} <= plots
     report_outs = [o for o in stages["default-report"]["outs"] if isinstance(o, dict)]
-    assert {"reports/table1.md": {"cache": False}} in report_outs
+    assert {"reports/default/table1.md": {"cache": False}} in report_outs
     assert not any("logs/" in str(o) for s in stages.values() for o in s.get("outs", []))
     # the heads' training curves: plot data (per-epoch losses) in the case_train stages' outs
     curves = {next(iter(p)): next(iter(p.values())) for p in doc["plots"]}
@@ -210,9 +210,9 @@ def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs(tmp_pa
         stage["deps"]
     )
     outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
-    assert "artifacts/default.findings" in outs and "reports/findings/inference.json" in outs
+    assert "artifacts/default.findings" in outs and "reports/default/findings/inference.json" in outs
     assert {
-        f"reports/findings/{a}.json"
+        f"reports/default/findings/{a}.json"
         for a in ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement")
     } <= set(outs)
     # generated across configurations (git files), and the run's own outs belong to its stage

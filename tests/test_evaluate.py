@@ -171,7 +171,6 @@ def test_library_evaluate_is_the_pipeline_metrics_step(syn, tmp_path):
         text_field="title",
         k=10,
         corr_max_pairs=None,
-        full_bkr_ranks=True,
         out=tmp_path / "m.csv",
     )
     step = pd.read_csv(tmp_path / "m.csv")

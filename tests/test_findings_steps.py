@@ -68,7 +68,6 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
             text_field="title",
             k=5,
             corr_max_pairs=None,
-            full_bkr_ranks=True,
             out=m,
         )
         files["metrics"].append(str(m))
@@ -400,3 +399,48 @@ def test_findings_settings_defaults_overrides_and_unknown_analysis():
     assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
     with pytest.raises(ConfigError, match="unknown analyses"):
         findings_settings({**cfg, "findings": {"infrence": {}}})
+
+
+def test_registry_one_plugin_per_analysis_with_its_command():
+    from backretrieval.cli import build_parser
+    from backretrieval.findings.document import QUESTION_BY_ANALYSIS
+    from backretrieval.steps.findings import REGISTRY
+    from backretrieval.steps.settings import ANALYSES
+
+    assert sorted(REGISTRY) == sorted(ANALYSES)
+    commands = set(build_parser()._subparsers._group_actions[0].choices)
+    for name, analysis in REGISTRY.items():
+        assert analysis.name == name and name in QUESTION_BY_ANALYSIS
+        assert f"findings-{name.replace('_', '-')}" in commands
+
+
+def test_one_writer_writes_files_figures_and_record_in_order(tmp_path):
+    from backretrieval.findings.document import RunInfo, read_record
+    from backretrieval.steps.findings import Result, write_result
+    from backretrieval.steps.findings.step import Csv
+
+    info = RunInfo("toy", "toy", True, "reports", 30, (0,), ("en-de",), ("a", "b", "c"), "img", 10)
+    drawn = []
+    result = Result(
+        run=info,
+        settings={"B": 3},
+        numbers={"x": 0.5},
+        answer="An answer.",
+        verdict="An answer.",
+        files={
+            "agreement.md": "## md",
+            "agreement.csv": pd.DataFrame({"a": [1 / 3]}),
+            "r.csv": Csv(pd.DataFrame({"a": [1 / 3]}), "%.3g"),
+        },
+        figures={"agreement_clustermap": drawn.append},
+    )
+    rec = write_result(tmp_path, "agreement", result)
+    assert (tmp_path / "agreement.md").read_text() == "## md"
+    assert (tmp_path / "agreement.csv").read_text() == "a\n0.3333333333\n"
+    assert (tmp_path / "r.csv").read_text() == "a\n0.333\n"
+    assert drawn == [tmp_path / "figures" / "agreement_clustermap"]
+    assert (
+        rec.outputs[:3] == ("agreement.md", "agreement.csv", "r.csv")
+        and rec.outputs[3] == "figures/agreement_clustermap.png"
+    )
+    assert read_record(tmp_path / "agreement.json") == rec

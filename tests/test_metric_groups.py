@@ -134,7 +134,7 @@ def test_seed_groups_are_consecutive_chunks_in_configured_order():
     assert seed_groups(SEEDS, 5) == seed_groups(SEEDS, 9) == [SEEDS]
 
 
-@pytest.mark.parametrize("extra", [(), ("--hits-only", "--corr-max-pairs", "200")], ids=["ranks", "hits+subsample"])
+@pytest.mark.parametrize("extra", [(), ("--corr-max-pairs", "200")], ids=["ranks", "subsample"])
 def test_gathered_seed_groups_are_byte_identical_to_one_job(data, extra):
     tag = "hits" if extra else "ranks"
     whole = data["wd"] / tag / "whole.csv"

@@ -578,8 +578,8 @@ def test_disk_full_elsewhere_is_one_line_exit_2(work, capsys, monkeypatch):
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_make_report_output_is_ignored():
-    res = subprocess.run(["git", "check-ignore", "-q", "reports/report.html"], cwd=ROOT)
-    assert res.returncode == 0, "reports/report.html (make report) is neither ignored nor committed"
+    res = subprocess.run(["git", "check-ignore", "-q", "reports/default/report.html"], cwd=ROOT)
+    assert res.returncode == 0, "reports/default/report.html (make report) is neither ignored nor committed"
 
 
 # --------------------------------------------------------------------------- keep passing

@@ -61,7 +61,7 @@ def test_cli_writes_doc_and_marks_configs_not_run(tiny_reports, monkeypatch):
             "params.yaml",
             "other.yaml",
             "--reports",
-            "reports",
+            "reports/default",
             "reports/other",
             "--dvc-runs",
             "runs.yaml",
@@ -72,21 +72,21 @@ def test_cli_writes_doc_and_marks_configs_not_run(tiny_reports, monkeypatch):
     assert rc == 0
     doc = (tiny_reports / "docs/RESULTS.md").read_text()
     assert "## other\n" in doc and "Not run here, no committed reports: needs data." in doc
-    assert "(../reports/figures/fig2_scatter.png)" in doc
+    assert "(../reports/default/figures/fig2_scatter.png)" in doc
 
 
 def test_reports_of_another_run_are_refused(tiny_reports, monkeypatch, capsys):
     monkeypatch.chdir(tiny_reports)
-    meta = json.loads((tiny_reports / "reports/metrics.json").read_text())
+    meta = json.loads((tiny_reports / "reports/default/metrics.json").read_text())
     meta["meta"]["run_name"] = "someone-else"
-    (tiny_reports / "reports/metrics.json").write_text(json.dumps(meta))
+    (tiny_reports / "reports/default/metrics.json").write_text(json.dumps(meta))
     rc = main(
         [
             "results-doc",
             "--run-configs",
             "params.yaml",
             "--reports",
-            "reports",
+            "reports/default",
             "--dvc-runs",
             "runs.yaml",
             "--out",

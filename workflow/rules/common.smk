@@ -11,11 +11,13 @@
 # `input`: Snakemake treats such params as derived, not as settings, so moving the checkout
 # or pointing `cache_dir` elsewhere reruns nothing; the setting itself (as configured) is
 # the rule's param that triggers reruns.
+import glob as _glob
 import json
 import os
 import shlex
 from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
 from backretrieval._util.device import DEFAULT_MODEL_THREADS
@@ -23,7 +25,9 @@ from backretrieval._util.hashing import tree_sha256
 from backretrieval.images import backbone_threads
 from backretrieval.config import overrides_from, validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
+from backretrieval.reporting.results_doc import READS as RESULTS_DOC_READS
 from backretrieval.steps import layout
+from backretrieval.steps.results_doc import listed_configs
 from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
 
 # The schema, then every cross-field relation (backretrieval.config.check_relations): the same
@@ -335,3 +339,107 @@ if config.get("case_study"):
         str(layout.head_paths(config, "tripletxl")["curve"]),
         HUMAN_FILES["page"],
     ] + ([HUMAN_FILES["tally_md"]] if HUMAN_TALLY else [])
+
+
+# ---- findings (workflow/rules/findings.smk; its settings are read there) --------------------
+def findings_record(analysis):
+    return str(layout.findings_record_path(config, analysis))
+
+
+def findings_file(name):
+    """A file of <reports_dir>/findings besides an analysis's record, tables and figures."""
+    return str(layout.findings_root(config) / name)
+
+
+def findings_figure(name):
+    return [str(p) for p in layout.findings_figure_paths(config, name)]
+
+
+def findings_tables(name, samples=False):
+    return [str(p) for p in layout.findings_table_paths(config, name, samples)]
+
+
+def findings_dir(wildcards, output):
+    """<reports_dir>/findings, the folder of the rule's declared JSON record."""
+    return str(Path(output.json).parent)
+
+
+def findings_run_inputs(wildcards=None):
+    """The main pipeline's artifacts an analysis of this config reads (every direction)."""
+    return {
+        "dataset": DATASET,
+        "metrics": METRICS_FILES,
+        "ranks": [ranks_file(d) for d in config["directions"]],
+        "samples": [samples_file(d) for d in config["directions"]],
+        "image": image_emb(),
+        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
+    }
+
+
+def text_flags(encoders, langs, path_of):
+    """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
+    return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
+
+
+def iq_image(backbone):
+    return str(layout.findings_backbone_image_path(config, backbone))
+
+
+def wordvec_inputs(wildcards):
+    """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are then
+    in wordvec's training cache, a side store) and training corpora."""
+    embeddings = [text_emb(e, lang) for e in WORDVEC_ENCODERS for lang in config["languages"]]
+    return [
+        *embeddings,
+        *(p for e in WORDVEC_ENCODERS for p in _spec_input_paths(config["encoders"][e])),
+    ]
+
+
+def wordvec_spec_args(wildcards, input):
+    return " ".join(f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS)
+
+
+def other_configs_findings():
+    """The committed findings records of the other configurations (each is produced by its own
+    `snakemake findings --configfile ...`) and the calibration points beside them."""
+    own = {Path(FINDINGS), Path(FINDINGS_SUMMARY)}
+    records = [p for p in sorted(_glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own]
+    points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
+    # the joint bootstrap's replicate tables (a record made before it has none; the verdict names it)
+    replicates = [
+        str(Path(p).parent / "inference_replicates.csv")
+        for p in records
+        if Path(p).name == "inference.json" and (Path(p).parent / "inference_replicates.csv").is_file()
+    ]
+    return [*records, *points, *replicates]
+
+
+def ss_text(encoder, lang):
+    """A text embedding of the sample-size analysis: the scaled SYNTHETIC set's, else the run's."""
+    if FINDINGS_SYNTHETIC:
+        return str(layout.findings_sample_size_text_path(config, encoder, lang))
+    return text_emb(encoder, lang)
+
+
+# ---- docs/RESULTS.md (workflow/rules/results_doc.smk) ----------------------------------------
+def results_doc_runs():
+    """(config file, reports folder) of every listed run configuration; called by input
+    functions only, so a run in another working directory (no run list there) still parses."""
+    runs = []
+    for cfg_file in listed_configs(DVC_RUNS):
+        with open(cfg_file, encoding="utf-8") as f:
+            cfg = yaml.safe_load(f)
+        runs.append((cfg_file, str(layout.report_paths(cfg)["metrics"].parent)))
+    return runs
+
+
+def results_doc_reports(wildcards):
+    """The report files the document reads: those that exist, and this config's own reports."""
+    own = {REPORTS["metrics"], REPORTS.get("table1")}
+    files = []
+    for _, reports_dir in results_doc_runs():
+        for rel in RESULTS_DOC_READS:
+            path = str(Path(reports_dir) / rel)
+            if path in own or Path(path).exists():
+                files.append(path)
+    return files

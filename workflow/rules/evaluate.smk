@@ -23,53 +23,49 @@ rule sample:
         " --seeds {params.seeds} --out {output} > {log} 2>&1"
 
 
-if SEED_GROUP_SIZE is None:
+# One metrics job per direction (every seed); with seed groups (`seed_group_size`) the same
+# rule per (direction, group of seeds) instead: metrics_part, joined by metrics_gather.
+rule metrics:
+    input:
+        dataset=DATASET,
+        samples=samples_file("{direction}"),
+        images=image_emb(),
+        text=direction_text_inputs,
+    output:
+        csv=metrics_file("{direction}"),
+        ranks=ranks_file("{direction}"),
+    log:
+        f"{LOGS}/metrics/{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
+    wildcard_constraints:
+        direction="|".join(config["directions"]),
+    shadow:
+        SHADOW
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        name=config["dataset"]["name"],
+        backbone=config["image_backbone"],
+        encoders=list(config["encoders"]),
+        field=config["text_field"],
+        k=config["recall_k"],
+        corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
+        seeds="",
+    shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+        "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
+        " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
+        " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
+        " {params.corr} {params.seeds} --out {output.csv} > {log} 2>&1"
 
-    rule metrics:
-        input:
-            dataset=DATASET,
-            samples=samples_file("{direction}"),
-            images=image_emb(),
-            text=direction_text_inputs,
-        output:
-            csv=metrics_file("{direction}"),
-            ranks=ranks_file("{direction}"),
-        log:
-            f"{LOGS}/metrics/{{direction}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/metrics/{{direction}}.tsv"
-        wildcard_constraints:
-            direction="|".join(config["directions"]),
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
-        threads: 1
-        resources:
-            mem_mb=2000,
-        params:
-            name=config["dataset"]["name"],
-            backbone=config["image_backbone"],
-            encoders=list(config["encoders"]),
-            field=config["text_field"],
-            k=config["recall_k"],
-            corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
-            hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
-        shell:
-            "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-            "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
-            " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
-            " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-            " {params.corr} {params.hits} --out {output.csv} > {log} 2>&1"
 
-else:
+if SEED_GROUP_SIZE is not None:
 
-    rule metrics_part:
-        input:
-            dataset=DATASET,
-            samples=samples_file("{direction}"),
-            images=image_emb(),
-            text=direction_text_inputs,
+    use rule metrics as metrics_part with:
         output:
             csv=metrics_part_file("{direction}", "{group}"),
             ranks=str(layout.ranks_path(metrics_part_file("{direction}", "{group}"))),
@@ -80,28 +76,8 @@ else:
         wildcard_constraints:
             direction="|".join(config["directions"]),
             group=r"\d+",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
-        threads: 1
-        resources:
-            mem_mb=2000,
         params:
-            name=config["dataset"]["name"],
-            backbone=config["image_backbone"],
-            encoders=list(config["encoders"]),
-            field=config["text_field"],
-            k=config["recall_k"],
-            corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
-            hits="" if config.get("full_bkr_ranks", True) else "--hits-only",
-            seeds=lambda wc: SEED_GROUPS[int(wc.group)],
-        shell:
-            "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-            "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
-            " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
-            " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-            " {params.corr} {params.hits} --seeds {params.seeds} --out {output.csv} > {log} 2>&1"
+            seeds=lambda wc: "--seeds " + " ".join(map(str, SEED_GROUPS[int(wc.group)])),
 
     rule metrics_gather:
         input:
@@ -123,3 +99,6 @@ else:
         threads: 1
         shell:
             "backretrieval metrics-gather --parts {input.csv} --out {output.csv} > {log} 2>&1"
+
+    # the joined parts, not the whole-direction job, make a direction's metrics
+    ruleorder: metrics_gather > metrics

@@ -7,8 +7,57 @@
 # shadow, log. The output folder is passed as --out-dir, derived from the declared outputs.
 # Intermediate artifacts (other backbones' features, the scaled SYNTHETIC set's embeddings) go
 # to artifacts/<run>.findings/ (beside, not inside, artifacts/<run>: DVC versions the findings
-# as their own stage, see scripts/dvc_stages.py).
-# Helpers and settings: findings_common.smk.
+# as their own stage, see scripts/dvc_stages.py). Paths: steps.layout; helpers: common.smk.
+from backretrieval.steps.settings import ANALYSES as FINDINGS_ANALYSES
+from backretrieval.steps.settings import english_only_encoders, findings_settings
+
+FS = findings_settings(config)
+FINDINGS = str(layout.findings_root(config))
+FINDINGS_ART = str(layout.findings_artifacts_root(config))
+FINDINGS_SUMMARY = str(layout.FINDINGS_SUMMARY)
+FINDINGS_DOC = str(layout.FINDINGS_DOC)
+FINDINGS_JSON = [str(layout.findings_record_path(config, a)) for a in FINDINGS_ANALYSES]
+FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
+WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
+RANDOM_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "random")
+ENGLISH_ONLY_ENCODERS = english_only_encoders(config)
+DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
+METRICS_FILES = [metrics_file(d) for d in config["directions"]]
+
+
+IQ = FS["image_quality"]
+IQ_BACKBONES = dict(IQ["backbones"])
+
+
+SS = FS["sample_size"]
+SS_LANGS = sorted({lang for d in SS["directions"] for lang in d.split("-")})
+
+
+if FINDINGS_SYNTHETIC:
+    # the SYNTHETIC generator scaled up (its first items equal the default's), prepared as any dataset
+    _syn = SS["synthetic"]
+    SS_DATASET = str(layout.findings_sample_size_dataset(config, _syn))
+    SS_DATASET_NAME = Path(SS_DATASET).name
+    SS_IMAGE = str(layout.findings_sample_size_image_path(config))
+
+else:
+    SS_DATASET = DATASET
+    SS_IMAGE = image_emb()
+
+
+HUB = FS["hubness"]
+
+
+# BLI writes its tables and figure only when the config has word-vector encoders
+BLI_OUTPUTS = (
+    [
+        *findings_tables("bli"),
+        findings_file("bli_test_dictionary.csv"),
+        *findings_figure("bli"),
+    ]
+    if WORDVEC_ENCODERS
+    else []
+)
 
 
 # ---- 1. the unit of inference ----------------------------------------------------------------
@@ -16,9 +65,9 @@ rule findings_inference:
     input:
         unpack(findings_run_inputs),
     output:
-        json=f"{FINDINGS}/inference.json",
+        json=findings_record("inference"),
         tables=findings_tables("inference"),
-        replicates=f"{FINDINGS}/inference_replicates.csv",
+        replicates=findings_file("inference_replicates.csv"),
         figure=findings_figure("inference_ci"),
     log:
         f"{LOGS}/findings/inference.log",
@@ -47,29 +96,20 @@ rule findings_inference:
 
 
 # ---- 2. image quality ------------------------------------------------------------------------
-rule findings_embed_backbone:
-    """Image features of another backbone on the config's dataset (section 2)."""
-    input:
-        dataset=DATASET,
-        check=ancient(CHECK),
+use rule embed_images as findings_embed_backbone with:
     output:
         iq_image("{backbone}"),
     log:
         f"{LOGS}/findings/embed_backbone/{{backbone}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/findings/embed_backbone/{{backbone}}.tsv"
     wildcard_constraints:
         backbone="|".join(IQ_BACKBONES) or "(?!x)x",
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     threads: HEAVY_THREADS
     params:
+        backbone=lambda wc: wc.backbone,
         spec=lambda wc: as_json(IQ_BACKBONES[wc.backbone]),
         threads=MODEL_THREADS,
-        cache=lambda wc, input: absolute(config["cache_dir"]),
-    shell:
-        "backretrieval embed-images --dataset {input.dataset} --backbone {wildcards.backbone} --spec {params.spec:q}"
-        " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
 
 rule findings_image_quality:
@@ -81,7 +121,7 @@ rule findings_image_quality:
         base=image_emb(),
         extra=[iq_image(b) for b in IQ_BACKBONES],
     output:
-        json=f"{FINDINGS}/image_quality.json",
+        json=findings_record("image_quality"),
         tables=findings_tables("image_quality", samples=True),
         figure=findings_figure("image_quality"),
     log:
@@ -136,51 +176,37 @@ if FINDINGS_SYNTHETIC:
         shell:
             "backretrieval prepare --spec {params.spec:q} --languages {params.languages} --out {output} > {log} 2>&1"
 
-    rule findings_sample_size_embed_text:
+    use rule embed_text as findings_sample_size_embed_text with:
         input:
             dataset=SS_DATASET,
         output:
             [ss_text("{encoder}", lang) for lang in SS_LANGS],
         log:
             f"{LOGS}/findings/sample_size_embed/{{encoder}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/findings/sample_size_embed/{{encoder}}.tsv"
         wildcard_constraints:
             encoder="|".join(SS["encoders"]),
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
+        priority: 0
         threads: HEAVY_THREADS
         params:
-            spec=lambda wc: as_json(SS["encoders"][wc.encoder]),
-            field=config["text_field"],
+            encoder=lambda wc: as_json(SS["encoders"][wc.encoder]),
+            spec=lambda wc, input: as_json(SS["encoders"][wc.encoder]),
             languages=SS_LANGS,
-            threads=MODEL_THREADS,
-            cache=lambda wc, input: absolute(config["cache_dir"]),
-        shell:
-            "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
-            " --text-field {params.field} --languages {params.languages} --out {output}"
-            " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+            skip="",
 
-    rule findings_sample_size_embed_images:
+    use rule embed_images as findings_sample_size_embed_images with:
         input:
             dataset=SS_DATASET,
         output:
             SS_IMAGE,
         log:
             f"{LOGS}/findings/sample_size_embed_images.log",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
+        benchmark:
+            f"{LOGS}/benchmarks/findings/sample_size_embed_images.tsv"
         threads: HEAVY_THREADS
         params:
-            backbone=config["image_backbone"],
-            spec=as_json(config["backbones"][config["image_backbone"]]),
             threads=MODEL_THREADS,
-            cache=lambda wc, input: absolute(config["cache_dir"]),
-        shell:
-            "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
-            " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
 
 
 rule findings_sample_size:
@@ -191,7 +217,7 @@ rule findings_sample_size:
         text=[ss_text(e, lang) for e in SS["encoders"] for lang in SS_LANGS],
         image=SS_IMAGE,
     output:
-        json=f"{FINDINGS}/sample_size.json",
+        json=findings_record("sample_size"),
         tables=findings_tables("sample_size", samples=True),
         figure=findings_figure("sample_size"),
     log:
@@ -228,7 +254,7 @@ rule findings_hubness:
         text=[text_emb(e, lang) for e in config["encoders"] for lang in DIRECTION_LANGS],
         image=image_emb(),
     output:
-        json=f"{FINDINGS}/hubness.json",
+        json=findings_record("hubness"),
         tables=findings_tables("hubness", samples=True),
         figure=findings_figure("hubness"),
     log:
@@ -261,10 +287,10 @@ rule findings_calibration:
     input:
         unpack(findings_run_inputs),
     output:
-        json=f"{FINDINGS}/calibration.json",
+        json=findings_record("calibration"),
         tables=findings_tables("calibration"),
-        soft=f"{FINDINGS}/calibration_soft.csv",
-        points=f"{FINDINGS}/calibration_points.csv",
+        soft=findings_file("calibration_soft.csv"),
+        points=findings_file("calibration_points.csv"),
         figure=findings_figure("calibration"),
     log:
         f"{LOGS}/findings/calibration.log",
@@ -292,7 +318,7 @@ rule findings_bli:
         metrics=METRICS_FILES,
         wordvec=wordvec_inputs,
     output:
-        json=f"{FINDINGS}/bli.json",
+        json=findings_record("bli"),
         tables=BLI_OUTPUTS,
     log:
         f"{LOGS}/findings/bli.log",
@@ -319,10 +345,10 @@ rule findings_agreement:
     input:
         dataset=DATASET,
         metrics=METRICS_FILES,
-        points=f"{FINDINGS}/calibration_points.csv",
-        bli=[f"{FINDINGS}/bli.csv"] if WORDVEC_ENCODERS else [],
+        points=findings_file("calibration_points.csv"),
+        bli=[findings_file("bli.csv")] if WORDVEC_ENCODERS else [],
     output:
-        json=f"{FINDINGS}/agreement.json",
+        json=findings_record("agreement"),
         tables=findings_tables("agreement"),
         figure=findings_figure("agreement_clustermap"),
     log:
@@ -348,8 +374,8 @@ rule findings_agreement:
 rule findings_document:
     input:
         own=FINDINGS_JSON,
-        points=f"{FINDINGS}/calibration_points.csv",
-        replicates=f"{FINDINGS}/inference_replicates.csv",
+        points=findings_file("calibration_points.csv"),
+        replicates=findings_file("inference_replicates.csv"),
         others=other_configs_findings(),
     output:
         doc=FINDINGS_DOC,
@@ -369,3 +395,12 @@ rule findings_document:
     shell:
         "backretrieval findings-document --records {input.own} {params.others} --doc {output.doc}"
         " --summary-dir {output.summary} --readme {params.readme:q} > {log} 2>&1"
+
+
+rule findings:
+    """Every findings analysis of the current config, then
+    docs/FINDINGS.md from every configuration's findings records."""
+    input:
+        FINDINGS_JSON,
+        FINDINGS_DOC,
+        f"{FINDINGS_ART}/findings.done",

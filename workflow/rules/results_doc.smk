@@ -1,4 +1,9 @@
-# docs/RESULTS.md (helpers and the reasons: results_doc_common.smk). `make results-doc`.
+# docs/RESULTS.md (`make results-doc`; helpers in common.smk) from the reports of every run configuration
+# listed in scripts/dvc_runs.yaml (this config's reports are outputs of its report rules; the others' are their committed
+# files, made by running that config). Not part of `all`: `make results-doc` runs this rule
+# alone on the reports as they are (--allowed-rules, so nothing upstream is recomputed).
+RESULTS_DOC = "docs/RESULTS.md"
+DVC_RUNS = "scripts/dvc_runs.yaml"
 
 
 rule results_doc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -17,69 +18,40 @@ D = FINDINGS_DEFAULTS
 # ------------------------------------------------------------------------------ commands
 
 
-def _run(args: argparse.Namespace, embeddings: bool):
-    """The run's artifacts; with ``embeddings`` its samples, image and text embeddings, and the
-    per-query ranks beside each metrics CSV."""
-    from ..steps.findings import load_run
+def _artifacts(args: argparse.Namespace):
+    """The run's artifacts named by the command's flags (the one loader,
+    :func:`backretrieval.steps.findings.load_run`); the per-query ranks are read beside each
+    metrics CSV when the text embeddings come as ``--text-emb``."""
+    from ..steps.findings import load_run, text_keys
 
     metrics = [Path(p) for p in args.metrics]
+    text_emb = getattr(args, "text_emb", None)
+    image = getattr(args, "image_emb", None) or getattr(args, "image", None)
+    if isinstance(image, list):
+        images = named_files(image, "--image")
+    else:
+        images = {"image": Path(image)} if image else {}
+    if text_emb is not None:
+        texts = text_keys([Path(p) for p in text_emb])
+    else:
+        texts = text_files(args.text) if getattr(args, "text", None) else {}
     return load_run(
         dataset=Path(args.dataset),
         metrics_files=metrics,
-        samples_files=[Path(p) for p in args.samples] if embeddings else [],
-        ranks_files=[ranks_path(p) for p in metrics] if embeddings else [],
-        image_file=Path(args.image_emb) if embeddings else None,
-        text_files=[Path(p) for p in args.text_emb] if embeddings else [],
         k=args.recall_k,
-    )
-
-
-def _run_info(args: argparse.Namespace):
-    """The run the analysis belongs to (its record's ``run``), from the run's metrics CSVs."""
-    from ..steps.findings import load_run
-
-    run = load_run(
-        dataset=Path(args.run_dataset or args.dataset), metrics_files=[Path(p) for p in args.metrics], k=args.recall_k
-    )
-    return run.run_info(args.run_name, str(Path(args.out_dir).parent))
-
-
-def cmd_findings_inference(args: argparse.Namespace) -> int:
-    from ..steps.findings import inference_step
-
-    inference_step(
-        _run(args, embeddings=True),
+        run_dataset=optional_path(getattr(args, "run_dataset", None)),
+        samples_files=[Path(p) for p in getattr(args, "samples", None) or []],
+        ranks_files=[ranks_path(p) for p in metrics] if text_emb is not None else [],
+        image_files=images,
+        text_files=texts,
         run_name=args.run_name,
-        out_dir=Path(args.out_dir),
-        B=args.B,
-        boot_seed=args.bootstrap_seed,
-        n_seeds=args.n_seeds,
-        random_encoders=args.random_encoders,
-        english_only=args.english_only,
-        family=args.family or [],
-        family_name=args.family_name,
+        reports_dir=str(Path(args.out_dir).parent),
     )
-    return 0
 
 
-def cmd_findings_calibration(args: argparse.Namespace) -> int:
-    from ..steps.findings import calibration_step
-
-    calibration_step(
-        _run(args, embeddings=True),
-        run_name=args.run_name,
-        out_dir=Path(args.out_dir),
-        soft_m=args.soft_m,
-        n_seeds=args.n_seeds,
-    )
-    return 0
-
-
-def cmd_findings_bli(args: argparse.Namespace) -> int:
-    from ..steps.findings import bli_step
-
+def _bli_specs(settings: dict) -> None:
     specs = {}
-    for item in args.spec or []:
+    for item in settings["spec"] or []:
         enc, sep, raw = item.partition("=")
         try:
             spec = json.loads(raw) if sep else None
@@ -88,92 +60,27 @@ def cmd_findings_bli(args: argparse.Namespace) -> int:
         if not isinstance(spec, dict):
             raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
         specs[enc] = spec
-    bli_step(
-        _run(args, embeddings=False),
-        run_name=args.run_name,
-        out_dir=Path(args.out_dir),
-        specs=specs,
-        test_size=args.test_size,
-        min_count=args.min_count,
-        seed=args.seed,
-        csls_k=args.csls_k,
-    )
-    return 0
+    settings["specs"] = specs
 
 
-def cmd_findings_agreement(args: argparse.Namespace) -> int:
-    from ..steps.findings import agreement_step
-
-    agreement_step(
-        _run(args, embeddings=False),
-        run_name=args.run_name,
-        out_dir=Path(args.out_dir),
-        points_file=Path(args.points),
-        bli_file=optional_path(args.bli),
-        soft_m=args.soft_m,
-        B=args.B,
-        boot_seed=args.bootstrap_seed,
-    )
-    return 0
+def _agreement_inputs(settings: dict) -> None:
+    settings["bli"] = optional_path(settings["bli"])
 
 
-def cmd_findings_image_quality(args: argparse.Namespace) -> int:
-    from ..steps import findings as fs
+def _command(analysis: str, prepare: Callable[[dict], None] | None = None) -> Callable[[argparse.Namespace], int]:
+    """``backretrieval findings-<analysis>``: the registered analysis on the flags' run, its
+    settings the flags (``prepare`` converts the ones that need it)."""
 
-    fs.image_quality_step(
-        dataset=Path(args.dataset),
-        samples_files=[Path(p) for p in args.samples],
-        text_files=text_files(args.text),
-        image_files=named_files(args.image, "--image"),
-        base=args.base,
-        degradations=fs.parse_degradations(args.noise, args.project, args.shuffle),
-        k=args.recall_k,
-        max_seeds=args.max_seeds,
-        seed=args.seed,
-        out_dir=Path(args.out_dir),
-        run=_run_info(args),
-    )
-    return 0
+    def cmd(args: argparse.Namespace) -> int:
+        from ..steps.findings import run_analysis
 
+        settings = dict(vars(args))
+        if prepare is not None:
+            prepare(settings)
+        run_analysis(analysis, _artifacts(args), settings, Path(args.out_dir))
+        return 0
 
-def cmd_findings_sample_size(args: argparse.Namespace) -> int:
-    from ..findings.sample_size import Criterion
-    from ..steps import findings as fs
-
-    fs.sample_size_step(
-        dataset=Path(args.dataset),
-        text_files=text_files(args.text),
-        image_file=Path(args.image),
-        directions=args.directions,
-        n_grid=args.n_grid,
-        seeds=args.seeds,
-        k=args.recall_k,
-        baseline=args.baseline,
-        out_dir=Path(args.out_dir),
-        run=_run_info(args),
-        criterion=Criterion(agreement=args.min_agreement, share=args.min_share),
-    )
-    return 0
-
-
-def cmd_findings_hubness(args: argparse.Namespace) -> int:
-    from ..steps import findings as fs
-
-    fs.hubness_step(
-        dataset=Path(args.dataset),
-        samples_files=[Path(p) for p in args.samples],
-        text_files=text_files(args.text),
-        image_file=Path(args.image),
-        retrievals=args.retrievals,
-        hub_fraction=args.hub_fraction,
-        hub_noise=args.hub_noise,
-        k=args.recall_k,
-        max_seeds=args.max_seeds,
-        seed=args.seed,
-        out_dir=Path(args.out_dir),
-        run=_run_info(args),
-    )
-    return 0
+    return cmd
 
 
 def cmd_findings_document(args: argparse.Namespace) -> int:
@@ -222,7 +129,7 @@ def _analysis_flags(sp: argparse.ArgumentParser, samples: bool = True) -> None:
 
 def register(add) -> None:
     sp = add(
-        "findings-inference", cmd_findings_inference, "findings: encoder x item bootstrap, order accuracy, sensitivity"
+        "findings-inference", _command("inference"), "findings: encoder x item bootstrap, order accuracy, sensitivity"
     )
     _run_flags(sp)
     _embedding_flags(sp)
@@ -248,13 +155,13 @@ def register(add) -> None:
     opt(sp, "--family", "encoders of one model family (a sensitivity set)", nargs="*", metavar="ENC")
     opt(sp, "--family-name", "name of the --family set", default="word-vector")
 
-    sp = add("findings-calibration", cmd_findings_calibration, "findings: BkR -> XLR calibration, soft BkR")
+    sp = add("findings-calibration", _command("calibration"), "findings: BkR -> XLR calibration, soft BkR")
     _run_flags(sp)
     _embedding_flags(sp)
     opt(sp, "--soft-m", "m of soft BkR (1 = BkR)", type=int, nargs="+", default=D["calibration"]["soft_m"])
     opt(sp, "--n-seeds", "the first n seeds of each direction (default: all)", type=int, metavar="N")
 
-    sp = add("findings-bli", cmd_findings_bli, "findings: BLI of the word-vector family")
+    sp = add("findings-bli", _command("bli", _bli_specs), "findings: BLI of the word-vector family")
     _run_flags(sp)
     opt(sp, "--spec", "a wordvec encoder's params entry as JSON", action="append", metavar="ENCODER=JSON")
     opt(sp, "--test-size", "held-out dictionary pairs", type=int, default=D["bli"]["test_size"])
@@ -262,7 +169,9 @@ def register(add) -> None:
     opt(sp, "--seed", "random seed (held-out dictionary split)", type=int, default=D["bli"]["seed"])
     opt(sp, "--csls-k", "neighbourhood size of CSLS", type=int, default=D["bli"]["csls_k"])
 
-    sp = add("findings-agreement", cmd_findings_agreement, "findings: agreement matrix of every metric")
+    sp = add(
+        "findings-agreement", _command("agreement", _agreement_inputs), "findings: agreement matrix of every metric"
+    )
     _run_flags(sp)
     req(sp, "--points", "input: calibration_points.csv of the run", metavar="FILE")
     opt(sp, "--bli", "input: bli.csv of the run (optional)", metavar="FILE")
@@ -270,9 +179,7 @@ def register(add) -> None:
     opt(sp, "--B", "bootstrap replicates", type=int, default=D["agreement"]["B"])
     opt(sp, "--bootstrap-seed", "seed of the bootstrap", type=int, default=D["agreement"]["bootstrap_seed"])
 
-    sp = add(
-        "findings-image-quality", cmd_findings_image_quality, "findings: image quality vs BkR's agreement with XLR"
-    )
+    sp = add("findings-image-quality", _command("image_quality"), "findings: image quality vs BkR's agreement with XLR")
     _analysis_flags(sp)
     req(sp, "--image", "image features per backbone", nargs="+", metavar="BACKBONE=NPZ")
     req(sp, "--base", "the backbone whose features are degraded")
@@ -282,7 +189,7 @@ def register(add) -> None:
     opt(sp, "--max-seeds", "the first seeds of each samples file (default: all)", type=int, metavar="N")
     opt(sp, "--seed", "seed of the degradations", type=int, default=D["image_quality"]["seed"])
 
-    sp = add("findings-sample-size", cmd_findings_sample_size, "findings: BkR's ranking stability vs N")
+    sp = add("findings-sample-size", _command("sample_size"), "findings: BkR's ranking stability vs N")
     _analysis_flags(sp, samples=False)
     req(sp, "--image", "image features (npz)", metavar="FILE")
     req(sp, "--directions", "directions to sample, e.g. en-de de-en", nargs="+")
@@ -304,7 +211,7 @@ def register(add) -> None:
         default=D["sample_size"]["min_share"],
     )
 
-    sp = add("findings-hubness", cmd_findings_hubness, "findings: hubness, CSLS / margin, injected hubs")
+    sp = add("findings-hubness", _command("hubness"), "findings: hubness, CSLS / margin, injected hubs")
     _analysis_flags(sp)
     req(sp, "--image", "image features (npz)", metavar="FILE")
     retrievals = D["hubness"]["retrievals"]

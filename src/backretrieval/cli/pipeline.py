@@ -112,7 +112,6 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         k=args.recall_k,
         corr_max_pairs=args.corr_max_pairs,
-        full_bkr_ranks=not args.hits_only,
         out=Path(args.out),
         seeds=args.seeds,
     )
@@ -328,7 +327,6 @@ def register_metrics(add) -> None:
     text_field(sp, "title | body | title_body (written into the CSV)")
     recall_k(sp)
     opt(sp, "--corr-max-pairs", "CORR on a seeded subsample of N pairs (omit: all pairs)", type=int, metavar="N")
-    switch(sp, "--hits-only", "store BkR 0/1 hits instead of full per-query ranks")
     seeds(sp, "only these seeds' samples (one seed group; metrics-gather joins the groups)", required=False)
     req(sp, "--out", "output: tidy metrics CSV (the ranks npz is written beside it)", metavar="FILE")
 

@@ -143,6 +143,60 @@ def report_paths(cfg: dict, parallel: bool = True) -> dict[str, Path]:
 
 
 # -------------------------------------------------------------------------------------------
+# findings (``snakemake findings``)
+
+#: Generated from every configuration's findings records (not one configuration's outputs).
+FINDINGS_DOC = Path("docs/FINDINGS.md")
+FINDINGS_SUMMARY = Path("reports/findings_summary")
+FIGURE_EXTS = ("png", "svg", "pdf")
+
+
+def findings_root(cfg: dict) -> Path:
+    """``<reports_dir>/findings``: every analysis's record, tables and figures."""
+    return Path(cfg["reports_dir"]) / "findings"
+
+
+def findings_artifacts_root(cfg: dict) -> Path:
+    """The findings' intermediate artifacts, beside (not inside) the run's artifacts: DVC
+    versions the findings as their own stage."""
+    return Path(f"{artifacts_root(cfg)}.findings")
+
+
+def findings_record_path(cfg: dict, analysis: str) -> Path:
+    return findings_root(cfg) / f"{analysis}.json"
+
+
+def findings_table_paths(cfg: dict, name: str, samples: bool = False) -> list[Path]:
+    """An analysis's tables: ``<name>.csv``, ``.md`` and, with ``samples``, ``.samples.csv``."""
+    exts = ("csv", "md", "samples.csv") if samples else ("csv", "md")
+    return [findings_root(cfg) / f"{name}.{ext}" for ext in exts]
+
+
+def findings_figure_paths(cfg: dict, name: str) -> list[Path]:
+    return [findings_root(cfg) / "figures" / f"{name}.{ext}" for ext in FIGURE_EXTS]
+
+
+def findings_backbone_image_path(cfg: dict, backbone: str) -> Path:
+    """Image features of another backbone on the config's dataset (image quality)."""
+    return findings_artifacts_root(cfg) / "image" / f"{backbone}.npz"
+
+
+def findings_sample_size_dataset(cfg: dict, synthetic: dict) -> Path:
+    """The SYNTHETIC generator scaled up for the sample-size analysis (``synthetic``: its
+    ``n_items``, ``languages`` and ``seed``), prepared as any dataset."""
+    langs = "-".join(synthetic["languages"])
+    return PREPARED / f"synthetic-findings-{synthetic['n_items']}-{langs}-s{synthetic['seed']}"
+
+
+def findings_sample_size_text_path(cfg: dict, encoder: str, lang: str) -> Path:
+    return findings_artifacts_root(cfg) / "sample_size" / "text" / encoder / f"{lang}.{cfg['text_field']}.npz"
+
+
+def findings_sample_size_image_path(cfg: dict) -> Path:
+    return findings_artifacts_root(cfg) / "sample_size" / "image" / f"{cfg['image_backbone']}.npz"
+
+
+# -------------------------------------------------------------------------------------------
 # case study and human study
 
 

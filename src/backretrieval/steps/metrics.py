@@ -34,7 +34,6 @@ def metrics_step(
     text_field: str,
     k: int,
     corr_max_pairs: int | None,
-    full_bkr_ranks: bool,
     out: Path,
     with_corr: bool = True,
     seeds: list[int] | None = None,
@@ -42,8 +41,8 @@ def metrics_step(
     """All metrics of all encoders for one direction and every seed → tidy CSV.
 
     ``text_files[encoder] = (src_lang_npz, tgt_lang_npz)``. Image work of each seed is done
-    once and shared by all encoders (see metrics.BkrImageIndex). Per-query ranks (XLR ranks;
-    BkR ranks, or 0/1 hits when not ``full_bkr_ranks``) go to ``<out stem>.ranks.npz`` under
+    once and shared by all encoders (see metrics.BkrImageIndex). Per-query ranks (XLR and
+    BkR ranks) go to ``<out stem>.ranks.npz`` under
     keys ``<encoder>/<seed>/<xlr|bkr>`` for the paired significance tests.
 
     ``seeds``: only the samples of these seeds (one seed group of a direction, in the order of
@@ -76,7 +75,6 @@ def metrics_step(
         labels=dict(dataset=dataset_name, backbone=backbone, text_field=text_field, direction=direction),
         k=k,
         corr_max_pairs=corr_max_pairs,
-        full_bkr_ranks=full_bkr_ranks,
         with_corr=with_corr,
         images_what=str(image_file),
     )

@@ -1,33 +1,41 @@
-"""Findings steps: thin functions from explicit artifact files to
-``<out_dir>/<analysis>.{csv,md,json}`` and figures (see backretrieval.findings.document).
+"""The findings analyses as plug-ins: each module below is one analysis (an
+:class:`~.step.Analysis`, its ``ANALYSIS``) registered in :data:`REGISTRY`; the one step
+(:func:`~.step.run_analysis`) loads a run with the one loader (:func:`~.artifacts.load_run`)
+and writes ``<out_dir>/<analysis>.{csv,md,json}`` and figures with the one writer
+(:func:`~.step.write_result`). ``summary`` assembles the records of every configuration
+(the overall verdict, docs/FINDINGS.md).
 
-Every step takes its inputs and settings as arguments (the CLI passes them as flags; the
-Snakemake rules in workflow/rules/findings.smk name the files): no path comes from the config.
-Modules: ``_common`` (the run loader and writers), then one per analysis: ``inference``,
-``calibration``, ``bli_agreement``, ``summary`` (across configurations, the documents),
-``image_side`` (image quality, sample size, hubness).
+Adding an analysis: a module with ``ANALYSIS = Plugin("<name>", run)`` and one line below.
 """
 
 from __future__ import annotations
 
-from ._common import RunArtifacts, load_run
-from .bli_agreement import agreement_step, bli_step
-from .calibration import calibration_step
-from .image_side import hubness_step, image_quality_step, parse_degradations, sample_size_step
-from .inference import inference_step
+from . import agreement, bli, calibration, hubness, image_quality, inference, sample_size
+from .artifacts import RunArtifacts, load_run, text_keys
+from .step import Analysis, Plugin, Result, run_analysis, write_result
 from .summary import document_step, summary_records
 
+#: every analysis of one run, by name (the record's ``analysis``)
+REGISTRY: dict[str, Analysis] = {
+    "inference": inference.ANALYSIS,
+    "image_quality": image_quality.ANALYSIS,
+    "sample_size": sample_size.ANALYSIS,
+    "hubness": hubness.ANALYSIS,
+    "calibration": calibration.ANALYSIS,
+    "bli": bli.ANALYSIS,
+    "agreement": agreement.ANALYSIS,
+}
+
 __all__ = [
+    "REGISTRY",
+    "Analysis",
+    "Plugin",
+    "Result",
     "RunArtifacts",
-    "agreement_step",
-    "bli_step",
-    "calibration_step",
     "document_step",
-    "hubness_step",
-    "image_quality_step",
-    "inference_step",
     "load_run",
-    "parse_degradations",
-    "sample_size_step",
+    "run_analysis",
     "summary_records",
+    "text_keys",
+    "write_result",
 ]

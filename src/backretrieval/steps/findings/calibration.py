@@ -1,27 +1,23 @@
-"""Findings step: calibration of BkR against XLR and soft BkR."""
+"""Analysis ``calibration``: BkR → XLR (image-side mixture, regression) and soft BkR, on one run."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..._util import io
 from ...errors import InputError
-from ...findings.document import FindingsRecord, RunInfo, markdown_table
-from ._common import RunArtifacts, _figure_outputs, _per_query, _record, _synthetic_note, _write_tables
+from ...findings.document import RunInfo, markdown_table
+from .artifacts import RunArtifacts
+from .step import Plugin, Result, query_outcomes, synthetic_note
 
 log = logging.getLogger("backretrieval")
 
-# ============================================================================================
-# 5. calibration and soft BkR
 
-
-def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | None = None) -> pd.DataFrame:
+def calibration_points(art: RunArtifacts, soft_m: Sequence[int], n_seeds: int | None = None) -> pd.DataFrame:
     """Per (direction, seed, encoder): XLR@1, XLR@k, MRR, BkR, soft BkR for each m, CORR, and
     the sample's image side (p_hit, p_miss). Soft BkR is recomputed from the embeddings; its
     m=1 column must equal the metrics CSV's BkR (checked)."""
@@ -29,24 +25,24 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
     from ...metrics import BkrImageIndex, nearest_m
 
     ms = sorted(set(int(m) for m in soft_m) | {1})
-    encoders = run.encoders
+    encoders = art.encoders
     rows = []
-    for d in run.directions:
-        wide = run.metrics[run.metrics["direction"] == d].pivot_table(
+    for d in art.directions:
+        wide = art.metrics[art.metrics["direction"] == d].pivot_table(
             index=["seed", "encoder"], columns="metric", values="value"
         )
-        ranks = run.ranks(d)
-        samples = sorted(run.samples[d], key=lambda s: s.seed)
+        ranks = art.ranks(d)
+        samples = sorted(art.samples[d], key=lambda s: s.seed)
         for s in samples[: n_seeds or len(samples)]:
-            emb = run.sample_embeddings(d, s, encoders)
-            index = BkrImageIndex.build(emb["q_img"], emb["t_img"], k=run.k)
-            side = image_side(emb["q_img"], emb["t_img"], run.k, index=index)
+            emb = art.sample_embeddings(d, s, encoders)
+            index = BkrImageIndex.build(emb["q_img"], emb["t_img"], k=art.k)
+            side = image_side(emb["q_img"], emb["t_img"], art.k, index=index)
             for e in encoders:
                 src, tgt, _ = emb["text"][e]
                 top = nearest_m(src, tgt, max(ms))
                 csv = wide.loc[(s.seed, e)]
                 row: dict[str, Any] = {
-                    "dataset": run.meta.name,
+                    "dataset": art.meta.name,
                     "direction": d,
                     "seed": s.seed,
                     "encoder": e,
@@ -55,10 +51,10 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
                     "p_miss": side.p_miss,
                 }
                 xr = ranks[f"{e}/{s.seed}/xlr"].astype(np.int64)
-                br = _per_query(ranks, e, s.seed, "bkr", run.k, "bkr_mrr" in wide.columns)
+                br = query_outcomes(ranks, e, s.seed, "bkr", art.k, "bkr_mrr" in wide.columns)
                 row.update(
                     xlr_r1=float(np.mean(xr <= 1)),
-                    xlr_rk=float(np.mean(xr <= run.k)),
+                    xlr_rk=float(np.mean(xr <= art.k)),
                     xlr_mrr=float(np.mean(1.0 / xr)),
                     bkr=float(np.mean(br)),
                     corr=float(csv["corr"]) if "corr" in csv else float("nan"),
@@ -74,22 +70,14 @@ def calibration_points(run: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
     return pd.DataFrame(rows)
 
 
-def calibration_step(
-    run: RunArtifacts,
-    *,
-    run_name: str,
-    out_dir: Path,
-    soft_m: Sequence[int],
-    n_seeds: int | None = None,
-) -> FindingsRecord:
-    """Section 5 for one configuration → calibration_points.csv (input of the cross-dataset
-    evaluation), calibration.{csv,md,json}, calibration_soft.csv, figures/calibration.*"""
+def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+    """calibration.{csv,md,json}, calibration_soft.csv, calibration_points.csv (input of the
+    cross-dataset evaluation and of the agreement matrix), figures/calibration.*"""
     from ...findings import calibration as cal
 
-    out_dir = Path(out_dir)
-    info = run.run_info(run_name, str(out_dir.parent))
-    points = calibration_points(run, soft_m, n_seeds)
-    io.write_csv(out_dir / "calibration_points.csv", points)
+    soft_m = s["soft_m"]
+    info = art.info()
+    points = calibration_points(art, soft_m, s["n_seeds"])
     cells = cal.cell_means(points)
     preds = []
     for target in ("xlr_r1", "xlr_rk"):
@@ -99,9 +87,8 @@ def calibration_step(
     summary.insert(0, "validation", "leave-one-encoder-out")
     soft_cols = [c for c in cells.columns if c.startswith("soft_bkr_m")]
     soft_cols = sorted(soft_cols, key=lambda c: int(c[len("soft_bkr_m") :]))
-    refs = {"XLR@1": "xlr_r1", f"XLR@{run.k}": "xlr_rk", "MRR": "xlr_mrr"}
+    refs = {"XLR@1": "xlr_r1", f"XLR@{art.k}": "xlr_rk", "MRR": "xlr_mrr"}
     soft = cal.soft_agreement(cells, soft_cols, refs)
-    io.write_csv(out_dir / "calibration_soft.csv", soft)
     label = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}"
     side = points.groupby("direction")[["p_hit", "p_miss"]].mean().reset_index()
     md = (
@@ -119,9 +106,6 @@ def calibration_step(
             3,
         )
     )
-    outputs = _write_tables(out_dir, "calibration", summary, md) + ["calibration_soft.csv", "calibration_points.csv"]
-    cal.plot_calibration(cells, loeo, out_dir / "figures" / "calibration", f"{label}: BkR → XLR@1")
-    outputs += _figure_outputs("calibration")
     numbers = calibration_numbers(cells, summary, soft, refs)
     settings = {
         "soft_m": sorted(set(int(m) for m in soft_m) | {1}),
@@ -129,17 +113,20 @@ def calibration_step(
         "models": list(cal.MODELS),
     }
     answer, verdict = calibration_answer(numbers, info)
-    rec = FindingsRecord(
-        analysis="calibration",
+    return Result(
         run=info,
         settings=settings,
         numbers=numbers,
         answer=answer,
         verdict=verdict,
-        outputs=tuple(outputs),
+        files={
+            "calibration.md": md,
+            "calibration.csv": summary,
+            "calibration_soft.csv": soft,
+            "calibration_points.csv": points,
+        },
+        figures={"calibration": lambda p: cal.plot_calibration(cells, loeo, p, f"{label}: BkR → XLR@1")},
     )
-    _record(out_dir, rec)
-    return rec
 
 
 def calibration_numbers(
@@ -203,4 +190,7 @@ def calibration_answer(numbers: dict[str, Any], info: RunInfo) -> tuple[str, str
     verdict = ""
     if mix:
         verdict = f"On {info.label()}, the image-side mixture estimates XLR@1 from BkR with MAE {mix['mae']:.3f}."
-    return " ".join(parts) + _synthetic_note(info), verdict
+    return " ".join(parts) + synthetic_note(info), verdict
+
+
+ANALYSIS = Plugin("calibration", run)

@@ -1,28 +1,24 @@
-"""Findings step: the unit of inference (the joint encoder × image bootstrap of BkR − CORR agreement with XLR) and its answer."""
+"""Analysis ``inference``: the unit of inference (the joint encoder × image bootstrap of BkR − CORR agreement with XLR) and its answer."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..._util import io
 from ...errors import InputError
-from ...findings.document import FindingsRecord, RunInfo, markdown_table
-from ._common import RunArtifacts, _figure_outputs, _per_query, _record, _synthetic_note, _write_tables
+from ...findings.document import RunInfo, markdown_table
+from .artifacts import RunArtifacts
+from .step import Csv, Plugin, Result, query_outcomes, synthetic_note
 
 log = logging.getLogger("backretrieval")
 
-# ============================================================================================
-# 1. the unit of inference
-
 
 def inference_outcomes(
-    run: RunArtifacts,
+    art: RunArtifacts,
     direction: str,
     n_seeds: int | None,
     with_corr: bool = True,
@@ -34,29 +30,29 @@ def inference_outcomes(
     the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
     from ...findings.inference import SeedOutcomes, corr_contributions
 
-    encoders = run.encoders
-    m = run.metrics[run.metrics["direction"] == direction]
+    encoders = art.encoders
+    m = art.metrics[art.metrics["direction"] == direction]
     wide = m.pivot_table(index=["seed", "encoder"], columns="metric", values="value")
     bkr_as_ranks = "bkr_mrr" in wide.columns
-    samples = sorted(run.samples[direction], key=lambda s: s.seed)[:n_seeds]
+    samples = sorted(art.samples[direction], key=lambda s: s.seed)[:n_seeds]
     if not samples:
         raise InputError(f"direction {direction}: no samples")
     if samples[0].xlr_targets is None:
         raise InputError(f"direction {direction}: the dataset is not parallel; XLR (the reference) is undefined")
     if with_corr and "corr" not in wide.columns:
         raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
-    ranks = run.ranks(direction)
-    image_of = run.image_of(direction.split("-")[0])
+    ranks = art.ranks(direction)
+    image_of = art.image_of(direction.split("-")[0])
     keys = sorted({image_of[i] for s in samples for i in s.queries})
     pos = {k: j for j, k in enumerate(keys)}
     out = []
     for s in samples:
-        xlr = np.stack([_per_query(ranks, e, s.seed, "xlr", run.k, True) for e in encoders])
-        bkr = np.stack([_per_query(ranks, e, s.seed, "bkr", run.k, bkr_as_ranks) for e in encoders])
+        xlr = np.stack([query_outcomes(ranks, e, s.seed, "xlr", art.k, True) for e in encoders])
+        bkr = np.stack([query_outcomes(ranks, e, s.seed, "bkr", art.k, bkr_as_ranks) for e in encoders])
         per_query = {"bkr": bkr}
         checks = [("xlr", xlr, "xlr_recall", 1e-9), ("bkr", bkr, "bkr_recall", 1e-9)]
         if with_corr:
-            emb = run.sample_embeddings(direction, s, encoders)
+            emb = art.sample_embeddings(direction, s, encoders)
             per_query["corr"] = corr_contributions(emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders])
             checks.append(("corr", per_query["corr"], "corr", 1e-5))
         for what, arr, metric, tol in checks:
@@ -109,25 +105,15 @@ def cell_key(direction: str, set_name: str, quantity: str, stat: str) -> str:
     return f"{direction}|{set_name}|{quantity}|{stat}"
 
 
-def inference_step(
-    run: RunArtifacts,
-    *,
-    run_name: str,
-    out_dir: Path,
-    B: int,
-    boot_seed: int,
-    n_seeds: int | None,
-    random_encoders: Sequence[str] = ("random",),
-    english_only: Sequence[str] = (),
-    family: Sequence[str] = (),
-    family_name: str = "word-vector",
-) -> FindingsRecord:
-    """Section 1 for every direction → inference.{csv,md,json}, inference_replicates.csv (the
-    pooled quantities' replicates, for the cross-configuration verdict) + figures/inference_ci.*"""
+def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+    """Every direction → inference.{csv,md,json}, inference_replicates.csv (the pooled
+    quantities' replicates, for the cross-configuration verdict) + figures/inference_ci.*"""
     from ...findings import inference as inf
 
-    out_dir = Path(out_dir)
-    info = run.run_info(run_name, str(out_dir.parent))
+    B, boot_seed, n_seeds = s["B"], s["bootstrap_seed"], s["n_seeds"]
+    random_encoders, english_only = s["random_encoders"], s["english_only"]
+    family, family_name = s["family"] or [], s["family_name"]
+    info = art.info()
     frames = []
     n_items_by_dir = {}
     reps: dict[str, np.ndarray] = {}
@@ -135,8 +121,8 @@ def inference_step(
     degenerate: dict[str, dict[str, int]] = {}
     sets: dict[str, list[str]] = {}
     n_used = 0
-    for d in run.directions:
-        seeds, keys, encoders = inference_outcomes(run, d, n_seeds)
+    for d in art.directions:
+        seeds, keys, encoders = inference_outcomes(art, d, n_seeds)
         n_used = len(seeds)
         sets = encoder_sets(encoders, random_encoders, family, english_only)
         res = inf.crossed_bootstrap(seeds, encoders, sets, keys, B=B, seed=boot_seed, leave_one_out="all")
@@ -175,27 +161,21 @@ def inference_step(
     numbers["cell_points"] = points
     numbers["degenerate_replicates"] = degenerate
     md = inference_markdown(frame, info, settings)
-    outputs = _write_tables(out_dir, "inference", frame, md)
-    io.write_csv(out_dir / REPLICATES_FILE, pd.DataFrame(reps), float_format="%.6g")
-    outputs.append(REPLICATES_FILE)
-    inf.plot_intervals(
-        frame,
-        out_dir / "figures" / "inference_ci",
-        f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs",
-    )
-    outputs += _figure_outputs("inference_ci")
+    title = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs"
     answer, verdict = inference_answer(numbers, info, settings)
-    rec = FindingsRecord(
-        analysis="inference",
+    return Result(
         run=info,
         settings=settings,
         numbers=numbers,
         answer=answer,
         verdict=verdict,
-        outputs=tuple(outputs),
+        files={
+            "inference.md": md,
+            "inference.csv": frame,
+            REPLICATES_FILE: Csv(pd.DataFrame(reps), float_format="%.6g"),
+        },
+        figures={"inference_ci": lambda p: inf.plot_intervals(frame, p, title)},
     )
-    _record(out_dir, rec)
-    return rec
 
 
 def _row(frame: pd.DataFrame, direction: str, set_name: str, quantity: str, stat: str) -> dict[str, Any]:
@@ -472,4 +452,7 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
             f"{loo['worst_direction'].replace('-', '→')}); the sign of BkR − CORR flips in {loo['sign_flips']} of "
             f"{loo['n']} (direction, left-out encoder) cases."
         )
-    return " ".join(parts) + _synthetic_note(info), verdict
+    return " ".join(parts) + synthetic_note(info), verdict
+
+
+ANALYSIS = Plugin("inference", run)

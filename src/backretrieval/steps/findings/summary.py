@@ -11,7 +11,7 @@ import pandas as pd
 from ..._util import io
 from ...errors import InputError
 from ...findings.document import FindingsRecord, markdown_table, write_record
-from ._common import _figure_outputs
+from .step import FIGURE_FORMATS
 
 log = logging.getLogger("backretrieval")
 
@@ -69,7 +69,7 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
         outputs = ["overall.md", "overall.csv"]
         if pooled:
             inf.plot_forest(cells, pooled, summary_dir / "figures" / "overall_forest")
-            outputs += _figure_outputs("overall_forest")
+            outputs += [f"figures/overall_forest.{ext}" for ext in FIGURE_FORMATS]
     out.append(
         FindingsRecord(
             analysis="overall",

@@ -1,10 +1,11 @@
-"""The findings steps' shared pieces: the cached artifacts of one run (:class:`RunArtifacts`, :func:`load_run`) and the writers of an analysis's tables, figures and record."""
+"""The one loader of the findings analyses: the cached artifacts of one run (:class:`RunArtifacts`,
+read from explicit files by :func:`load_run`)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,32 +18,33 @@ from ...data.prepared import DatasetMeta, load_items, read_meta
 from ...data.sampling import Sample
 from ...errors import InputError
 from ...evaluation.core import rows_of
-from ...findings.document import FindingsRecord, RunInfo, write_record
-from ..layout import load_embedding
+from ...findings.document import RunInfo
+from ...findings.views import Lookup
+from ..layout import load_embedding, skipped_reason
 from ..metrics import read_metrics
 from ..sample import read_samples
 
 log = logging.getLogger("backretrieval")
-
-# ============================================================================================
-# shared: the cached artifacts of one run
-
 
 _TEXT_EMB = re.compile(r"^(?P<lang>[A-Za-z0-9_-]+)\.(?P<field>title|body|title_body)\.npz$")
 
 
 @dataclass
 class RunArtifacts:
-    """The main pipeline's artifacts of one configuration, read from explicit files."""
+    """The main pipeline's artifacts of one configuration, read from explicit files. ``dataset``
+    is the folder the analysis evaluates; ``meta`` describes the run's own dataset (they differ
+    only for the sample-size analysis, which evaluates a scaled copy)."""
 
     dataset: Path
     meta: DatasetMeta
     metrics: pd.DataFrame
     samples: dict[str, list[Sample]]
     ranks_files: dict[str, Path]
-    image_file: Path | None
+    image_files: dict[str, Path]
     text_files: dict[tuple[str, str], Path]
     k: int
+    run_name: str = ""
+    reports_dir: str = ""
     _items: pd.DataFrame | None = None
     _image: tuple[dict[str, int], np.ndarray] | None = None
     _text: dict[tuple[str, str], tuple[dict[str, int], np.ndarray] | None] = field(default_factory=dict)
@@ -55,20 +57,31 @@ class RunArtifacts:
     def encoders(self) -> list[str]:
         return sorted(self.metrics["encoder"].unique())
 
-    def run_info(self, run_name: str, reports_dir: str) -> RunInfo:
+    @property
+    def image_file(self) -> Path | None:
+        return next(iter(self.image_files.values()), None)
+
+    def info(self, sorted_directions: bool = False) -> RunInfo:
+        """The run the record belongs to; its directions in the samples' order, or sorted
+        (``sorted_directions``: the records of the analyses that re-evaluate embeddings)."""
         m = self.metrics
+        directions = sorted(m["direction"].unique()) if sorted_directions else self.directions
         return RunInfo(
-            run_name=run_name,
+            run_name=self.run_name,
             dataset=self.meta.name,
             synthetic=self.meta.synthetic,
-            reports_dir=reports_dir,
+            reports_dir=self.reports_dir,
             sample_size=int(m["n"].max()),
             seeds=tuple(sorted(int(s) for s in m["seed"].unique())),
-            directions=tuple(self.directions),
+            directions=tuple(directions),
             encoders=tuple(self.encoders),
             image_backbone=str(m["backbone"].iloc[0]),
             k=self.k,
         )
+
+    def dataset_meta(self) -> DatasetMeta:
+        """The metadata of the evaluated dataset (``dataset``)."""
+        return read_meta(self.dataset)
 
     def items(self) -> pd.DataFrame:
         if self._items is None:
@@ -79,14 +92,19 @@ class RunArtifacts:
         sub = self.items()[self.items()["lang"] == lang]
         return dict(zip(sub["item_id"], sub["image_id"]))
 
+    def image_lookup(self, name: str | None = None) -> Lookup:
+        """The image features of backbone ``name`` (default: the first image file)."""
+        path = self.image_file if name is None else self.image_files[name]
+        if path is None:
+            raise InputError("no image embedding file given (--image-emb / --image)")
+        img = load_embedding(path)
+        if img is None:
+            raise InputError(f"{path}: image backbone was skipped; the analysis needs image features")
+        return img
+
     def image(self) -> tuple[dict[str, int], np.ndarray]:
         if self._image is None:
-            if self.image_file is None:
-                raise InputError("no image embedding file given (--image-emb)")
-            img = load_embedding(self.image_file)
-            if img is None:
-                raise InputError(f"{self.image_file}: image backbone was skipped; the analysis needs image features")
-            self._image = img
+            self._image = self.image_lookup()
         return self._image
 
     def text(self, encoder: str, lang: str) -> tuple[dict[str, int], np.ndarray] | None:
@@ -96,6 +114,35 @@ class RunArtifacts:
                 raise InputError(f"no text embedding of encoder {encoder!r} in {lang!r} among --text-emb")
             self._text[key] = load_embedding(self.text_files[key])
         return self._text[key]
+
+    def texts(self) -> dict[str, dict[str, Lookup]]:
+        """``{encoder: {lang: lookup}}`` of every text file; a skipped model is left out (with a
+        warning), as in the metrics step."""
+        out: dict[str, dict[str, Lookup]] = {}
+        skipped = set()
+        for (enc, lang), path in sorted(self.text_files.items()):
+            lk = load_embedding(Path(path))
+            if lk is None:
+                log.warning("encoder %s skipped: %s", enc, skipped_reason(Path(path)))
+                skipped.add(enc)
+                continue
+            out.setdefault(enc, {})[lang] = lk
+        for enc in skipped:
+            out.pop(enc, None)
+        if len(out) < 3:
+            raise InputError(
+                f"findings: agreement across encoders needs >= 3 encoders with embeddings, got {sorted(out)}"
+            )
+        return out
+
+    def sample_list(self, max_seeds: int | None) -> list[Sample]:
+        """The samples of every file, the first ``max_seeds`` seeds of each (file order)."""
+        out = []
+        for s in self.samples.values():
+            out.extend(s if max_seeds is None else s[:max_seeds])
+        if not out:
+            raise InputError("findings: no samples given")
+        return out
 
     def ranks(self, direction: str) -> dict[str, np.ndarray]:
         if direction not in self.ranks_files:
@@ -125,18 +172,36 @@ class RunArtifacts:
         return out
 
 
+def text_keys(paths: Sequence[Path]) -> dict[tuple[str, str], Path]:
+    """``<encoder>/<lang>.<field>.npz`` paths → ``{(encoder, lang): path}``."""
+    texts: dict[tuple[str, str], Path] = {}
+    for p in paths:
+        m = _TEXT_EMB.match(Path(p).name)
+        if not m:
+            raise InputError(f"{p}: expected a text embedding '<encoder>/<lang>.<field>.npz'")
+        texts[(Path(p).parent.name, m["lang"])] = Path(p)
+    return texts
+
+
 def load_run(
     *,
     dataset: Path,
     metrics_files: Sequence[Path],
+    k: int,
+    run_dataset: Path | None = None,
     samples_files: Sequence[Path] = (),
     ranks_files: Sequence[Path] = (),
-    image_file: Path | None = None,
-    text_files: Sequence[Path] = (),
-    k: int,
+    image_files: Mapping[str, Path] | None = None,
+    text_files: Mapping[tuple[str, str], Path] | None = None,
+    run_name: str = "",
+    reports_dir: str = "",
 ) -> RunArtifacts:
-    """Read the artifacts (checks before any work: every file exists, directions match)."""
-    for p in [*metrics_files, *samples_files, *ranks_files, *text_files, *([image_file] if image_file else [])]:
+    """Read the artifacts (checks before any work: every file exists; with per-query ranks,
+    every direction of the metrics has its samples). ``run_dataset``: the run's own dataset
+    when ``dataset`` is another one."""
+    image_files = dict(image_files or {})
+    text_files = dict(text_files or {})
+    for p in [*metrics_files, *samples_files, *ranks_files, *text_files.values(), *image_files.values()]:
         if not Path(p).is_file():
             raise InputError(f"{p}: input file not found (run the main pipeline first)")
     if not metrics_files:
@@ -155,52 +220,18 @@ def load_run(
         if not name.endswith(".ranks.npz"):
             raise InputError(f"{p}: expected a '<direction>.ranks.npz' file")
         ranks[name[: -len(".ranks.npz")]] = Path(p)
-    texts: dict[tuple[str, str], Path] = {}
-    for p in text_files:
-        m = _TEXT_EMB.match(Path(p).name)
-        if not m:
-            raise InputError(f"{p}: expected a text embedding '<encoder>/<lang>.<field>.npz'")
-        texts[(Path(p).parent.name, m["lang"])] = Path(p)
     missing = sorted(set(metrics["direction"]) - set(samples))
-    if samples_files and missing:
+    if samples_files and ranks_files and missing:  # the per-query analyses need every direction
         raise InputError(f"no samples file for direction(s) {missing} of the metrics (--samples)")
     return RunArtifacts(
         dataset=Path(dataset),
-        meta=read_meta(dataset),
+        meta=read_meta(Path(run_dataset or dataset)),
         metrics=metrics,
         samples=samples,
         ranks_files=ranks,
-        image_file=Path(image_file) if image_file else None,
-        text_files=texts,
+        image_files={n: Path(p) for n, p in image_files.items()},
+        text_files={key: Path(p) for key, p in text_files.items()},
         k=int(k),
-    )
-
-
-def _write_tables(out_dir: Path, name: str, frame: pd.DataFrame, markdown: str) -> list[str]:
-    io.write_csv(out_dir / f"{name}.csv", frame)
-    io.write_text(out_dir / f"{name}.md", markdown)
-    return [f"{name}.md", f"{name}.csv"]
-
-
-def _figure_outputs(name: str) -> list[str]:
-    return [f"figures/{name}.{ext}" for ext in ("png", "svg", "pdf")]
-
-
-def _record(out_dir: Path, rec: FindingsRecord) -> None:
-    write_record(out_dir / f"{rec.analysis}.json", rec)
-
-
-def _per_query(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int, as_ranks: bool) -> np.ndarray:
-    key = f"{enc}/{seed}/{kind}"
-    if key not in ranks:
-        raise InputError(f"per-query ranks: no entry {key!r} (metrics and ranks files out of step?)")
-    r = ranks[key].astype(np.int64)
-    return (r <= k).astype(np.float64) if as_ranks else r.astype(np.float64)
-
-
-def _synthetic_note(info: RunInfo) -> str:
-    return (
-        " These are SYNTHETIC data: a demonstration of the method, not evidence about real encoders."
-        if info.synthetic
-        else ""
+        run_name=run_name,
+        reports_dir=reports_dir,
     )

@@ -1,46 +1,36 @@
-"""Findings steps: BLI of the word-vector family and the metric agreement matrix."""
+"""Analysis ``bli``: bilingual lexicon induction of the word-vector family (held-out FreeDict
+dictionaries; nearest neighbour and CSLS)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..._util import io
 from ...errors import InputError
-from ...findings.document import FindingsRecord, RunInfo, markdown_table
-from ._common import RunArtifacts, _figure_outputs, _record, _synthetic_note, _write_tables
+from ...findings.document import RunInfo, markdown_table
+from .artifacts import RunArtifacts
+from .step import Plugin, Result, synthetic_note
 
 log = logging.getLogger("backretrieval")
 
-# ============================================================================================
-# 6. BLI for the word-vector family, and the agreement matrix
 
-
-def bli_step(
-    run: RunArtifacts,
-    *,
-    run_name: str,
-    out_dir: Path,
-    specs: dict[str, dict],
-    test_size: int = 2000,
-    min_count: int = 5,
-    seed: int = 0,
-    csls_k: int = 10,
-) -> FindingsRecord:
-    """Section 6a → bli.{csv,md,json} + figures/bli.* . ``specs``: the word-vector encoders'
-    params entries (``type: wordvec``); their vectors, seed dictionaries and maps come from the
-    wordvec cache (trained there by the embedding step, else trained now, deterministically)."""
+def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+    """bli.{csv,md,json}, bli_test_dictionary.csv + figures/bli.* . ``specs``: the word-vector
+    encoders' params entries (``type: wordvec``); their vectors, seed dictionaries and maps come
+    from the wordvec cache (trained there by the embedding step, else trained now, deterministically)."""
     from ...encoders.dictionaries import load_freedict_pairs
     from ...encoders.wordvec import build_wordvec_encoder, normalize_embeddings
     from ...findings import bli as B
 
-    out_dir = Path(out_dir)
-    info = run.run_info(run_name, str(out_dir.parent))
-    settings = {
+    specs: dict[str, dict] = s["specs"]
+    test_size, min_count, seed, csls_k = s["test_size"], s["min_count"], s["seed"], s["csls_k"]
+    info = art.info()
+    settings: dict[str, Any] = {
         "test_size": test_size,
         "min_count": min_count,
         "seed": seed,
@@ -49,18 +39,13 @@ def bli_step(
         "encoders": sorted(specs),
     }
     if len(specs) == 0:
-        rec = FindingsRecord(
-            analysis="bli",
+        return Result(
             run=info,
             settings=settings,
             numbers={},
             status="not_applicable",
             answer="This configuration has no word-vector (type: wordvec) encoders, so there is nothing to induce a lexicon from.",
-            verdict="",
-            outputs=(),
         )
-        _record(out_dir, rec)
-        return rec
     encs = {e: build_wordvec_encoder(e, spec) for e, spec in sorted(specs.items())}
     hubs = {enc.spec.hub for enc in encs.values()}
     if len(hubs) != 1:
@@ -133,21 +118,21 @@ def bli_step(
         f"queries in the source language, candidates: the whole {hub} vocabulary; CSLS k={csls_k}.\n\n"
         + markdown_table(md_rows, 3)
     )
-    outputs = _write_tables(out_dir, "bli", frame, md)
-    io.write_csv(out_dir / "bli_test_dictionary.csv", pd.DataFrame(test_rows, columns=["lang", "word", "gold"]))
-    outputs.append("bli_test_dictionary.csv")
-    B.plot_bli(
-        frame, out_dir / "figures" / "bli", f"{info.dataset}: BLI of the word-vector family (mean over languages)"
-    )
-    outputs += _figure_outputs("bli")
     settings["test_dictionary_sizes"] = test_sizes
     numbers = bli_numbers(frame)
-    answer = bli_answer(numbers, info, test_sizes)
-    rec = FindingsRecord(
-        analysis="bli", run=info, settings=settings, numbers=numbers, answer=answer, verdict="", outputs=tuple(outputs)
+    title = f"{info.dataset}: BLI of the word-vector family (mean over languages)"
+    return Result(
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=bli_answer(numbers, info, test_sizes),
+        files={
+            "bli.md": md,
+            "bli.csv": frame,
+            "bli_test_dictionary.csv": pd.DataFrame(test_rows, columns=["lang", "word", "gold"]),
+        },
+        figures={"bli": lambda p: B.plot_bli(frame, p, title)},
     )
-    _record(out_dir, rec)
-    return rec
 
 
 def bli_numbers(frame: pd.DataFrame) -> dict[str, Any]:
@@ -185,111 +170,7 @@ def bli_answer(numbers: dict[str, Any], info: RunInfo, test_sizes: dict[str, int
         f"The best model is {numbers['best_nn']} (MAP {numbers['best_nn_map']:.3f}). CSLS changes MAP by "
         f"{numbers['csls_gain_mean']:+.3f} on average and helps {numbers['csls_helps']} of {numbers['n_encoders']} models."
     )
-    return " ".join(parts) + _synthetic_note(info)
+    return " ".join(parts) + synthetic_note(info)
 
 
-AGREEMENT_METRICS = {
-    "XLR R@1": "xlr_r1",
-    "XLR R@k": "xlr_rk",
-    "XLR MRR": "xlr_mrr",
-    "BkR": "bkr",
-    "BkR MRR": "bkr_mrr",
-    "CORR": "corr",
-}
-
-
-def agreement_step(
-    run: RunArtifacts,
-    *,
-    run_name: str,
-    out_dir: Path,
-    points_file: Path,
-    bli_file: Path | None,
-    soft_m: int,
-    B: int,
-    boot_seed: int,
-) -> FindingsRecord:
-    """Section 6b → agreement.{csv,md,json} + figures/agreement_clustermap.* . Per-encoder values
-    come from calibration_points.csv (XLR R@1/R@k/MRR, BkR, soft BkR, CORR), the metrics CSVs
-    (BkR MRR) and bli.csv (MAP, nearest neighbour), each averaged over directions and seeds."""
-    from ...findings.agreement import agreement_matrix, agreement_table, plot_clustermap
-
-    out_dir = Path(out_dir)
-    info = run.run_info(run_name, str(out_dir.parent))
-    points = pd.read_csv(points_file)
-    soft_col = f"soft_bkr_m{soft_m}"
-    if soft_col not in points.columns:
-        raise InputError(f"{points_file}: no column {soft_col!r} (soft BkR with m={soft_m} was not computed)")
-    per = points.groupby("encoder")[["xlr_r1", "xlr_rk", "xlr_mrr", "bkr", "corr", soft_col]].mean()
-    if "bkr_mrr" in set(run.metrics["metric"]):
-        per["bkr_mrr"] = run.metrics[run.metrics["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
-    names = {
-        **{k.replace("R@k", f"R@{run.k}"): v for k, v in AGREEMENT_METRICS.items()},
-        f"soft BkR (m={soft_m})": soft_col,
-    }
-    if bli_file is not None and Path(bli_file).is_file() and Path(bli_file).stat().st_size > 1:
-        bli = pd.read_csv(bli_file)
-        if len(bli):
-            nn = bli[bli["retrieval"] == "nn"].groupby("encoder")["map"].mean()
-            per["bli_map"] = nn
-            names["BLI MAP"] = "bli_map"
-    names = {k: v for k, v in names.items() if v in per.columns}
-    wide = per.rename(columns={v: k for k, v in names.items()})[list(names)]
-    table = agreement_table(wide, list(names), B=B, seed=boot_seed)
-    matrix = agreement_matrix(table, list(names))
-    md = (
-        f"## Agreement matrix — {info.label()}\n\nSpearman ρ across encoders between per-encoder means "
-        f"(over directions and seeds; BLI over languages, word-vector encoders only) with 95% bootstrap CIs over encoders "
-        f"(B={B}).\n\n"
-        + markdown_table(table.drop(columns=["encoders"]), 3)
-        + "\n### Matrix\n\n"
-        + markdown_table(matrix.reset_index().rename(columns={"index": "metric"}), 2)
-        + "\n### Per-encoder values\n\n"
-        + markdown_table(wide.reset_index(), 4)
-    )
-    outputs = _write_tables(out_dir, "agreement", table, md)
-    plot_clustermap(
-        matrix,
-        out_dir / "figures" / "agreement_clustermap",
-        f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: agreement across encoders (Spearman)",
-    )
-    outputs += _figure_outputs("agreement_clustermap")
-    numbers = {
-        "pairs": {
-            f"{r.metric_a} ~ {r.metric_b}": {"spearman": r.spearman, "low": r.low, "high": r.high, "n": r.n_encoders}
-            for r in table.itertuples()
-        },
-        "metrics": list(names),
-    }
-    answer = agreement_answer(table, info, f"XLR R@{run.k}")
-    rec = FindingsRecord(
-        analysis="agreement",
-        run=info,
-        settings={"B": B, "bootstrap_seed": boot_seed, "soft_m": soft_m},
-        numbers=numbers,
-        answer=answer,
-        verdict="",
-        outputs=tuple(outputs),
-    )
-    _record(out_dir, rec)
-    return rec
-
-
-def agreement_answer(table: pd.DataFrame, info: RunInfo, xlr: str) -> str:
-    from ...findings.document import fmt_ci
-
-    ref = table[(table["metric_a"] == xlr) | (table["metric_b"] == xlr)].copy()
-    ref["other"] = np.where(ref["metric_a"] == xlr, ref["metric_b"], ref["metric_a"])
-    ref = ref[~ref["other"].str.startswith("XLR")].sort_values("spearman", ascending=False)
-    parts = [
-        f"Agreement with {xlr} across encoders (Spearman, 95% CI over encoders): "
-        + "; ".join(f"{r.other} {fmt_ci(r.spearman, r.low, r.high, 2)} (n={r.n_encoders})" for r in ref.itertuples())
-        + "."
-    ]
-    valid = table.dropna(subset=["spearman"])
-    if len(valid):
-        lo = valid.sort_values("spearman").iloc[0]
-        parts.append(
-            f"The least agreeing pair is {lo.metric_a} vs {lo.metric_b} (ρ = {lo.spearman:.2f}, n={lo.n_encoders})."
-        )
-    return " ".join(parts) + _synthetic_note(info)
+ANALYSIS = Plugin("bli", run)

@@ -1,0 +1,166 @@
+"""The one findings step: run a registered analysis (:data:`backretrieval.steps.findings.REGISTRY`)
+on one run's artifacts and write what it found with the one writer (:func:`write_result`).
+
+An analysis is a :class:`Analysis`: a name (the record's ``analysis``, the stem of its files)
+and ``run(artifacts, settings) -> Result``. It computes; it writes nothing. The step writes
+``<out_dir>/<file>`` for each of the result's files (text or CSV), ``figures/<name>.{png,svg,pdf}``
+for each figure, and the record ``<out_dir>/<analysis>.json``, whose ``outputs`` lists them in
+that order.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..._util import io
+from ...errors import InputError
+from ...findings.document import FindingsRecord, RunInfo, markdown_table, write_record
+from .artifacts import RunArtifacts
+
+log = logging.getLogger("backretrieval")
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+@dataclass(frozen=True)
+class Csv:
+    """A table written as CSV with its own float format (default: :func:`io.write_csv`'s)."""
+
+    frame: pd.DataFrame
+    float_format: str
+
+
+@dataclass
+class Result:
+    """What an analysis found on one run: the record's fields and the files behind them.
+    ``files``: name → markdown text, DataFrame or :class:`Csv`, written in this order;
+    ``figures``: stem → ``plot(path_stem)``, which writes ``<path_stem>.{png,svg,pdf}``."""
+
+    run: RunInfo
+    settings: Mapping[str, Any]
+    numbers: Mapping[str, Any]
+    answer: str
+    verdict: str = ""
+    files: dict[str, str | pd.DataFrame | Csv] = field(default_factory=dict)
+    figures: dict[str, Callable[[Path], object]] = field(default_factory=dict)
+    status: str = "ok"
+
+
+class Analysis(Protocol):
+    """One findings analysis: ``name`` and ``run(artifacts, settings)``; ``settings`` are the
+    analysis's settings (``steps.settings.FINDINGS_DEFAULTS`` and the CLI flags)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result: ...
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """An :class:`Analysis` from a name and a function (how every module registers itself)."""
+
+    name: str
+    fn: Callable[[RunArtifacts, Mapping[str, Any]], Result]
+
+    def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result:
+        return self.fn(artifacts, settings)
+
+
+def write_result(out_dir: Path, name: str, result: Result) -> FindingsRecord:
+    """The one writer: the result's files, figures and record ``<name>.json``."""
+    out_dir = Path(out_dir)
+    outputs: list[str] = []
+    for fname, content in result.files.items():
+        if isinstance(content, str):
+            io.write_text(out_dir / fname, content)
+        elif isinstance(content, Csv):
+            io.write_csv(out_dir / fname, content.frame, float_format=content.float_format)
+        else:
+            io.write_csv(out_dir / fname, content)
+        outputs.append(fname)
+    for stem, plot in result.figures.items():
+        plot(out_dir / "figures" / stem)
+        outputs += [f"figures/{stem}.{ext}" for ext in FIGURE_FORMATS]
+    rec = FindingsRecord(
+        analysis=name,
+        run=result.run,
+        settings=result.settings,
+        numbers=result.numbers,
+        answer=result.answer,
+        verdict=result.verdict,
+        outputs=tuple(outputs),
+        status=result.status,
+    )
+    write_record(out_dir / f"{name}.json", rec)
+    return rec
+
+
+def run_analysis(name: str, artifacts: RunArtifacts, settings: Mapping[str, Any], out_dir: Path) -> FindingsRecord:
+    """Run the registered analysis ``name`` and write its outputs to ``out_dir``."""
+    from . import REGISTRY
+
+    if name not in REGISTRY:
+        raise InputError(f"findings: unknown analysis {name!r}; registered: {sorted(REGISTRY)}")
+    result = REGISTRY[name].run(artifacts, settings)
+    return write_result(out_dir, name, result)
+
+
+# ---- shared by the analyses ----------------------------------------------------------------
+
+
+def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int, as_ranks: bool) -> np.ndarray:
+    """One encoder's per-query outcomes of one seed: hits at ``k`` (``as_ranks``: the file holds
+    ranks) or the stored values."""
+    key = f"{enc}/{seed}/{kind}"
+    if key not in ranks:
+        raise InputError(f"per-query ranks: no entry {key!r} (metrics and ranks files out of step?)")
+    r = ranks[key].astype(np.int64)
+    return (r <= k).astype(np.float64) if as_ranks else r.astype(np.float64)
+
+
+def synthetic_note(info: RunInfo) -> str:
+    return (
+        " These are SYNTHETIC data: a demonstration of the method, not evidence about real encoders."
+        if info.synthetic
+        else ""
+    )
+
+
+def headline(answer: str) -> str:
+    """The first sentence of a generated answer (its verdict)."""
+    head = re.split(r"(?<=[.!?])\s+(?=[A-Z])", answer.strip(), maxsplit=1)[0]
+    return head if head.endswith((".", "!", "?")) else head + "."
+
+
+def question_markdown(
+    analysis: str, run: RunInfo, answer: str, summary: pd.DataFrame, settings: Mapping[str, Any], extra_md: str = ""
+) -> str:
+    """``<analysis>.md`` of a question-style analysis: title, question, settings, answer, table."""
+    from ...findings.document import QUESTION_BY_ANALYSIS
+
+    q = QUESTION_BY_ANALYSIS[analysis]
+    label = "SYNTHETIC data. " if run.synthetic else ""
+    md = [
+        f"## {q.title}",
+        "",
+        f"*{q.question}*",
+        "",
+        f"{label}Configuration `{run.run_name}` ({run.dataset}). Settings: "
+        + ", ".join(f"{k}={v}" for k, v in settings.items()),
+        "",
+        answer,
+        "",
+        markdown_table(summary),
+    ]
+    if extra_md:
+        md += ["", extra_md]
+    return "\n".join(md)
