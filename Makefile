@@ -9,14 +9,16 @@ SHELL := /bin/bash
 VENV := .venv/bin
 # the DVC stages of params.yaml: <run_name>-<rule>[-<wildcards>], one per Snakemake job (scripts/dvc_runs.yaml)
 STAGE ?= default
+# its stage names (dvc commit and push take names, not globs of names)
+STAGES = $$(grep -oE '^  $(STAGE)-[^:]+' dvc.yaml)
 
 setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $$(grep -oE '^  $(STAGE)-[^:]+' dvc.yaml) \
-	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push --glob '$(STAGE)-*'; fi \
-	  && backretrieval verify reports
+	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGES) \
+	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $(STAGES); fi \
+	  && backretrieval verify $(REPORTS)
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within

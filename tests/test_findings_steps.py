@@ -228,6 +228,11 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
     assert "weak" not in pooled["core"]["rho_diff"]["pearson"]["encoders"]
     assert "Without the random and English-only encoders (random, weak" in overall["verdict"]
     assert "averaged over the seeds" in overall["verdict"]
+    # ... and each dataset's N and the seeds its cells used
+    (ds,) = pooled["all"]["rho_diff"]["pearson"]["datasets"]
+    n = rec["run"]["sample_size"]
+    assert pooled["all"]["rho_diff"]["pearson"]["dataset_sizes"] == {ds: [n, 2]}
+    assert f"{ds} (N={n}, 2 seeds)" in overall["verdict"]
     assert "toy" in d1.read_text() and "Pooled over 2 " in d1.read_text()
 
 

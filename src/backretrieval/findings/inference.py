@@ -533,6 +533,7 @@ def joint_pooled(
             for quantity in ("rho_diff", "rho_diff_avg"):
                 for stat in STATS:
                     pts, reps, datasets, encs, cells = [], [], set(), set(), []
+                    sizes: dict[str, list[int]] = {}
                     for r, t in use:
                         members = (r.settings.get("encoder_sets") or {}).get(set_name)
                         for d in r.run.directions:
@@ -543,6 +544,8 @@ def joint_pooled(
                             pts.append(float(pt))
                             reps.append(t[key].to_numpy(dtype=np.float64))
                             datasets.add(r.run.dataset)
+                            n_seeds = int(r.settings.get("n_seeds_used") or len(r.run.seeds))
+                            sizes[r.run.dataset] = [int(r.run.sample_size), n_seeds]
                             encs.update(members)
                             cells.append(f"{r.run.run_name}:{d}")
                     if len(pts) < 2:
@@ -551,6 +554,7 @@ def joint_pooled(
                     res.update(
                         n_datasets=len(datasets),
                         datasets=sorted(datasets),
+                        dataset_sizes={d: sizes[d] for d in sorted(sizes)},
                         encoders=sorted(encs),
                         n_positive=int(np.sum(np.array(pts) > 0)),
                         n_negative=int(np.sum(np.array(pts) < 0)),
@@ -595,9 +599,11 @@ def overall_text(cells: pd.DataFrame, pooled: Mapping) -> tuple[str, str]:
     def est(q: Mapping) -> str:
         return f"{fmt_ci(q['estimate'], q['low'], q['high'])}"
 
+    sizes = p.get("dataset_sizes") or {}
+    named = [f"{d} (N={sizes[d][0]}, {sizes[d][1]} seeds)" if d in sizes else d for d in ds]
     verdict = (
         f"Pooled over {p['k']} {what}dataset × direction cells ({p['n_datasets']} dataset"
-        f"{'s' if p['n_datasets'] != 1 else ''}{note}: {', '.join(ds)}{origin}) and {len(p['encoders'])} encoders "
+        f"{'s' if p['n_datasets'] != 1 else ''}{note}: {', '.join(named)}{origin}) and {len(p['encoders'])} encoders "
         f"({', '.join(p['encoders'])}), {_lean(p)}: the Pearson correlation with XLR differs by BkR − CORR = "
         f"{est(p)} (mean over cells; 95% interval of a joint bootstrap that draws the encoders once and every "
         f"image once per replicate for all cells, {p['n_dropped']} of {p['B']} replicates dropped; BkR ahead in "
