@@ -288,7 +288,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
         ),
     }
     for name, p in procs.items():
-        out, _ = p.communicate(timeout=900)
+        out, _ = p.communicate(timeout=1800)
         assert p.returncode == 0, f"{name}:\n{out[-5000:]}"
     assert _status(c1) == {}
     expected = _tree(c1)
