@@ -227,6 +227,10 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
     assert pooled["all"]["rho_diff"]["pearson"]["k"] == 2
     assert "weak" not in pooled["core"]["rho_diff"]["pearson"]["encoders"]
     assert "Without the random and English-only encoders (random, weak" in overall["verdict"]
+    core = pooled["core"]["rho_diff"]["pearson"]
+    assert (
+        f"({core['n_dropped']} of {core['B']} replicates dropped" in overall["verdict"].split("Without the random")[1]
+    )
     assert "averaged over the seeds" in overall["verdict"]
     # ... and each dataset's N and the seeds its cells used
     (ds,) = pooled["all"]["rho_diff"]["pearson"]["datasets"]

@@ -614,7 +614,14 @@ def overall_text(cells: pd.DataFrame, pooled: Mapping) -> tuple[str, str]:
         dropped = sorted(set(p["encoders"]) - set(core["encoders"]))
         verdict += (
             f" Without the random and English-only encoders ({', '.join(dropped)}; {len(core['encoders'])} left): "
-            f"{_lean(core)}, {est(core)}."
+            f"{_lean(core)}, {est(core)} ({core['n_dropped']} of {core['B']} replicates dropped"
+            + (
+                f" because some cell drew fewer than 3 distinct encoders: the interval rests on the other "
+                f"{core['B'] - core['n_dropped']}"
+                if core["n_dropped"] > core["B"] / 2
+                else ""
+            )
+            + ")."
         )
     flips = []
     for set_name, label in (("all", "all encoders"), ("core", "without the random and English-only encoders")):
