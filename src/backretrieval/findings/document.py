@@ -133,6 +133,11 @@ class RunInfo:
     image_backbone: str
     k: int
 
+    @property
+    def figure_label(self) -> str:
+        """The dataset as figure titles name it, marked when the data are SYNTHETIC."""
+        return f"{'SYNTHETIC — ' if self.synthetic else ''}{self.dataset}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_name": self.run_name,

@@ -65,7 +65,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         + "\n### Per-encoder values\n\n"
         + markdown_table(wide.reset_index(), 4)
     )
-    title = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: agreement across encoders (Spearman)"
+    title = f"{info.figure_label}: agreement across encoders (Spearman)"
     numbers = {
         "pairs": {
             f"{r.metric_a} ~ {r.metric_b}": {"spearman": r.spearman, "low": r.low, "high": r.high, "n": r.n_encoders}

@@ -89,7 +89,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     soft_cols = sorted(soft_cols, key=lambda c: int(c[len("soft_bkr_m") :]))
     refs = {"XLR@1": "xlr_r1", f"XLR@{art.k}": "xlr_rk", "MRR": "xlr_mrr"}
     soft = cal.soft_agreement(cells, soft_cols, refs)
-    label = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}"
+    label = info.figure_label
     side = points.groupby("direction")[["p_hit", "p_miss"]].mean().reset_index()
     md = (
         f"## Calibration — {info.label()}\n\n{info.scale()}; seed means per (direction, encoder); "

@@ -161,7 +161,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     numbers["cell_points"] = points
     numbers["degenerate_replicates"] = degenerate
     md = inference_markdown(frame, info, settings)
-    title = f"{'SYNTHETIC — ' if info.synthetic else ''}{info.dataset}: correlation with XLR, 95% CIs"
+    title = f"{info.figure_label}: correlation with XLR, 95% CIs"
     answer, verdict = inference_answer(numbers, info, settings)
     return Result(
         run=info,
