@@ -4,26 +4,38 @@
 #               results are byte-identical to the committed ones; `git diff dvc.lock` shows it),
 #               push them to the default DVC remote, and verify the reports (`make verify`)
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
-.PHONY: setup run verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
+# Another versioned configuration (scripts/dvc_runs.yaml) the same way:
+#   make raw-data && make run CONFIG=config/multi30k.yaml
+.PHONY: setup run raw-data verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
-# the DVC stages of params.yaml: <run_name>-<rule>[-<wildcards>], one per Snakemake job (scripts/dvc_runs.yaml)
-STAGE ?= default
-# its stage names (dvc commit and push take names, not globs of names)
-STAGES = $$(grep -oE '^  $(STAGE)-[^:]+' dvc.yaml)
+CONFIG ?= params.yaml
+# the DVC stages of $(CONFIG): <run_name>-<rule>[-<wildcards>], one per Snakemake job (dvc commit
+# and push take names, not globs of names)
+STAGES = $$($(VENV)/python scripts/dvc_stages.py --names $(CONFIG))
+# its reports folder (reports_dir), which `make verify` compares with the committed one
+REPORTS ?= $$($(VENV)/python -c 'from backretrieval.config import load_config; print(load_config("$(CONFIG)")["reports_dir"])')
 
 setup:
 	bash scripts/setup.sh
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all && dvc commit --force --quiet $(STAGES) \
+	source $(VENV)/activate && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
+	  && dvc commit --force --quiet $(STAGES) \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $(STAGES); fi \
 	  && backretrieval verify $(REPORTS)
 
+# data/raw/, the real-data configurations' raw inputs (data.dvc): copied from the local mirror
+# ../shared/datasets where it is here (`dvc update`; data.dvc then shows any change in
+# `git diff`), else restored from the DVC remote (`dvc pull`), never from upstream.
+raw-data: setup
+	source $(VENV)/activate && if [ -d ../shared/datasets ]; then dvc update --quiet data.dvc \
+	  && git diff --exit-code --stat data.dvc; else dvc pull data.dvc; fi
+
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
-# tolerance elsewhere; names every field outside it and exits 1. REPORTS=reports/multi30k for another run.
-REPORTS ?= reports/default
+# tolerance elsewhere; names every field outside it and exits 1. CONFIG=config/multi30k.yaml
+# (or REPORTS=reports/multi30k) for another run.
 verify:
 	source $(VENV)/activate && backretrieval verify $(REPORTS)
 

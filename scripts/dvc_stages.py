@@ -32,6 +32,7 @@ configuration's committed findings records: git files, not outs of one configura
   python scripts/dvc_stages.py --check       exit 1 if dvc.yaml differs from a fresh generation
   python scripts/dvc_stages.py CONFIG ...    stages for these configs instead of the list
   python scripts/dvc_stages.py --findings CONFIG ...   ... each with its findings stage
+  python scripts/dvc_stages.py --names CONFIG         the names of CONFIG's stages in dvc.yaml
 """
 
 from __future__ import annotations
@@ -91,20 +92,24 @@ def _local_paths(values) -> list[str]:
     return out
 
 
-def _source_deps(cfg: dict) -> list[str]:
-    """Local input data the run reads (a bring-your-own folder, mirrors, image folders,
-    precomputed features, human ratings, word-vector files); URLs are not deps."""
+def _option_paths(opts: dict) -> list[str]:
+    """Local input data named by a dataset's or corpus's options (a bring-your-own folder, mirrors,
+    image folders, precomputed features); URLs are not deps."""
     found: list[str] = []
+    for key, value in (opts or {}).items():
+        if isinstance(value, dict):
+            found.extend(_option_paths(value))
+        elif key in SOURCE_OPTIONS:
+            found.extend(_local_paths([value]))
+    return found
 
-    def options(opts: dict) -> None:
-        for key, value in (opts or {}).items():
-            if isinstance(value, dict):
-                options(value)
-            elif key in SOURCE_OPTIONS:
-                found.extend(_local_paths([value]))
 
+def _source_deps(cfg: dict) -> list[str]:
+    """Local input data the run reads (dataset and corpus options, human ratings, word-vector
+    files); URLs are not deps."""
+    found: list[str] = []
     for section in [cfg["dataset"], *(cfg.get("corpora") or {}).values()]:
-        options(section.get("options") or {})
+        found.extend(_option_paths(section.get("options") or {}))
     for spec in cfg["encoders"].values():
         for key in SPEC_INPUTS.get(spec["type"], ()):
             value = spec.get(key)
@@ -193,6 +198,17 @@ def _job_params(cfg: dict, rule: str, wildcards: dict) -> list[str]:
         keys += [k for k in CASE_DEFAULTS_FROM_TOP if k not in (cfg.get("case_study") or {})]
     tracked = [_tracked_key(cfg, k) for k in keys]
     return list(dict.fromkeys(k for k in tracked if k))
+
+
+def _raw_inputs(cfg: dict, job: dict) -> list[str]:
+    """The local data a prepare job reads (mirror, images, features: for the real-data configs
+    data/raw/, versioned by data.dvc), which Snakemake does not declare as inputs (they are side
+    stores read through the download cache): deps, so a changed input reruns the preparation."""
+    if job["rule"] == "prepare_dataset":
+        return _option_paths(cfg["dataset"].get("options") or {})
+    if job["rule"] == "prepare_corpus":
+        return _option_paths(cfg["corpora"][job["wildcards"]["corpus"]].get("options") or {})
+    return []
 
 
 def _relative(text: str) -> str:
@@ -326,7 +342,7 @@ def stages(config_path: str) -> dict[str, dict]:
         body: dict = {
             "desc": _description(job),
             "cmd": _command(job, config_path),
-            "deps": list(dict.fromkeys([*CODE_DEPS, *map(_relative, job["inputs"])])),
+            "deps": list(dict.fromkeys([*CODE_DEPS, *map(_relative, job["inputs"]), *_raw_inputs(cfg, job)])),
         }
         keys = _job_params(cfg, job["rule"], job["wildcards"])
         if keys:
@@ -428,13 +444,36 @@ def listed_runs() -> tuple[list[str], list[str]]:
     return list(runs["stages"]), list(runs.get("findings") or [])
 
 
+def _run_name(config_path: str) -> str:
+    sys.path.insert(0, str(ROOT / "src"))
+    from backretrieval.config import load_config
+
+    return load_config(ROOT / config_path)["run_name"]
+
+
+def stage_names(config_path: str, dvc_yaml: Path) -> list[str]:
+    """The stages of ``dvc_yaml`` that run ``config_path``: ``<run_name>-...``, but not those of a
+    longer run name that starts with it (``multi30k-`` also begins ``multi30k-task2-``'s stages)."""
+    names = list(yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))["stages"])
+    run = _run_name(config_path)
+    longer = [r for r in map(_run_name, listed_runs()[0]) if r != run and r.startswith(f"{run}-")]
+    return [n for n in names if n.startswith(f"{run}-") and not any(n.startswith(f"{r}-") for r in longer)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", help="run configs (default: the stages of scripts/dvc_runs.yaml)")
     ap.add_argument("--check", action="store_true", help="compare with dvc.yaml instead of writing it")
     ap.add_argument("--findings", action="store_true", help="with CONFIGs: also each one's findings stage")
     ap.add_argument("--output", default=str(ROOT / "dvc.yaml"))
+    ap.add_argument("--names", metavar="CONFIG", help="print the names of CONFIG's stages in dvc.yaml and exit")
     args = ap.parse_args(argv)
+    if args.names:
+        names = stage_names(args.names, Path(args.output))
+        if not names:
+            ap.error(f"{args.names}: no stage in {args.output} (list it in scripts/dvc_runs.yaml, then `make dvc-yaml`)")
+        print("\n".join(names))
+        return 0
     configs = []
     for c in args.configs:
         path = Path(c).resolve()
