@@ -471,7 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.names:
         names = stage_names(args.names, Path(args.output))
         if not names:
-            ap.error(f"{args.names}: no stage in {args.output} (list it in scripts/dvc_runs.yaml, then `make dvc-yaml`)")
+            ap.error(
+                f"{args.names}: no stage in {args.output} (list it in scripts/dvc_runs.yaml, then `make dvc-yaml`)"
+            )
         print("\n".join(names))
         return 0
     configs = []
