@@ -39,13 +39,12 @@ raw-data: setup
 verify:
 	source $(VENV)/activate && backretrieval verify $(REPORTS)
 
-# `dvc exp show` with the columns a person compares: the main parameters and the summary
-# metrics (23 columns; plain `dvc exp show` lists every params.yaml key, every metric and every
-# dep, over 300). DVC has no project setting for a column selection, so it lives here.
+# `dvc exp show` with the columns a person compares: the default run's main parameters and
+# summary metrics (23 columns; plain `dvc exp show` lists every key of every run's params file,
+# every metric and every dep, over 1,000), selected by file in scripts/exp_show.py.
 # EXP_ARGS passes more options, e.g. `make exp-show EXP_ARGS=--csv` or `EXP_ARGS='-A --md'`.
-EXP_COLUMNS := ^(Experiment|rev|Created|sample_size|seeds|recall_k|corr_max_pairs|image_backbone)$$|^correlation_with_xlr\.(bkr|corr)_spearman\.mean_over_directions$$|^encoders\.[^.]+\.(bkr|xlr)_recall$$|^bkr_x1000_mean_over_pairs\.triplet(xl)?$$|^wilcoxon_p$$
 exp-show:
-	source $(VENV)/activate && dvc exp show --no-pager --drop '.*' --keep '$(EXP_COLUMNS)' $(EXP_ARGS)
+	source $(VENV)/activate && python scripts/exp_show.py $(EXP_ARGS)
 
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --durations=20

@@ -226,6 +226,77 @@ def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs(tmp_pa
     assert len(default) > 50 and not default & set(outs)
 
 
+REAL_RUNS = ("config/multi30k.yaml", "config/multi30k_task2.yaml", "config/multi30k_flickr8k.yaml")
+SHARED = ROOT.parent / "shared" / "datasets"
+
+
+def test_real_data_runs_are_stages_on_versioned_raw_data():
+    """Each Multi30K config is a stage set in dvc.yaml whose prepare jobs depend on the raw files
+    they name, all inside data/raw/, which data.dvc versions (a frozen import of the mirror)."""
+    listed = yaml.safe_load((ROOT / "scripts/dvc_runs.yaml").read_text())["stages"]
+    assert set(REAL_RUNS) <= set(listed)
+    raw = yaml.safe_load((ROOT / "data.dvc").read_text())
+    assert raw["frozen"] is True
+    assert [d["path"] for d in raw["deps"]] == ["../shared/datasets"]
+    assert [o["path"] for o in raw["outs"]] == ["data/raw"] and raw["outs"][0]["md5"].endswith(".dir")
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"]
+    for cfg in REAL_RUNS:
+        names = _ok([sys.executable, "scripts/dvc_stages.py", "--names", cfg], ROOT).split()
+        run = yaml.safe_load((ROOT / cfg).read_text())["run_name"]
+        assert names and all(n.startswith(f"{run}-") for n in names), cfg
+        prepare = stages[f"{run}-prepare_dataset"]
+        raw_deps = [d for d in prepare["deps"] if d.startswith("data/raw/")]
+        assert raw_deps, prepare["deps"]
+        assert not any(d.startswith("..") for s in names for d in stages[s]["deps"]), cfg  # nothing outside
+        # every stage's lock entry is committed (from the run that made the committed reports)
+        assert not [n for n in names if n not in lock], f"{cfg}: stages without a dvc.lock entry"
+        assert any(o["path"] == f"reports/{run}/metrics.json" for s in names for o in lock[s].get("outs", [])), cfg
+
+
+@needs_dvc
+def test_status_names_the_raw_input_and_outputs_a_clone_lacks(tmp_path):
+    """In a clone without data/raw/ and the run's outputs, `dvc status` of a real-data run names
+    the missing raw input of its prepare stage and data.dvc's missing folder."""
+    repo = _fresh_copy(tmp_path / "repo")
+    assert not (repo / "data" / "raw").exists()
+    status = json.loads(_dvc(repo, "status", "--json", "data.dvc", "multi30k-prepare_dataset"))
+    (deps,) = [e["changed deps"] for e in status["multi30k-prepare_dataset"] if "changed deps" in e]
+    assert deps["data/raw/multi30k"] == "deleted"
+    assert deps["data/raw/multi30k-resnet50/test_2016_flickr-resnet50-avgpool.npy"] == "deleted"
+    (outs,) = [e["changed outs"] for e in status["data.dvc"] if "changed outs" in e]
+    assert set(outs) == {"data/raw"}
+
+
+@needs_dvc
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the local mirror {SHARED} is absent")
+def test_raw_data_reaches_a_collaborator_through_the_remote_without_the_mirror(tmp_path):
+    """`make raw-data` where the mirror is (`dvc update data.dvc`: the same hash as committed),
+    `dvc push`; a collaborator's clone with no mirror beside it restores data/raw/ byte for byte
+    with `dvc pull data.dvc`, and its status is clean."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "shared").symlink_to(SHARED.parent)
+    c1 = _fresh_copy(tmp_path / "a" / "c1")
+    remote = tmp_path / "remote"
+    _dvc(c1, "remote", "modify", "--local", "storage", "url", str(remote))
+    _dvc(c1, "update", "--quiet", "data.dvc")
+    _git(c1, "diff", "--exit-code", "--", "data.dvc")  # the mirror is the versioned raw data
+    _dvc(c1, "push", "data.dvc")
+    (tmp_path / "b").mkdir()
+    _git(tmp_path / "b", "clone", "-q", str(c1), "c2")
+    c2 = tmp_path / "b" / "c2"
+    assert not (tmp_path / "b" / "shared").exists()  # neither the mirror nor upstream
+    _dvc(c2, "remote", "modify", "--local", "storage", "url", str(remote))
+    _dvc(c2, "pull", "data.dvc")
+    files = {p.relative_to(SHARED).as_posix() for p in SHARED.rglob("*") if p.is_file()}
+    assert files and files == {
+        p.relative_to(c2 / "data/raw").as_posix() for p in (c2 / "data/raw").rglob("*") if p.is_file()
+    }
+    for rel in files:
+        assert (c2 / "data/raw" / rel).read_bytes() == (SHARED / rel).read_bytes(), rel
+    assert json.loads(_dvc(c2, "status", "--json", "data.dvc")) == {}
+
+
 # ---------------------------------------------------------------------------------- slow
 
 
@@ -261,6 +332,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     c1 = _fresh_copy(tmp_path / "c1")
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert all(n.startswith("tiny-") for n in yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"])
+    (c1 / "data.dvc").unlink()  # a project of the tiny run alone: no real-data stage reads data/raw
     _git(c1, "add", "-A")
     _git(c1, "commit", "-qm", "a DVC stage for tests/data/tiny.yaml")
     _git(tmp_path, "clone", "-q", str(c1), "c3")
