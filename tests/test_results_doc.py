@@ -40,6 +40,10 @@ def test_results_doc_labels_synthetic_and_simulated(monkeypatch):
     assert default.startswith("default") and "**SYNTHETIC data**" in default
     assert "**SIMULATED ratings**" in default
     assert "`snakemake --cores all --configfile config/multi30k.yaml`" in doc
+    # the versioned way to run each listed configuration is a real command (there is no stage
+    # named after a run: its stages are one per Snakemake job)
+    assert "(or `make run CONFIG=config/multi30k.yaml`, which versions it with DVC)" in doc
+    assert "(or `make run`, which versions it with DVC)" in default and "dvc repro" not in doc
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ class RunSource:
     """One run configuration and where its reports are.
 
     ``reports_dir`` is None for a configuration without committed reports (``reason`` says why
-    it was not run); ``dvc_stage`` says whether ``dvc repro <run_name>`` runs it."""
+    it was not run); ``dvc_stage`` says whether it is a set of DVC stages (``make run
+    CONFIG=<config>`` runs it and versions its outputs)."""
 
     config: str
     run_name: str
@@ -91,7 +92,11 @@ def _command(src: RunSource) -> str:
     configfile = "" if src.config == "params.yaml" else f" --configfile {src.config}"
     cmd = f"`snakemake --cores all{configfile}`"
     if src.dvc_stage:
-        cmd += f" (or `dvc repro {src.run_name}`)"
+        cmd += (
+            " (or `make run"
+            + ("" if src.config == "params.yaml" else f" CONFIG={src.config}")
+            + "`, which versions it with DVC)"
+        )
     return cmd
 
 
