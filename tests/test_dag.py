@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,22 +18,14 @@ import pandas as pd
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from snake import ROOT, SNAKEFILE, run_snakemake
+
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
-def _smk(wd: Path, *args: str, snakefile: Path = ROOT / "Snakefile", timeout: int = 900) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(wd), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=timeout)
+def _smk(wd: Path, *args: str, snakefile: Path = SNAKEFILE) -> subprocess.CompletedProcess:
+    """Snakemake in ``wd``; the test checks the exit code itself."""
+    return run_snakemake(wd, *args, snakefile=snakefile, check=False)
 
 
 def _sha(p: Path) -> str:

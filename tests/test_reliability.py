@@ -19,7 +19,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tarfile
 import time
 import zipfile
@@ -32,14 +31,15 @@ import pytest
 import yaml
 
 import backretrieval._util.cache as emb_mod
+import snake
 import steps_cli  # tests/steps_cli.py
 from backretrieval.cli import main
 from backretrieval.data import archive
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
+from snake import BIN, ROOT, run_snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+TINY = ROOT / "tests/data/tiny.yaml"
 N_ITEMS = 30
 
 
@@ -410,23 +410,7 @@ def test_snakemake_refuses_bad_encoders_before_any_job(tmp_path, mutate, field):
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     mutate(cfg)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-s",
-            str(ROOT / "Snakefile"),
-            "-d",
-            str(tmp_path / "wd"),
-            "--cores",
-            "1",
-            "--configfile",
-            str(tmp_path / "bad.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
+    res = run_snakemake(tmp_path / "wd", cores=1, configfile=tmp_path / "bad.yaml", timeout=300, check=False)
     assert res.returncode != 0
     assert field in res.stdout + res.stderr and "bad.yaml" in res.stdout + res.stderr
     assert not (tmp_path / "wd" / "data").exists() and not (tmp_path / "wd" / "artifacts").exists()
@@ -688,69 +672,45 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
 # --------------------------------------------------------------------------- Snakemake runs (slow)
 
 
-def _env():
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
-def _smk_cmd(wd: Path, cores: int, *extra: str) -> list[str]:
-    return [
-        str(BIN / "snakemake"),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "-d",
-        str(wd),
-        "--cores",
-        str(cores),
-        "--configfile",
-        str(ROOT / "tests/data/tiny.yaml"),
-        *extra,
-    ]
-
-
-def _smk(wd: Path, cores: int, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_smk_cmd(wd, cores, *extra), capture_output=True, text=True, env=_env(), timeout=900)
+def _smk(wd: Path, cores: int, *extra: str, check: bool = False) -> subprocess.CompletedProcess:
+    return run_snakemake(wd, *extra, cores=cores, configfile=TINY, check=check)
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory):
-    """tests/data/tiny.yaml three ways, all at the same time: A --cores 1 with its own cache;
-    B and C --cores 2 sharing one cache directory."""
+def tiny_runs(tmp_path_factory, request):
+    """tests/data/tiny.yaml three ways: A --cores 1 with its own cache (the session's shared
+    ``tiny_reference``, a fresh working directory: made meanwhile when no other test has made
+    it yet); B and C --cores 2 sharing one cache directory, at the same time. Returns the
+    folders by name (A read-only)."""
     base = tmp_path_factory.mktemp("tiny")
     shared = base / "shared-cache"
-    runs = {"a": _smk_cmd(base / "a", 1)}
-    runs.update({n: _smk_cmd(base / n, 2, "--config", f"cache_dir={shared}") for n in ("b", "c")})
-    procs = {
-        n: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
-        for n, cmd in runs.items()
-    }
-    for p in procs.values():
-        out, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, out[-4000:]
-    return base
+    procs = {n: snake.start(base / n, "--config", f"cache_dir={shared}", cores=2, configfile=TINY) for n in "bc"}
+    try:
+        a = request.getfixturevalue("tiny_reference")
+    except BaseException:
+        for p in procs.values():
+            p.kill()
+        raise
+    snake.finish(procs)
+    return {"a": a, "b": base / "b", "c": base / "c", "shared-cache": shared}
 
 
 @pytest.mark.slow
 def test_cores_1_and_cores_2_give_identical_files(tiny_runs):
-    a, b = tree(tiny_runs / "a"), tree(tiny_runs / "b")
+    a, b = tree(tiny_runs["a"]), tree(tiny_runs["b"])
     assert len(a) > 40 and a == b
 
 
 @pytest.mark.slow
 def test_two_runs_sharing_one_cache_directory_agree(tiny_runs):
-    assert tree(tiny_runs / "b") == tree(tiny_runs / "c")
-    assert list((tiny_runs / "shared-cache").rglob("shard-*.npz"))
+    assert tree(tiny_runs["b"]) == tree(tiny_runs["c"])
+    assert list((tiny_runs["shared-cache"]).rglob("shard-*.npz"))
 
 
 @pytest.mark.slow
 def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     wd = tmp_path / "k"
-    p = subprocess.Popen(
-        _smk_cmd(wd, 2), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True
-    )
+    p = snake.start(wd, cores=2, configfile=TINY, quiet=True, new_session=True)
     deadline = time.time() + 300
     while not list((wd / "artifacts").rglob("*.npz")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
@@ -762,10 +722,9 @@ def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     # the plain rerun stops and names the way out: the stale lock, or outputs of killed jobs
     assert res.returncode != 0 and ("--unlock" in said or "--rerun-incomplete" in said), said[-3000:]
     # the recovery documented in docs/TROUBLESHOOTING.md
-    assert _smk(wd, 1, "--unlock").returncode == 0
-    res = _smk(wd, 2, "--rerun-incomplete")
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert tree(wd) == tree(tiny_runs / "a")
+    _smk(wd, 1, "--unlock", check=True)
+    _smk(wd, 2, "--rerun-incomplete", check=True)
+    assert tree(wd) == tree(tiny_runs["a"])
 
 
 @pytest.mark.slow
@@ -774,7 +733,7 @@ def test_moved_working_directory_or_other_cache_reruns_nothing(tiny_runs, tmp_pa
     params, not as settings: moving a finished run, or pointing cache_dir elsewhere, reruns
     no job."""
     moved = tmp_path / "moved"
-    shutil.copytree(tiny_runs / "a", moved, symlinks=True)  # copy2: modification times kept
+    shutil.copytree(tiny_runs["a"], moved, symlinks=True)  # copy2: modification times kept
     for extra in ((), ("--config", f"cache_dir={tmp_path / 'other-cache'}")):
         res = _smk(moved, 1, "--dry-run", *extra)
         assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[
@@ -794,7 +753,7 @@ def _venv(tmp_path: Path) -> Path:
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_figures_reruns_only_the_reports_and_fails_on_a_missing_artifact(tiny_runs, tmp_path):
     wd = tmp_path / "wd"
-    shutil.copytree(tiny_runs / "a", wd, symlinks=True)
+    shutil.copytree(tiny_runs["a"], wd, symlinks=True)
     before = tree(wd)
     cmd = ["make", "-s", "figures", f"VENV={_venv(tmp_path)}", "CONFIG=tests/data/tiny.yaml", f"SNAKEMAKE_ARGS=-d {wd}"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

@@ -1,0 +1,119 @@
+"""The one way the tests run Snakemake: ``run_snakemake`` (a finished run), ``start`` (a run in
+the background, for concurrent runs or an interruption), both built from ``command`` and ``env``.
+
+``env()`` is the environment of every test run: this interpreter's bin folder first on PATH,
+this checkout's ``src`` first on PYTHONPATH (``src=`` for a copy of the checkout), the Hub
+offline, and no inherited profile or scheduler settings (SNAKEMAKE_PROFILE, a SLURM or fake
+scheduler's variables) that would change what a run does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SNAKEFILE = ROOT / "Snakefile"
+PROFILES = ROOT / "profiles"
+_DROPPED = ("SNAKEMAKE_PROFILE", "SLURM_", "SBATCH_", "FAKE_SCHED_", "CLUSTER_SCHEDULER")
+
+
+def env(src: Path = ROOT / "src", **extra: str) -> dict[str, str]:
+    """The environment of a Snakemake (or CLI) subprocess, with ``extra`` variables on top."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
+    out["PATH"] = f"{BIN}{os.pathsep}{out.get('PATH', '')}"
+    out["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
+    out.setdefault("HF_HUB_OFFLINE", "1")
+    out.update(extra)
+    return out
+
+
+def command(
+    workdir: Path | None,
+    *args: str,
+    configfile: Path | str | None = None,
+    snakefile: Path | None = SNAKEFILE,
+    cores: int | str | None = None,
+) -> list[str]:
+    """``snakemake [-s SNAKEFILE] [-d WORKDIR] [--cores N] [--configfile CFG] ARGS``: no ``-s``
+    with ``snakefile=None`` (the one in the current directory), no ``-d`` with ``workdir=None``."""
+    cmd = [str(BIN / "snakemake")]
+    if snakefile is not None:
+        cmd += ["-s", str(snakefile)]
+    if workdir is not None:
+        cmd += ["-d", str(workdir)]
+    if cores is not None:
+        cmd += ["--cores", str(cores)]
+    if configfile is not None:
+        cmd += ["--configfile", str(configfile)]
+    return [*cmd, *args]
+
+
+def _failure(cmd: list[str], rc: int | None, stdout: str, stderr: str = "") -> str:
+    return (
+        f"{' '.join(cmd)} exited {rc}\n--- stdout (last 3000 characters) ---\n{stdout[-3000:]}"
+        f"\n--- stderr (last 5000 characters) ---\n{stderr[-5000:]}"
+    )
+
+
+def run_snakemake(
+    workdir: Path | None,
+    *args: str,
+    configfile: Path | str | None = None,
+    snakefile: Path | None = SNAKEFILE,
+    cores: int | str | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 900,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    """Run Snakemake to the end; with ``check`` (the default) a non-zero exit fails the test
+    with the command and the tails of its output. ``environ`` replaces ``env()`` (a test's own
+    environment, e.g. one with SLURM_CONF); ``env_extra`` is added on top."""
+    cmd = command(workdir, *args, configfile=configfile, snakefile=snakefile, cores=cores)
+    e = dict(environ if environ is not None else env())
+    e.update(env_extra or {})
+    res = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
+    if check:
+        assert res.returncode == 0, _failure(cmd, res.returncode, res.stdout, res.stderr)
+    return res
+
+
+def start(
+    workdir: Path | None,
+    *args: str,
+    configfile: Path | str | None = None,
+    snakefile: Path | None = SNAKEFILE,
+    cores: int | str | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    quiet: bool = False,
+    new_session: bool = False,
+) -> subprocess.Popen:
+    """Start Snakemake in the background (stdout and stderr together, or nowhere with ``quiet``);
+    ``finish`` waits for it."""
+    cmd = command(workdir, *args, configfile=configfile, snakefile=snakefile, cores=cores)
+    out = subprocess.DEVNULL if quiet else subprocess.PIPE
+    err = subprocess.DEVNULL if quiet else subprocess.STDOUT
+    return subprocess.Popen(
+        cmd,
+        stdout=out,
+        stderr=err,
+        text=True,
+        env=dict(environ if environ is not None else env()),
+        cwd=cwd,
+        start_new_session=new_session,
+    )
+
+
+def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[str, str]:
+    """Wait for every started run; each must succeed. Returns each run's output by name."""
+    logs = {name: p.communicate(timeout=timeout)[0] or "" for name, p in procs.items()}
+    for name, p in procs.items():
+        assert p.returncode == 0, f"{name}: " + _failure(list(map(str, p.args)), p.returncode, logs[name])
+    return logs
