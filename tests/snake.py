@@ -1,5 +1,7 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run), ``start`` (a run in
-the background, for concurrent runs or an interruption), both built from ``command`` and ``env``.
+the background, for concurrent runs or an interruption), both built from ``command`` and ``env``;
+and ``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
+tests that run one step in-process.
 
 ``env()`` is the environment of every test run: this interpreter's bin folder first on PATH,
 this checkout's ``src`` first on PYTHONPATH (``src=`` for a copy of the checkout), the Hub
@@ -10,10 +12,15 @@ scheduler's variables) that would change what a run does.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -117,3 +124,61 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
     for name, p in procs.items():
         assert p.returncode == 0, f"{name}: " + _failure(list(map(str, p.args)), p.returncode, logs[name])
     return logs
+
+
+# ------------------------------------------------------------------ the workflow's own commands
+_RENDERED: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, dict[str, str], list[str]]]] = {}
+
+
+def _parse_dry_run(text: str) -> list[tuple[str, dict[str, str], list[str]]]:
+    """(rule, wildcards, argv) of every job with a command in the output
+    of ``snakemake --dry-run --printshellcmds``: leading ``VAR=value`` assignments (thread caps)
+    and the log redirection are dropped."""
+    jobs = []
+    for block in re.split(r"^(?=(?:local)?rule \w+:$)", text, flags=re.M):
+        head = re.match(r"(?:local)?rule (\w+):$", block, re.M)
+        cmd = re.search(r"^Shell command: (.*(?:\n(?!\n).+)*)", block, re.M)
+        if not head or not cmd or cmd.group(1).strip() == "None":  # a target rule: no command
+            continue
+        wc = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+        wildcards = dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}
+        argv = shlex.split(cmd.group(1))
+        while argv and re.fullmatch(r"[A-Z_]+=\S*", argv[0]):
+            argv.pop(0)
+        if ">" in argv:
+            argv = argv[: argv.index(">")]
+        jobs.append((head.group(1), wildcards, argv))
+    return jobs
+
+
+def rendered_step(
+    cfg: dict, rule: str, workdir: Path | None = None, targets: tuple[str, ...] = (), **wildcards: str
+) -> list[str]:
+    """The argv (after ``backretrieval``) of the one job of ``rule`` (with these wildcards) that
+    the workflow itself renders for ``cfg`` in ``workdir`` (default: the current directory):
+    ``snakemake --dry-run --printshellcmds --forceall`` on ``targets`` (default: the default
+    target), for tests that run a step in-process as the rule would run it.
+
+    The dry run works in a scratch folder whose entries link to ``workdir``'s (so it writes no
+    ``.snakemake/`` there); its absolute location in the commands is replaced by ``workdir``'s.
+    One dry run per config, working directory and targets."""
+    wd = (workdir or Path.cwd()).resolve()
+    text = yaml.safe_dump(cfg, sort_keys=True)
+    key = (text, str(wd), tuple(targets))
+    if key not in _RENDERED:
+        with tempfile.TemporaryDirectory(prefix="rendered-") as tmp:
+            scratch = Path(tmp) / "wd"
+            scratch.mkdir()
+            for entry in wd.iterdir():
+                (scratch / entry.name).symlink_to(entry)
+            (Path(tmp) / "cfg.yaml").write_text(text, encoding="utf-8")
+            res = run_snakemake(
+                scratch, "--dry-run", "--printshellcmds", "--forceall", *targets, configfile=Path(tmp) / "cfg.yaml"
+            )
+            out = res.stdout.replace(str(scratch), str(wd))
+        _RENDERED[key] = _parse_dry_run(out)
+    found = [argv for r, wc, argv in _RENDERED[key] if r == rule and wildcards.items() <= wc.items()]
+    rules = sorted({(r, tuple(wc.items())) for r, wc, _ in _RENDERED[key]})
+    assert len(found) == 1, f"{len(found)} jobs of rule {rule} with {wildcards} in the dry run: {rules}"
+    assert found[0][0] == "backretrieval", f"rule {rule} runs {found[0]}, not the backretrieval CLI"
+    return found[0][1:]

@@ -3,8 +3,8 @@ code, that the message names the file or field, and that no partial artifact is 
 
 Most cases run the real CLI in a temporary working directory on a tiny hand-made prepared
 dataset (``source: prepared``, precomputed image features, model-free encoders): config checks
-through ``validate-config``, single steps through the file-based step commands wired as the
-rules wire them (tests/steps_cli.py). The Snakemake cases (core counts, a shared cache, an
+through ``validate-config``, single steps in-process through the commands the workflow itself
+renders for the config (``rendered_step`` in tests/snake.py: a Snakemake dry run). The Snakemake cases (core counts, a shared cache, an
 interrupted run, the dataset check before any model) use tests/data/tiny.yaml.
 """
 
@@ -32,12 +32,11 @@ import yaml
 
 import backretrieval._util.cache as emb_mod
 import snake
-import steps_cli  # tests/steps_cli.py
 from backretrieval.cli import main
 from backretrieval.data import archive
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
-from snake import BIN, ROOT, run_snakemake
+from snake import BIN, ROOT, rendered_step, run_snakemake
 
 TINY = ROOT / "tests/data/tiny.yaml"
 N_ITEMS = 30
@@ -208,7 +207,7 @@ def test_unsafe_archive_refused_by_prepare(tmp_path, monkeypatch, capsys, case):
     (tmp_path / "mirror").mkdir()
     build, message = ARCHIVES[case]
     build(tmp_path / "mirror" / "master.zip")
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(_ikea_cfg(tmp_path)))
+    rc, err = run_cli(capsys, None, *rendered_step(_ikea_cfg(tmp_path), "prepare_dataset"))
     assert rc == 2 and "IKEA-Dataset-master.zip" in err
     assert pd.Series([err]).str.contains(message).iloc[0], err
     dl = tmp_path / "data" / "downloads" / "ikea"
@@ -222,7 +221,7 @@ def test_wrong_sha256_pin_leaves_nothing(tmp_path, monkeypatch, capsys):
     (tmp_path / "mirror").mkdir()
     _zip_links(tmp_path / "mirror" / "master.zip", [])
     monkeypatch.setitem(ikea.PINS, "master.zip", "0" * 64)
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(_ikea_cfg(tmp_path)))
+    rc, err = run_cli(capsys, None, *rendered_step(_ikea_cfg(tmp_path), "prepare_dataset"))
     assert rc == 2 and "sha256 mismatch" in err and "IKEA-Dataset-master.zip" in err
     assert list((tmp_path / "data" / "downloads" / "ikea").iterdir()) == []  # no file, no .part
 
@@ -242,8 +241,8 @@ def _damage(shard: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["truncated", "bitflip"])
 def test_damaged_cache_shard_is_named_and_recomputed(work, capsys, caplog, how):
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    assert run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))[0] == 0
     out = tmp_path / "artifacts/rel/text/char/en.title.npz"
     before = {p: p.read_bytes() for p in out.parent.iterdir()}
     shards = sorted((tmp_path / ".cache").rglob("shard-*.npz"))
@@ -251,12 +250,12 @@ def test_damaged_cache_shard_is_named_and_recomputed(work, capsys, caplog, how):
     for s in shards:
         _damage(s, how)
     caplog.clear()
-    rc, _ = run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))
+    rc, _ = run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))
     assert rc == 0
     assert all(s.name in caplog.text for s in shards) and "recomputed" in caplog.text
     assert not any(s.exists() for s in shards)
     assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # same bytes as before
-    assert run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))[0] == 0  # the new shard reads
+    assert run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))[0] == 0  # the new shard reads
 
 
 def test_compaction_drops_a_damaged_shard(tmp_path, caplog):
@@ -288,8 +287,11 @@ def _case(cfg):
     return cfg
 
 
+HUMAN = {"source_lang": "en", "target_lang": "de", "n_queries": 2, "top_k": 2}
+
+
 def _human(cfg):
-    _case(cfg)["human_study"] = {"source_lang": "en", "target_lang": "de", "n_queries": 2, "top_k": 2}
+    _case(cfg)["human_study"] = dict(HUMAN)
     return cfg
 
 
@@ -451,8 +453,10 @@ def test_dataset_relation_refused_by_check(work, capsys, case):
     tmp_path, _, cfg = work
     mutate, field = DATA_RELATIONS[case]
     mutate(cfg)
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    rc, err = run_cli(capsys, None, *steps_cli.check(cfg))
+    if "case_study" in cfg and "human_study" not in cfg:  # the workflow refuses the default
+        cfg["human_study"] = dict(HUMAN)  # human study (en -> ru) outside these languages
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "check_dataset"))
     assert rc == 2 and pd.Series([err]).str.contains(field).iloc[0], err
     assert not (tmp_path / "artifacts").exists()
 
@@ -460,7 +464,7 @@ def test_dataset_relation_refused_by_check(work, capsys, case):
 def test_validate_config_checks_a_prepared_dataset(work, capsys):
     """A dataset prepared under one config, a larger N later: validate-config names the field."""
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
     assert run_cli(capsys, cfg, "validate-config")[0] == 0
     cfg["sample_size"] = 16
     rc, err = run_cli(capsys, cfg, "validate-config")
@@ -472,11 +476,10 @@ def test_synthetic_dataset_that_does_not_fit_is_refused_by_check(tmp_path, monke
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     cfg.update(sample_size=10, recall_k=3, languages=["en", "de"], directions=["en-de"])
     cfg["dataset"]["synthetic"].update(n_items=24, image_size=32)
-    cfg = _case(cfg)
-    cfg.pop("human_study")
+    cfg = _human(cfg)  # a human study in the case study's languages (the workflow refuses one outside)
     cfg["case_study"].update(base_encoders=["char-ngram", "char-ngram-3"], sample_size=6)  # > eval items / 2
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    rc, err = run_cli(capsys, None, *steps_cli.check(cfg))
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "check_dataset"))
     assert rc == 2 and "field 'case_study.sample_size'" in err, err
     assert not (tmp_path / "artifacts").exists()
 
@@ -493,7 +496,7 @@ def test_non_utf8_items_csv_one_error_path(work, capsys):
     where = "not UTF-8 (byte 0xe9 at line 3, column 21)"
     rc, out = run_cli(capsys, None, "validate-dataset", str(data))
     assert rc == 1 and "items.csv" in out and where in out, out
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))
     assert rc == 2 and f"{data / 'items.csv'}: items table is {where}" in err, err
     assert created(tmp_path) == set()
 
@@ -508,13 +511,13 @@ def test_nonfinite_feature_rows_are_named(work, capsys):
     np.save(data / "features/fake.npy", feats)
     rc, out = run_cli(capsys, None, "validate-dataset", str(data))
     assert rc == 1 and "features/fake.npy" in out and "rows [3, 7]" in out and "img003" in out, out
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))
     assert rc == 2 and str(data / "features/fake.npy") in err and "rows [3, 7]" in err and "'img007'" in err, err
     assert created(tmp_path) == set()
     # a dataset prepared before the features went bad: embed-images refuses, writes nothing
     Path("data/prepared").mkdir(parents=True)
     shutil.copytree(data, "data/prepared/hand")
-    rc, err = run_cli(capsys, None, *steps_cli.embed_images(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "embed_images"))
     assert rc == 2 and "rows [3, 7]" in err
     assert not (tmp_path / "artifacts").exists()
 
@@ -528,14 +531,14 @@ def _no_space(*_a, **_k):
 
 def test_disk_full_names_the_path_being_written(work, capsys, monkeypatch):
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
     with monkeypatch.context() as m:
         m.setattr(Path, "write_text", _no_space)
-        rc, err = run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))
+        rc, err = run_cli(capsys, None, *rendered_step(cfg, "sample"))
     samples = tmp_path / "artifacts/rel/samples"
     assert rc == 2 and "artifacts/rel/samples/en-de.json: cannot be written: No space left on device" in err, err
     assert list(samples.iterdir()) == []  # no file, no temporary sibling
-    assert run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "sample"))[0] == 0
 
     def savez_then_full(fh, **arrays):
         fh.write(b"PK partial")
@@ -543,7 +546,7 @@ def test_disk_full_names_the_path_being_written(work, capsys, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(np, "savez", savez_then_full)
-        rc, err = run_cli(capsys, None, *steps_cli.embed_images(cfg))
+        rc, err = run_cli(capsys, None, *rendered_step(cfg, "embed_images"))
     assert rc == 2 and "artifacts/rel/image/fake.npz: cannot be written" in err, err
     assert list((tmp_path / "artifacts/rel/image").iterdir()) == []
 
@@ -553,7 +556,7 @@ def test_disk_full_elsewhere_is_one_line_exit_2(work, capsys, monkeypatch):
     from backretrieval.steps import sample as sample_mod
 
     monkeypatch.setattr(sample_mod, "sample_step", _no_space)
-    rc, err = run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "sample"))
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "errno 28" in err and "backretrieval sample" in err
 
 
