@@ -37,31 +37,12 @@ from backretrieval.data import archive
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
 from snake import BIN, ROOT, rendered_step, run_snakemake
+from worlds import make_prepared
 
 TINY = ROOT / "tests/data/tiny.yaml"
-N_ITEMS = 30
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def make_prepared(root: Path, n_items: int = N_ITEMS, langs=("en", "de")) -> Path:
-    """A prepared folder: n_items parallel items (split val/test alternating), one image each,
-    precomputed 8-d features ``features/fake.npy``."""
-    root.mkdir(parents=True)
-    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": list(langs), "parallel": True}))
-    rows = [
-        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", ("val", "test")[i % 2])
-        for i in range(n_items)
-        for lang in langs
-    ]
-    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
-        root / "items.csv", index=False
-    )
-    (root / "features").mkdir()
-    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n_items, 8)).astype(np.float32))
-    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n_items)))
-    return root
 
 
 def base_cfg(data: Path) -> dict:
