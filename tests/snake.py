@@ -127,7 +127,8 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
 
 
 # ------------------------------------------------------------------ the workflow's own commands
-_RENDERED: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, dict[str, str], list[str]]]] = {}
+_RENDERED: dict[tuple[str, tuple[str, ...]], list[tuple[str, dict[str, str], list[str]]]] = {}
+_WD = "@WORKDIR@"  # the working directory in a cached rendering
 
 
 def _parse_dry_run(text: str) -> list[tuple[str, dict[str, str], list[str]]]:
@@ -161,24 +162,24 @@ def rendered_step(
 
     The dry run works in a scratch folder whose entries link to ``workdir``'s (so it writes no
     ``.snakemake/`` there); its absolute location in the commands is replaced by ``workdir``'s.
-    One dry run per config, working directory and targets."""
-    wd = (workdir or Path.cwd()).resolve()
+    One dry run per config (its paths under ``workdir`` taken as relative) and targets."""
+    wd = str((workdir or Path.cwd()).resolve())
     text = yaml.safe_dump(cfg, sort_keys=True)
-    key = (text, str(wd), tuple(targets))
+    key = (text.replace(wd, _WD), tuple(targets))  # the same config in another test's folder: reused
     if key not in _RENDERED:
         with tempfile.TemporaryDirectory(prefix="rendered-") as tmp:
             scratch = Path(tmp) / "wd"
             scratch.mkdir()
-            for entry in wd.iterdir():
+            for entry in Path(wd).iterdir():
                 (scratch / entry.name).symlink_to(entry)
             (Path(tmp) / "cfg.yaml").write_text(text, encoding="utf-8")
             res = run_snakemake(
                 scratch, "--dry-run", "--printshellcmds", "--forceall", *targets, configfile=Path(tmp) / "cfg.yaml"
             )
-            out = res.stdout.replace(str(scratch), str(wd))
-        _RENDERED[key] = _parse_dry_run(out)
-    found = [argv for r, wc, argv in _RENDERED[key] if r == rule and wildcards.items() <= wc.items()]
-    rules = sorted({(r, tuple(wc.items())) for r, wc, _ in _RENDERED[key]})
+            _RENDERED[key] = _parse_dry_run(res.stdout.replace(str(scratch), _WD).replace(wd, _WD))
+    jobs = [(r, wc, [a.replace(_WD, wd) for a in argv]) for r, wc, argv in _RENDERED[key]]
+    found = [argv for r, wc, argv in jobs if r == rule and wildcards.items() <= wc.items()]
+    rules = sorted({(r, tuple(wc.items())) for r, wc, _ in jobs})
     assert len(found) == 1, f"{len(found)} jobs of rule {rule} with {wildcards} in the dry run: {rules}"
     assert found[0][0] == "backretrieval", f"rule {rule} runs {found[0]}, not the backretrieval CLI"
     return found[0][1:]
