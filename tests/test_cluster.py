@@ -3,9 +3,10 @@
 * `scripts/fake_scheduler/` is a SIMULATED local batch scheduler (asynchronous submit with job
   ids, CPU-slot queue, status polling, cancel); its protocol is tested directly first.
 * The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) is run
-  once with `--profile profiles/local` and once with `--profile profiles/cluster-generic`
-  (every job submitted to the fake scheduler) in separate working directories, each with its
-  own embedding cache; the metric CSVs and reports/metrics.json must be byte-identical.
+  with `--profile profiles/cluster-generic` (every job submitted to the fake scheduler) in its
+  own working directory with its own embedding cache, and compared with the session's local
+  run of the same config (`cluster_reference` in conftest.py, `--profile profiles/local`):
+  the metric CSVs and reports/metrics.json must be byte-identical.
 * The evaluation stage is then re-run in the cluster directory with the `profiles/grouped`
   layer (sample+metrics in one group job): the same bytes, from fewer submissions.
 * All profiles (local, slurm, cluster-generic, +grouped) must parse; a dry run shows the
@@ -16,35 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+import snake
+from snake import PROFILES, ROOT, run_snakemake
+
 FAKE = ROOT / "scripts" / "fake_scheduler"
 CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
 RUN = "cluster"  # run_name in CONFIG
-PROFILES = ROOT / "profiles"  # absolute: the run's working directory is a temp dir (-d)
 RULES = {"prepare_dataset", "check_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
 N_JOBS = 1 + 1 + 3 + 1 + 1 + 3 + 1  # prepare, check, 3 encoders, images, sample (every direction), 3 metrics, report
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("FAKE_SCHED_", "CLUSTER_SCHEDULER", "SNAKEMAKE_PROFILE"))
-    }
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.update(extra)
-    return env
 
 
 def _sha(p: Path) -> str:
@@ -70,7 +57,9 @@ def _spool(wd: Path) -> list[dict[str, str]]:
 # the fake scheduler's protocol (fast, no Snakemake)
 # ---------------------------------------------------------------------------------------
 def _sched(cmd: str, *args: str, cwd: Path, check: bool = True, **env: str) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(FAKE / cmd), *args], cwd=cwd, capture_output=True, text=True, env=_env(**env), timeout=60)
+    res = subprocess.run(
+        [str(FAKE / cmd), *args], cwd=cwd, capture_output=True, text=True, env=snake.env(**env), timeout=60
+    )
     if check:
         assert res.returncode == 0, (cmd, args, res.stdout, res.stderr)
     return res
@@ -153,18 +142,10 @@ def test_fake_scheduler_queues_by_cpu_slots_and_cancels(tmp_path):
 # ---------------------------------------------------------------------------------------
 # profiles parse (dry runs, a few seconds each)
 # ---------------------------------------------------------------------------------------
-def _snakemake_cmd(wd: Path, *args: str) -> list[str]:
-    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(CONFIG), *args]
-
-
 def _dry(tmp_path: Path, *profiles: str, extra: tuple[str, ...] = ()) -> str:
     args = [a for p in profiles for a in ("--profile", str(PROFILES / p))] + list(extra)
-    res = subprocess.run(
-        _snakemake_cmd(tmp_path / "wd", *args, "--dry-run"), capture_output=True, text=True, env=_env(), timeout=300
-    )
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-3000:]
-    return out
+    res = run_snakemake(tmp_path / "wd", *args, "--dry-run", configfile=CONFIG, timeout=300)
+    return res.stdout + res.stderr
 
 
 @pytest.mark.slow
@@ -203,33 +184,22 @@ def test_slurm_profile_dry_run_sets_gpu_and_memory(tmp_path):
 # the real pipeline: local vs fake cluster vs grouped
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Run the reduced pipeline locally and on the fake cluster, concurrently (2 processes)."""
-    local = tmp_path_factory.mktemp("local")
+def runs(tmp_path_factory, request):
+    """The reduced pipeline on the fake cluster, started first; the local run is the session's
+    shared one (``cluster_reference``: --profile profiles/local, read-only), made meanwhile
+    when no other test has made it yet."""
     cluster = tmp_path_factory.mktemp("cluster")
-    procs = {
-        "local": subprocess.Popen(
-            _snakemake_cmd(local, "--profile", str(PROFILES / "local"), "--cores", "2"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=_env(),
-        ),
-        "cluster": subprocess.Popen(
-            _snakemake_cmd(cluster, "--profile", str(PROFILES / "cluster-generic")),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=_env(),
-        ),
-    }
-    logs = {k: p.communicate(timeout=900)[0] for k, p in procs.items()}
-    for k, p in procs.items():
-        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-5000:]}"
+    proc = snake.start(cluster, "--profile", str(PROFILES / "cluster-generic"), configfile=CONFIG)
+    try:
+        local = request.getfixturevalue("cluster_reference")
+    except BaseException:
+        proc.kill()
+        raise
+    log = snake.finish({"cluster": proc})["cluster"]
     return {
         "local": local,
         "cluster": cluster,
-        "cluster_log": logs["cluster"],
+        "cluster_log": log,
         "cluster_results": _results(cluster),
         "cluster_spool": _spool(cluster),
     }
@@ -268,24 +238,13 @@ def test_every_job_went_through_the_scheduler(runs):
 def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
     wd = runs["cluster"]
     before = len(_spool(wd))
-    res = subprocess.run(
-        _snakemake_cmd(
-            wd,
-            "--profile",
-            str(PROFILES / "cluster-generic"),
-            "--profile",
-            str(PROFILES / "grouped"),
-            "--forcerun",
-            "sample",
-            "metrics",
-            "report",
-        ),
-        capture_output=True,
-        text=True,
-        env=_env(),
+    run_snakemake(
+        wd,
+        *("--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped")),
+        *("--forcerun", "sample", "metrics", "report"),
+        configfile=CONFIG,
         timeout=600,
     )
-    assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     new = [r["name"] for r in _spool(wd)[before:]]
     # ungrouped, these 5 jobs (sample, 3 metrics, report) were 5 submissions; grouped: 2
     assert sorted(new) == ["smk-group-evaluate", "smk-report"]
@@ -299,27 +258,14 @@ def test_seed_groups_on_grouped_profile_are_identical(runs):
     job per direction (locally and on the cluster)."""
     wd = runs["cluster"]
     before = len(_spool(wd))
-    res = subprocess.run(
-        _snakemake_cmd(
-            wd,
-            "--profile",
-            str(PROFILES / "cluster-generic"),
-            "--profile",
-            str(PROFILES / "grouped"),
-            "--config",
-            "seed_group_size=1",
-            "--forcerun",
-            "sample",
-            "metrics_part",
-            "metrics_gather",
-            "report",
-        ),
-        capture_output=True,
-        text=True,
-        env=_env(),
+    run_snakemake(
+        wd,
+        *("--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped")),
+        *("--config", "seed_group_size=1"),
+        *("--forcerun", "sample", "metrics_part", "metrics_gather", "report"),
+        configfile=CONFIG,
         timeout=600,
     )
-    assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
     new = sorted(r["name"] for r in _spool(wd)[before:])
     # 3 samples (1 job), 3 directions x 2 seeds = 6 parts (4 per job: 2 jobs), 3 gathers (1 job), report
     assert new == [

@@ -6,35 +6,24 @@ and `recall_k` can be set from the command line."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from snake import ROOT, SNAKEFILE, run_snakemake
+from worlds import make_prepared
+
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
-def _smk(wd: Path, *args: str, snakefile: Path = ROOT / "Snakefile", timeout: int = 900) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(wd), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=timeout)
+def _smk(wd: Path, *args: str, snakefile: Path = SNAKEFILE) -> subprocess.CompletedProcess:
+    """Snakemake in ``wd``; the test checks the exit code itself."""
+    return run_snakemake(wd, *args, snakefile=snakefile, check=False)
 
 
 def _sha(p: Path) -> str:
@@ -113,23 +102,6 @@ def test_an_undeclared_read_fails_in_the_sandbox(tmp_path):
 # ------------------------------------------------------------------------- bring your own data
 
 
-def _byo(root: Path, n: int = 30) -> None:
-    """A prepared folder in the documented format: n parallel en/de items, 8-d features."""
-    root.mkdir(parents=True)
-    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": ["en", "de"], "parallel": True}))
-    rows = [
-        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", "test")
-        for i in range(n)
-        for lang in ("en", "de")
-    ]
-    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
-        root / "items.csv", index=False
-    )
-    (root / "features").mkdir()
-    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n, 8)).astype(np.float32))
-    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n)))
-
-
 def _byo_config(path: Path) -> Path:
     cfg = yaml.safe_load(TINY.read_text())
     for key in ("case_study", "human_study"):
@@ -155,7 +127,7 @@ def _jobs(dry_run_output: str) -> list[str]:
 @pytest.mark.slow
 def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tmp_path):
     wd = tmp_path / "wd"
-    _byo(wd / "data/raw/hand")
+    make_prepared(wd / "data/raw/hand", splits=("test",))
     cfg = _byo_config(tmp_path / "byo.yaml")
     args = ("artifacts/byo/metrics/en-de.csv", "--cores", "2", "--configfile", str(cfg))
     res = _smk(wd, *args)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -23,8 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+import snake
+from snake import BIN, ROOT, run_snakemake
+
 TINY = "tests/data/tiny.yaml"
 RUN_FILES = ("artifacts/tiny", "data/prepared/synthetic-tiny", "reports/tiny")
 needs_dvc = pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reason="dvc not installed")
@@ -32,11 +32,7 @@ needs_dvc = pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reaso
 
 def _env(repo: Path) -> dict[str, str]:
     """The environment of a command in ``repo``: that copy's own source tree."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(repo / "src")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
+    return snake.env(repo / "src")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -351,14 +347,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         ),
-        "snakemake": subprocess.Popen(
-            [str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY],
-            cwd=c3,
-            env=_env(c3),
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        ),
+        "snakemake": snake.start(None, cores=1, configfile=TINY, snakefile=None, environ=_env(c3), cwd=c3),
     }
     for name, p in procs.items():
         out, _ = p.communicate(timeout=1800)
@@ -395,8 +384,8 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
 
     # nothing to do for either runner now
     assert "didn't change" in _dvc(c1, "repro")
-    dry = _ok([str(BIN / "snakemake"), "--cores", "1", "--configfile", TINY, "--dry-run"], c3)
-    assert "Nothing to be done" in dry
+    dry = run_snakemake(None, "--dry-run", cores=1, configfile=TINY, snakefile=None, environ=_env(c3), cwd=c3)
+    assert "Nothing to be done" in dry.stdout
 
     # a real remote: S3 on loopback (moto), as a team would share results
     _push_to_s3_and_pull_into_a_fresh_clone(c1, tmp_path, *s3_remote, expected)

@@ -12,8 +12,7 @@ import yaml
 from backretrieval.cli import main
 from backretrieval.config import load_config, overrides_from, validate_config
 from backretrieval.errors import ConfigError, InputError
-
-ROOT = Path(__file__).resolve().parents[1]
+from snake import ROOT, run_snakemake
 
 
 def _cfg(**changes) -> dict:
@@ -122,28 +121,14 @@ def test_snakemake_config_overrides_are_named():
 
 def test_snakemake_names_the_override(tmp_path):
     """The workflow's parse-time check (common.smk) names `--config recall_k=15`."""
-    import subprocess
-    import sys
-
-    snakemake = Path(sys.executable).with_name("snakemake")
-    r = subprocess.run(
-        [
-            str(snakemake),
-            "-s",
-            str(ROOT / "Snakefile"),
-            "-n",
-            "--configfile",
-            str(ROOT / "params.yaml"),
-            "--config",
-            "recall_k=15",
-            "sample_size=15",
-            "-d",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    r = run_snakemake(
+        tmp_path,
+        "-n",
+        *("--config", "recall_k=15", "sample_size=15"),
+        configfile=ROOT / "params.yaml",
         cwd=ROOT,
+        timeout=300,
+        check=False,
     )
     assert r.returncode != 0
     assert "--config recall_k=15" in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]

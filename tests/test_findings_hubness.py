@@ -13,7 +13,7 @@ from backretrieval.cli import main
 from backretrieval.errors import InputError
 from backretrieval.findings import hubness as H
 from backretrieval.findings.document import read_record
-from findings_world import make_world, metrics_files, views, write_world
+from worlds import make_world, metrics_files, views, write_world
 
 
 def test_k_occurrence_and_stats_hand_computed():

@@ -15,7 +15,7 @@ from backretrieval.data.synthetic import sample_scene, scene_similarity
 from backretrieval.errors import InputError
 from backretrieval.findings import image_quality as iq
 from backretrieval.findings.document import read_record
-from findings_world import make_world, metrics_files, views, write_world
+from worlds import make_world, metrics_files, views, write_world
 
 
 def test_degradations_are_seeded_and_do_what_they_say():

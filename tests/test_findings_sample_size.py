@@ -13,7 +13,7 @@ from backretrieval.cli import main
 from backretrieval.errors import InputError
 from backretrieval.findings import sample_size as ss
 from backretrieval.findings.document import read_record
-from findings_world import make_world, metrics_files, write_world
+from worlds import make_world, metrics_files, write_world
 
 
 def _table(orders: dict[int, list[list[float]]]) -> pd.DataFrame:

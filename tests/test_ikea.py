@@ -19,12 +19,12 @@ import pytest
 import yaml
 from PIL import Image
 
-import steps_cli  # tests/steps_cli.py
 from backretrieval.cli import main
 from backretrieval.config import load_config
 from backretrieval.data import prepared as ds
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
+from snake import rendered_step
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 8
@@ -306,8 +306,8 @@ def test_an_image_backbone_runs_on_the_zip_images(tmp_path, monkeypatch):
     )
     cfg["cache_dir"] = str(tmp_path / "cache")
     monkeypatch.chdir(tmp_path)
-    assert main(steps_cli.prepare(cfg)) == 0
-    assert main(steps_cli.embed_images(cfg)) == 0
+    assert main(rendered_step(cfg, "prepare_dataset")) == 0
+    assert main(rendered_step(cfg, "embed_images")) == 0
     arr = np.load(tmp_path / "artifacts/ikea/image/effnet-lite0.npz")
     assert sorted(arr["ids"]) == sorted(_names("en-de", "test", 10)) and arr["emb"].shape[0] == 10
     assert np.isfinite(arr["emb"]).all()
@@ -329,14 +329,14 @@ def test_ikea_runs_xlr_bkr_corr_from_a_mirror(tmp_path, monkeypatch):
     }
     (tmp_path / "ikea.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
-    assert main(steps_cli.prepare(cfg)) == 0
-    assert main(steps_cli.check(cfg)) == 0
-    assert main(steps_cli.embed_images(cfg)) == 0
+    assert main(rendered_step(cfg, "prepare_dataset")) == 0
+    assert main(rendered_step(cfg, "check_dataset")) == 0
+    assert main(rendered_step(cfg, "embed_images")) == 0
     for enc in cfg["encoders"]:
-        assert main(steps_cli.embed_text(cfg, enc)) == 0
+        assert main(rendered_step(cfg, "embed_text", encoder=enc)) == 0
+    assert main(rendered_step(cfg, "sample")) == 0  # one job samples every direction
     for d in cfg["directions"]:
-        assert main(steps_cli.sample(cfg, d)) == 0
-        assert main(steps_cli.metrics(cfg, d)) == 0
+        assert main(rendered_step(cfg, "metrics", direction=d)) == 0
     c = ["--config", "ikea.yaml"]
     df = pd.concat(pd.read_csv(p) for p in sorted(Path("artifacts/ikea/metrics").glob("*.csv")))
     assert set(df.direction) == {"en-de", "de-en", "en-fr", "fr-en"}

@@ -12,9 +12,7 @@ language), so no item has a translation in the other language.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +21,9 @@ import pytest
 import yaml
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+import snake
+from snake import BIN, run_snakemake
+
 pytestmark = pytest.mark.slow
 LANGS = ("en", "de")
 ENCODERS = ("char-ngram", "char-ngram-3", "random")
@@ -82,13 +81,6 @@ def _cfg(data: Path) -> dict:
     }
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
 @pytest.fixture(scope="module")
 def data(synthetic_dataset, tmp_path_factory) -> Path:
     src = synthetic_dataset(60, list(LANGS), seed=0, image_size=64)
@@ -99,10 +91,7 @@ def data(synthetic_dataset, tmp_path_factory) -> Path:
 def run_dir(data, tmp_path_factory) -> Path:
     wd = tmp_path_factory.mktemp("nonpar-run")
     (wd / "config.yaml").write_text(yaml.safe_dump(_cfg(data)))
-    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--cores", "2"]
-    cmd += ["--configfile", str(wd / "config.yaml")]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    run_snakemake(wd, cores=2, configfile=wd / "config.yaml")
     return wd
 
 
@@ -183,7 +172,7 @@ def test_evaluate_and_compare_cli(data, tmp_path):
         cmd += ["--directions", "en-de,de-en", "--sample-size", "15", "--n-seeds", "2", "--recall-k", "5", "--quiet"]
         cmd += ["--image-backbone", "pixels"]
         cmd += ["--cache-dir", str(tmp_path / "cache"), "--out", str(out[name]), "--bootstrap", "200"]
-        res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp_path)
+        res = subprocess.run(cmd, capture_output=True, text=True, env=snake.env(), timeout=600, cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
         assert "BkR Recall@5" in res.stdout and "XLR Recall" not in res.stdout
         assert "(no XLR: the dataset is not parallel)" in res.stdout
@@ -191,6 +180,6 @@ def test_evaluate_and_compare_cli(data, tmp_path):
         result = out[name].read_text()
         assert "bkr_hits" in result and "xlr_hits" not in result and "xlr_recall" not in result
     cmd = [str(BIN / "backretrieval"), "compare", str(out["char"]), str(out["random"])]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300, cwd=tmp_path)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=snake.env(), timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Holm-adjusted over 2 directions" in res.stdout and "en→de" in res.stdout

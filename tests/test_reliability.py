@@ -3,8 +3,8 @@ code, that the message names the file or field, and that no partial artifact is 
 
 Most cases run the real CLI in a temporary working directory on a tiny hand-made prepared
 dataset (``source: prepared``, precomputed image features, model-free encoders): config checks
-through ``validate-config``, single steps through the file-based step commands wired as the
-rules wire them (tests/steps_cli.py). The Snakemake cases (core counts, a shared cache, an
+through ``validate-config``, single steps in-process through the commands the workflow itself
+renders for the config (``rendered_step`` in tests/snake.py: a Snakemake dry run). The Snakemake cases (core counts, a shared cache, an
 interrupted run, the dataset check before any model) use tests/data/tiny.yaml.
 """
 
@@ -19,7 +19,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tarfile
 import time
 import zipfile
@@ -32,37 +31,18 @@ import pytest
 import yaml
 
 import backretrieval._util.cache as emb_mod
-import steps_cli  # tests/steps_cli.py
+import snake
 from backretrieval.cli import main
 from backretrieval.data import archive
 from backretrieval.data.sources import ikea
 from backretrieval.errors import InputError
+from snake import BIN, ROOT, rendered_step, run_snakemake
+from worlds import make_prepared
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-N_ITEMS = 30
+TINY = ROOT / "tests/data/tiny.yaml"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def make_prepared(root: Path, n_items: int = N_ITEMS, langs=("en", "de")) -> Path:
-    """A prepared folder: n_items parallel items (split val/test alternating), one image each,
-    precomputed 8-d features ``features/fake.npy``."""
-    root.mkdir(parents=True)
-    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": list(langs), "parallel": True}))
-    rows = [
-        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", ("val", "test")[i % 2])
-        for i in range(n_items)
-        for lang in langs
-    ]
-    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
-        root / "items.csv", index=False
-    )
-    (root / "features").mkdir()
-    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n_items, 8)).astype(np.float32))
-    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n_items)))
-    return root
 
 
 def base_cfg(data: Path) -> dict:
@@ -208,7 +188,7 @@ def test_unsafe_archive_refused_by_prepare(tmp_path, monkeypatch, capsys, case):
     (tmp_path / "mirror").mkdir()
     build, message = ARCHIVES[case]
     build(tmp_path / "mirror" / "master.zip")
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(_ikea_cfg(tmp_path)))
+    rc, err = run_cli(capsys, None, *rendered_step(_ikea_cfg(tmp_path), "prepare_dataset"))
     assert rc == 2 and "IKEA-Dataset-master.zip" in err
     assert pd.Series([err]).str.contains(message).iloc[0], err
     dl = tmp_path / "data" / "downloads" / "ikea"
@@ -222,7 +202,7 @@ def test_wrong_sha256_pin_leaves_nothing(tmp_path, monkeypatch, capsys):
     (tmp_path / "mirror").mkdir()
     _zip_links(tmp_path / "mirror" / "master.zip", [])
     monkeypatch.setitem(ikea.PINS, "master.zip", "0" * 64)
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(_ikea_cfg(tmp_path)))
+    rc, err = run_cli(capsys, None, *rendered_step(_ikea_cfg(tmp_path), "prepare_dataset"))
     assert rc == 2 and "sha256 mismatch" in err and "IKEA-Dataset-master.zip" in err
     assert list((tmp_path / "data" / "downloads" / "ikea").iterdir()) == []  # no file, no .part
 
@@ -242,8 +222,8 @@ def _damage(shard: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["truncated", "bitflip"])
 def test_damaged_cache_shard_is_named_and_recomputed(work, capsys, caplog, how):
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    assert run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))[0] == 0
     out = tmp_path / "artifacts/rel/text/char/en.title.npz"
     before = {p: p.read_bytes() for p in out.parent.iterdir()}
     shards = sorted((tmp_path / ".cache").rglob("shard-*.npz"))
@@ -251,12 +231,12 @@ def test_damaged_cache_shard_is_named_and_recomputed(work, capsys, caplog, how):
     for s in shards:
         _damage(s, how)
     caplog.clear()
-    rc, _ = run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))
+    rc, _ = run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))
     assert rc == 0
     assert all(s.name in caplog.text for s in shards) and "recomputed" in caplog.text
     assert not any(s.exists() for s in shards)
     assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # same bytes as before
-    assert run_cli(capsys, None, *steps_cli.embed_text(cfg, "char"))[0] == 0  # the new shard reads
+    assert run_cli(capsys, None, *rendered_step(cfg, "embed_text", encoder="char"))[0] == 0  # the new shard reads
 
 
 def test_compaction_drops_a_damaged_shard(tmp_path, caplog):
@@ -288,8 +268,11 @@ def _case(cfg):
     return cfg
 
 
+HUMAN = {"source_lang": "en", "target_lang": "de", "n_queries": 2, "top_k": 2}
+
+
 def _human(cfg):
-    _case(cfg)["human_study"] = {"source_lang": "en", "target_lang": "de", "n_queries": 2, "top_k": 2}
+    _case(cfg)["human_study"] = dict(HUMAN)
     return cfg
 
 
@@ -410,23 +393,7 @@ def test_snakemake_refuses_bad_encoders_before_any_job(tmp_path, mutate, field):
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     mutate(cfg)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-s",
-            str(ROOT / "Snakefile"),
-            "-d",
-            str(tmp_path / "wd"),
-            "--cores",
-            "1",
-            "--configfile",
-            str(tmp_path / "bad.yaml"),
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
+    res = run_snakemake(tmp_path / "wd", cores=1, configfile=tmp_path / "bad.yaml", timeout=300, check=False)
     assert res.returncode != 0
     assert field in res.stdout + res.stderr and "bad.yaml" in res.stdout + res.stderr
     assert not (tmp_path / "wd" / "data").exists() and not (tmp_path / "wd" / "artifacts").exists()
@@ -467,8 +434,10 @@ def test_dataset_relation_refused_by_check(work, capsys, case):
     tmp_path, _, cfg = work
     mutate, field = DATA_RELATIONS[case]
     mutate(cfg)
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    rc, err = run_cli(capsys, None, *steps_cli.check(cfg))
+    if "case_study" in cfg and "human_study" not in cfg:  # the workflow refuses the default
+        cfg["human_study"] = dict(HUMAN)  # human study (en -> ru) outside these languages
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "check_dataset"))
     assert rc == 2 and pd.Series([err]).str.contains(field).iloc[0], err
     assert not (tmp_path / "artifacts").exists()
 
@@ -476,7 +445,7 @@ def test_dataset_relation_refused_by_check(work, capsys, case):
 def test_validate_config_checks_a_prepared_dataset(work, capsys):
     """A dataset prepared under one config, a larger N later: validate-config names the field."""
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
     assert run_cli(capsys, cfg, "validate-config")[0] == 0
     cfg["sample_size"] = 16
     rc, err = run_cli(capsys, cfg, "validate-config")
@@ -488,11 +457,10 @@ def test_synthetic_dataset_that_does_not_fit_is_refused_by_check(tmp_path, monke
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     cfg.update(sample_size=10, recall_k=3, languages=["en", "de"], directions=["en-de"])
     cfg["dataset"]["synthetic"].update(n_items=24, image_size=32)
-    cfg = _case(cfg)
-    cfg.pop("human_study")
+    cfg = _human(cfg)  # a human study in the case study's languages (the workflow refuses one outside)
     cfg["case_study"].update(base_encoders=["char-ngram", "char-ngram-3"], sample_size=6)  # > eval items / 2
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
-    rc, err = run_cli(capsys, None, *steps_cli.check(cfg))
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "check_dataset"))
     assert rc == 2 and "field 'case_study.sample_size'" in err, err
     assert not (tmp_path / "artifacts").exists()
 
@@ -509,7 +477,7 @@ def test_non_utf8_items_csv_one_error_path(work, capsys):
     where = "not UTF-8 (byte 0xe9 at line 3, column 21)"
     rc, out = run_cli(capsys, None, "validate-dataset", str(data))
     assert rc == 1 and "items.csv" in out and where in out, out
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))
     assert rc == 2 and f"{data / 'items.csv'}: items table is {where}" in err, err
     assert created(tmp_path) == set()
 
@@ -524,13 +492,13 @@ def test_nonfinite_feature_rows_are_named(work, capsys):
     np.save(data / "features/fake.npy", feats)
     rc, out = run_cli(capsys, None, "validate-dataset", str(data))
     assert rc == 1 and "features/fake.npy" in out and "rows [3, 7]" in out and "img003" in out, out
-    rc, err = run_cli(capsys, None, *steps_cli.prepare(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))
     assert rc == 2 and str(data / "features/fake.npy") in err and "rows [3, 7]" in err and "'img007'" in err, err
     assert created(tmp_path) == set()
     # a dataset prepared before the features went bad: embed-images refuses, writes nothing
     Path("data/prepared").mkdir(parents=True)
     shutil.copytree(data, "data/prepared/hand")
-    rc, err = run_cli(capsys, None, *steps_cli.embed_images(cfg))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "embed_images"))
     assert rc == 2 and "rows [3, 7]" in err
     assert not (tmp_path / "artifacts").exists()
 
@@ -544,14 +512,14 @@ def _no_space(*_a, **_k):
 
 def test_disk_full_names_the_path_being_written(work, capsys, monkeypatch):
     tmp_path, _, cfg = work
-    assert run_cli(capsys, None, *steps_cli.prepare(cfg))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
     with monkeypatch.context() as m:
         m.setattr(Path, "write_text", _no_space)
-        rc, err = run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))
+        rc, err = run_cli(capsys, None, *rendered_step(cfg, "sample"))
     samples = tmp_path / "artifacts/rel/samples"
     assert rc == 2 and "artifacts/rel/samples/en-de.json: cannot be written: No space left on device" in err, err
     assert list(samples.iterdir()) == []  # no file, no temporary sibling
-    assert run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))[0] == 0
+    assert run_cli(capsys, None, *rendered_step(cfg, "sample"))[0] == 0
 
     def savez_then_full(fh, **arrays):
         fh.write(b"PK partial")
@@ -559,7 +527,7 @@ def test_disk_full_names_the_path_being_written(work, capsys, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(np, "savez", savez_then_full)
-        rc, err = run_cli(capsys, None, *steps_cli.embed_images(cfg))
+        rc, err = run_cli(capsys, None, *rendered_step(cfg, "embed_images"))
     assert rc == 2 and "artifacts/rel/image/fake.npz: cannot be written" in err, err
     assert list((tmp_path / "artifacts/rel/image").iterdir()) == []
 
@@ -569,7 +537,7 @@ def test_disk_full_elsewhere_is_one_line_exit_2(work, capsys, monkeypatch):
     from backretrieval.steps import sample as sample_mod
 
     monkeypatch.setattr(sample_mod, "sample_step", _no_space)
-    rc, err = run_cli(capsys, None, *steps_cli.sample(cfg, "en-de"))
+    rc, err = run_cli(capsys, None, *rendered_step(cfg, "sample"))
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "errno 28" in err and "backretrieval sample" in err
 
 
@@ -688,69 +656,45 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
 # --------------------------------------------------------------------------- Snakemake runs (slow)
 
 
-def _env():
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
-def _smk_cmd(wd: Path, cores: int, *extra: str) -> list[str]:
-    return [
-        str(BIN / "snakemake"),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "-d",
-        str(wd),
-        "--cores",
-        str(cores),
-        "--configfile",
-        str(ROOT / "tests/data/tiny.yaml"),
-        *extra,
-    ]
-
-
-def _smk(wd: Path, cores: int, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_smk_cmd(wd, cores, *extra), capture_output=True, text=True, env=_env(), timeout=900)
+def _smk(wd: Path, cores: int, *extra: str, check: bool = False) -> subprocess.CompletedProcess:
+    return run_snakemake(wd, *extra, cores=cores, configfile=TINY, check=check)
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory):
-    """tests/data/tiny.yaml three ways, all at the same time: A --cores 1 with its own cache;
-    B and C --cores 2 sharing one cache directory."""
+def tiny_runs(tmp_path_factory, request):
+    """tests/data/tiny.yaml three ways: A --cores 1 with its own cache (the session's shared
+    ``tiny_reference``, a fresh working directory: made meanwhile when no other test has made
+    it yet); B and C --cores 2 sharing one cache directory, at the same time. Returns the
+    folders by name (A read-only)."""
     base = tmp_path_factory.mktemp("tiny")
     shared = base / "shared-cache"
-    runs = {"a": _smk_cmd(base / "a", 1)}
-    runs.update({n: _smk_cmd(base / n, 2, "--config", f"cache_dir={shared}") for n in ("b", "c")})
-    procs = {
-        n: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
-        for n, cmd in runs.items()
-    }
-    for p in procs.values():
-        out, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, out[-4000:]
-    return base
+    procs = {n: snake.start(base / n, "--config", f"cache_dir={shared}", cores=2, configfile=TINY) for n in "bc"}
+    try:
+        a = request.getfixturevalue("tiny_reference")
+    except BaseException:
+        for p in procs.values():
+            p.kill()
+        raise
+    snake.finish(procs)
+    return {"a": a, "b": base / "b", "c": base / "c", "shared-cache": shared}
 
 
 @pytest.mark.slow
 def test_cores_1_and_cores_2_give_identical_files(tiny_runs):
-    a, b = tree(tiny_runs / "a"), tree(tiny_runs / "b")
+    a, b = tree(tiny_runs["a"]), tree(tiny_runs["b"])
     assert len(a) > 40 and a == b
 
 
 @pytest.mark.slow
 def test_two_runs_sharing_one_cache_directory_agree(tiny_runs):
-    assert tree(tiny_runs / "b") == tree(tiny_runs / "c")
-    assert list((tiny_runs / "shared-cache").rglob("shard-*.npz"))
+    assert tree(tiny_runs["b"]) == tree(tiny_runs["c"])
+    assert list((tiny_runs["shared-cache"]).rglob("shard-*.npz"))
 
 
 @pytest.mark.slow
 def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     wd = tmp_path / "k"
-    p = subprocess.Popen(
-        _smk_cmd(wd, 2), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), start_new_session=True
-    )
+    p = snake.start(wd, cores=2, configfile=TINY, quiet=True, new_session=True)
     deadline = time.time() + 300
     while not list((wd / "artifacts").rglob("*.npz")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
@@ -762,10 +706,9 @@ def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
     # the plain rerun stops and names the way out: the stale lock, or outputs of killed jobs
     assert res.returncode != 0 and ("--unlock" in said or "--rerun-incomplete" in said), said[-3000:]
     # the recovery documented in docs/TROUBLESHOOTING.md
-    assert _smk(wd, 1, "--unlock").returncode == 0
-    res = _smk(wd, 2, "--rerun-incomplete")
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert tree(wd) == tree(tiny_runs / "a")
+    _smk(wd, 1, "--unlock", check=True)
+    _smk(wd, 2, "--rerun-incomplete", check=True)
+    assert tree(wd) == tree(tiny_runs["a"])
 
 
 @pytest.mark.slow
@@ -774,7 +717,7 @@ def test_moved_working_directory_or_other_cache_reruns_nothing(tiny_runs, tmp_pa
     params, not as settings: moving a finished run, or pointing cache_dir elsewhere, reruns
     no job."""
     moved = tmp_path / "moved"
-    shutil.copytree(tiny_runs / "a", moved, symlinks=True)  # copy2: modification times kept
+    shutil.copytree(tiny_runs["a"], moved, symlinks=True)  # copy2: modification times kept
     for extra in ((), ("--config", f"cache_dir={tmp_path / 'other-cache'}")):
         res = _smk(moved, 1, "--dry-run", *extra)
         assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[
@@ -794,7 +737,7 @@ def _venv(tmp_path: Path) -> Path:
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_figures_reruns_only_the_reports_and_fails_on_a_missing_artifact(tiny_runs, tmp_path):
     wd = tmp_path / "wd"
-    shutil.copytree(tiny_runs / "a", wd, symlinks=True)
+    shutil.copytree(tiny_runs["a"], wd, symlinks=True)
     before = tree(wd)
     cmd = ["make", "-s", "figures", f"VENV={_venv(tmp_path)}", "CONFIG=tests/data/tiny.yaml", f"SNAKEMAKE_ARGS=-d {wd}"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

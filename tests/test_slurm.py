@@ -1,7 +1,8 @@
 """The SLURM profile against a REAL Slurm (Debian's slurm-wlm, started by scripts/slurm_local.sh).
 
-The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs once
-locally (`--profile profiles/local`, one metrics job per direction) and once through
+The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs locally
+(`--profile profiles/local`, one metrics job per direction: the session's shared run,
+`cluster_reference` in conftest.py) and through
 `--profile profiles/slurm --profile profiles/grouped` with seed groups (`seed_group_size=1`: one
 metrics_part job per direction and seed, packed into group jobs) and
 snakemake-executor-plugin-slurm: every job is an sbatch submission to slurmctld, run by slurmd
@@ -18,20 +19,18 @@ where the services cannot be installed or started (no root, another Slurm on the
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+import snake
+from snake import PROFILES, ROOT
+
 SCRIPT = ROOT / "scripts" / "slurm_local.sh"
 CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
 RUN = "cluster"  # run_name in CONFIG
-PROFILES = ROOT / "profiles"
 # the plugin's options for a cluster without accounting: poll squeue, no account, no waiting
 SLURM_OPTS = (
     "--slurm-status-command",
@@ -65,9 +64,7 @@ def _script(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess
 
 @pytest.fixture(scope="module")
 def slurm_env(tmp_path_factory):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SNAKEMAKE_PROFILE"))}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("HF_HUB_OFFLINE", "1")
+    env = snake.env()
     running = _script("status", env=env, timeout=60).returncode == 0
     if not running:
         res = _script("start", "1", env=env)
@@ -81,47 +78,30 @@ def slurm_env(tmp_path_factory):
         _script("stop", env=env, timeout=120)
 
 
-def _snakemake(wd: Path, *args: str) -> list[str]:
-    return [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "-d", str(wd), "--configfile", str(CONFIG), *args]
-
-
 @pytest.fixture(scope="module")
-def runs(slurm_env, tmp_path_factory):
-    """The local run and the SLURM run, concurrently."""
-    local, slurm = tmp_path_factory.mktemp("local"), tmp_path_factory.mktemp("slurm")
+def runs(slurm_env, tmp_path_factory, request):
+    """The SLURM run, started first; the local run is the session's shared one
+    (``cluster_reference``: --profile profiles/local, read-only), made meanwhile when no other
+    test has made it yet."""
+    slurm = tmp_path_factory.mktemp("slurm")
     jobcomp = Path(slurm_env["SLURM_CONF"]).parent / "log" / "jobcomp.txt"
     seen = jobcomp.stat().st_size if jobcomp.exists() else 0  # earlier runs' records
-    procs = {
-        "local": subprocess.Popen(
-            _snakemake(local, "--profile", str(PROFILES / "local"), "--cores", "1"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=slurm_env,
-        ),
-        "slurm": subprocess.Popen(
-            _snakemake(
-                slurm,
-                "--profile",
-                str(PROFILES / "slurm"),
-                "--profile",
-                str(PROFILES / "grouped"),
-                "--config",
-                "seed_group_size=1",
-                *SLURM_OPTS,
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=slurm_env,
-            cwd=slurm,
-        ),
-    }
-    logs = {k: p.communicate(timeout=900)[0] for k, p in procs.items()}
-    for k, p in procs.items():
-        assert p.returncode == 0, f"{k} run failed:\n{logs[k][-5000:]}"
+    proc = snake.start(
+        slurm,
+        *("--profile", str(PROFILES / "slurm"), "--profile", str(PROFILES / "grouped")),
+        *("--config", "seed_group_size=1", *SLURM_OPTS),
+        configfile=CONFIG,
+        environ=slurm_env,
+        cwd=slurm,
+    )
+    try:
+        local = request.getfixturevalue("cluster_reference")
+    except BaseException:
+        proc.kill()
+        raise
+    log = snake.finish({"slurm": proc})["slurm"]
     records = jobcomp.read_bytes()[seen:].decode()
-    return {"local": local, "slurm": slurm, "log": logs["slurm"], "jobcomp": records}
+    return {"local": local, "slurm": slurm, "log": log, "jobcomp": records}
 
 
 def test_slurm_results_are_byte_identical_to_local(runs):

@@ -1,8 +1,8 @@
 """`backretrieval verify`: a run's reports against reference reports, field by field, within the
 tolerances of backretrieval.reporting.verify.TOLERANCES (README, "Reproducing the results").
 
-Fast tests on edited copies of small report files; one slow test runs tests/data/tiny.yaml in a
-fresh copy of this checkout and verifies its reports against the committed reference
+Fast tests on edited copies of small report files; one slow test verifies the reports of a run
+of tests/data/tiny.yaml (the session's shared run) against the committed reference
 (tests/data/tiny_reports/), then changes recall_k and shows the verifier naming the fields."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ import yaml
 
 from backretrieval.cli import main
 from backretrieval.reporting import verify as V
+from snake import ROOT, run_snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 REFERENCE = ROOT / "tests" / "data" / "tiny_reports"
 
 METRICS = {
@@ -138,51 +136,22 @@ def test_every_tolerance_states_its_reason():
 # ---------------------------------------------------------------------------------- slow
 
 
-def _env(repo: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE_PROFILE")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(repo / "src")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    return env
-
-
-def _snakemake(repo: Path, config: str) -> None:
-    res = subprocess.run(
-        [str(BIN / "snakemake"), "--cores", "2", "--configfile", config],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=_env(repo),
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
-
-
 @pytest.mark.slow
-def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fails(tmp_path):
+def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fails(tiny_reference, tmp_path):
     """Regenerate the reference after an intended change: snakemake --configfile tests/data/tiny.yaml,
-    then copy reports/tiny/ to tests/data/tiny_reports/."""
-    repo = tmp_path / "repo"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for rel in filter(None, (f.decode() for f in listed)):
-        if (ROOT / rel).is_file():  # a clone's files (the workflow reads config/, scripts/ at parse time)
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, repo / rel)
-    _snakemake(repo, "tests/data/tiny.yaml")
-    rep = V.verify(repo / "reports" / "tiny", reference_dir=REFERENCE)
+    then copy reports/tiny/ to tests/data/tiny_reports/. The run is the session's shared one
+    (``tiny_reference``); the changed run works in a copy of it."""
+    rep = V.verify(tiny_reference / "reports" / "tiny", reference_dir=REFERENCE)
     assert rep.ok, rep.summary()
 
     # a real change: recall@5 -> recall@4 (the same run otherwise)
-    cfg = yaml.safe_load((repo / "tests/data/tiny.yaml").read_text())
+    wd = tmp_path / "wd"
+    shutil.copytree(tiny_reference, wd, symlinks=True)
+    cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     cfg["recall_k"] = 4
-    (repo / "changed.yaml").write_text(yaml.safe_dump(cfg))
-    _snakemake(repo, "changed.yaml")
-    rep = V.verify(repo / "reports" / "tiny", reference_dir=REFERENCE)
+    (tmp_path / "changed.yaml").write_text(yaml.safe_dump(cfg))
+    run_snakemake(wd, cores=2, configfile=tmp_path / "changed.yaml")
+    rep = V.verify(wd / "reports" / "tiny", reference_dir=REFERENCE)
     assert not rep.ok
     assert "metrics.json: meta/k: 4 vs reference 5 (|diff| 1 > 0, counts and settings)" in rep.failures
     assert any("recall_ci.csv:" in f and "xlr_recall" in f for f in rep.failures)

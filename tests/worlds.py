@@ -1,5 +1,13 @@
-"""A constructed world for the findings tests: items in concept clusters, images that show the
-concept, and text encoders of known, graded quality (so XLR and BkR must order them alike).
+"""The tests' hand-made toy worlds (the library's SYNTHETIC generator is the other source of
+test data: ``synthetic_dataset`` in conftest.py, texts and images for the pipeline's own steps).
+
+``make_prepared``: a bring-your-own prepared folder in the documented format (parallel items,
+precomputed image features), for tests that run the steps or the workflow on it without any
+model or generated image.
+
+``make_world`` / ``write_world``: a constructed world for the findings tests: items in concept
+clusters, images that show the concept, and text encoders of known, graded quality (so XLR and
+BkR must order them alike); embeddings, not texts, so the expected order is known.
 
 Item i has concept c(i) (n_concepts clusters). Its image is the concept centre plus a little
 noise; its text in every language is the item's own latent vector (concept centre + item
@@ -18,6 +26,26 @@ import pandas as pd
 from backretrieval.data.sampling import draw_samples
 from backretrieval.evaluation.core import image_of_items
 from backretrieval.findings.views import build_view
+
+
+def make_prepared(root: Path, n_items: int = 30, langs=("en", "de"), splits=("val", "test")) -> Path:
+    """A prepared folder: n_items parallel items (item i in split ``splits[i % len(splits)]``),
+    one image each, precomputed 8-d features ``features/fake.npy``."""
+    root.mkdir(parents=True)
+    (root / "dataset.json").write_text(json.dumps({"name": "hand", "languages": list(langs), "parallel": True}))
+    rows = [
+        (f"i{i:03d}", lang, f"img{i:03d}", f"{lang} item {i} " + "ab" * (i % 7), "", splits[i % len(splits)])
+        for i in range(n_items)
+        for lang in langs
+    ]
+    pd.DataFrame(rows, columns=["item_id", "lang", "image_id", "title", "body", "split"]).to_csv(
+        root / "items.csv", index=False
+    )
+    (root / "features").mkdir()
+    np.save(root / "features/fake.npy", np.random.default_rng(0).standard_normal((n_items, 8)).astype(np.float32))
+    (root / "features/fake.ids.txt").write_text("".join(f"img{i:03d}\n" for i in range(n_items)))
+    return root
+
 
 SIGMAS = {"good": 0.05, "mid": 0.6, "weak": 1.5, "random": None}
 
