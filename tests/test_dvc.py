@@ -69,6 +69,14 @@ def _fresh_copy(dst: Path) -> Path:
     return dst
 
 
+def _only_the_generated_dvc_yaml(repo: Path) -> None:
+    """A project whose one pipeline is the dvc.yaml just generated for the test's configs: without
+    the listed real-data runs' runs/dvc.yaml (whose stages would overlap or need data/raw) and the
+    raw data's data.dvc."""
+    shutil.rmtree(repo / "runs")
+    (repo / "data.dvc").unlink()
+
+
 def _tree(repo: Path) -> dict[str, str]:
     out = {}
     for rel in RUN_FILES:
@@ -236,11 +244,16 @@ def test_real_data_runs_are_stages_on_versioned_raw_data():
     assert raw["frozen"] is True
     assert [d["path"] for d in raw["deps"]] == ["../shared/datasets"]
     assert [o["path"] for o in raw["outs"]] == ["data/raw"] and raw["outs"][0]["md5"].endswith(".dir")
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    lock = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"]
+    # apart from the default run's dvc.yaml, so `dvc repro` / `dvc exp run` never need the real data
+    assert not [n for n in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"] if not n.startswith("default-")]
+    stages = yaml.safe_load((ROOT / "runs/dvc.yaml").read_text())["stages"]
+    lock = yaml.safe_load((ROOT / "runs/dvc.lock").read_text())["stages"]
+    assert all(s["wdir"] == ".." for s in stages.values())  # run in the repository root
     for cfg in REAL_RUNS:
-        names = _ok([sys.executable, "scripts/dvc_stages.py", "--names", cfg], ROOT).split()
+        qualified = _ok([sys.executable, "scripts/dvc_stages.py", "--names", cfg], ROOT).split()
+        names = [n.removeprefix("runs/dvc.yaml:") for n in qualified]
         run = yaml.safe_load((ROOT / cfg).read_text())["run_name"]
+        assert all(n.startswith("runs/dvc.yaml:") for n in qualified), cfg
         assert names and all(n.startswith(f"{run}-") for n in names), cfg
         prepare = stages[f"{run}-prepare_dataset"]
         raw_deps = [d for d in prepare["deps"] if d.startswith("data/raw/")]
@@ -257,8 +270,8 @@ def test_status_names_the_raw_input_and_outputs_a_clone_lacks(tmp_path):
     the missing raw input of its prepare stage and data.dvc's missing folder."""
     repo = _fresh_copy(tmp_path / "repo")
     assert not (repo / "data" / "raw").exists()
-    status = json.loads(_dvc(repo, "status", "--json", "data.dvc", "multi30k-prepare_dataset"))
-    (deps,) = [e["changed deps"] for e in status["multi30k-prepare_dataset"] if "changed deps" in e]
+    status = json.loads(_dvc(repo, "status", "--json", "data.dvc", "runs/dvc.yaml:multi30k-prepare_dataset"))
+    (deps,) = [e["changed deps"] for e in status["runs/dvc.yaml:multi30k-prepare_dataset"] if "changed deps" in e]
     assert deps["data/raw/multi30k"] == "deleted"
     assert deps["data/raw/multi30k-resnet50/test_2016_flickr-resnet50-avgpool.npy"] == "deleted"
     (outs,) = [e["changed outs"] for e in status["data.dvc"] if "changed outs" in e]
@@ -305,6 +318,7 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
     repo = _fresh_copy(tmp_path / "repo")
     configs = ["params.yaml", *sorted(f"config/{p.name}" for p in (ROOT / "config").glob("*.yaml"))]
     _ok([sys.executable, "scripts/dvc_stages.py", *configs], repo, timeout=600)
+    _only_the_generated_dvc_yaml(repo)
     stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
     runs = {yaml.safe_load((ROOT / c).read_text())["run_name"]: c for c in configs}
     # a stage belongs to the longest run name it starts with (run names hold hyphens:
@@ -329,7 +343,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     c1 = _fresh_copy(tmp_path / "c1")
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert all(n.startswith("tiny-") for n in yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"])
-    (c1 / "data.dvc").unlink()  # a project of the tiny run alone: no real-data stage reads data/raw
+    _only_the_generated_dvc_yaml(c1)
     _git(c1, "add", "-A")
     _git(c1, "commit", "-qm", "a DVC stage for tests/data/tiny.yaml")
     _git(tmp_path, "clone", "-q", str(c1), "c3")
