@@ -34,7 +34,7 @@ configuration's committed findings records: git files, not outs of one configura
   python scripts/dvc_stages.py --check       exit 1 if either differs from a fresh generation
   python scripts/dvc_stages.py CONFIG ...    stages for these configs instead of the list
   python scripts/dvc_stages.py --findings CONFIG ...   ... each with its findings stage
-  python scripts/dvc_stages.py --names CONFIG         the names of CONFIG's stages in dvc.yaml
+  python scripts/dvc_stages.py --names CONFIG         the names of a listed CONFIG's stages
 """
 
 from __future__ import annotations
@@ -469,13 +469,13 @@ def pipeline_file(config_path: str) -> str:
     return "dvc.yaml" if config_path == DEFAULT_CONFIG else OTHER_RUNS_FILE
 
 
-def _in_config_dir(stage: dict) -> dict:
+def _in_runs_dir(stage: dict) -> dict:
     """A stage of runs/dvc.yaml: run in the repository root (``wdir: ..``), so its paths and
     command are those of the root file's stages."""
     return {"cmd": stage["cmd"], "wdir": "..", **{k: v for k, v in stage.items() if k != "cmd"}}
 
 
-def _curves_from_config_dir(curves: list[dict]) -> list[dict]:
+def _curves_from_runs_dir(curves: list[dict]) -> list[dict]:
     """Top-level plots of runs/dvc.yaml: their paths are relative to the file, not to a wdir."""
     out = []
     for plot in curves:
@@ -494,8 +494,8 @@ def generate_listed() -> dict[str, str]:
         stages_ = {name: body for name, (c, body) in collected.items() if pipeline_file(c) == path}
         curves = [p for c in own for p in training_curves(c)]
         if path == OTHER_RUNS_FILE:
-            stages_ = {name: _in_config_dir(body) for name, body in stages_.items()}
-            curves = _curves_from_config_dir(curves)
+            stages_ = {name: _in_runs_dir(body) for name, body in stages_.items()}
+            curves = _curves_from_runs_dir(curves)
         files[path] = _render(stages_, curves, HEADER if path == "dvc.yaml" else OTHER_HEADER)
     return files
 
@@ -506,22 +506,14 @@ def listed_runs() -> tuple[list[str], list[str]]:
     return list(runs["stages"]), list(runs.get("findings") or [])
 
 
-def _run_name(config_path: str) -> str:
-    sys.path.insert(0, str(ROOT / "src"))
-    from backretrieval.config import load_config
-
-    return load_config(ROOT / config_path)["run_name"]
-
-
 def stage_names(config_path: str) -> list[str]:
     """The stages that run ``config_path``, as `dvc commit`/`dvc push` take them (``file:name``
-    outside the root dvc.yaml): ``<run_name>-...``, but not those of a longer run name that starts
-    with it (``multi30k-`` also begins ``multi30k-task2-``'s stages)."""
+    outside the root dvc.yaml): those whose command runs Snakemake on that config (the root file
+    holds only the default run's)."""
     path = pipeline_file(config_path)
-    names = list(yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["stages"])
-    run = _run_name(config_path)
-    longer = [r for r in map(_run_name, listed_runs()[0]) if r != run and r.startswith(f"{run}-")]
-    own = [n for n in names if n.startswith(f"{run}-") and not any(n.startswith(f"{r}-") for r in longer)]
+    marker = "" if config_path == DEFAULT_CONFIG else f" --configfile {config_path} "
+    stages_ = yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["stages"]
+    own = [name for name, stage in stages_.items() if marker in stage["cmd"]]
     return own if path == "dvc.yaml" else [f"{path}:{n}" for n in own]
 
 

@@ -30,14 +30,9 @@ METRICS = re.compile(
 )
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out: dict = {}
-    for key, value in d.items():
-        if isinstance(value, dict):
-            out |= _flat(value, f"{prefix}{key}.")
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
+def _flat_keys(d: dict) -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists kept as values), as DVC names the columns."""
+    return pd.json_normalize(d, sep=".").iloc[0].to_dict() if d else {}
 
 
 def _row(entry: dict) -> dict:
@@ -45,11 +40,11 @@ def _row(entry: dict) -> dict:
     rev = data.get("rev") or entry.get("rev") or ""
     row = {"Experiment": entry.get("name") or "", "rev": rev[:7] if re.fullmatch(r"[0-9a-f]{40}", rev) else rev}
     row["Created"] = data.get("timestamp") or ""
-    params = _flat(((data.get("params") or {}).get(PARAMS_FILE) or {}).get("data") or {})
+    params = _flat_keys(((data.get("params") or {}).get(PARAMS_FILE) or {}).get("data") or {})
     row |= {k: v for k, v in params.items() if PARAMS.fullmatch(k)}
     for path, metrics in sorted((data.get("metrics") or {}).items()):
         if path.startswith(METRICS_DIR):
-            row |= {k: v for k, v in _flat(metrics.get("data") or {}).items() if METRICS.fullmatch(k)}
+            row |= {k: v for k, v in _flat_keys(metrics.get("data") or {}).items() if METRICS.fullmatch(k)}
     return row
 
 
