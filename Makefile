@@ -21,8 +21,8 @@ setup:
 
 run: setup
 	source $(VENV)/activate && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
-	  && dvc commit --force --quiet $(STAGES) \
-	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $(STAGES); fi \
+	  && stages=$(STAGES) && dvc commit --force --quiet $$stages \
+	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $$stages; fi \
 	  && backretrieval verify $(REPORTS)
 
 # data/raw/, the real-data configurations' raw inputs (data.dvc): copied from the local mirror
@@ -41,7 +41,7 @@ verify:
 
 # `dvc exp show` with the columns a person compares: the default run's main parameters and
 # summary metrics (23 columns; plain `dvc exp show` lists every key of every run's params file,
-# every metric and every dep, over 1,000), selected by file in scripts/exp_show.py.
+# every metric and every dep: 969 columns), selected by file in scripts/exp_show.py.
 # EXP_ARGS passes more options, e.g. `make exp-show EXP_ARGS=--csv` or `EXP_ARGS='-A --md'`.
 exp-show:
 	source $(VENV)/activate && python scripts/exp_show.py $(EXP_ARGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """`dvc exp show` cut to what a person compares in an experiment on the default run: its main
 parameters (params.yaml) and summary metrics (reports/default/). Plain `dvc exp show` lists every
-key of every run's params file, every metric of every run and every dep (over 1,000 columns with
+key of every run's params file, every metric of every run and every dep (969 columns with
 the real-data runs), and its --keep/--drop regexes cannot select by file: a column is prefixed
 with its file only where another file has the same name. So this reads `dvc exp show --json` and
 selects by file and key.
