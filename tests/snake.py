@@ -126,6 +126,17 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
     return logs
 
 
+def shared_run_while(request, fixture: str, *procs: subprocess.Popen):
+    """The session's shared run ``fixture`` (conftest.py), made meanwhile when no test has made it
+    yet, while ``procs`` run; they are killed if making it fails, so none outlives the test."""
+    try:
+        return request.getfixturevalue(fixture)
+    except BaseException:
+        for p in procs:
+            p.kill()
+        raise
+
+
 # ------------------------------------------------------------------ the workflow's own commands
 _RENDERED: dict[tuple[str, tuple[str, ...]], list[tuple[str, dict[str, str], list[str]]]] = {}
 _WD = "@WORKDIR@"  # the working directory in a cached rendering

@@ -190,11 +190,7 @@ def runs(tmp_path_factory, request):
     when no other test has made it yet."""
     cluster = tmp_path_factory.mktemp("cluster")
     proc = snake.start(cluster, "--profile", str(PROFILES / "cluster-generic"), configfile=CONFIG)
-    try:
-        local = request.getfixturevalue("cluster_reference")
-    except BaseException:
-        proc.kill()
-        raise
+    local = snake.shared_run_while(request, "cluster_reference", proc)
     log = snake.finish({"cluster": proc})["cluster"]
     return {
         "local": local,

@@ -669,12 +669,7 @@ def tiny_runs(tmp_path_factory, request):
     base = tmp_path_factory.mktemp("tiny")
     shared = base / "shared-cache"
     procs = {n: snake.start(base / n, "--config", f"cache_dir={shared}", cores=2, configfile=TINY) for n in "bc"}
-    try:
-        a = request.getfixturevalue("tiny_reference")
-    except BaseException:
-        for p in procs.values():
-            p.kill()
-        raise
+    a = snake.shared_run_while(request, "tiny_reference", *procs.values())
     snake.finish(procs)
     return {"a": a, "b": base / "b", "c": base / "c", "shared-cache": shared}
 

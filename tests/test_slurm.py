@@ -94,11 +94,7 @@ def runs(slurm_env, tmp_path_factory, request):
         environ=slurm_env,
         cwd=slurm,
     )
-    try:
-        local = request.getfixturevalue("cluster_reference")
-    except BaseException:
-        proc.kill()
-        raise
+    local = snake.shared_run_while(request, "cluster_reference", proc)
     log = snake.finish({"slurm": proc})["slurm"]
     records = jobcomp.read_bytes()[seen:].decode()
     return {"local": local, "slurm": slurm, "log": log, "jobcomp": records}
