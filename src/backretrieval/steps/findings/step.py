@@ -117,14 +117,14 @@ def run_analysis(name: str, artifacts: RunArtifacts, settings: Mapping[str, Any]
 # ---- shared by the analyses ----------------------------------------------------------------
 
 
-def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int, as_ranks: bool) -> np.ndarray:
-    """One encoder's per-query outcomes of one seed: hits at ``k`` (``as_ranks``: the file holds
-    ranks) or the stored values."""
+def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int) -> np.ndarray:
+    """One encoder's per-query outcomes of one seed: hits at ``k`` of its ``kind`` (xlr, bkr)
+    ranks (full ranks: :meth:`RunArtifacts.require_full_ranks`)."""
     key = f"{enc}/{seed}/{kind}"
     if key not in ranks:
         raise InputError(f"per-query ranks: no entry {key!r} (metrics and ranks files out of step?)")
     r = ranks[key].astype(np.int64)
-    return (r <= k).astype(np.float64) if as_ranks else r.astype(np.float64)
+    return (r <= k).astype(np.float64)
 
 
 def synthetic_note(info: RunInfo) -> str:
