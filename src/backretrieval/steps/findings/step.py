@@ -164,3 +164,40 @@ def question_markdown(
     if extra_md:
         md += ["", extra_md]
     return "\n".join(md)
+
+
+def question_result(
+    art: RunArtifacts,
+    name: str,
+    *,
+    settings: Mapping[str, Any],
+    numbers: Mapping[str, Any],
+    answer: str,
+    summary: pd.DataFrame,
+    samples: pd.DataFrame,
+    title: str,
+    plot: Callable[[Path, str], object],
+    extra_md: str = "",
+) -> Result:
+    """The result of a question-style analysis that re-evaluates embeddings (``image_quality``,
+    ``sample_size``, ``hubness``): its record over the run's sorted directions, the verdict
+    (:func:`headline` of ``answer``), ``<name>.md`` (:func:`question_markdown`),
+    ``<name>.csv`` (``summary``), ``<name>.samples.csv`` (``samples``) and the figure ``<name>``,
+    drawn by ``plot(path_stem, figure_title)`` with the title ``"<dataset>: <title>"``
+    (prefixed ``SYNTHETIC — `` on SYNTHETIC data)."""
+    meta = art.dataset_meta()
+    info = art.info(sorted_directions=True)
+    fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: {title}"
+    return Result(
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=headline(answer),
+        files={
+            f"{name}.md": question_markdown(name, info, answer, summary, settings, extra_md),
+            f"{name}.csv": summary,
+            f"{name}.samples.csv": samples,
+        },
+        figures={name: lambda p: plot(p, fig_title)},
+    )
