@@ -57,18 +57,8 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         encoders=sorted(texts),
     )
     extra = "Per encoder (means over samples):\n\n" + markdown_table(per_enc)
-    return question_result(
-        art,
-        "hubness",
-        settings=settings,
-        numbers=numbers,
-        answer=text,
-        summary=summary,
-        samples=df,
-        title="hubness of BkR step 1",
-        plot=lambda p, title: hub_mod.plot_hubness(per_enc, summary, p, title),
-        extra_md=extra,
-    )
+    figure = ("hubness of BkR step 1", lambda p, title: hub_mod.plot_hubness(per_enc, summary, p, title))
+    return question_result(art, "hubness", text, settings, numbers, summary, df, figure, extra)
 
 
 ANALYSIS = Plugin("hubness", run)

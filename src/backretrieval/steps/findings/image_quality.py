@@ -66,17 +66,10 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         base=base,
         degradations=[iq.variant_name(kd, lv) for kd, lv in degr],
     )
-    return question_result(
-        art,
-        "image_quality",
-        settings=settings,
-        numbers={"per_variant": summary.set_index("variant").to_dict(orient="index")},
-        answer=text,
-        summary=summary,
-        samples=per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left"),
-        title="image quality vs BkR's agreement with XLR",
-        plot=lambda p, title: iq.plot_image_quality(summary, p, title),
-    )
+    numbers = {"per_variant": summary.set_index("variant").to_dict(orient="index")}
+    samples = per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left")
+    figure = ("image quality vs BkR's agreement with XLR", lambda p, title: iq.plot_image_quality(summary, p, title))
+    return question_result(art, "image_quality", text, settings, numbers, summary, samples, figure)
 
 
 def _concept_precisions(

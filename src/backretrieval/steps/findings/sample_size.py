@@ -70,18 +70,8 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     )
     means = per_enc.groupby(["n", "encoder"])[["xlr_r1", "xlr_recall", "bkr_recall"]].mean().reset_index()
     extra = "Mean metrics per N and encoder:\n\n" + markdown_table(means, 4)
-    return question_result(
-        art,
-        "sample_size",
-        settings=settings,
-        numbers=numbers,
-        answer=text,
-        summary=stab,
-        samples=per_enc,
-        title="BkR's encoder ranking vs N",
-        plot=lambda p, title: ss.plot_sample_size(stab, per_enc, k, p, title, criterion),
-        extra_md=extra,
-    )
+    figure = ("BkR's encoder ranking vs N", lambda p, title: ss.plot_sample_size(stab, per_enc, k, p, title, criterion))
+    return question_result(art, "sample_size", text, settings, numbers, stab, per_enc, figure, extra)
 
 
 def _parallel_items(items: pd.DataFrame, direction: str) -> int:

@@ -169,22 +169,21 @@ def question_markdown(
 def question_result(
     art: RunArtifacts,
     name: str,
-    *,
+    answer: str,
     settings: Mapping[str, Any],
     numbers: Mapping[str, Any],
-    answer: str,
     summary: pd.DataFrame,
     samples: pd.DataFrame,
-    title: str,
-    plot: Callable[[Path, str], object],
+    figure: tuple[str, Callable[[Path, str], object]],
     extra_md: str = "",
 ) -> Result:
     """The result of a question-style analysis that re-evaluates embeddings (``image_quality``,
     ``sample_size``, ``hubness``): its record over the run's sorted directions, the verdict
-    (:func:`headline` of ``answer``), ``<name>.md`` (:func:`question_markdown`),
-    ``<name>.csv`` (``summary``), ``<name>.samples.csv`` (``samples``) and the figure ``<name>``,
-    drawn by ``plot(path_stem, figure_title)`` with the title ``"<dataset>: <title>"``
-    (prefixed ``SYNTHETIC — `` on SYNTHETIC data)."""
+    (:func:`headline` of ``answer``), ``<name>.md`` (:func:`question_markdown`, ``extra_md``
+    appended), ``<name>.csv`` (``summary``), ``<name>.samples.csv`` (``samples``) and the figure
+    ``<name>``: ``figure = (title, plot)``, drawn by ``plot(path_stem, "<dataset>: <title>")``
+    (the dataset prefixed ``SYNTHETIC — `` on SYNTHETIC data)."""
+    title, plot = figure
     meta = art.dataset_meta()
     info = art.info(sorted_directions=True)
     fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: {title}"
