@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from backretrieval._util import io
 from backretrieval.cli import main
+from backretrieval.errors import InputError
 from backretrieval.steps.metrics import metrics_step
 from backretrieval.steps.sample import sample_step
 
@@ -453,3 +455,52 @@ def test_one_writer_writes_files_figures_and_record_in_order(tmp_path):
         and rec.outputs[3] == "figures/agreement_clustermap.png"
     )
     assert read_record(tmp_path / "agreement.json") == rec
+
+
+def _hits_only(f: dict, root: Path) -> dict:
+    """A copy of the run's metrics as an older metrics step wrote them with hits only: no
+    ``bkr_mrr`` / ``bkr_mean_rank`` rows and 0/1 BkR hits in the ranks files (the values the
+    old code read as hits, so its checks passed)."""
+    out = dict(f, metrics=[], ranks=[])
+    for m in f["metrics"]:
+        frame = pd.read_csv(m)
+        dst = root / "hits" / Path(m).name
+        io.write_csv(dst, frame[~frame["metric"].isin(["bkr_mrr", "bkr_mean_rank"])])
+        ranks = io.load_npz(Path(m).with_suffix(".ranks.npz"))
+        io.save_npz(
+            dst.with_suffix(".ranks.npz"),
+            **{key: (r <= 5).astype(np.int64) if key.endswith("/bkr") else r for key, r in ranks.items()},
+        )
+        out["metrics"].append(str(dst))
+        out["ranks"].append(str(dst.with_suffix(".ranks.npz")))
+    return out
+
+
+def test_hits_only_metrics_fail_naming_the_file(run, tmp_path, capsys):
+    """A metrics table without full BkR ranks is refused, by name, by every step that reads BkR
+    ranks or BkR MRR (it used to be read as hits, or its BkR MRR silently left out)."""
+    from backretrieval.steps.report import read_bkr_hits
+
+    root, f = run
+    hits = _hits_only(f, tmp_path)
+    first = hits["metrics"][0]
+    expected = f"{first}: BkR Recall@k without bkr_mrr"
+    points = tmp_path / "full" / "calibration_points.csv"
+    assert main(["findings-calibration", *_run_args(f, points.parent), "--soft-m", "1", "3"]) == 0
+    capsys.readouterr()
+    steps = {
+        "findings-inference": [*_run_args(hits, tmp_path / "i"), "--B", "20", "--n-seeds", "2"],
+        "findings-calibration": [*_run_args(hits, tmp_path / "c"), "--soft-m", "1", "3"],
+        "findings-agreement": [
+            *["--dataset", str(f["dataset"]), "--metrics", *hits["metrics"], "--recall-k", "5"],
+            *["--run-name", "toy", "--out-dir", str(tmp_path / "a"), "--points", str(points), "--soft-m", "3"],
+        ],
+    }
+    for step, args in steps.items():
+        assert main([step, *args]) == 2, step
+        err = capsys.readouterr().err
+        assert expected in err and "expected full BkR ranks: rerun the metrics step" in err, (step, err)
+        assert not (tmp_path / args[args.index("--out-dir") + 1]).exists(), step
+    with pytest.raises(InputError, match=re.escape(expected)):
+        read_bkr_hits([Path(p) for p in hits["metrics"]], 5)
+    assert set(read_bkr_hits([Path(p) for p in f["metrics"]], 5)) == set(NOISE)  # full ranks: read

@@ -30,7 +30,7 @@ if CASE:
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
-            encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
+            rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),
             threads=MODEL_THREADS,
             spec=lambda wc, input: encoder_spec(wc.encoder),
             cache=lambda wc, input: absolute(config["cache_dir"]),

@@ -9,8 +9,9 @@
 # files (downloads, the embedding cache, a mirror folder, anything outside the working
 # directory) are passed as absolute paths, through params that are functions of the job's
 # `input`: Snakemake treats such params as derived, not as settings, so moving the checkout
-# or pointing `cache_dir` elsewhere reruns nothing; the setting itself (as configured) is
-# the rule's param that triggers reruns.
+# or pointing `cache_dir` elsewhere reruns nothing. A rule whose setting reaches its job only
+# in such a form also has the param `rerun_trigger` (`rerun_on`, below): the setting as
+# configured, which reruns the rule when it changes.
 import glob as _glob
 import json
 import os
@@ -103,6 +104,17 @@ def job_path(path):
 
 def as_json(obj):
     return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def rerun_on(setting):
+    """The param `rerun_trigger` of a rule: ``setting`` (a config section: a dataset, a corpus,
+    an encoder) as configured, in canonical JSON. No shell command uses it. It exists for
+    Snakemake's params rerun trigger: the job receives the setting in machine-dependent form
+    (absolute locations: `dataset_spec`, `encoder_spec`) through a param that is a function of
+    `input`, and Snakemake leaves such derived params out of the params it records and compares,
+    so that param alone would not rerun the rule when the setting changes. This one does, and
+    moving the checkout or `cache_dir` (which changes only the derived form) reruns nothing."""
+    return as_json(setting)
 
 
 # ---- datasets and corpora ------------------------------------------------------------------

@@ -12,7 +12,7 @@ rule prepare_dataset:
     conda:
         CONDA_ENV
     params:
-        dataset=as_json(config["dataset"]),
+        rerun_trigger=rerun_on(config["dataset"]),
         languages=config["languages"],
         content=byo_content(config["dataset"]),
         spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
@@ -42,7 +42,7 @@ rule prepare_corpus:
     conda:
         CONDA_ENV
     params:
-        corpus=lambda wc: as_json(corpus_section(wc.corpus)),
+        rerun_trigger=lambda wc: rerun_on(corpus_section(wc.corpus)),
         languages=config["languages"],
         content=lambda wc: byo_content(corpus_section(wc.corpus)),
         spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),

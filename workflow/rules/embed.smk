@@ -20,7 +20,7 @@ rule embed_text:
     resources:
         mem_mb=4000,
     params:
-        encoder=lambda wc: as_json(config["encoders"][wc.encoder]),
+        rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),
         field=config["text_field"],
         languages=config["languages"],
         skip="--skip-unavailable" if config.get("skip_unavailable", False) else "",

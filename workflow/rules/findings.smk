@@ -190,7 +190,7 @@ if FINDINGS_SYNTHETIC:
         priority: 0
         threads: HEAVY_THREADS
         params:
-            encoder=lambda wc: as_json(SS["encoders"][wc.encoder]),
+            rerun_trigger=lambda wc: rerun_on(SS["encoders"][wc.encoder]),
             spec=lambda wc, input: as_json(SS["encoders"][wc.encoder]),
             languages=SS_LANGS,
             skip="",

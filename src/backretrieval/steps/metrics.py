@@ -19,7 +19,7 @@ from .settings import seed_groups
 
 log = logging.getLogger("backretrieval")
 
-__all__ = ["METRIC_COLUMNS", "gather_metrics", "metrics_step", "read_metrics", "seed_groups"]
+__all__ = ["METRIC_COLUMNS", "gather_metrics", "metrics_step", "read_metrics", "require_full_ranks", "seed_groups"]
 
 
 def metrics_step(
@@ -113,3 +113,17 @@ def gather_metrics(parts: list[Path], out: Path) -> None:
 def read_metrics(paths: list[Path]) -> pd.DataFrame:
     frames = [pd.read_csv(p) for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
+
+
+def require_full_ranks(frame: pd.DataFrame, source: str | Path) -> None:
+    """Check that the metrics table ``source`` (read as ``frame``) comes with full per-query BkR
+    ranks, as the metrics step writes them: a table with BkR Recall@k has BkR MRR
+    (``bkr_mrr``, computed from the ranks). A table with ``bkr_recall`` but no ``bkr_mrr`` was
+    written by an older metrics step that kept 0/1 BkR hits only (its ``<direction>.ranks.npz``
+    holds hits, not ranks): raise :class:`InputError` naming it, instead of reading hits as ranks."""
+    metrics = set(frame["metric"])
+    if "bkr_recall" in metrics and "bkr_mrr" not in metrics:
+        raise InputError(
+            f"{source}: BkR Recall@k without bkr_mrr, so its per-query BkR ranks ({ranks_path(Path(source)).name}) "
+            "hold hits only (written by an older metrics step); expected full BkR ranks: rerun the metrics step"
+        )

@@ -23,7 +23,7 @@ from ..evaluation.results import random_baseline
 from ..reporting import figures, tables
 from ..reporting.significance import significance_table
 from . import layout
-from .metrics import read_metrics
+from .metrics import read_metrics, require_full_ranks
 
 #: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``).
 REPORT_SETTINGS = (
@@ -167,15 +167,14 @@ def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:
 
 def read_bkr_hits(metrics_files: list[Path], k: int) -> dict[str, dict[str, np.ndarray]]:
     """``{encoder: {direction: per-query BkR hits, seeds concatenated in seed order}}`` from the
-    per-query ranks beside each metrics CSV (``<stem>.ranks.npz``, keys
-    ``<encoder>/<seed>/bkr``: ranks, or 0/1 hits where the run kept hits only, which is when
-    it has no ``bkr_mrr``)."""
+    per-query BkR ranks beside each metrics CSV (``<stem>.ranks.npz``, keys
+    ``<encoder>/<seed>/bkr``; :func:`~backretrieval.steps.metrics.require_full_ranks`)."""
     hits: dict[str, dict[str, np.ndarray]] = {}
     for f in metrics_files:
-        ranks = io.load_npz(layout.ranks_path(Path(f)))
         frame = pd.read_csv(f)
+        require_full_ranks(frame, f)
+        ranks = io.load_npz(layout.ranks_path(Path(f)))
         for d, sub in frame.groupby("direction", sort=False):
-            full = "bkr_mrr" in set(sub["metric"])
             seeds = sorted(set(int(x) for x in sub["seed"]))
             for enc in sorted(set(sub["encoder"])):
                 arrays = []
@@ -184,7 +183,7 @@ def read_bkr_hits(metrics_files: list[Path], k: int) -> dict[str, dict[str, np.n
                     if key not in ranks:
                         raise InputError(f"{layout.ranks_path(Path(f))}: no per-query BkR ranks '{key}'")
                     r = np.asarray(ranks[key])
-                    arrays.append(r <= k if full else r.astype(bool))
+                    arrays.append(r <= k)
                 hits.setdefault(enc, {})[str(d)] = np.concatenate(arrays)
     return hits
 

@@ -31,6 +31,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     (BkR MRR) and bli.csv (MAP, nearest neighbour), each averaged over directions and seeds."""
     from ...findings.agreement import agreement_matrix, agreement_table, plot_clustermap
 
+    art.require_full_ranks()
     points_file, bli_file = Path(s["points"]), s["bli"]
     soft_m, B, boot_seed = s["soft_m"], s["B"], s["bootstrap_seed"]
     info = art.info()
@@ -39,8 +40,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     if soft_col not in points.columns:
         raise InputError(f"{points_file}: no column {soft_col!r} (soft BkR with m={soft_m} was not computed)")
     per = points.groupby("encoder")[["xlr_r1", "xlr_rk", "xlr_mrr", "bkr", "corr", soft_col]].mean()
-    if "bkr_mrr" in set(art.metrics["metric"]):
-        per["bkr_mrr"] = art.metrics[art.metrics["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
+    per["bkr_mrr"] = art.metrics[art.metrics["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
     names = {
         **{k.replace("R@k", f"R@{art.k}"): v for k, v in AGREEMENT_METRICS.items()},
         f"soft BkR (m={soft_m})": soft_col,

@@ -21,7 +21,7 @@ from ...evaluation.core import rows_of
 from ...findings.document import RunInfo
 from ...findings.views import Lookup
 from ..layout import load_embedding, skipped_reason
-from ..metrics import read_metrics
+from ..metrics import read_metrics, require_full_ranks
 from ..sample import read_samples
 
 log = logging.getLogger("backretrieval")
@@ -45,6 +45,7 @@ class RunArtifacts:
     k: int
     run_name: str = ""
     reports_dir: str = ""
+    metrics_files: tuple[Path, ...] = ()
     _items: pd.DataFrame | None = None
     _image: tuple[dict[str, int], np.ndarray] | None = None
     _text: dict[tuple[str, str], tuple[dict[str, int], np.ndarray] | None] = field(default_factory=dict)
@@ -78,6 +79,12 @@ class RunArtifacts:
             image_backbone=str(m["backbone"].iloc[0]),
             k=self.k,
         )
+
+    def require_full_ranks(self) -> None:
+        """Check every metrics file for full per-query BkR ranks (the analyses that read BkR
+        ranks or BkR MRR call it first; :func:`~backretrieval.steps.metrics.require_full_ranks`)."""
+        for p in self.metrics_files:
+            require_full_ranks(pd.read_csv(p), p)
 
     def dataset_meta(self) -> DatasetMeta:
         """The metadata of the evaluated dataset (``dataset``)."""
@@ -234,4 +241,5 @@ def load_run(
         k=int(k),
         run_name=run_name,
         reports_dir=reports_dir,
+        metrics_files=tuple(Path(p) for p in metrics_files),
     )

@@ -24,6 +24,7 @@ def calibration_points(art: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
     from ...findings.calibration import image_side
     from ...metrics import BkrImageIndex, nearest_m
 
+    art.require_full_ranks()
     ms = sorted(set(int(m) for m in soft_m) | {1})
     encoders = art.encoders
     rows = []
@@ -51,7 +52,7 @@ def calibration_points(art: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
                     "p_miss": side.p_miss,
                 }
                 xr = ranks[f"{e}/{s.seed}/xlr"].astype(np.int64)
-                br = query_outcomes(ranks, e, s.seed, "bkr", art.k, "bkr_mrr" in wide.columns)
+                br = query_outcomes(ranks, e, s.seed, "bkr", art.k)
                 row.update(
                     xlr_r1=float(np.mean(xr <= 1)),
                     xlr_rk=float(np.mean(xr <= art.k)),

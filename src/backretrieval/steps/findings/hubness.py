@@ -11,7 +11,7 @@ from ...findings.document import markdown_table
 from ...findings.views import iter_views
 from ...metrics.retrieval import CSLS_K, MARGIN_K
 from .artifacts import RunArtifacts
-from .step import Plugin, Result, headline, question_markdown
+from .step import Plugin, Result, question_result
 
 
 def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
@@ -56,22 +56,9 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         seed=s["seed"],
         encoders=sorted(texts),
     )
-    info = art.info(sorted_directions=True)
-    fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: hubness of BkR step 1"
     extra = "Per encoder (means over samples):\n\n" + markdown_table(per_enc)
-    return Result(
-        run=info,
-        settings=settings,
-        numbers=numbers,
-        answer=text,
-        verdict=headline(text),
-        files={
-            "hubness.md": question_markdown("hubness", info, text, summary, settings, extra),
-            "hubness.csv": summary,
-            "hubness.samples.csv": df,
-        },
-        figures={"hubness": lambda p: hub_mod.plot_hubness(per_enc, summary, p, fig_title)},
-    )
+    figure = ("hubness of BkR step 1", lambda p, title: hub_mod.plot_hubness(per_enc, summary, p, title))
+    return question_result(art, "hubness", text, settings, numbers, summary, df, figure, extra)
 
 
 ANALYSIS = Plugin("hubness", run)

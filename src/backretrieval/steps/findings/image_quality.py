@@ -14,7 +14,7 @@ from ...errors import InputError
 from ...findings import image_quality as iq
 from ...findings.views import Lookup, iter_views
 from .artifacts import RunArtifacts
-from .step import Plugin, Result, headline, question_markdown
+from .step import Plugin, Result, question_result
 
 
 def degradations(s: Mapping[str, Any]) -> list[tuple[str, float | int | None]]:
@@ -66,21 +66,10 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         base=base,
         degradations=[iq.variant_name(kd, lv) for kd, lv in degr],
     )
-    info = art.info(sorted_directions=True)
-    fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: image quality vs BkR's agreement with XLR"
-    return Result(
-        run=info,
-        settings=settings,
-        numbers={"per_variant": summary.set_index("variant").to_dict(orient="index")},
-        answer=text,
-        verdict=headline(text),
-        files={
-            "image_quality.md": question_markdown("image_quality", info, text, summary, settings),
-            "image_quality.csv": summary,
-            "image_quality.samples.csv": per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left"),
-        },
-        figures={"image_quality": lambda p: iq.plot_image_quality(summary, p, fig_title)},
-    )
+    numbers = {"per_variant": summary.set_index("variant").to_dict(orient="index")}
+    samples = per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left")
+    figure = ("image quality vs BkR's agreement with XLR", lambda p, title: iq.plot_image_quality(summary, p, title))
+    return question_result(art, "image_quality", text, settings, numbers, summary, samples, figure)
 
 
 def _concept_precisions(

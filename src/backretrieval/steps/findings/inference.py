@@ -30,10 +30,10 @@ def inference_outcomes(
     the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
     from ...findings.inference import SeedOutcomes, corr_contributions
 
+    art.require_full_ranks()
     encoders = art.encoders
     m = art.metrics[art.metrics["direction"] == direction]
     wide = m.pivot_table(index=["seed", "encoder"], columns="metric", values="value")
-    bkr_as_ranks = "bkr_mrr" in wide.columns
     samples = sorted(art.samples[direction], key=lambda s: s.seed)[:n_seeds]
     if not samples:
         raise InputError(f"direction {direction}: no samples")
@@ -47,8 +47,8 @@ def inference_outcomes(
     pos = {k: j for j, k in enumerate(keys)}
     out = []
     for s in samples:
-        xlr = np.stack([query_outcomes(ranks, e, s.seed, "xlr", art.k, True) for e in encoders])
-        bkr = np.stack([query_outcomes(ranks, e, s.seed, "bkr", art.k, bkr_as_ranks) for e in encoders])
+        xlr = np.stack([query_outcomes(ranks, e, s.seed, "xlr", art.k) for e in encoders])
+        bkr = np.stack([query_outcomes(ranks, e, s.seed, "bkr", art.k) for e in encoders])
         per_query = {"bkr": bkr}
         checks = [("xlr", xlr, "xlr_recall", 1e-9), ("bkr", bkr, "bkr_recall", 1e-9)]
         if with_corr:

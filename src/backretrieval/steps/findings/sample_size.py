@@ -14,7 +14,7 @@ from ...errors import InputError
 from ...findings import sample_size as ss
 from ...findings.document import markdown_table
 from .artifacts import RunArtifacts
-from .step import Plugin, Result, headline, question_markdown
+from .step import Plugin, Result, question_result
 
 log = logging.getLogger("backretrieval")
 
@@ -68,23 +68,10 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         dataset=meta.name,
         items_per_side_max=max_n,
     )
-    info = art.info(sorted_directions=True)
-    fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: BkR's encoder ranking vs N"
     means = per_enc.groupby(["n", "encoder"])[["xlr_r1", "xlr_recall", "bkr_recall"]].mean().reset_index()
     extra = "Mean metrics per N and encoder:\n\n" + markdown_table(means, 4)
-    return Result(
-        run=info,
-        settings=settings,
-        numbers=numbers,
-        answer=text,
-        verdict=headline(text),
-        files={
-            "sample_size.md": question_markdown("sample_size", info, text, stab, settings, extra),
-            "sample_size.csv": stab,
-            "sample_size.samples.csv": per_enc,
-        },
-        figures={"sample_size": lambda p: ss.plot_sample_size(stab, per_enc, k, p, fig_title, criterion)},
-    )
+    figure = ("BkR's encoder ranking vs N", lambda p, title: ss.plot_sample_size(stab, per_enc, k, p, title, criterion))
+    return question_result(art, "sample_size", text, settings, numbers, stab, per_enc, figure, extra)
 
 
 def _parallel_items(items: pd.DataFrame, direction: str) -> int:

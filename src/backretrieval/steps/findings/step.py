@@ -117,14 +117,14 @@ def run_analysis(name: str, artifacts: RunArtifacts, settings: Mapping[str, Any]
 # ---- shared by the analyses ----------------------------------------------------------------
 
 
-def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int, as_ranks: bool) -> np.ndarray:
-    """One encoder's per-query outcomes of one seed: hits at ``k`` (``as_ranks``: the file holds
-    ranks) or the stored values."""
+def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int) -> np.ndarray:
+    """One encoder's per-query outcomes of one seed: hits at ``k`` of its ``kind`` (xlr, bkr)
+    ranks (full ranks: :meth:`RunArtifacts.require_full_ranks`)."""
     key = f"{enc}/{seed}/{kind}"
     if key not in ranks:
         raise InputError(f"per-query ranks: no entry {key!r} (metrics and ranks files out of step?)")
     r = ranks[key].astype(np.int64)
-    return (r <= k).astype(np.float64) if as_ranks else r.astype(np.float64)
+    return (r <= k).astype(np.float64)
 
 
 def synthetic_note(info: RunInfo) -> str:
@@ -164,3 +164,39 @@ def question_markdown(
     if extra_md:
         md += ["", extra_md]
     return "\n".join(md)
+
+
+def question_result(
+    art: RunArtifacts,
+    name: str,
+    answer: str,
+    settings: Mapping[str, Any],
+    numbers: Mapping[str, Any],
+    summary: pd.DataFrame,
+    samples: pd.DataFrame,
+    figure: tuple[str, Callable[[Path, str], object]],
+    extra_md: str = "",
+) -> Result:
+    """The result of a question-style analysis that re-evaluates embeddings (``image_quality``,
+    ``sample_size``, ``hubness``): its record over the run's sorted directions, the verdict
+    (:func:`headline` of ``answer``), ``<name>.md`` (:func:`question_markdown`, ``extra_md``
+    appended), ``<name>.csv`` (``summary``), ``<name>.samples.csv`` (``samples``) and the figure
+    ``<name>``: ``figure = (title, plot)``, drawn by ``plot(path_stem, "<dataset>: <title>")``
+    (the dataset prefixed ``SYNTHETIC — `` on SYNTHETIC data)."""
+    title, plot = figure
+    meta = art.dataset_meta()
+    info = art.info(sorted_directions=True)
+    fig_title = f"{'SYNTHETIC — ' if meta.synthetic else ''}{meta.name}: {title}"
+    return Result(
+        run=info,
+        settings=settings,
+        numbers=numbers,
+        answer=answer,
+        verdict=headline(answer),
+        files={
+            f"{name}.md": question_markdown(name, info, answer, summary, settings, extra_md),
+            f"{name}.csv": summary,
+            f"{name}.samples.csv": samples,
+        },
+        figures={name: lambda p: plot(p, fig_title)},
+    )
