@@ -3,8 +3,9 @@ from the Snakemake workflow by scripts/dvc_stages.py, one stage per run config, 
 running Snakemake. Tested end to end with the default local remote on tests/data/tiny.yaml
 (SYNTHETIC data, model-free encoders, case study included) in fresh copies of this checkout:
 `dvc repro` → status clean → `dvc push` → a second clone `dvc pull` → status clean, and
-`snakemake` in a third clone gives the same bytes (`dvc commit` there leaves the first
-clone's dvc.lock unchanged, and the status is clean); then the same through a real remote, an
+Snakemake's own run of the config (the session's tiny reference run, conftest.py) gives the
+same bytes and, placed in a third clone, `dvc commit` there leaves the first clone's dvc.lock
+unchanged, and the status is clean; then the same through a real remote, an
 S3 server on loopback (moto, started and stopped by a fixture): `dvc push` and `dvc pull` into
 a fresh clone.
 """
@@ -339,7 +340,7 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
 
 @pytest.mark.slow
 @needs_dvc
-def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote):
+def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote, request):
     c1 = _fresh_copy(tmp_path / "c1")
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert all(n.startswith("tiny-") for n in yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"])
@@ -350,25 +351,20 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     c3 = tmp_path / "c3"
     assert _status(c1) != {}  # never run: changed
 
-    # c1 runs the stage through DVC (snakemake --cores all) while c3 runs Snakemake directly
-    # on one core: the bytes must not depend on the runner or the core count
-    procs = {
-        "dvc repro": subprocess.Popen(
-            [str(BIN / "dvc"), "repro"],
-            cwd=c1,
-            env=_env(c1),
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        ),
-        "snakemake": snake.start(None, cores=1, configfile=TINY, snakefile=None, environ=_env(c3), cwd=c3),
-    }
-    for name, p in procs.items():
-        out, _ = p.communicate(timeout=1800)
-        assert p.returncode == 0, f"{name}:\n{out[-5000:]}"
+    # c1 runs the stages through DVC (snakemake --cores all per stage); Snakemake's own run of the
+    # same config on one core, in another folder, is the session's tiny reference run (made
+    # meanwhile if no test has made it yet): the bytes must not depend on the runner, the core
+    # count or the folder
+    repro = subprocess.Popen(
+        [str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    reference = snake.shared_run_while(request, "tiny_reference", repro)
+    out, _ = repro.communicate(timeout=1800)
+    assert repro.returncode == 0, f"dvc repro:\n{out[-5000:]}"
     assert _status(c1) == {}
     expected = _tree(c1)
     assert len(expected) > 60 and any(k.startswith("reports/tiny/case_study/") for k in expected)
+    assert _tree(reference) == expected
 
     # the lock and the committed reports (cache: false outs live in git) + the cached outs pushed
     _git(c1, "add", "dvc.lock", "reports/tiny")
@@ -384,9 +380,11 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     assert _status(c2) == {}
     assert _tree(c2) == expected
 
-    # Snakemake's own run (c3) matches the lock of the DVC run byte for byte: `dvc commit`
-    # (what `make run` does after Snakemake) stores the outputs in DVC's cache and leaves the
-    # committed lock unchanged; then the status is clean
+    # Snakemake's own run, its working folder (outputs, flags, Snakemake's records) placed in a
+    # clone (c3), matches the lock of the DVC run byte for byte: `dvc commit` (what `make run`
+    # does after Snakemake) stores the outputs in DVC's cache and leaves the committed lock
+    # unchanged; then the status is clean
+    shutil.copytree(reference, c3, symlinks=True, dirs_exist_ok=True)
     _git(c3, "fetch", "-q", "origin")
     _git(c3, "checkout", "FETCH_HEAD", "--", "dvc.lock")
     assert _tree(c3) == expected

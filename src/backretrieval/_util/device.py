@@ -4,7 +4,11 @@ thread count of a model job."""
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
+import sys
 from collections.abc import Iterator
+from types import ModuleType
 
 from ..errors import DeviceUnavailableError
 
@@ -36,18 +40,47 @@ def limit_threads(n: int) -> None:
 
     A model job's numbers may depend on its thread count (the order of float reductions), so
     the steps set it from the config (``model_threads``), never from the cores a scheduler
-    gave the job: ``--cores 1`` and ``--cores 8`` then give identical bytes."""
+    gave the job: ``--cores 1`` and ``--cores 8`` then give identical bytes.
+
+    torch is not imported here (that takes seconds, and model-free encoders never need it):
+    when it is not loaded yet, it gets ``n`` threads the moment it is (``_TorchThreadsOnImport``)."""
     n = int(n)
     if n < 1:
         raise ValueError(f"threads: expected a positive integer, got {n}")
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=n)
-    try:
-        import torch
-    except ImportError:  # model-free encoders only
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
         return
-    torch.set_num_threads(n)
+    for hook in [h for h in sys.meta_path if isinstance(h, _TorchThreadsOnImport)]:
+        sys.meta_path.remove(hook)  # the latest setting wins
+    sys.meta_path.insert(0, _TorchThreadsOnImport(n))
+
+
+class _TorchThreadsOnImport(importlib.abc.MetaPathFinder):
+    """An import hook that calls ``torch.set_num_threads(n)`` right after torch is first
+    imported, then removes itself; it finds torch with the other finders and changes nothing else."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def find_spec(self, name: str, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if loader is None:  # not installed: the import fails as it would without the hook
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_set_threads(module: ModuleType) -> None:
+            exec_module(module)
+            module.set_num_threads(self.n)
+
+        loader.exec_module = exec_then_set_threads  # type: ignore[method-assign]
+        return spec
 
 
 @contextlib.contextmanager

@@ -8,9 +8,16 @@ from pathlib import Path
 
 from .._util import io
 from ..errors import InputError
-from ..evaluation.datasets import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
-from ..evaluation.results import DEFAULT_BOOTSTRAP
-from ..evaluation.run import DEFAULT_BATCH_SIZE, DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_SEEDS
+from ..evaluation.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_K,
+    DEFAULT_N,
+    DEFAULT_PREPARED_DIR,
+    DEFAULT_SEEDS,
+    DEFAULT_SHARED_DIR,
+)
 from ._args import opt, positional, switch, text_field
 
 # ------------------------------------------------------------------------------ commands

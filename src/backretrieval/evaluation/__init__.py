@@ -15,37 +15,42 @@ image sources: :mod:`.datasets`; what ``--model`` accepts: :mod:`.models`.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .compare import Comparison, compare_results, format_comparison
-from .core import METRIC_COLUMNS, evaluate_direction
-from .results import format_table, read_result, result_dict, summarize, write_result
-from .run import Evaluation, EvaluationPlan, evaluate, evaluate_model, evaluate_models, plan_evaluation
+#: where each public name is defined. Imported on first use (PEP 562), so that importing a light
+#: submodule (``.defaults``, ``.datasets``) does not load pandas, SciPy or sentence-transformers:
+#: every pipeline step starts through the command line, which reads its defaults from here.
+_HOME = {
+    "Comparison": "compare",
+    "compare_results": "compare",
+    "format_comparison": "compare",
+    "METRIC_COLUMNS": "core",
+    "evaluate_direction": "core",
+    "format_table": "results",
+    "read_result": "results",
+    "result_dict": "results",
+    "summarize": "results",
+    "write_result": "results",
+    "Evaluation": "run",
+    "EvaluationPlan": "run",
+    "evaluate": "run",
+    "evaluate_model": "run",
+    "evaluate_models": "run",
+    "plan_evaluation": "run",
+    "BackretrievalEvaluator": "st_evaluator",  # imports sentence-transformers
+}
 
-__all__ = [
-    "METRIC_COLUMNS",
-    "BackretrievalEvaluator",
-    "Comparison",
-    "Evaluation",
-    "EvaluationPlan",
-    "compare_results",
-    "evaluate",
-    "evaluate_direction",
-    "evaluate_model",
-    "evaluate_models",
-    "format_comparison",
-    "format_table",
-    "plan_evaluation",
-    "read_result",
-    "result_dict",
-    "summarize",
-    "write_result",
-]
+__all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "BackretrievalEvaluator":  # imports sentence-transformers: only on use
-        from .st_evaluator import BackretrievalEvaluator
-
-        return BackretrievalEvaluator
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'backretrieval.evaluation' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -23,7 +23,8 @@ import pandas as pd
 
 from .. import stats
 from ..errors import InputError
-from .results import DEFAULT_BOOTSTRAP, scores_by_direction, unpack_hits
+from .defaults import DEFAULT_BOOTSTRAP
+from .results import scores_by_direction, unpack_hits
 
 
 def p_text(p: float) -> str:

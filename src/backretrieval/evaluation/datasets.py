@@ -21,10 +21,7 @@ from pathlib import Path
 from .._util.hashing import json_sha256, sha256_file
 from ..data.prepared import items_path, load_image_table, read_feature_ids, read_meta
 from ..errors import InputError
-
-#: where named datasets are prepared and the local mirror of real data (relative to the cwd)
-DEFAULT_PREPARED_DIR = Path("data/prepared")
-DEFAULT_SHARED_DIR = Path("../shared/datasets")
+from .defaults import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
 
 #: the SYNTHETIC dataset as the default pipeline generates it (params.yaml: dataset.synthetic,
 #: languages); a test keeps the two in step

@@ -40,19 +40,14 @@ from mteb.models import EncoderProtocol
 
 from .core import evaluate_direction, lookup_from
 from .datasets import (
-    DEFAULT_PREPARED_DIR,
-    DEFAULT_SHARED_DIR,
     dataset_content_sha256,
     locate_dataset,
     precheck_named,
     prepare_named,
 )
+from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_PREPARED_DIR, DEFAULT_SEEDS, DEFAULT_SHARED_DIR
 from .results import MAIN_METRIC, SPLIT, TASK_NAME, direction_entry, language_script, metric_key
 from .run import (
-    DEFAULT_CACHE_DIR,
-    DEFAULT_K,
-    DEFAULT_N,
-    DEFAULT_SEEDS,
     Evaluation,
     EvaluationPlan,
     check_protocol,

@@ -36,6 +36,7 @@ import pandas as pd
 from .. import stats
 from .._util import io
 from ..errors import InputError
+from .defaults import DEFAULT_BOOTSTRAP
 
 FORMAT = "backretrieval-result"
 FORMAT_VERSION = 2
@@ -44,8 +45,6 @@ TASK_NAME = "Backretrieval"
 MAIN_METRIC = "bkr_recall"
 #: the MTEB split name of the scores (the whole prepared dataset is sampled)
 SPLIT = "test"
-#: bootstrap resamples of the CIs and paired tests (``--bootstrap``)
-DEFAULT_BOOTSTRAP = 1000
 #: top-level fields that change between identical runs (besides ``volatile``)
 VOLATILE_MTEB_FIELDS = ("evaluation_time", "mteb_version")
 

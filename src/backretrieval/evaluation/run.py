@@ -35,8 +35,6 @@ from ..data.sampling import Sample, draw_samples
 from ..errors import InputError
 from .core import Lookup, evaluate_direction, image_of_items, lookup_from
 from .datasets import (
-    DEFAULT_PREPARED_DIR,
-    DEFAULT_SHARED_DIR,
     ImageSource,
     available_image_ids,
     dataset_content_sha256,
@@ -45,14 +43,18 @@ from .datasets import (
     prepare_named,
     resolve_image_source,
 )
+from .defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_K,
+    DEFAULT_N,
+    DEFAULT_PREPARED_DIR,
+    DEFAULT_SEEDS,
+    DEFAULT_SHARED_DIR,
+)
 from .models import model_fingerprint, resolve_model
 from .results import language_script
 
-DEFAULT_N = 1000
-DEFAULT_SEEDS = 25
-DEFAULT_K = 10
-DEFAULT_CACHE_DIR = Path(".cache/embeddings")
-DEFAULT_BATCH_SIZE = 64
 _DIRECTION_RE = re.compile(r"^[a-z]{2,3}-[a-z]{2,3}$")
 
 

@@ -22,8 +22,9 @@ except ImportError:  # pragma: no cover - sentence-transformers 3 to 5
     from sentence_transformers.evaluation import SentenceEvaluator
 
 from .core import lookup_from
-from .datasets import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR, locate_dataset, precheck_named, prepare_named
-from .run import DEFAULT_CACHE_DIR, DEFAULT_K, check_protocol, plan_evaluation
+from .datasets import locate_dataset, precheck_named, prepare_named
+from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
+from .run import check_protocol, plan_evaluation
 
 logger = logging.getLogger(__name__)
 

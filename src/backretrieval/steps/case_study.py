@@ -31,11 +31,8 @@ from ..data.prepared import read_meta
 from ..data.sampling import draw_sample
 from ..errors import ConfigError, InputError
 from ..metrics import BkrImageIndex, backretrieve
-from ..reporting.figures import fig3_boxplot
-from ..reporting.tables import table2_latex, table2_markdown
 from ..study.case_study import HEAD_LABEL, HEADS, _concat_repr, case_items, directions, models, table2
 from .layout import CASE_REPORT_FILES, _load
-from .report import figure_base
 
 log = logging.getLogger("backretrieval")
 
@@ -220,6 +217,11 @@ def report_step(
     dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_npz: Path, out: dict[str, Path]
 ) -> None:
     """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`)."""
+    # matplotlib and SciPy: imported by this step only, not by every case-study job
+    from ..reporting.figures import fig3_boxplot
+    from ..reporting.tables import table2_latex, table2_markdown
+    from .report import figure_base
+
     missing = sorted(set(CASE_REPORT_FILES) - set(out))
     if missing:
         raise InputError(f"case-report: no output path for {missing}")

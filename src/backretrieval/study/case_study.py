@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import stats
 from ..data.prepared import load_items
 from ..errors import InputError
 from ..metrics import normalize
@@ -124,6 +123,8 @@ def _label(m: str, chosen: str) -> str:
 
 def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per model: BkR×1000 averaged over pairs with a bootstrap CI over pairs; best vs rest."""
+    from .. import stats  # SciPy: only the report step needs it, not every case-study job
+
     b = cs.get("bootstrap", {})
     B, seed = int(b.get("B", 1000)), int(b.get("seed", 0))
     per_pair = df.groupby(["model", "direction"])["bkr_recall"].mean().reset_index()
