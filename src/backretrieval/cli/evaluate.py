@@ -8,16 +8,7 @@ from pathlib import Path
 
 from .._util import io
 from ..errors import InputError
-from ..evaluation.defaults import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CACHE_DIR,
-    DEFAULT_K,
-    DEFAULT_N,
-    DEFAULT_PREPARED_DIR,
-    DEFAULT_SEEDS,
-    DEFAULT_SHARED_DIR,
-)
+from ..evaluation import defaults as D
 from ._args import opt, positional, switch, text_field
 
 # ------------------------------------------------------------------------------ commands
@@ -157,19 +148,19 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
         required=required,
     )
     opt(sp, "--directions", "comma-separated <src>-<tgt>, e.g. en-de,de-en", required=required)
-    opt(sp, "--sample-size", "sample size N (queries per seed)", type=int, default=DEFAULT_N, metavar="N")
+    opt(sp, "--sample-size", "sample size N (queries per seed)", type=int, default=D.DEFAULT_N, metavar="N")
     seed_flags = sp.add_mutually_exclusive_group()
     seed_flags.add_argument(
         "--n-seeds",
         type=int,
-        default=DEFAULT_SEEDS,
+        default=D.DEFAULT_SEEDS,
         metavar="S",
-        help=f"number of seeds: samples with seeds 0..S-1 (default {DEFAULT_SEEDS})",
+        help=f"number of seeds: samples with seeds 0..S-1 (default {D.DEFAULT_SEEDS})",
     )
     seed_flags.add_argument(
         "--seeds", type=int, nargs="+", metavar="SEED", help="these seed values instead of 0..S-1 (one sample each)"
     )
-    opt(sp, "--recall-k", "k of Recall@k", type=int, default=DEFAULT_K, metavar="K")
+    opt(sp, "--recall-k", "k of Recall@k", type=int, default=D.DEFAULT_K, metavar="K")
     opt(
         sp,
         "--image-backbone",
@@ -178,18 +169,25 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
     )
     text_field(sp, "the item text that is embedded", default="title")
     switch(sp, "--no-corr", "skip the CORR baseline (N*N pairs per seed)")
-    opt(sp, "--batch-size", "texts per encode call", type=int, default=DEFAULT_BATCH_SIZE)
-    opt(sp, "--cache-dir", "embedding cache", default=str(DEFAULT_CACHE_DIR), metavar="DIR")
+    opt(sp, "--batch-size", "texts per encode call", type=int, default=D.DEFAULT_BATCH_SIZE)
+    opt(sp, "--cache-dir", "embedding cache", default=str(D.DEFAULT_CACHE_DIR), metavar="DIR")
     switch(sp, "--no-cache", "do not read or write the embedding cache")
-    opt(sp, "--prepared-dir", "where named datasets are prepared", default=str(DEFAULT_PREPARED_DIR), metavar="DIR")
+    opt(sp, "--prepared-dir", "where named datasets are prepared", default=str(D.DEFAULT_PREPARED_DIR), metavar="DIR")
     opt(
         sp,
         "--shared-dir",
         "local mirror of real data (Multi30K texts and features)",
-        default=str(DEFAULT_SHARED_DIR),
+        default=str(D.DEFAULT_SHARED_DIR),
         metavar="DIR",
     )
-    opt(sp, "--bootstrap", "bootstrap resamples of the CIs and tests", type=int, default=DEFAULT_BOOTSTRAP, metavar="B")
+    opt(
+        sp,
+        "--bootstrap",
+        "bootstrap resamples of the CIs and tests",
+        type=int,
+        default=D.DEFAULT_BOOTSTRAP,
+        metavar="B",
+    )
     switch(sp, "--quiet", "no progress bars")
     switch(
         sp,
