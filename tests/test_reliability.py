@@ -664,11 +664,15 @@ def _smk(wd: Path, cores: int, *extra: str, check: bool = False) -> subprocess.C
 def tiny_runs(tmp_path_factory, request):
     """tests/data/tiny.yaml three ways: A --cores 1 with its own cache (the session's shared
     ``tiny_reference``, a fresh working directory: made meanwhile when no other test has made
-    it yet); B and C --cores 2 sharing one cache directory, at the same time. Returns the
-    folders by name (A read-only)."""
+    it yet); B and C --cores 2 sharing one cache directory, at the same time, without the
+    sandbox (``sandbox: false``: no shadow directories, so A == B also shows the sandbox changes
+    no byte). Returns the folders by name (A read-only)."""
     base = tmp_path_factory.mktemp("tiny")
     shared = base / "shared-cache"
-    procs = {n: snake.start(base / n, "--config", f"cache_dir={shared}", cores=2, configfile=TINY) for n in "bc"}
+    procs = {
+        n: snake.start(base / n, "--config", f"cache_dir={shared}", "sandbox=False", cores=2, configfile=TINY)
+        for n in "bc"
+    }
     a = snake.shared_run_while(request, "tiny_reference", *procs.values())
     snake.finish(procs)
     return {"a": a, "b": base / "b", "c": base / "c", "shared-cache": shared}

@@ -150,7 +150,7 @@ def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fail
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     cfg["recall_k"] = 4
     (tmp_path / "changed.yaml").write_text(yaml.safe_dump(cfg))
-    run_snakemake(wd, cores=2, configfile=tmp_path / "changed.yaml")
+    run_snakemake(wd, "--config", "sandbox=False", cores=2, configfile=tmp_path / "changed.yaml")
     rep = V.verify(wd / "reports" / "tiny", reference_dir=REFERENCE)
     assert not rep.ok
     assert "metrics.json: meta/k: 4 vs reference 5 (|diff| 1 > 0, counts and settings)" in rep.failures

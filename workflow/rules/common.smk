@@ -42,7 +42,11 @@ validate_config(
 )
 validate(config, schema="../schemas/config.schema.yaml")
 
-SHADOW = "minimal"
+# Every job with a command runs in a minimal shadow directory (only its declared inputs linked),
+# so an undeclared read fails; `sandbox: false` skips it (Snakemake spawns one process per
+# shadowed job, a few seconds each). The outputs are the same bytes either way, and Snakemake
+# records no shadow setting, so switching it reruns nothing.
+SHADOW = "minimal" if config.get("sandbox", True) else None
 WORKDIR = Path.cwd()
 RUN = config["run_name"]
 DATASET = str(layout.dataset_root(config))
