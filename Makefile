@@ -10,9 +10,10 @@
 SHELL := /bin/bash
 VENV := .venv/bin
 CONFIG ?= params.yaml
-# the DVC stages of $(CONFIG): <run_name>-<rule>[-<wildcards>], one per Snakemake job, prefixed
-# runs/dvc.yaml: for the real-data runs (dvc commit and push take names, not globs of names)
-STAGES = $$($(VENV)/python scripts/dvc_stages.py --names $(CONFIG))
+# the DVC stages of $(CONFIG) (<run_name>-<rule>[-<wildcards>], one per Snakemake job) as dvc
+# commit and push take them: dvc.yaml for the default run (the file holds only its stages),
+# else their names, prefixed runs/dvc.yaml: (dvc commit takes names, not globs of names)
+STAGES = $$($(VENV)/python scripts/dvc_stages.py --targets $(CONFIG))
 # its reports folder (reports_dir), which `make verify` compares with the committed one
 REPORTS ?= $$($(VENV)/python -c 'from backretrieval.config import load_config; print(load_config("$(CONFIG)")["reports_dir"])')
 

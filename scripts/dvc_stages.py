@@ -34,7 +34,8 @@ configuration's committed findings records: git files, not outs of one configura
   python scripts/dvc_stages.py --check       exit 1 if either differs from a fresh generation
   python scripts/dvc_stages.py CONFIG ...    stages for these configs instead of the list
   python scripts/dvc_stages.py --findings CONFIG ...   ... each with its findings stage
-  python scripts/dvc_stages.py --names CONFIG         the names of a listed CONFIG's stages
+  python scripts/dvc_stages.py --targets CONFIG       what `dvc commit`/`dvc push` take for a listed
+                                                      CONFIG's stages (its file, or their names)
 """
 
 from __future__ import annotations
@@ -517,21 +518,36 @@ def stage_names(config_path: str) -> list[str]:
     return own if path == "dvc.yaml" else [f"{path}:{n}" for n in own]
 
 
+def stage_targets(config_path: str) -> list[str]:
+    """The targets that make `dvc commit`/`dvc push` act on exactly ``config_path``'s stages: its
+    pipeline file where that file holds no other run's stage (the root dvc.yaml holds only the
+    default run's), else the stage names. DVC loads the project once per target, so one file
+    is much faster than one name per stage."""
+    names = stage_names(config_path)
+    path = pipeline_file(config_path)
+    every = yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["stages"]
+    return [path] if names and len(names) == len(every) else names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", help="run configs (default: the stages of scripts/dvc_runs.yaml)")
     ap.add_argument("--check", action="store_true", help="compare with the files instead of writing them")
     ap.add_argument("--findings", action="store_true", help="with CONFIGs: also each one's findings stage")
     ap.add_argument("--output", default=str(ROOT / "dvc.yaml"), help="with CONFIGs: the file to write")
-    ap.add_argument("--names", metavar="CONFIG", help="print the names of a listed CONFIG's stages and exit")
+    ap.add_argument(
+        "--targets",
+        metavar="CONFIG",
+        help="print what dvc commit/push take for a listed CONFIG's stages (its pipeline file, or their names) and exit",
+    )
     args = ap.parse_args(argv)
-    if args.names:
-        if args.names not in listed_runs()[0]:
-            ap.error(f"{args.names}: not a listed run (add it to scripts/dvc_runs.yaml, then `make dvc-yaml`)")
-        names = stage_names(args.names)
-        if not names:
-            ap.error(f"{args.names}: no stage in {pipeline_file(args.names)} (run `make dvc-yaml`)")
-        print("\n".join(names))
+    if args.targets:
+        if args.targets not in listed_runs()[0]:
+            ap.error(f"{args.targets}: not a listed run (add it to scripts/dvc_runs.yaml, then `make dvc-yaml`)")
+        targets = stage_targets(args.targets)
+        if not targets:
+            ap.error(f"{args.targets}: no stage in {pipeline_file(args.targets)} (run `make dvc-yaml`)")
+        print("\n".join(targets))
         return 0
     configs = []
     for c in args.configs:
