@@ -21,7 +21,7 @@ from ...evaluation.core import rows_of
 from ...findings.document import RunInfo
 from ...findings.views import Lookup
 from ..layout import load_embedding, skipped_reason
-from ..metrics import read_metrics, require_full_ranks
+from ..metrics import require_full_ranks
 from ..sample import read_samples
 
 log = logging.getLogger("backretrieval")
@@ -45,7 +45,8 @@ class RunArtifacts:
     k: int
     run_name: str = ""
     reports_dir: str = ""
-    metrics_files: tuple[Path, ...] = ()
+    #: each metrics file with its table as read (``metrics`` is their concatenation)
+    metrics_tables: tuple[tuple[Path, pd.DataFrame], ...] = ()
     _items: pd.DataFrame | None = None
     _image: tuple[dict[str, int], np.ndarray] | None = None
     _text: dict[tuple[str, str], tuple[dict[str, int], np.ndarray] | None] = field(default_factory=dict)
@@ -83,8 +84,8 @@ class RunArtifacts:
     def require_full_ranks(self) -> None:
         """Check every metrics file for full per-query BkR ranks (the analyses that read BkR
         ranks or BkR MRR call it first; :func:`~backretrieval.steps.metrics.require_full_ranks`)."""
-        for p in self.metrics_files:
-            require_full_ranks(pd.read_csv(p), p)
+        for p, table in self.metrics_tables:
+            require_full_ranks(table, p)
 
     def dataset_meta(self) -> DatasetMeta:
         """The metadata of the evaluated dataset (``dataset``)."""
@@ -213,7 +214,8 @@ def load_run(
             raise InputError(f"{p}: input file not found (run the main pipeline first)")
     if not metrics_files:
         raise InputError("no metrics CSV given (--metrics)")
-    metrics = read_metrics([Path(p) for p in metrics_files])
+    tables = tuple((Path(p), pd.read_csv(p)) for p in metrics_files)
+    metrics = pd.concat([table for _, table in tables], ignore_index=True)
     samples: dict[str, list[Sample]] = {}
     for p in samples_files:
         ss = read_samples(Path(p))
@@ -241,5 +243,5 @@ def load_run(
         k=int(k),
         run_name=run_name,
         reports_dir=reports_dir,
-        metrics_files=tuple(Path(p) for p in metrics_files),
+        metrics_tables=tables,
     )
