@@ -68,8 +68,8 @@ def tiny_dataset(synthetic_dataset: SyntheticFactory) -> Path:
     return synthetic_dataset(syn["n_items"], cfg["languages"], seed=syn["seed"], image_size=syn["image_size"])
 
 
-def _shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, config: Path, *args: str) -> Path:
-    """The working directory of ``snakemake -d WD --configfile CONFIG ARGS`` in a fresh WD, run
+def _shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, config: Path, *args: str, cores: int) -> Path:
+    """The working directory of ``snakemake -d WD --cores CORES --configfile CONFIG ARGS`` in a fresh WD, run
     once per session: under pytest-xdist the workers' temporary folders share one parent (the
     session's), where the first worker runs it under a lock and the others find it done."""
     base = tmp_path_factory.getbasetemp()
@@ -79,7 +79,7 @@ def _shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, config: Pat
     with FileLock(str(wd) + ".lock"):
         if not done.exists():
             shutil.rmtree(wd, ignore_errors=True)  # a failed attempt's leftovers
-            run_snakemake(wd, *args, configfile=config)
+            run_snakemake(wd, *args, cores=cores, configfile=config)
             done.touch()
     return wd
 
@@ -88,7 +88,7 @@ def _shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, config: Pat
 def tiny_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny.yaml run with ``--cores 1`` in a fresh working directory with its own
     (cold) embedding cache. Shared: copy it before writing."""
-    return _shared_run(tmp_path_factory, "tiny-cores1", TINY_CONFIG, "--cores", "1")
+    return _shared_run(tmp_path_factory, "tiny-cores1", TINY_CONFIG, cores=1)
 
 
 @pytest.fixture(scope="session")
@@ -97,5 +97,5 @@ def cluster_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     job per direction) in a fresh working directory: the local reference of the cluster and
     SLURM runs. Shared: copy it before writing."""
     return _shared_run(
-        tmp_path_factory, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local"), "--cores", "1"
+        tmp_path_factory, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local"), cores=1
     )

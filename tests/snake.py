@@ -47,7 +47,13 @@ def command(
     cores: int | str | None = None,
 ) -> list[str]:
     """``snakemake [-s SNAKEFILE] [-d WORKDIR] [--cores N] [--configfile CFG] ARGS``: no ``-s``
-    with ``snakefile=None`` (the one in the current directory), no ``-d`` with ``workdir=None``."""
+    with ``snakefile=None`` (the one in the current directory), no ``-d`` with ``workdir=None``.
+
+    ``cores=1`` adds ``--force-use-threads``: Snakemake's local executor otherwise starts a new
+    ``python -m snakemake`` (3-5 s of imports and parsing) for every job with a shadow directory,
+    because a shadow job changes the process's working directory; on one core one job runs at a
+    time, so running it in Snakemake's thread pool is safe, and the job still runs inside its
+    shadow directory (tests/test_dag.py checks an undeclared read fails either way)."""
     cmd = [str(BIN / "snakemake")]
     if snakefile is not None:
         cmd += ["-s", str(snakefile)]
@@ -55,6 +61,8 @@ def command(
         cmd += ["-d", str(workdir)]
     if cores is not None:
         cmd += ["--cores", str(cores)]
+        if str(cores) == "1":
+            cmd += ["--force-use-threads"]
     if configfile is not None:
         cmd += ["--configfile", str(configfile)]
     return [*cmd, *args]

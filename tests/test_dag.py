@@ -21,9 +21,9 @@ from worlds import make_prepared
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
 
 
-def _smk(wd: Path, *args: str, snakefile: Path = SNAKEFILE) -> subprocess.CompletedProcess:
+def _smk(wd: Path, *args: str, snakefile: Path = SNAKEFILE, cores: int | None = None) -> subprocess.CompletedProcess:
     """Snakemake in ``wd``; the test checks the exit code itself."""
-    return run_snakemake(wd, *args, snakefile=snakefile, check=False)
+    return run_snakemake(wd, *args, snakefile=snakefile, cores=cores, check=False)
 
 
 def _sha(p: Path) -> str:
@@ -66,10 +66,14 @@ def test_every_rule_runs_in_a_minimal_shadow_directory():
 
 
 @pytest.mark.slow
-def test_an_undeclared_read_fails_in_the_sandbox(tmp_path):
+@pytest.mark.parametrize("executor", ["processes", "threads"])
+def test_an_undeclared_read_fails_in_the_sandbox(tmp_path, executor):
     """A copy of the workflow whose `sample` rule hands its step the dataset path as a param
-    instead of a declared input: inside the shadow directory the read fails; with the sandbox
-    off, the same rule 'works' (the unchecked declaration the sandbox exists to catch)."""
+    instead of a declared input: inside the shadow directory the read fails, whether the job
+    runs in its own Snakemake process (the local executor's default for a shadow job) or in
+    Snakemake's thread pool (``--force-use-threads``, as the tests' one-core runs do: see
+    tests/snake.py); with the sandbox off, the same rule 'works' (the unchecked declaration the
+    sandbox exists to catch)."""
     wf = tmp_path / "wf"
     wf.mkdir()
     shutil.copy(ROOT / "Snakefile", wf / "Snakefile")
@@ -86,12 +90,15 @@ def test_an_undeclared_read_fails_in_the_sandbox(tmp_path):
     rules.write_text(text.replace(sample, undeclared))
     wd = tmp_path / "wd"
     target = "artifacts/tiny/samples/en-de.json"
-    res = _smk(wd, target, "--cores", "1", "--configfile", str(TINY), snakefile=wf / "Snakefile")
+    mode = ("--force-use-threads",) if executor == "threads" else ()
+    res = _smk(wd, target, "--cores", "1", *mode, "--configfile", str(TINY), snakefile=wf / "Snakefile")
     assert res.returncode != 0
     log = (wd / "logs/tiny/sample.log").read_text()
     assert "data/prepared/synthetic-tiny: no items.csv" in log, log[-2000:]
     assert (wd / "data/prepared/synthetic-tiny/dataset.json").is_file()  # it exists, outside the sandbox
     assert not (wd / target).exists()
+    if executor == "threads":  # the other case shows the rule runs without the sandbox
+        return
     res = _smk(
         wd, target, "--cores", "1", "--configfile", str(TINY), "--config", "sandbox=False", snakefile=wf / "Snakefile"
     )
@@ -129,27 +136,27 @@ def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tm
     wd = tmp_path / "wd"
     make_prepared(wd / "data/raw/hand", splits=("test",))
     cfg = _byo_config(tmp_path / "byo.yaml")
-    args = ("artifacts/byo/metrics/en-de.csv", "--cores", "2", "--configfile", str(cfg))
-    res = _smk(wd, *args)
+    args = ("artifacts/byo/metrics/en-de.csv", "--configfile", str(cfg))
+    res = _smk(wd, *args, cores=1)
     assert res.returncode == 0, res.stderr[-4000:]
     prepared = wd / "data/prepared/hand"
     assert prepared.is_dir() and not prepared.is_symlink()  # a copy, not a link
     text = wd / "artifacts/byo/text/char-ngram"
     before = {p.name: _sha(p) for p in text.iterdir()}
     metrics_before = _sha(wd / "artifacts/byo/metrics/en-de.csv")
-    assert "Nothing to be done" in _smk(wd, *args, "-n").stdout
+    assert "Nothing to be done" in _smk(wd, *args, "-n", cores=1).stdout
 
     # rewrite one German title in place (same length: the file size does not change)
     items = wd / "data/raw/hand/items.csv"
     old = items.read_text()
     assert "de item 3 ababab" in old
     items.write_text(old.replace("de item 3 ababab", "de item 3 xyzxyz"))
-    dry = _smk(wd, *args, "-n")
+    dry = _smk(wd, *args, "-n", cores=1)
     assert dry.returncode == 0, dry.stderr[-3000:]
     jobs = _jobs(dry.stdout)
     assert "prepare_dataset" in jobs and jobs.count("embed_text") == 3 and jobs.count("metrics") == 1, jobs
     assert "Params have changed since last execution" in dry.stdout
-    res = _smk(wd, *args)
+    res = _smk(wd, *args, cores=1)
     assert res.returncode == 0, res.stderr[-4000:]
     assert "de item 3 xyzxyz" in (prepared / "items.csv").read_text()
     after = {p.name: _sha(p) for p in text.iterdir()}
@@ -163,9 +170,9 @@ def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tm
     os.utime(fixed, (1_000_000_000, 1_000_000_000))
     shutil.copy2(fixed, items)
     assert items.stat().st_mtime < (wd / "artifacts/byo/metrics/en-de.csv").stat().st_mtime
-    jobs = _jobs(_smk(wd, *args, "-n").stdout)
+    jobs = _jobs(_smk(wd, *args, "-n", cores=1).stdout)
     assert "prepare_dataset" in jobs and jobs.count("embed_text") == 3, jobs
-    assert _smk(wd, *args).returncode == 0
+    assert _smk(wd, *args, cores=1).returncode == 0
     assert {p.name: _sha(p) for p in text.iterdir()} == before
     assert _sha(wd / "artifacts/byo/metrics/en-de.csv") == metrics_before
 

@@ -91,7 +91,7 @@ def data(synthetic_dataset, tmp_path_factory) -> Path:
 def run_dir(data, tmp_path_factory) -> Path:
     wd = tmp_path_factory.mktemp("nonpar-run")
     (wd / "config.yaml").write_text(yaml.safe_dump(_cfg(data)))
-    run_snakemake(wd, cores=2, configfile=wd / "config.yaml")
+    run_snakemake(wd, cores=1, configfile=wd / "config.yaml")
     return wd
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 
 def _snakemake(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
-    return run_snakemake(workdir, *extra, cores=2, configfile=ROOT / "tests/data/e2e.yaml")
+    return run_snakemake(workdir, *extra, cores=1, configfile=ROOT / "tests/data/e2e.yaml")
 
 
 def _sha(p: Path) -> str:
