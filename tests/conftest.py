@@ -96,6 +96,4 @@ def cluster_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/cluster.yaml run locally (``--profile profiles/local --cores 1``, one metrics
     job per direction) in a fresh working directory: the local reference of the cluster and
     SLURM runs. Shared: copy it before writing."""
-    return _shared_run(
-        tmp_path_factory, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local"), cores=1
-    )
+    return _shared_run(tmp_path_factory, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local"), cores=1)
