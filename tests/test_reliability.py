@@ -666,16 +666,42 @@ def tiny_runs(tmp_path_factory, request):
     ``tiny_reference``, a fresh working directory: made meanwhile when no other test has made
     it yet); B and C --cores 2 sharing one cache directory, at the same time, without the
     sandbox (``sandbox: false``: no shadow directories, so A == B also shows the sandbox changes
-    no byte). Returns the folders by name (A read-only)."""
+    no byte).
+
+    C is killed once its first artifact is written (SIGKILL to Snakemake and its running jobs,
+    as ``kill -9`` or a power loss would), while B goes on writing to the shared cache; then it
+    is recovered as docs/TROUBLESHOOTING.md says: a plain rerun (which must stop and name the
+    way out), ``--unlock``, and ``--rerun-incomplete``, again beside B. Returns the folders by
+    name (A read-only) and what C's interruption and plain rerun showed."""
     base = tmp_path_factory.mktemp("tiny")
     shared = base / "shared-cache"
-    procs = {
-        n: snake.start(base / n, "--config", f"cache_dir={shared}", "sandbox=False", cores=2, configfile=TINY)
-        for n in "bc"
+    args = ("--config", f"cache_dir={shared}", "sandbox=False")
+    b = snake.start(base / "b", *args, cores=2, configfile=TINY)
+    c = snake.start(base / "c", *args, cores=2, configfile=TINY, quiet=True, new_session=True)
+    try:
+        deadline = time.time() + 300
+        while not list((base / "c/artifacts").rglob("*.npz")) and time.time() < deadline and c.poll() is None:
+            time.sleep(0.2)
+        running_at_kill = c.poll() is None
+        os.killpg(c.pid, signal.SIGKILL)  # snakemake and its running jobs
+        c.wait()
+        plain = run_snakemake(base / "c", *args, cores=2, configfile=TINY, check=False)
+        run_snakemake(base / "c", *args, "--unlock", cores=1, configfile=TINY)
+        c = snake.start(base / "c", *args, "--rerun-incomplete", cores=2, configfile=TINY)
+    except BaseException:
+        for p in (b, c):
+            p.kill()
+        raise
+    a = snake.shared_run_while(request, "tiny_reference", b, c)
+    snake.finish({"b": b, "c (recovered)": c})
+    return {
+        "a": a,
+        "b": base / "b",
+        "c": base / "c",
+        "shared-cache": shared,
+        "c running when killed": running_at_kill,
+        "c plain rerun": (plain.returncode, plain.stdout + plain.stderr),
     }
-    a = snake.shared_run_while(request, "tiny_reference", *procs.values())
-    snake.finish(procs)
-    return {"a": a, "b": base / "b", "c": base / "c", "shared-cache": shared}
 
 
 @pytest.mark.slow
@@ -691,23 +717,13 @@ def test_two_runs_sharing_one_cache_directory_agree(tiny_runs):
 
 
 @pytest.mark.slow
-def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs, tmp_path):
-    wd = tmp_path / "k"
-    p = snake.start(wd, cores=2, configfile=TINY, quiet=True, new_session=True)
-    deadline = time.time() + 300
-    while not list((wd / "artifacts").rglob("*.npz")) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.2)
-    assert p.poll() is None, "the run finished before it could be interrupted"
-    os.killpg(p.pid, signal.SIGKILL)  # snakemake and its running jobs, as kill -9 / power loss
-    p.wait()
-    res = _smk(wd, 1)
-    said = res.stdout + res.stderr
+def test_kill_9_then_unlock_rerun_is_byte_identical(tiny_runs):
+    assert tiny_runs["c running when killed"], "the run finished before it could be interrupted"
+    rc, said = tiny_runs["c plain rerun"]
     # the plain rerun stops and names the way out: the stale lock, or outputs of killed jobs
-    assert res.returncode != 0 and ("--unlock" in said or "--rerun-incomplete" in said), said[-3000:]
-    # the recovery documented in docs/TROUBLESHOOTING.md
-    _smk(wd, 1, "--unlock", check=True)
-    _smk(wd, 1, "--rerun-incomplete", check=True)  # one core: the jobs in threads (tests/snake.py)
-    assert tree(wd) == tree(tiny_runs["a"])
+    assert rc != 0 and ("--unlock" in said or "--rerun-incomplete" in said), said[-3000:]
+    # after the recovery documented in docs/TROUBLESHOOTING.md, the same bytes as a clean run
+    assert tree(tiny_runs["c"]) == tree(tiny_runs["a"])
 
 
 @pytest.mark.slow
