@@ -8,25 +8,29 @@ setting (a factory; the folders are shared, so a test must not write into them: 
 ``shutil.copytree`` first). ``tiny_dataset`` is the dataset of ``tests/data/tiny.yaml``, the
 smallest pipeline configuration, generated from that file's ``dataset.synthetic`` settings.
 
-``tiny_reference`` and ``cluster_reference`` are finished Snakemake runs (tests/snake.py) of
+``tiny_reference_run`` and ``cluster_reference_run`` are Snakemake runs (tests/snake.py) of
 tests/data/tiny.yaml and tests/data/cluster.yaml, each made once per test session, also under
-pytest-xdist (the first worker to ask runs it under a file lock, the others wait for it and
-share it). Read-only: a test that writes into a run copies it first.
+pytest-xdist, in the background from the session's start when a selected test uses them
+(``SharedRun``: one worker runs it, every worker can wait for it with ``.path()``);
+``tiny_reference`` is the finished tiny run. Read-only: a test that writes into a run copies
+it first.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 import yaml
-from filelock import FileLock
 from hypothesis import settings
 
-from snake import PROFILES, run_snakemake
+import snake
+from snake import PROFILES
 
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
@@ -68,32 +72,94 @@ def tiny_dataset(synthetic_dataset: SyntheticFactory) -> Path:
     return synthetic_dataset(syn["n_items"], cfg["languages"], seed=syn["seed"], image_size=syn["image_size"])
 
 
-def _shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, config: Path, *args: str, cores: int) -> Path:
-    """The working directory of ``snakemake -d WD --cores CORES --configfile CONFIG ARGS`` in a fresh WD, run
-    once per session: under pytest-xdist the workers' temporary folders share one parent (the
-    session's), where the first worker runs it under a lock and the others find it done."""
+class SharedRun:
+    """``snakemake -d WD --cores 1 --configfile CONFIG ARGS`` in a fresh WD, made once per test
+    session, in the background from the session's start, so the tests that compare against it
+    do not wait for it while other tests could run.
+
+    Under pytest-xdist the workers' temporary folders share one parent (the session's): the
+    first worker to claim the run (an exclusive create of ``NAME.claim`` there) starts it and a
+    thread of that worker writes ``NAME.done`` or ``NAME.failed`` when it ends; ``path()`` in
+    any worker waits for one of them. The owner waits for its run at the end of its session, so
+    a marker is always written."""
+
+    def __init__(self, root: Path, name: str, config: Path, *args: str) -> None:
+        self.wd, self.config, self.args = root / name, config, args
+        self.done, self.failed = root / f"{name}.done", root / f"{name}.failed"
+        self.log, self.claim = root / f"{name}.log", root / f"{name}.claim"
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the run unless a worker (this one included) already has."""
+        try:
+            os.close(os.open(self.claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        proc = snake.start(self.wd, *self.args, cores=1, configfile=self.config, log=self.log)
+
+        def finish() -> None:
+            rc = proc.wait()
+            (self.done if rc == 0 else self.failed).write_text(f"exit code {rc}\n", encoding="utf-8")
+
+        self.thread = threading.Thread(target=finish, name=f"shared run {self.wd.name}", daemon=True)
+        self.thread.start()
+
+    def path(self, *procs: subprocess.Popen, timeout: float = 1800) -> Path:
+        """The finished run's working directory (read-only: copy it before writing), waited for
+        while ``procs`` (a test's own runs, started first) go on; they are killed when the run
+        failed or did not end in time, so none outlives the test."""
+        self.start()
+        deadline = time.monotonic() + timeout
+        while not self.done.exists():
+            if self.failed.exists() or time.monotonic() > deadline:
+                for proc in procs:
+                    proc.kill()
+                why = self.failed.read_text().strip() if self.failed.exists() else f"not done after {timeout} s"
+                log = self.log.read_text(errors="replace")[-5000:] if self.log.exists() else ""
+                pytest.fail(f"the shared run {self.wd.name} ({self.config.name} {' '.join(self.args)}): {why}\n{log}")
+            time.sleep(0.5)
+        return self.wd
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Every shared run (one per handle fixture below), started at the session's start when a
+    selected test uses its handle, so it runs beside the tests that do not need it."""
     base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    wd, done = root / "shared-runs" / name, root / "shared-runs" / f"{name}.done"
-    wd.parent.mkdir(exist_ok=True)
-    with FileLock(str(wd) + ".lock"):
-        if not done.exists():
-            shutil.rmtree(wd, ignore_errors=True)  # a failed attempt's leftovers
-            run_snakemake(wd, *args, cores=cores, configfile=config)
-            done.touch()
-    return wd
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-runs"
+    root.mkdir(exist_ok=True)
+    runs = {
+        "tiny_reference_run": SharedRun(root, "tiny-cores1", TINY_CONFIG),
+        "cluster_reference_run": SharedRun(root, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local")),
+    }
+    for handle, run in runs.items():
+        if any(handle in item.fixturenames for item in request.session.items):
+            run.start()
+    yield runs
+    for run in runs.values():
+        run.join()
 
 
 @pytest.fixture(scope="session")
-def tiny_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_reference_run(_shared_runs: dict[str, SharedRun]) -> SharedRun:
     """tests/data/tiny.yaml run with ``--cores 1`` in a fresh working directory with its own
-    (cold) embedding cache. Shared: copy it before writing."""
-    return _shared_run(tmp_path_factory, "tiny-cores1", TINY_CONFIG, cores=1)
+    (cold) embedding cache, in the background (``.path()`` waits for it)."""
+    return _shared_runs["tiny_reference_run"]
 
 
 @pytest.fixture(scope="session")
-def cluster_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_reference(tiny_reference_run: SharedRun) -> Path:
+    """The finished ``tiny_reference_run``. Shared: copy it before writing."""
+    return tiny_reference_run.path()
+
+
+@pytest.fixture(scope="session")
+def cluster_reference_run(_shared_runs: dict[str, SharedRun]) -> SharedRun:
     """tests/data/cluster.yaml run locally (``--profile profiles/local --cores 1``, one metrics
-    job per direction) in a fresh working directory: the local reference of the cluster and
-    SLURM runs. Shared: copy it before writing."""
-    return _shared_run(tmp_path_factory, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local"), cores=1)
+    job per direction) in a fresh working directory, in the background: the local reference of
+    the cluster and SLURM runs (``.path()`` waits for it; shared: copy it before writing)."""
+    return _shared_runs["cluster_reference_run"]

@@ -1,5 +1,5 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run), ``start`` (a run in
-the background, for concurrent runs or an interruption), both built from ``command`` and ``env``;
+the background, for concurrent runs, an interruption or a shared run), both built from ``command`` and ``env``;
 and ``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
 tests that run one step in-process.
 
@@ -109,10 +109,16 @@ def start(
     cwd: Path | None = None,
     quiet: bool = False,
     new_session: bool = False,
+    log: Path | None = None,
 ) -> subprocess.Popen:
-    """Start Snakemake in the background (stdout and stderr together, or nowhere with ``quiet``);
-    ``finish`` waits for it."""
+    """Start Snakemake in the background (stdout and stderr together: piped, into the file
+    ``log``, or nowhere with ``quiet``); ``finish`` waits for it."""
     cmd = command(workdir, *args, configfile=configfile, snakefile=snakefile, cores=cores)
+    if log is not None:
+        with open(log, "w", encoding="utf-8") as out:  # the child keeps its own descriptor
+            return subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(environ if environ is not None else env()), cwd=cwd
+            )
     out = subprocess.DEVNULL if quiet else subprocess.PIPE
     err = subprocess.DEVNULL if quiet else subprocess.STDOUT
     return subprocess.Popen(
@@ -132,17 +138,6 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
     for name, p in procs.items():
         assert p.returncode == 0, f"{name}: " + _failure(list(map(str, p.args)), p.returncode, logs[name])
     return logs
-
-
-def shared_run_while(request, fixture: str, *procs: subprocess.Popen):
-    """The session's shared run ``fixture`` (conftest.py), made meanwhile when no test has made it
-    yet, while ``procs`` run; they are killed if making it fails, so none outlives the test."""
-    try:
-        return request.getfixturevalue(fixture)
-    except BaseException:
-        for p in procs:
-            p.kill()
-        raise
 
 
 # ------------------------------------------------------------------ the workflow's own commands

@@ -5,7 +5,7 @@
 * The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) is run
   with `--profile profiles/cluster-generic` (every job submitted to the fake scheduler) in its
   own working directory with its own embedding cache, and compared with the session's local
-  run of the same config (`cluster_reference` in conftest.py, `--profile profiles/local`):
+  run of the same config (`cluster_reference_run` in conftest.py, `--profile profiles/local`):
   the metric CSVs and reports/metrics.json must be byte-identical.
 * The evaluation stage is then re-run in the cluster directory with the `profiles/grouped`
   layer (sample+metrics in one group job): the same bytes, from fewer submissions.
@@ -184,13 +184,12 @@ def test_slurm_profile_dry_run_sets_gpu_and_memory(tmp_path):
 # the real pipeline: local vs fake cluster vs grouped
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, request):
-    """The reduced pipeline on the fake cluster, started first; the local run is the session's
-    shared one (``cluster_reference``: --profile profiles/local, read-only), made meanwhile
-    when no other test has made it yet."""
+def runs(tmp_path_factory, cluster_reference_run):
+    """The reduced pipeline on the fake cluster; the local run is the session's shared one
+    (``cluster_reference_run``: --profile profiles/local, read-only), waited for meanwhile."""
     cluster = tmp_path_factory.mktemp("cluster")
     proc = snake.start(cluster, "--profile", str(PROFILES / "cluster-generic"), configfile=CONFIG)
-    local = snake.shared_run_while(request, "cluster_reference", proc)
+    local = cluster_reference_run.path(proc)
     log = snake.finish({"cluster": proc})["cluster"]
     return {
         "local": local,

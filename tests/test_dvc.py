@@ -342,7 +342,7 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
 
 @pytest.mark.slow
 @needs_dvc
-def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote, request):
+def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote, tiny_reference_run):
     c1 = _fresh_copy(tmp_path / "c1")
     # DVC's runs without the sandbox (no shadow directory per job), Snakemake's reference run with
     # it: the bytes must not depend on it either
@@ -358,13 +358,13 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     assert _status(c1) != {}  # never run: changed
 
     # c1 runs the stages through DVC (snakemake --cores all per stage); Snakemake's own run of the
-    # same config on one core, in another folder, is the session's tiny reference run (made
-    # meanwhile if no test has made it yet): the bytes must not depend on the runner, the core
-    # count or the folder
+    # same config on one core, in another folder, is the session's tiny reference run (running
+    # in the background since the session started): the bytes must not depend on the runner, the
+    # core count or the folder
     repro = subprocess.Popen(
         [str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    reference = snake.shared_run_while(request, "tiny_reference", repro)
+    reference = tiny_reference_run.path(repro)
     out, _ = repro.communicate(timeout=1800)
     assert repro.returncode == 0, f"dvc repro:\n{out[-5000:]}"
     assert _status(c1) == {}

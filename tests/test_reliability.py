@@ -661,10 +661,10 @@ def _smk(wd: Path, cores: int, *extra: str, check: bool = False) -> subprocess.C
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory, request):
+def tiny_runs(tmp_path_factory, tiny_reference_run):
     """tests/data/tiny.yaml three ways: A --cores 1 with its own cache (the session's shared
-    ``tiny_reference``, a fresh working directory: made meanwhile when no other test has made
-    it yet); B and C --cores 2 sharing one cache directory, at the same time, without the
+    ``tiny_reference_run``, a fresh working directory, running in the background since the
+    session started); B and C --cores 2 sharing one cache directory, at the same time, without the
     sandbox (``sandbox: false``: no shadow directories, so A == B also shows the sandbox changes
     no byte).
 
@@ -692,7 +692,7 @@ def tiny_runs(tmp_path_factory, request):
         for p in (b, c):
             p.kill()
         raise
-    a = snake.shared_run_while(request, "tiny_reference", b, c)
+    a = tiny_reference_run.path(b, c)
     snake.finish({"b": b, "c (recovered)": c})
     return {
         "a": a,

@@ -2,7 +2,7 @@
 
 The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs locally
 (`--profile profiles/local`, one metrics job per direction: the session's shared run,
-`cluster_reference` in conftest.py) and through
+`cluster_reference_run` in conftest.py) and through
 `--profile profiles/slurm --profile profiles/grouped` with seed groups (`seed_group_size=1`: one
 metrics_part job per direction and seed, packed into group jobs) and
 snakemake-executor-plugin-slurm: every job is an sbatch submission to slurmctld, run by slurmd
@@ -79,10 +79,9 @@ def slurm_env(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(slurm_env, tmp_path_factory, request):
-    """The SLURM run, started first; the local run is the session's shared one
-    (``cluster_reference``: --profile profiles/local, read-only), made meanwhile when no other
-    test has made it yet."""
+def runs(slurm_env, tmp_path_factory, cluster_reference_run):
+    """The SLURM run; the local run is the session's shared one (``cluster_reference_run``:
+    --profile profiles/local, read-only), waited for meanwhile."""
     slurm = tmp_path_factory.mktemp("slurm")
     jobcomp = Path(slurm_env["SLURM_CONF"]).parent / "log" / "jobcomp.txt"
     seen = jobcomp.stat().st_size if jobcomp.exists() else 0  # earlier runs' records
@@ -94,7 +93,7 @@ def runs(slurm_env, tmp_path_factory, request):
         environ=slurm_env,
         cwd=slurm,
     )
-    local = snake.shared_run_while(request, "cluster_reference", proc)
+    local = cluster_reference_run.path(proc)
     log = snake.finish({"slurm": proc})["slurm"]
     records = jobcomp.read_bytes()[seen:].decode()
     return {"local": local, "slurm": slurm, "log": log, "jobcomp": records}
