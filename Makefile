@@ -48,7 +48,7 @@ exp-show:
 	source $(VENV)/activate && python scripts/exp_show.py $(EXP_ARGS)
 
 test: setup
-	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --durations=20
+	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 # Static checks, configured in pyproject.toml: ruff lint, ruff and snakefmt format checks (they
 # change nothing), Snakemake's own lint, mypy on the typed core (metrics/, stats/, steps/).
