@@ -11,6 +11,7 @@ scheduler's variables) that would change what a run does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -114,22 +115,21 @@ def start(
     """Start Snakemake in the background (stdout and stderr together: piped, into the file
     ``log``, or nowhere with ``quiet``); ``finish`` waits for it."""
     cmd = command(workdir, *args, configfile=configfile, snakefile=snakefile, cores=cores)
-    if log is not None:
-        with open(log, "w", encoding="utf-8") as out:  # the child keeps its own descriptor
-            return subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(environ if environ is not None else env()), cwd=cwd
-            )
-    out = subprocess.DEVNULL if quiet else subprocess.PIPE
-    err = subprocess.DEVNULL if quiet else subprocess.STDOUT
-    return subprocess.Popen(
-        cmd,
-        stdout=out,
-        stderr=err,
-        text=True,
-        env=dict(environ if environ is not None else env()),
-        cwd=cwd,
-        start_new_session=new_session,
-    )
+    with contextlib.ExitStack() as files:  # a log file is closed here; the child keeps its own descriptor
+        if log is not None:
+            out, err = files.enter_context(open(log, "w", encoding="utf-8")), subprocess.STDOUT
+        else:
+            out = subprocess.DEVNULL if quiet else subprocess.PIPE
+            err = subprocess.DEVNULL if quiet else subprocess.STDOUT
+        return subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=err,
+            text=True,
+            env=dict(environ if environ is not None else env()),
+            cwd=cwd,
+            start_new_session=new_session,
+        )
 
 
 def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[str, str]:

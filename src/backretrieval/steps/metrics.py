@@ -4,6 +4,7 @@ a tidy CSV plus per-query ranks (paths follow docs/ARCHITECTURE.md)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,16 @@ from .settings import seed_groups
 
 log = logging.getLogger("backretrieval")
 
-__all__ = ["METRIC_COLUMNS", "gather_metrics", "metrics_step", "read_metrics", "require_full_ranks", "seed_groups"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "concat_metrics",
+    "gather_metrics",
+    "metrics_step",
+    "read_metric_tables",
+    "read_metrics",
+    "require_full_ranks",
+    "seed_groups",
+]
 
 
 def metrics_step(
@@ -110,9 +120,21 @@ def gather_metrics(parts: list[Path], out: Path) -> None:
     io.write_csv(out, df)
 
 
-def read_metrics(paths: list[Path]) -> pd.DataFrame:
-    frames = [pd.read_csv(p) for p in paths]
+def read_metric_tables(paths: Iterable[str | Path]) -> tuple[tuple[Path, pd.DataFrame], ...]:
+    """Each metrics file with its table as read (for checks that name the file, such as
+    :func:`require_full_ranks`, without reading it again)."""
+    return tuple((Path(p), pd.read_csv(p)) for p in paths)
+
+
+def concat_metrics(tables: Iterable[tuple[Path, pd.DataFrame]]) -> pd.DataFrame:
+    """The long table of several metrics files (:func:`read_metric_tables`), empty with the
+    metric columns when there are none."""
+    frames = [frame for _, frame in tables]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
+
+
+def read_metrics(paths: Iterable[str | Path]) -> pd.DataFrame:
+    return concat_metrics(read_metric_tables(paths))
 
 
 def require_full_ranks(frame: pd.DataFrame, source: str | Path) -> None:

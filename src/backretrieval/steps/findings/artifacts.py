@@ -21,7 +21,7 @@ from ...evaluation.core import rows_of
 from ...findings.document import RunInfo
 from ...findings.views import Lookup
 from ..layout import load_embedding, skipped_reason
-from ..metrics import require_full_ranks
+from ..metrics import concat_metrics, read_metric_tables, require_full_ranks
 from ..sample import read_samples
 
 log = logging.getLogger("backretrieval")
@@ -214,8 +214,8 @@ def load_run(
             raise InputError(f"{p}: input file not found (run the main pipeline first)")
     if not metrics_files:
         raise InputError("no metrics CSV given (--metrics)")
-    tables = tuple((Path(p), pd.read_csv(p)) for p in metrics_files)
-    metrics = pd.concat([table for _, table in tables], ignore_index=True)
+    tables = read_metric_tables(metrics_files)
+    metrics = concat_metrics(tables)
     samples: dict[str, list[Sample]] = {}
     for p in samples_files:
         ss = read_samples(Path(p))
