@@ -3,12 +3,15 @@
 * `scripts/fake_scheduler/` is a SIMULATED local batch scheduler (asynchronous submit with job
   ids, CPU-slot queue, status polling, cancel); its protocol is tested directly first.
 * The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) is run
-  with `--profile profiles/cluster-generic` (every job submitted to the fake scheduler) in its
-  own working directory with its own embedding cache, and compared with the session's local
-  run of the same config (`cluster_reference_run` in conftest.py, `--profile profiles/local`):
-  the metric CSVs and reports/metrics.json must be byte-identical.
-* The evaluation stage is then re-run in the cluster directory with the `profiles/grouped`
-  layer (sample+metrics in one group job): the same bytes, from fewer submissions.
+  with `--profile profiles/cluster-generic --profile profiles/grouped` and seed groups
+  (`seed_group_size=1`): every job is submitted to the fake scheduler, the rules that are not
+  grouped one submission each (with their threads and memory), the samples, the seed-group
+  parts and the gathers packed into group jobs. It runs in its own working directory with its
+  own embedding cache and is compared with the session's local run of the same config
+  (`cluster_reference_run` in conftest.py, `--profile profiles/local`, one metrics job per
+  direction): the metric CSVs and reports/metrics.json must be byte-identical.
+  (tests/test_slurm.py runs the `grouped` layer without seed groups on a real SLURM: sample and
+  every direction's metrics in one group job.)
 * All profiles (local, slurm, cluster-generic, +grouped) must parse; a dry run shows the
   resources they set.
 """
@@ -30,8 +33,13 @@ from snake import PROFILES, ROOT, run_snakemake
 FAKE = ROOT / "scripts" / "fake_scheduler"
 CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
 RUN = "cluster"  # run_name in CONFIG
-RULES = {"prepare_dataset", "check_dataset", "embed_text", "embed_images", "sample", "metrics", "report"}
-N_JOBS = 1 + 1 + 3 + 1 + 1 + 3 + 1  # prepare, check, 3 encoders, images, sample (every direction), 3 metrics, report
+# what the cluster run submits: one job per rule that is not grouped (prepare, check, 3
+# encoders, images, report), and the group jobs of profiles/grouped with seed_group_size=1:
+# every direction's sample in one, 3 directions x 2 seeds = 6 parts 4 per job (2), every
+# direction's gather in one
+SINGLE = {"prepare_dataset": 1, "check_dataset": 1, "embed_text": 3, "embed_images": 1, "report": 1}
+GROUPS = {"evaluate": 1, "metric_parts": 2, "gather": 1}
+N_JOBS = sum(SINGLE.values()) + sum(GROUPS.values())
 
 
 def _sha(p: Path) -> str:
@@ -185,35 +193,39 @@ def test_slurm_profile_dry_run_sets_gpu_and_memory(tmp_path):
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, cluster_reference_run):
-    """The reduced pipeline on the fake cluster; the local run is the session's shared one
-    (``cluster_reference_run``: --profile profiles/local, read-only), waited for meanwhile."""
+    """The reduced pipeline on the fake cluster, grouped, with seed groups; the local run is the
+    session's shared one (``cluster_reference_run``: --profile profiles/local, read-only),
+    waited for meanwhile."""
     cluster = tmp_path_factory.mktemp("cluster")
-    proc = snake.start(cluster, "--profile", str(PROFILES / "cluster-generic"), configfile=CONFIG)
+    proc = snake.start(
+        cluster,
+        *("--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped")),
+        *("--config", "seed_group_size=1"),
+        configfile=CONFIG,
+    )
     local = cluster_reference_run.path(proc)
     log = snake.finish({"cluster": proc})["cluster"]
-    return {
-        "local": local,
-        "cluster": cluster,
-        "cluster_log": log,
-        "cluster_results": _results(cluster),
-        "cluster_spool": _spool(cluster),
-    }
+    return {"local": local, "cluster": cluster, "cluster_log": log, "cluster_spool": _spool(cluster)}
 
 
 @pytest.mark.slow
 def test_cluster_results_are_byte_identical_to_local(runs):
-    local, cluster = _results(runs["local"]), runs["cluster_results"]
+    """One metrics_part job per (direction, seed) on the cluster, one metrics job per direction
+    locally: the same bytes."""
+    local, cluster = _results(runs["local"]), _results(runs["cluster"])
     assert len(local) == 3 + 1  # 3 directions + metrics.json
     assert local == cluster
+    assert len(sorted((runs["cluster"] / "artifacts" / RUN / "metric_parts").rglob("*.csv"))) == 3 * 2
+    assert not (runs["local"] / "artifacts" / RUN / "metric_parts").exists()
 
 
 @pytest.mark.slow
 def test_every_job_went_through_the_scheduler(runs):
     spool = runs["cluster_spool"]
     names = [r["name"] for r in spool]
-    assert len(spool) == N_JOBS >= len(RULES)
-    assert {n.removeprefix("smk-") for n in names} == RULES
-    assert names.count("smk-metrics") == names.count("smk-embed_text") == 3 and names.count("smk-sample") == 1
+    want = {f"smk-{rule}": n for rule, n in SINGLE.items()} | {f"smk-group-{g}": n for g, n in GROUPS.items()}
+    assert {n: names.count(n) for n in set(names)} == want
+    assert len(spool) == N_JOBS
     # threads/resources reached the scheduler (mem_mb 4000 in the embedding rules). embed_text
     # claims the encoder's fixed inference threads (encoders.inference_threads: 1 for char
     # n-grams and random); embed_images the backbone's (images.backbone_threads: default 1)
@@ -221,55 +233,15 @@ def test_every_job_went_through_the_scheduler(runs):
     assert {(r["cpus"], r["mem_mb"]) for r in emb} == {("1", "4000")}
     img = [r for r in spool if r["name"] == "smk-embed_images"]
     assert [(r["cpus"], r["mem_mb"]) for r in img] == [("1", "4000")]
+    # a group job asks for what its components need together, within the grouped profile's
+    # per-submission cap (cores: 4): the 6 one-thread parts packed 4 + 2
+    parts = [r for r in spool if r["name"] == "smk-group-metric_parts"]
+    assert sorted(int(r["cpus"]) for r in parts) == [2, 4]
     jobs = runs["cluster"] / ".fake_scheduler" / "jobs"
     for r in spool:
         assert (jobs / r["id"] / "exitcode").read_text().strip() == "0", r
-    # Snakemake saw the scheduler's ids; the local run used no scheduler
-    assert len(re.findall(r"Submitted job \d+ with external jobid '\d+'", runs["cluster_log"])) == N_JOBS
+    # Snakemake saw the scheduler's ids and ran nothing itself but the target rule; the local
+    # run used no scheduler
+    assert len(re.findall(r"Submitted (?:group )?job \S+ with external jobid '\d+'", runs["cluster_log"])) == N_JOBS
+    assert not re.search(r"^localrule (?!all:)", runs["cluster_log"], re.M)
     assert not (runs["local"] / ".fake_scheduler").exists()
-
-
-@pytest.mark.slow
-def test_grouped_rerun_is_identical_with_fewer_submissions(runs):
-    wd = runs["cluster"]
-    before = len(_spool(wd))
-    run_snakemake(
-        wd,
-        *("--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped")),
-        *("--forcerun", "sample", "metrics", "report"),
-        configfile=CONFIG,
-        timeout=600,
-    )
-    new = [r["name"] for r in _spool(wd)[before:]]
-    # ungrouped, these 5 jobs (sample, 3 metrics, report) were 5 submissions; grouped: 2
-    assert sorted(new) == ["smk-group-evaluate", "smk-report"]
-    assert _results(wd) == runs["cluster_results"] == _results(runs["local"])
-
-
-@pytest.mark.slow
-def test_seed_groups_on_grouped_profile_are_identical(runs):
-    """seed_group_size=1: one metrics_part job per (direction, seed), joined by metrics_gather;
-    through the grouped profile the parts are packed 4 per submission. Same bytes as one metrics
-    job per direction (locally and on the cluster)."""
-    wd = runs["cluster"]
-    before = len(_spool(wd))
-    run_snakemake(
-        wd,
-        *("--profile", str(PROFILES / "cluster-generic"), "--profile", str(PROFILES / "grouped")),
-        *("--config", "seed_group_size=1"),
-        *("--forcerun", "sample", "metrics_part", "metrics_gather", "report"),
-        configfile=CONFIG,
-        timeout=600,
-    )
-    new = sorted(r["name"] for r in _spool(wd)[before:])
-    # 3 samples (1 job), 3 directions x 2 seeds = 6 parts (4 per job: 2 jobs), 3 gathers (1 job), report
-    assert new == [
-        "smk-group-evaluate",
-        "smk-group-gather",
-        "smk-group-metric_parts",
-        "smk-group-metric_parts",
-        "smk-report",
-    ]
-    parts = sorted((wd / "artifacts" / RUN / "metric_parts").rglob("*.csv"))
-    assert len(parts) == 6
-    assert _results(wd) == runs["cluster_results"] == _results(runs["local"])

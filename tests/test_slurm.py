@@ -1,14 +1,14 @@
 """The SLURM profile against a REAL Slurm (Debian's slurm-wlm, started by scripts/slurm_local.sh).
 
 The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs locally
-(`--profile profiles/local`, one metrics job per direction: the session's shared run,
-`cluster_reference_run` in conftest.py) and through
-`--profile profiles/slurm --profile profiles/grouped` with seed groups (`seed_group_size=1`: one
-metrics_part job per direction and seed, packed into group jobs) and
+(`--profile profiles/local`: the session's shared run, `cluster_reference_run` in conftest.py)
+and through `--profile profiles/slurm --profile profiles/grouped` and
 snakemake-executor-plugin-slurm: every job is an sbatch submission to slurmctld, run by slurmd
-(jobstep plugin, srun). The metric CSVs and reports/metrics.json must be byte-identical, every
-job Snakemake ran must have a SLURM job id, and every one of those ids must appear COMPLETED in
-the cluster's job-completion log (written by slurmctld, not by Snakemake).
+(jobstep plugin, srun), the sample and every direction's metrics packed into one group job
+(tests/test_cluster.py runs the grouped layer with seed groups on the simulated scheduler).
+The metric CSVs and reports/metrics.json must be byte-identical, every job Snakemake ran must
+have a SLURM job id, and every one of those ids must appear COMPLETED in the cluster's
+job-completion log (written by slurmctld, not by Snakemake).
 
 The cluster has no slurmdbd, so the plugin polls with squeue (`--slurm-status-command squeue`;
 the cluster keeps finished jobs visible for an hour). The test starts the cluster (one node)
@@ -88,7 +88,7 @@ def runs(slurm_env, tmp_path_factory, cluster_reference_run):
     proc = snake.start(
         slurm,
         *("--profile", str(PROFILES / "slurm"), "--profile", str(PROFILES / "grouped")),
-        *("--config", "seed_group_size=1", *SLURM_OPTS),
+        *SLURM_OPTS,
         configfile=CONFIG,
         environ=slurm_env,
         cwd=slurm,
@@ -103,9 +103,6 @@ def test_slurm_results_are_byte_identical_to_local(runs):
     local, slurm = _results(runs["local"]), _results(runs["slurm"])
     assert len(local) == 3 + 1  # 3 directions + metrics.json
     assert local == slurm
-    # the seed groups really ran: one part per (direction, seed), none in the local run
-    assert len(sorted((runs["slurm"] / "artifacts" / RUN / "metric_parts").rglob("*.csv"))) == 3 * 2
-    assert not (runs["local"] / "artifacts" / RUN / "metric_parts").exists()
 
 
 def _submissions(log: str) -> list[tuple[str, str]]:
@@ -125,13 +122,11 @@ def test_every_job_went_through_sbatch(runs):
     subs = _submissions(runs["log"])
     names = sorted(name for _, name in subs)
     # every rule instance except the target rule `all` (a localrule) is in a submission; the tiny
-    # jobs are packed by profiles/grouped: evaluate = every direction's sample, metric_parts = 4
-    # seed groups each (6 -> 2 jobs), gather = every direction's gather
+    # jobs are packed by profiles/grouped: evaluate = the sample and every direction's metrics
     assert names == sorted(
         ["rule_prepare_dataset", "rule_check_dataset", "rule_embed_images", "rule_report"]
         + ["rule_embed_text"] * 3
-        + ["group_evaluate_sample", "group_gather_metrics_gather"]
-        + ["group_metric_parts_metrics_part"] * 2
+        + ["group_evaluate_metrics_sample"]
     ), names
     assert not re.search(r"^localrule (?!all:)", runs["log"], re.M)
     # slurmctld's own record: each of those jobs ran on a slurmd node and COMPLETED
