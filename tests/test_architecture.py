@@ -149,7 +149,7 @@ def test_the_command_line_and_a_model_free_step_start_without_heavy_libraries():
     pandas, SciPy, torch or matplotlib (seconds per job; the defaults come from
     ``evaluation.defaults``), and the steps of data, sampling, embedding, the case study's
     training and the human study load no SciPy, matplotlib or torch (their report steps do, when
-    they run). A model-free embedding step sets its thread count without importing torch; torch, imported afterwards, gets that count (``limit_threads``'s import hook), and a
+    they run), nor does the figures module the training job draws its loss curves with load SciPy. A model-free embedding step sets its thread count without importing torch; torch, imported afterwards, gets that count (``limit_threads``'s import hook), and a
     later setting wins. 3 threads: not this machine's default (its core count) on 1 or 2 cores."""
     import subprocess
     import sys
@@ -163,6 +163,8 @@ print(sorted(m for m in heavy if m in sys.modules))
 from backretrieval._util.device import limit_threads
 from backretrieval.steps import case_study, embed, human_study, prepare, sample
 print(sorted(m for m in heavy[1:] if m in sys.modules))
+import backretrieval.reporting.figures  # the training job's loss curves: matplotlib when drawn, never SciPy
+print(sorted(m for m in ("scipy", "statsmodels") if m in sys.modules))
 limit_threads(5)
 limit_threads(3)
 print("torch" in sys.modules)
@@ -172,4 +174,4 @@ limit_threads(1)
 print(torch.get_num_threads())
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
-    assert out[:5] == ["[]", "[]", "False", "3", "1"], out
+    assert out[:6] == ["[]", "[]", "[]", "False", "3", "1"], out

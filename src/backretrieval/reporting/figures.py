@@ -14,7 +14,7 @@ import pandas as pd
 from .._util import io
 from .._util.io import atomic_path
 from ..errors import InputError
-from .tables import _direction_order
+from ._common import direction_order
 
 
 def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
@@ -64,7 +64,7 @@ def fig2_scatter(
     import seaborn as sns
 
     frame = fig2_frame(metrics, seed)
-    directions = _direction_order(frame["direction"].unique().tolist())
+    directions = direction_order(frame["direction"].unique().tolist())
     ncol = min(4, len(directions))
     nrow = math.ceil(len(directions) / ncol)
     sns.set_theme(style="whitegrid", context="paper")
@@ -112,7 +112,7 @@ def bkr_bars(
     import seaborn as sns
 
     rec = cis[cis["metric"] == "bkr_recall"]
-    directions = _direction_order(rec["direction"].unique().tolist())
+    directions = direction_order(rec["direction"].unique().tolist())
     ncol = min(4, len(directions))
     nrow = math.ceil(len(directions) / ncol)
     sns.set_theme(style="whitegrid", context="paper")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ._common import direction_order
 
 METHOD_LABEL = {"bkr_recall": "BkR", "corr": "CORR"}
 
@@ -27,10 +28,6 @@ def table1_frame(correlations: pd.DataFrame) -> pd.DataFrame:
     g = correlations.groupby(["direction", "method", "stat"])["value"]
     agg = g.agg(mean="mean", sd=lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, n_seeds="count")
     return agg.reset_index()
-
-
-def _direction_order(directions: list[str]) -> list[str]:
-    return sorted(directions, key=lambda d: (d.split("-")[0] != "en", d))
 
 
 def _method_cells(t: pd.DataFrame, direction: str, stat: str) -> tuple[dict[str, tuple[float, float]], str]:
@@ -56,7 +53,7 @@ def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks:
     ]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
-    for d in _direction_order(t["direction"].unique().tolist()):
+    for d in direction_order(t["direction"].unique().tolist()):
         cells = [d.replace("-", "→")]
         for s in ("pearson", "spearman"):
             vals, best = _method_cells(t, d, s)
@@ -106,7 +103,7 @@ def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr
         "Direction & BkR & CORR & BkR & CORR \\\\",
         "\\midrule",
     ]
-    for d in _direction_order(t["direction"].unique().tolist()):
+    for d in direction_order(t["direction"].unique().tolist()):
         cells = [d.replace("-", "$\\to$")]
         for s_ in ("pearson", "spearman"):
             vals, best = _method_cells(t, d, s_)
@@ -304,7 +301,7 @@ def bkr_report_markdown(
         "|---|---|---|---|---|",
     ]
     order = {e: i for i, e in enumerate(ranking["encoder"])}
-    for d in _direction_order(cis["direction"].unique().tolist()):
+    for d in direction_order(cis["direction"].unique().tolist()):
         sub = cis[cis["direction"] == d]
         for enc in sorted(set(sub["encoder"]) - {RANDOM_BASELINE}, key=lambda e: order.get(e, len(order))):
             cells = []
