@@ -1,7 +1,8 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run), ``start`` (a run in
 the background, for concurrent runs, an interruption or a shared run), both built from ``command`` and ``env``;
-and ``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
-tests that run one step in-process.
+``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
+tests that run one step in-process; and ``metric_results``: the digests of what a run wrote
+that runs of one config on different executors must agree on.
 
 ``env()`` is the environment of every test run: this interpreter's bin folder first on PATH,
 this checkout's ``src`` first on PYTHONPATH (``src=`` for a copy of the checkout), the Hub
@@ -12,6 +13,7 @@ scheduler's variables) that would change what a run does.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shlex
@@ -138,6 +140,14 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
     for name, p in procs.items():
         assert p.returncode == 0, f"{name}: " + _failure(list(map(str, p.args)), p.returncode, logs[name])
     return logs
+
+
+def metric_results(wd: Path, run: str) -> dict[str, str]:
+    """sha256 of a finished run's metric CSVs and ``reports/metrics.json`` (a config whose
+    reports_dir is ``reports``), keyed by path relative to ``wd``: what runs of one config on
+    different executors must agree on."""
+    files = sorted((wd / "artifacts" / run / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
+    return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 # ------------------------------------------------------------------ the workflow's own commands

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import re
 import subprocess
@@ -40,16 +39,6 @@ RUN = "cluster"  # run_name in CONFIG
 SINGLE = {"prepare_dataset": 1, "check_dataset": 1, "embed_text": 3, "embed_images": 1, "report": 1}
 GROUPS = {"evaluate": 1, "metric_parts": 2, "gather": 1}
 N_JOBS = sum(SINGLE.values()) + sum(GROUPS.values())
-
-
-def _sha(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-def _results(wd: Path) -> dict[str, str]:
-    """sha256 of every metric CSV and of reports/metrics.json, keyed by relative path."""
-    files = sorted((wd / "artifacts" / RUN / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
-    return {str(p.relative_to(wd)): _sha(p) for p in files}
 
 
 def _spool(wd: Path) -> list[dict[str, str]]:
@@ -212,7 +201,7 @@ def runs(tmp_path_factory, cluster_reference_run):
 def test_cluster_results_are_byte_identical_to_local(runs):
     """One metrics_part job per (direction, seed) on the cluster, one metrics job per direction
     locally: the same bytes."""
-    local, cluster = _results(runs["local"]), _results(runs["cluster"])
+    local, cluster = snake.metric_results(runs["local"], RUN), snake.metric_results(runs["cluster"], RUN)
     assert len(local) == 3 + 1  # 3 directions + metrics.json
     assert local == cluster
     assert len(sorted((runs["cluster"] / "artifacts" / RUN / "metric_parts").rglob("*.csv"))) == 3 * 2

@@ -18,7 +18,6 @@ where the services cannot be installed or started (no root, another Slurm on the
 
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 from pathlib import Path
@@ -45,15 +44,6 @@ SLURM_OPTS = (
 )
 
 pytestmark = pytest.mark.slow
-
-
-def _sha(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-def _results(wd: Path) -> dict[str, str]:
-    files = sorted((wd / "artifacts" / RUN / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
-    return {str(p.relative_to(wd)): _sha(p) for p in files}
 
 
 def _script(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
@@ -100,7 +90,7 @@ def runs(slurm_env, tmp_path_factory, cluster_reference_run):
 
 
 def test_slurm_results_are_byte_identical_to_local(runs):
-    local, slurm = _results(runs["local"]), _results(runs["slurm"])
+    local, slurm = snake.metric_results(runs["local"], RUN), snake.metric_results(runs["slurm"], RUN)
     assert len(local) == 3 + 1  # 3 directions + metrics.json
     assert local == slurm
 
