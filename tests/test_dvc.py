@@ -72,10 +72,12 @@ def _fresh_copy(dst: Path) -> Path:
 
 def _only_the_generated_dvc_yaml(repo: Path) -> None:
     """A project whose one pipeline is the dvc.yaml just generated for the test's configs: without
-    the listed real-data runs' runs/dvc.yaml (whose stages would overlap or need data/raw) and the
-    raw data's data.dvc."""
+    the listed real-data runs' runs/dvc.yaml (whose stages would overlap or need data/raw), the
+    raw data's data.dvc, and the committed dvc.lock, whose entries are the replaced stages' (DVC
+    would keep them and parse and rewrite all of them at each stage it runs)."""
     shutil.rmtree(repo / "runs")
     (repo / "data.dvc").unlink()
+    (repo / "dvc.lock").unlink()
 
 
 def _tree(repo: Path) -> dict[str, str]:
