@@ -44,13 +44,15 @@ SyntheticFactory = Callable[..., Path]
 # The longest test files first (each over 20 s in `pytest --durations=0` on 2 cores), so that
 # under `make test` (`-n 2 --dist loadfile --no-loadscope-reorder`: whole files, in this order)
 # the short files fill the end instead of one worker running the last long files alone while
-# the other has nothing left. Only the order of files changes; an unlisted file keeps its place
-# after these.
+# the other has nothing left. test_slurm.py comes right after test_dvc.py: its worker mostly
+# waits on the scheduler's polling, which the session's background runs fill best, while the
+# reliability runs (two `--cores 2` runs at once) keep both cores busy later. Only the order of
+# files changes; an unlisted file keeps its place after these.
 LONGEST_FIRST = (
     "test_dvc.py",
-    "test_reliability.py",
-    "test_cluster.py",
     "test_slurm.py",
+    "test_cluster.py",
+    "test_reliability.py",
     "test_pipeline_e2e.py",
     "test_dag.py",
     "test_wordvec.py",
