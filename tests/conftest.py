@@ -9,11 +9,11 @@ setting (a factory; the folders are shared, so a test must not write into them: 
 smallest pipeline configuration, generated from that file's ``dataset.synthetic`` settings.
 
 ``tiny_reference_run`` and ``cluster_reference_run`` are Snakemake runs (tests/snake.py) of
-tests/data/tiny.yaml and tests/data/cluster.yaml, each made once per test session, also under
-pytest-xdist, in the background from the session's start when a selected test uses them
-(``SharedRun``: one worker runs it, every worker can wait for it with ``.path()``);
-``tiny_reference`` is the finished tiny run. Read-only: a test that writes into a run copies
-it first.
+tests/data/tiny.yaml and tests/data/cluster.yaml, and ``slurm_run`` the latter on the local
+SLURM test cluster, each made once per test session, also under pytest-xdist, in the
+background from the session's start when a selected test uses them (``SharedRun``: one worker
+runs it, every worker can wait for it with ``.path()``); ``tiny_reference`` is the finished
+tiny run. Read-only: a test that writes into a run copies it first.
 """
 
 from __future__ import annotations
@@ -38,21 +38,32 @@ if os.environ.get("CI"):
 
 TINY_CONFIG = Path(__file__).parent / "data" / "tiny.yaml"
 CLUSTER_CONFIG = Path(__file__).parent / "data" / "cluster.yaml"
+# The SLURM plugin's options for the local test cluster, which has no accounting: poll squeue,
+# no account, no waiting.
+SLURM_OPTS = (
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-no-account",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+    "--seconds-between-status-checks",
+    "2",
+    "--latency-wait",
+    "5",
+)
 
 SyntheticFactory = Callable[..., Path]
 
 # The longest test files first (each over 20 s in `pytest --durations=0` on 2 cores), so that
 # under `make test` (`-n 2 --dist loadfile --no-loadscope-reorder`: whole files, in this order)
 # the short files fill the end instead of one worker running the last long files alone while
-# the other has nothing left. test_slurm.py comes right after test_dvc.py: its worker mostly
-# waits on the scheduler's polling, which the session's background runs fill best, while the
-# reliability runs (two `--cores 2` runs at once) keep both cores busy later. Only the order of
-# files changes; an unlisted file keeps its place after these.
+# the other has nothing left. Only the order of files changes; an unlisted file keeps its place
+# after these. test_slurm.py is not listed: its run starts with the session (``slurm_run``), so
+# its tests, late, find it finished.
 LONGEST_FIRST = (
     "test_dvc.py",
-    "test_slurm.py",
-    "test_cluster.py",
     "test_reliability.py",
+    "test_cluster.py",
     "test_pipeline_e2e.py",
     "test_dag.py",
     "test_wordvec.py",
@@ -104,9 +115,11 @@ def tiny_dataset(synthetic_dataset: SyntheticFactory) -> Path:
 
 
 class SharedRun:
-    """``snakemake -d WD --cores 1 --configfile CONFIG ARGS`` in a fresh WD, made once per test
-    session, in the background from the session's start, so the tests that compare against it
-    do not wait for it while other tests could run.
+    """``snakemake -d WD [--cores CORES] --configfile CONFIG ARGS`` in a fresh WD (also its
+    current directory), made once per test session, in the background from the session's start,
+    so the tests that compare against it do not wait for it while other tests could run.
+    ``environ()`` gives the run's environment, or None while the run cannot start (the SLURM
+    run before its cluster runs): then the run starts when a test first asks for it.
 
     Under pytest-xdist the workers' temporary folders share one parent (the session's): the
     first worker to claim the run (an exclusive create of ``NAME.claim`` there) starts it and a
@@ -114,19 +127,32 @@ class SharedRun:
     any worker waits for one of them. The owner waits for its run at the end of its session, so
     a marker is always written."""
 
-    def __init__(self, root: Path, name: str, config: Path, *args: str) -> None:
-        self.wd, self.config, self.args = root / name, config, args
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        config: Path,
+        *args: str,
+        cores: int | None = 1,
+        environ: Callable[[], dict[str, str] | None] = snake.env,
+    ) -> None:
+        self.wd, self.config, self.args, self.cores, self.environ = root / name, config, args, cores, environ
         self.done, self.failed = root / f"{name}.done", root / f"{name}.failed"
         self.log, self.claim = root / f"{name}.log", root / f"{name}.claim"
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start the run unless a worker (this one included) already has."""
+        """Start the run unless a worker (this one included) already has or it cannot start yet."""
+        if self.claim.exists() or (environ := self.environ()) is None:
+            return
         try:
             os.close(os.open(self.claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
-        proc = snake.start(self.wd, *self.args, cores=1, configfile=self.config, log=self.log)
+        self.wd.mkdir(exist_ok=True)
+        proc = snake.start(
+            self.wd, *self.args, cores=self.cores, configfile=self.config, environ=environ, cwd=self.wd, log=self.log
+        )
 
         def finish() -> None:
             rc = proc.wait()
@@ -140,6 +166,10 @@ class SharedRun:
         while ``procs`` (a test's own runs, started first) go on; they are killed when the run
         failed or did not end in time, so none outlives the test."""
         self.start()
+        if not self.claim.exists():
+            for proc in procs:
+                proc.kill()
+            pytest.fail(f"the shared run {self.wd.name} cannot start: its environment is not ready")
         deadline = time.monotonic() + timeout
         while not self.done.exists():
             if self.failed.exists() or time.monotonic() > deadline:
@@ -166,6 +196,14 @@ def _shared_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     runs = {
         "tiny_reference_run": SharedRun(root, "tiny-cores1", TINY_CONFIG),
         "cluster_reference_run": SharedRun(root, "cluster-local", CLUSTER_CONFIG, "--profile", str(PROFILES / "local")),
+        "slurm_run": SharedRun(
+            root,
+            "slurm",
+            CLUSTER_CONFIG,
+            *("--profile", str(PROFILES / "slurm"), "--profile", str(PROFILES / "grouped"), *SLURM_OPTS),
+            cores=None,
+            environ=snake.slurm_environ,
+        ),
     }
     for handle, run in runs.items():
         if any(handle in item.fixturenames for item in request.session.items):
@@ -186,6 +224,15 @@ def tiny_reference_run(_shared_runs: dict[str, SharedRun]) -> SharedRun:
 def tiny_reference(tiny_reference_run: SharedRun) -> Path:
     """The finished ``tiny_reference_run``. Shared: copy it before writing."""
     return tiny_reference_run.path()
+
+
+@pytest.fixture(scope="session")
+def slurm_run(_shared_runs: dict[str, SharedRun]) -> SharedRun:
+    """tests/data/cluster.yaml through ``--profile profiles/slurm --profile profiles/grouped`` on
+    the local test cluster (scripts/slurm_local.sh), in the background from the session's start
+    when that cluster already runs (`.ci/run` starts it first), else from the first ``.path()``
+    (after tests/test_slurm.py has started the cluster). Its log is ``.log``."""
+    return _shared_runs["slurm_run"]
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run), ``start`` (a run in
 the background, for concurrent runs, an interruption or a shared run), both built from ``command`` and ``env``;
 ``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
-tests that run one step in-process; and ``metric_results``: the digests of what a run wrote
-that runs of one config on different executors must agree on.
+tests that run one step in-process; ``metric_results``: the digests of what a run wrote
+that runs of one config on different executors must agree on; and ``slurm_local`` /
+``slurm_environ``: the single-host SLURM cluster of scripts/slurm_local.sh.
 
 ``env()`` is the environment of every test run: this interpreter's bin folder first on PATH,
 this checkout's ``src`` first on PYTHONPATH (``src=`` for a copy of the checkout), the Hub
@@ -140,6 +141,30 @@ def finish(procs: Mapping[str, subprocess.Popen], timeout: float = 900) -> dict[
     for name, p in procs.items():
         assert p.returncode == 0, f"{name}: " + _failure(list(map(str, p.args)), p.returncode, logs[name])
     return logs
+
+
+def slurm_local(
+    *args: str, environ: Mapping[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """``bash scripts/slurm_local.sh ARGS`` (the single-host test cluster) from the repository root."""
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "slurm_local.sh"), *args],
+        capture_output=True,
+        text=True,
+        env=dict(environ if environ is not None else env()),
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def slurm_environ() -> dict[str, str] | None:
+    """``env()`` with SLURM_CONF naming the local test cluster's config when that cluster runs,
+    else None."""
+    e = env()
+    if slurm_local("status", environ=e, timeout=60).returncode != 0:
+        return None
+    e["SLURM_CONF"] = slurm_local("env", environ=e, timeout=60).stdout.strip().removeprefix("export SLURM_CONF=")
+    return e
 
 
 def metric_results(wd: Path, run: str) -> dict[str, str]:

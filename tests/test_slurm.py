@@ -3,90 +3,70 @@
 The reduced pipeline (`tests/data/cluster.yaml`: synthetic data, offline encoders) runs locally
 (`--profile profiles/local`: the session's shared run, `cluster_reference_run` in conftest.py)
 and through `--profile profiles/slurm --profile profiles/grouped` and
-snakemake-executor-plugin-slurm: every job is an sbatch submission to slurmctld, run by slurmd
-(jobstep plugin, srun), the sample and every direction's metrics packed into one group job
-(tests/test_cluster.py runs the grouped layer with seed groups on the simulated scheduler).
-The metric CSVs and reports/metrics.json must be byte-identical, every job Snakemake ran must
-have a SLURM job id, and every one of those ids must appear COMPLETED in the cluster's
-job-completion log (written by slurmctld, not by Snakemake).
+snakemake-executor-plugin-slurm (the session's shared `slurm_run`): every job is an sbatch
+submission to slurmctld, run by slurmd (jobstep plugin, srun), the sample and every
+direction's metrics packed into one group job (tests/test_cluster.py runs the grouped layer
+with seed groups on the simulated scheduler). The metric CSVs and reports/metrics.json must be
+byte-identical, every job Snakemake ran must have a SLURM job id, and every one of those ids
+must appear COMPLETED in the cluster's job-completion log (written by slurmctld, not by
+Snakemake) with the run's working directory.
 
 The cluster has no slurmdbd, so the plugin polls with squeue (`--slurm-status-command squeue`;
-the cluster keeps finished jobs visible for an hour). The test starts the cluster (one node)
-when it is not running and stops it afterwards; it is skipped, with the script's message, only
-where the services cannot be installed or started (no root, another Slurm on the machine).
+the cluster keeps finished jobs visible for an hour). When the cluster already runs at the
+session's start (`.ci/run` starts it before the tests), the SLURM run starts then, in the
+background, so its waits on the scheduler overlap other tests. Otherwise this file starts a
+one-node cluster, runs the pipeline on it and stops the cluster afterwards; it is skipped,
+with the script's message, only where the services cannot be installed or started (no root,
+another Slurm on the machine).
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import snake
-from snake import PROFILES, ROOT
 
-SCRIPT = ROOT / "scripts" / "slurm_local.sh"
-CONFIG = ROOT / "tests" / "data" / "cluster.yaml"
-RUN = "cluster"  # run_name in CONFIG
-# the plugin's options for a cluster without accounting: poll squeue, no account, no waiting
-SLURM_OPTS = (
-    "--slurm-status-command",
-    "squeue",
-    "--slurm-no-account",
-    "--slurm-init-seconds-before-status-checks",
-    "1",
-    "--seconds-between-status-checks",
-    "2",
-    "--latency-wait",
-    "5",
-)
+RUN = "cluster"  # run_name in tests/data/cluster.yaml
 
 pytestmark = pytest.mark.slow
 
 
-def _script(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
-    )
+@pytest.fixture(scope="module")
+def slurm_env():
+    """The environment of a command on the local test cluster, started here (and stopped
+    afterwards) when it does not run."""
+    running = snake.slurm_environ()
+    if running is not None:
+        yield running
+        return
+    res = snake.slurm_local("start", "1")
+    if res.returncode == 3:
+        pytest.skip(f"a local SLURM cluster cannot start here: {res.stderr.strip()}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    try:
+        environ = snake.slurm_environ()
+        assert environ is not None, "scripts/slurm_local.sh started a cluster that `status` does not report"
+        yield environ
+    finally:
+        snake.slurm_local("stop", timeout=120)
 
 
 @pytest.fixture(scope="module")
-def slurm_env(tmp_path_factory):
-    env = snake.env()
-    running = _script("status", env=env, timeout=60).returncode == 0
-    if not running:
-        res = _script("start", "1", env=env)
-        if res.returncode == 3:
-            pytest.skip(f"a local SLURM cluster cannot start here: {res.stderr.strip()}")
-        assert res.returncode == 0, res.stdout + res.stderr
-    conf = _script("env", env=env).stdout.strip().removeprefix("export SLURM_CONF=")
-    env["SLURM_CONF"] = conf
-    yield env
-    if not running:  # stop only what this test started
-        _script("stop", env=env, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def runs(slurm_env, tmp_path_factory, cluster_reference_run):
-    """The SLURM run; the local run is the session's shared one (``cluster_reference_run``:
-    --profile profiles/local, read-only), waited for meanwhile."""
-    slurm = tmp_path_factory.mktemp("slurm")
+def runs(slurm_env, slurm_run, cluster_reference_run):
+    """The SLURM run and the local one (both the session's, read-only), with the SLURM run's log
+    and the job-completion records of its working directory."""
+    slurm = slurm_run.path()
+    local = cluster_reference_run.path()
     jobcomp = Path(slurm_env["SLURM_CONF"]).parent / "log" / "jobcomp.txt"
-    seen = jobcomp.stat().st_size if jobcomp.exists() else 0  # earlier runs' records
-    proc = snake.start(
-        slurm,
-        *("--profile", str(PROFILES / "slurm"), "--profile", str(PROFILES / "grouped")),
-        *SLURM_OPTS,
-        configfile=CONFIG,
-        environ=slurm_env,
-        cwd=slurm,
+    records = "".join(
+        line
+        for line in jobcomp.read_text(encoding="utf-8").splitlines(keepends=True)
+        if (m := re.search(r" WorkDir=(\S+)", line)) and Path(m.group(1)) == slurm
     )
-    local = cluster_reference_run.path(proc)
-    log = snake.finish({"slurm": proc})["slurm"]
-    records = jobcomp.read_bytes()[seen:].decode()
-    return {"local": local, "slurm": slurm, "log": log, "jobcomp": records}
+    return {"local": local, "slurm": slurm, "log": slurm_run.log.read_text(encoding="utf-8"), "jobcomp": records}
 
 
 def test_slurm_results_are_byte_identical_to_local(runs):
