@@ -149,8 +149,10 @@ def test_the_command_line_and_a_model_free_step_start_without_heavy_libraries():
     pandas, SciPy, torch or matplotlib (seconds per job; the defaults come from
     ``evaluation.defaults``), and the steps of data, sampling, embedding, the case study's
     training and the human study load no SciPy, matplotlib or torch (their report steps do, when
-    they run), nor does the figures module the training job draws its loss curves with load SciPy. A model-free embedding step sets its thread count without importing torch; torch, imported afterwards, gets that count (``limit_threads``'s import hook), and a
-    later setting wins. 3 threads: not this machine's default (its core count) on 1 or 2 cores."""
+    they run), nor does the figures module the training job draws its loss curves with load
+    SciPy. A model-free embedding step sets its thread count without importing torch; torch,
+    imported afterwards, gets that count (``limit_threads``'s import hook), and a later setting
+    wins. 3 threads: not this machine's default (its core count) on 1 or 2 cores."""
     import subprocess
     import sys
 
