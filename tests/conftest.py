@@ -1,7 +1,8 @@
 """Shared test settings and fixtures.
 
 Hypothesis runs derandomized under CI (CI=true) so a CI run is reproducible; locally it
-explores new examples every run.
+explores new examples every run. Bytecode caching is on for the session and every process it
+starts, whatever PYTHONDONTWRITEBYTECODE says (see below).
 
 ``synthetic_dataset`` generates a SYNTHETIC prepared dataset once per test session and
 setting (a factory; the folders are shared, so a test must not write into them: copy one with
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +33,14 @@ from hypothesis import settings
 
 import snake
 from snake import PROFILES
+
+# Bytecode caching on for the session and every process it starts: the suite starts some 300
+# Python processes (Snakemake, its jobs, DVC, the CLI) on the same sources, and where
+# PYTHONDONTWRITEBYTECODE is set (some containers set it) each of them compiles this checkout's
+# modules again (about 7 of a tiny run's 60 CPU seconds). The .pyc files go to __pycache__
+# folders, which git and DVC ignore (.gitignore, .dvcignore).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
