@@ -34,11 +34,11 @@ from hypothesis import settings
 import snake
 from snake import PROFILES
 
-# Bytecode caching on for the session and every process it starts: the suite starts some 300
-# Python processes (Snakemake, its jobs, DVC, the CLI) on the same sources, and where
-# PYTHONDONTWRITEBYTECODE is set (some containers set it) each of them compiles this checkout's
-# modules again (about 7 of a tiny run's 60 CPU seconds). The .pyc files go to __pycache__
-# folders, which git and DVC ignore (.gitignore, .dvcignore).
+# Bytecode caching on for the session and every process it starts: the suite starts hundreds
+# of Python processes (Snakemake, its jobs, DVC, the CLI) on the same sources, and where
+# PYTHONDONTWRITEBYTECODE is set (some containers set it) each of them would compile this
+# checkout's modules again. The .pyc files go to __pycache__ folders, which git and DVC ignore
+# (.gitignore, .dvcignore).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
