@@ -1,4 +1,4 @@
-"""CORR at paper scale: this implementation vs the one before issue 16 (kept at the end of this
+"""CORR at paper scale: this implementation vs the previous one (kept at the end of this
 file as the REFERENCE BASELINE), side by side, with the bare matrix products and the error of
 the ``max_pairs`` estimators over seeds.
 
@@ -116,7 +116,7 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
             [
                 f"{r['n']:,}",
                 _pairs_label(r["n"], r["pairs"]),
-                r["impl"] + (" (before issue 16)" if r["impl"] == "old" else ""),
+                r["impl"] + (" (previous implementation)" if r["impl"] == "old" else ""),
                 r["build_s"],
                 r["build_cpu_s"],
                 r["spearman_s"],
@@ -182,7 +182,7 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
     )
     rows = []
     for impl, design in (
-        ("old", "iid pairs with replacement (before issue 16)"),
+        ("old", "iid pairs with replacement (previous implementation)"),
         ("new", "`BandPairs` (balanced band)"),
     ):
         err = np.abs(np.asarray(qual[impl]) - qual["exact"])
@@ -207,7 +207,7 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
 
 
 # ============================================================================================
-# REFERENCE BASELINE — the CORR implementation before issue 16 (src/backretrieval/metrics.py (now metrics/kernels.py) at
+# REFERENCE BASELINE — the previous CORR implementation (src/backretrieval/metrics.py (now metrics/kernels.py) at
 # commit 66a960b), kept verbatim apart from names (Old*/_old_*) so that every run measures old
 # and new side by side on the same data. Not used by the library.
 # ============================================================================================

@@ -1,5 +1,5 @@
-"""EfficientNet-Lite0 image features on the CPU: the forward batch size side by side
-(issue 16, goal 5), one torch thread, as the workflow's embed_images job computes.
+"""EfficientNet-Lite0 image features on the CPU: the forward batch size side by side,
+one torch thread, as the workflow's embed_images job computes.
 
     python benchmarks/bench_images.py                 # 64 SYNTHETIC images, batch sizes 4, 8, 16, 32
     python benchmarks/bench_images.py --n 32 --batch-sizes 4 32 --repeats 2

@@ -1,5 +1,5 @@
-"""The paper protocol's metric phase through the pipeline vs the bare matrix products it needs
-(issue 16, goal 3), measured side by side in one run.
+"""The paper protocol's metric phase through the pipeline vs the bare matrix products it needs,
+measured side by side in one run.
 
     python benchmarks/bench_protocol.py --full          # benchmarks/protocol.yaml as it is: 25,000 items,
                                                         # 10 encoders x 8 directions x 25 seeds, N=10,000

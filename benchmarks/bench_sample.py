@@ -1,5 +1,5 @@
 """One paper-scale sample through ``evaluate_sample`` vs its bare matrix products, this tree
-against another checkout side by side (issue 16, goal 3: the per-sample cost of the metric
+against another checkout side by side (the per-sample cost of the metric
 jobs), alternating subprocesses, best of ``--repeats``.
 
     python benchmarks/bench_sample.py                                   # this tree only

@@ -50,7 +50,7 @@ def projection(k: dict, corr_res: dict | None) -> str:
     cells = sd * ENCODERS
     corr_t: dict[str, tuple[dict, float, str]] = {}  # label -> (run, scale, note)
     for r in (corr_res or {}).get("runs", []):
-        old = " (before issue 16)" if r["impl"] == "old" else ""
+        old = " (previous implementation)" if r["impl"] == "old" else ""
         if r["pairs"] == "exact":
             note = "" if r["n"] == N_PAPER else f" (∝N² from N={r['n']:,})"
             corr_t["exact" + old] = (r, (N_PAPER / r["n"]) ** 2, note)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
             body, corr_res = bench_corr.run(a.quick, a.n)
             all_units["corr"] = corr_res
-            emit("CORR: before vs after issue 16, exact and max_pairs, bare products, estimator error", body)
+            emit("CORR: previous vs current implementation, exact and max_pairs, bare products, estimator error", body)
         elif sec == "scaling":
             import bench_scaling
 

@@ -1,4 +1,4 @@
-"""The Snakemake DAG declares every file (issue 13): every rule runs in a minimal shadow
+"""The Snakemake DAG declares every file: every rule runs in a minimal shadow
 directory (an undeclared read fails), a bring-your-own dataset is copied and content-tracked
 (an edit in place reruns what depends on it), the human tally reads the configured ratings,
 and `recall_k` can be set from the command line."""

@@ -1,4 +1,4 @@
-"""The speed measures of issue 16's protocol run change no result: reused work buffers
+"""The speed measures of the paper-scale metric jobs change no result: reused work buffers
 (``kernels._scratch``), the cache-sized gather chunks of ``bkr_image_pass``, XLR's queries
 normalised once, and memory-mapped embedding artifacts (``io.load_npz_mapped``)."""
 

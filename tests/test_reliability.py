@@ -1,4 +1,4 @@
-"""Bad input fails early and clearly (issue 18): one test per case, each asserting the exit
+"""Bad input fails early and clearly: one test per case, each asserting the exit
 code, that the message names the file or field, and that no partial artifact is left.
 
 Most cases run the real CLI in a temporary working directory on a tiny hand-made prepared
