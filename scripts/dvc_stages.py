@@ -4,17 +4,17 @@
 The pipeline has one DAG, Snakemake's. DVC versions it job by job: for each job of a run
 config's DAG (Snakemake's API, as `--forceall` would run it) one stage
 ``<run_name>-<rule>[-<wildcard values>]``, whose cmd is Snakemake running just that job
-(`--force --allowed-rules <rule> -- <one of its outputs>`, so `dvc exp run -S key=value` reaches
-the job through the params file) and whose desc is the job's `backretrieval <step>` command
-line. deps: the code (Snakefile, workflow/, src/backretrieval/) and the job's declared inputs
-(ancient() ones left out: a re-check of the dataset reruns no model, as in Snakemake); params:
-the config keys the rule reads (RULE_PARAMS), so `dvc exp run -S sample_size=500` reruns only
-the jobs that depend on it; outs: the job's outputs, cached under ``artifacts/<run>`` and
-``data/prepared`` (versioned, pushable), ``cache: false`` for the committed reports, the
-metrics JSONs as ``metrics:`` and the plot data as ``plots:``; the heads' training curves
-(per-epoch loss histories) are top-level ``plots:``. Logs, benchmarks and the embedding cache
-are not outs (not deterministic / a side store). The stage set follows the config's structure
-(encoders, directions): after changing those, `make dvc-yaml`.
+(`--force --force-use-threads --allowed-rules <rule> -- <one of its outputs>`, so `dvc exp run
+-S key=value` reaches the job through the params file) and whose desc is the job's
+`backretrieval <step>` command line. deps: the code (Snakefile, workflow/, src/backretrieval/)
+and the job's declared inputs (ancient() ones left out: a re-check of the dataset reruns no
+model, as in Snakemake); params: the config keys the rule reads (RULE_PARAMS), so `dvc exp run
+-S sample_size=500` reruns only the jobs that depend on it; outs: the job's outputs, cached
+under ``artifacts/<run>`` and ``data/prepared`` (versioned, pushable), ``cache: false`` for the
+committed reports, the metrics JSONs as ``metrics:`` and the plot data as ``plots:``; the heads'
+training curves (per-epoch loss histories) are top-level ``plots:``. Logs, benchmarks and the
+embedding cache are not outs (not deterministic / a side store). The stage set follows the
+config's structure (encoders, directions): after changing those, `make dvc-yaml`.
 
 The run configs are listed in scripts/dvc_runs.yaml (`stages:`); every config/*.yaml that is
 not a stage is listed under `not_stages:` with the reason (tests/test_dvc.py checks both, and
@@ -22,13 +22,14 @@ that the committed files equal a fresh generation). The default run's stages are
 dvc.yaml, which `dvc repro` and `dvc exp run` reproduce by default; the other listed runs' (the
 real-data ones, which read data/raw/ of data.dvc) are in runs/dvc.yaml, each with ``wdir: ..``.
 
-The findings (issue 15, `snakemake findings`) of the run configs listed under `findings:` are a
-second stage ``<run_name>-findings`` each: `snakemake --cores all findings [--configfile C]`,
-depending on the run's stage outputs it reads (``artifacts/<run>``, the prepared dataset) and
-the code; outs: ``artifacts/<run>.findings`` and any extra prepared dataset (cached), the
-``<reports_dir>/findings/`` files (``cache: false``, committed). docs/FINDINGS.md,
-reports/findings_summary/ and the README's verdict block are generated from every
-configuration's committed findings records: git files, not outs of one configuration's stage.
+The findings (`snakemake findings`: the analyses of docs/FINDINGS.md) of the run configs listed
+under `findings:` are a second stage ``<run_name>-findings`` each: `snakemake --cores all
+findings [--configfile C]`, depending on the run's stage outputs it reads (``artifacts/<run>``,
+the prepared dataset) and the code; outs: ``artifacts/<run>.findings`` and any extra prepared
+dataset (cached), the ``<reports_dir>/findings/`` files (``cache: false``, committed).
+docs/FINDINGS.md, reports/findings_summary/ and the README's verdict block are generated from
+every configuration's committed findings records: git files, not outs of one configuration's
+stage.
 
   python scripts/dvc_stages.py               write dvc.yaml and runs/dvc.yaml from scripts/dvc_runs.yaml
   python scripts/dvc_stages.py --check       exit 1 if either differs from a fresh generation
@@ -285,10 +286,17 @@ def _command(job: dict, config_path: str) -> str:
     """Snakemake running just this job (its rule, forced, on one of its outputs) with the config as
     the params file has it now: so `dvc exp run -S key=value` reaches the job, whose command line
     Snakemake formats from the current config. Upstream jobs are their own stages (`--allowed-rules`:
-    Snakemake runs none of them)."""
+    Snakemake runs none of them).
+
+    `--force-use-threads`: Snakemake's local executor otherwise starts a second Snakemake process
+    for a job with a shadow directory (every job, unless `sandbox: false`), because such a job
+    changes the process's working directory while it runs, which is unsafe only when other jobs
+    run beside it; a stage runs one job, so it runs in Snakemake's own process, still in its
+    shadow directory (as Snakemake's cluster executors run a single job in a submitted job)."""
     config = "" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}"
     target = _relative(job["outputs"][0])
-    return f"snakemake --cores all{config} --quiet --force --allowed-rules {job['rule']} -- {target}"
+    flags = f"--quiet --force --force-use-threads --allowed-rules {job['rule']}"
+    return f"snakemake --cores all{config} {flags} -- {target}"
 
 
 def _description(job: dict) -> str:

@@ -142,7 +142,9 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         # Snakemake runs the job with the config as the params file has it now (dvc exp run -S);
         # desc: the job's `backretrieval <step>` command line, in the repository root
         rule = name.split("-")[1]
-        assert stage["cmd"].startswith(f"snakemake --cores all --quiet --force --allowed-rules {rule} -- "), name
+        assert stage["cmd"].startswith(
+            f"snakemake --cores all --quiet --force --force-use-threads --allowed-rules {rule} -- "
+        ), name
         assert re.sub(r"^(\w+=\S+ )*", "", stage["desc"]).startswith("backretrieval "), name  # env settings first
         assert " > logs/" not in stage["desc"] and "/work" not in stage["desc"], name
         assert stage["deps"][:3] == ["Snakefile", "workflow", "src/backretrieval"], name
@@ -331,7 +333,7 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
     owner = {name: max((r for r in runs if name.startswith(f"{r}-")), key=len, default=None) for name in stages}
     assert set(owner.values()) >= set(runs)
     for run, cfg in runs.items():
-        want = "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --quiet --force"
+        want = "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --quiet --force "
         own = [s for name, s in stages.items() if owner[name] == run]
         assert own and all(s["cmd"].startswith(want) for s in own), run
         assert all(next(iter(p)) == cfg for s in own for p in s.get("params", [])), run
@@ -346,10 +348,6 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
 @needs_dvc
 def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remote, tiny_reference_run):
     c1 = _fresh_copy(tmp_path / "c1")
-    # DVC's runs without the sandbox (no shadow directory per job), Snakemake's reference run with
-    # it: the bytes must not depend on it either
-    config = c1 / "tests/data/tiny.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + "sandbox: false\n", encoding="utf-8")
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert all(n.startswith("tiny-") for n in yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"])
     _only_the_generated_dvc_yaml(c1)
@@ -358,10 +356,10 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     _git(tmp_path, "clone", "-q", str(c1), "c3")
     c3 = tmp_path / "c3"
 
-    # c1 runs the stages through DVC (snakemake --cores all per stage); Snakemake's own run of the
-    # same config on one core, in another folder, is the session's tiny reference run (running
-    # in the background since the session started): the bytes must not depend on the runner, the
-    # core count or the folder
+    # c1 runs the stages through DVC (per stage, Snakemake runs its one job in its shadow
+    # directory in Snakemake's own process); Snakemake's own run of the same config on one core,
+    # in another folder, is the session's tiny reference run (running in the background since the
+    # session started): the bytes must not depend on the runner, the core count or the folder
     repro = subprocess.Popen(
         [str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
