@@ -81,9 +81,10 @@ figures:
 	  --allowed-rules report case_report human_tally all
 
 # docs/RESULTS.md from the reports of every run configuration in scripts/dvc_runs.yaml, as they
-# are (only the results_doc rule runs; tests/test_results_doc.py checks the committed file)
+# are (only the results_doc rule runs, one job, so in Snakemake's own process: --force-use-threads;
+# tests/test_results_doc.py checks the committed file)
 results-doc:
-	source $(VENV)/activate && snakemake --cores 1 --allowed-rules results_doc --forcerun results_doc -- results_doc
+	source $(VENV)/activate && snakemake --cores 1 --force-use-threads --allowed-rules results_doc --forcerun results_doc -- results_doc
 
 # The README's `backretrieval evaluate` example run from scratch; its output is written into
 # docs/EVALUATE.md (tests/test_evaluate_example.py checks that it is current)
