@@ -1,14 +1,20 @@
-"""The shared leaf helpers (backretrieval._util): one device resolver, one set of hashes, and
-model fingerprints that stay what they were (they name the embedding-cache folders)."""
+"""The shared leaf helpers (backretrieval._util): one device resolver, one set of hashes,
+model fingerprints that stay what they were (they name the embedding-cache folders), and
+atomic writes whose temporaries a killed writer leaves are removed by the next write."""
 
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from backretrieval._util.device import resolve_device
 from backretrieval._util.hashing import file_signature, fingerprint_from, folder_signature, json_sha256, sha256_file
+from backretrieval._util.io import held, load_npz, remove_abandoned, save_npz, temporaries_of
 from backretrieval.encoders import build_text_encoder
 from backretrieval.errors import ConfigError, DeviceUnavailableError
 from backretrieval.images import build_image_backbone
@@ -100,3 +106,74 @@ def test_tree_sha256_reads_nothing_outside_the_folder(tmp_path):
     assert with_alias != plain
     (root / "images" / "a.jpg").write_bytes(b"img2")
     assert tree_sha256(root) not in (plain, with_alias)
+
+
+# ------------------------------------------------------------- temporaries of killed writers
+
+_WRITER = """
+import sys, time
+from backretrieval._util.io import atomic_path
+with atomic_path(sys.argv[1]) as tmp:
+    tmp.write_bytes(b"half")
+    print(tmp, flush=True)
+    time.sleep(120)
+"""
+
+
+def _writer_in_flight(final):
+    """A process inside ``atomic_path(final)`` (its temporary written, not yet renamed) and
+    that temporary's path."""
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(final)], stdout=subprocess.PIPE, text=True)
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones_is_left(tmp_path):
+    """kill -9 cannot run a writer's clean-up: its temporary sibling stays beside the artifact
+    until the next write of the same path removes it. A temporary whose writer still runs is
+    never removed (the shared embedding cache has concurrent writers)."""
+    final = tmp_path / "x.npz"
+    proc, tmp = _writer_in_flight(final)
+    try:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".x.npz.") and tmp.is_file()
+        save_npz(final, a=np.arange(3))
+        assert tmp.is_file()  # its writer runs: left
+    finally:
+        proc.kill()  # SIGKILL: no clean-up in the writer
+        proc.wait()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["x.npz", tmp.name])
+    save_npz(final, a=np.arange(4))
+    assert [p.name for p in tmp_path.iterdir()] == ["x.npz"]
+    assert load_npz(final)["a"].tolist() == [0, 1, 2, 3]
+
+
+def test_remove_abandoned_takes_only_unheld_entries_of_the_pattern(tmp_path):
+    (tmp_path / ".d.1.tmp").mkdir()
+    (tmp_path / ".d.1.tmp" / "f").write_text("x")
+    (tmp_path / ".d.2.tmp").write_text("x")
+    (tmp_path / ".e.3.tmp").write_text("x")  # another path's
+    (tmp_path / "d").write_text("kept")
+    with held(tmp_path / ".d.2.tmp"):
+        assert remove_abandoned(tmp_path, temporaries_of(tmp_path / "d")) == [tmp_path / ".d.1.tmp"]
+    assert remove_abandoned(tmp_path, temporaries_of(tmp_path / "d")) == [tmp_path / ".d.2.tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".e.3.tmp", "d"]
+
+
+def test_synthetic_generation_and_cache_compaction_remove_what_killed_writers_left(tmp_path):
+    from backretrieval._util.cache import EmbeddingCache
+    from backretrieval.data.synthetic import generate
+
+    (tmp_path / ".syn.abc123.tmp" / "images").mkdir(parents=True)  # a generator killed midway
+    generate(tmp_path / "syn", n_items=10, seed=0, image_size=32)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["syn"]
+
+    cache = EmbeddingCache(tmp_path / "cache", "text", "fp")
+    cache.add(["a"], np.ones((1, 2), np.float32))
+    dead = cache.dir / ".shard-1-2-3.npz.abc.tmp.npz"
+    live = cache.dir / ".shard-4-5-6.npz.def.tmp.npz"
+    dead.write_bytes(b"half")
+    live.write_bytes(b"half")
+    cache.add(["b"], np.ones((1, 2), np.float32))
+    with held(live):
+        cache.compact()
+    assert not dead.exists() and live.exists()
+    assert sorted(cache.lookup(["a", "b"])) == ["a", "b"] and len(cache.shards()) == 1

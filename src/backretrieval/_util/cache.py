@@ -155,9 +155,11 @@ class EmbeddingCache:
         return path
 
     def compact(self) -> None:
-        """Merge all shards into one (safe with concurrent readers and writers)."""
-        from .io import atomic_path
+        """Merge all shards into one (safe with concurrent readers and writers), and remove the
+        temporary shards of writers that were killed (a live writer's is left)."""
+        from .io import atomic_path, remove_abandoned
 
+        remove_abandoned(self.dir, ".shard-*.tmp*")
         shards = self.shards()
         if len(shards) < 2:
             return

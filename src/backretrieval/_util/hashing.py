@@ -111,9 +111,7 @@ def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str]
             changed = True
         h.update(f"{rel}\0{digest}\n".encode())
     if cache_file is not None and changed:
-        cache_path = Path(cache_file)
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(f".{cache_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cache, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, cache_path)
+        from .io import write_text  # here: the workflow hashes folders without loading numpy
+
+        write_text(cache_file, json.dumps(cache, sort_keys=True))
     return h.hexdigest()

@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..._util.io import held, remove_abandoned, temporaries_of
 from ...errors import InputError
 from .captions import _WRITERS, SUPPORTED_LANGUAGES, describe_scene
 from .render import render_scene
@@ -107,24 +108,28 @@ def generate(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        _generate_into(tmp, n_items, langs, seed, image_size)
-        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-            os.replace(out, old / "d")
-            try:
+        with held(tmp):  # a killed generator's folder is removed by the next generate()
+            _generate_into(tmp, n_items, langs, seed, image_size)
+            os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+            if out.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp.old", dir=out.parent))
+                try:
+                    with held(old):
+                        os.replace(out, old / "d")
+                        try:
+                            os.replace(tmp, out)
+                        except BaseException:
+                            os.replace(old / "d", out)  # put the previous dataset back
+                            raise
+                finally:
+                    shutil.rmtree(old, ignore_errors=True)
+            else:
                 os.replace(tmp, out)
-            except BaseException:
-                os.replace(old / "d", out)  # put the previous dataset back
-                raise
-            finally:
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
     except BaseException:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)
         raise
+    remove_abandoned(out.parent, temporaries_of(out))
 
 
 def _generate_into(root: Path, n_items: int, langs: list[str], seed: int, image_size: int) -> None:
