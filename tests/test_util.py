@@ -4,7 +4,10 @@ atomic writes whose temporaries a killed writer leaves are removed by the next w
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,8 @@ import pytest
 
 from backretrieval._util.device import resolve_device
 from backretrieval._util.hashing import file_signature, fingerprint_from, folder_signature, json_sha256, sha256_file
-from backretrieval._util.io import held, load_npz, remove_abandoned, save_npz, temporaries_of
+from backretrieval._util.io import load_npz, save_npz
+from backretrieval._util.tempfiles import HOST_TAG, claimed_temporary, remove_abandoned, temporaries_of
 from backretrieval.encoders import build_text_encoder
 from backretrieval.errors import ConfigError, DeviceUnavailableError
 from backretrieval.images import build_image_backbone
@@ -127,6 +131,13 @@ def _writer_in_flight(final):
     return proc, Path(proc.stdout.readline().strip())
 
 
+@contextlib.contextmanager
+def _held(path):
+    """``path`` locked as a live writer holds its temporary."""
+    with claimed_temporary(lambda: str(path)):
+        yield
+
+
 def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones_is_left(tmp_path):
     """kill -9 cannot run a writer's clean-up: its temporary sibling stays beside the artifact
     until the next write of the same path removes it. A temporary whose writer still runs is
@@ -134,7 +145,7 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones
     final = tmp_path / "x.npz"
     proc, tmp = _writer_in_flight(final)
     try:
-        assert tmp.parent == tmp_path and tmp.name.startswith(".x.npz.") and tmp.is_file()
+        assert tmp.parent == tmp_path and tmp.name.startswith(f".x.npz.{HOST_TAG}-") and tmp.is_file()
         save_npz(final, a=np.arange(3))
         assert tmp.is_file()  # its writer runs: left
     finally:
@@ -146,34 +157,99 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones
     assert load_npz(final)["a"].tolist() == [0, 1, 2, 3]
 
 
-def test_remove_abandoned_takes_only_unheld_entries_of_the_pattern(tmp_path):
-    (tmp_path / ".d.1.tmp").mkdir()
-    (tmp_path / ".d.1.tmp" / "f").write_text("x")
-    (tmp_path / ".d.2.tmp").write_text("x")
-    (tmp_path / ".e.3.tmp").write_text("x")  # another path's
-    (tmp_path / "d").write_text("kept")
-    with held(tmp_path / ".d.2.tmp"):
-        assert remove_abandoned(tmp_path, temporaries_of(tmp_path / "d")) == [tmp_path / ".d.1.tmp"]
-    assert remove_abandoned(tmp_path, temporaries_of(tmp_path / "d")) == [tmp_path / ".d.2.tmp"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".e.3.tmp", "d"]
+def test_only_this_hosts_unheld_temporaries_of_the_same_name_are_removed(tmp_path):
+    """Names with glob characters match only themselves; another path's, another host's (its
+    locks may be invisible here), a held one and a symbolic link (and what it points to) are
+    left."""
+    name = "a[1]*?.npz"
+    mine = f".{name}.{HOST_TAG}-abcd_123.tmp.npz"
+    left = [
+        f".a1x.npz.{HOST_TAG}-abcd_123.tmp.npz",  # matched by the unescaped name
+        f".{name}.bak.{HOST_TAG}-abcd_123.tmp.npz",  # another path's
+        f".{name}.0123abcd-abcd_123.tmp.npz",  # another host's
+        f".{name}.{HOST_TAG}-held_123.tmp.npz",  # a live writer's
+        f".{name}.{HOST_TAG}-link_123.tmp.npz",  # a link
+    ]
+    for n in [mine, *left[:-1]]:
+        (tmp_path / n).write_bytes(b"half")
+    target = tmp_path / "target"
+    target.write_text("kept")
+    (tmp_path / left[-1]).symlink_to(target)
+    with _held(tmp_path / left[3]):
+        save_npz(tmp_path / name, a=np.arange(2))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "target", *left])
+    assert target.read_text() == "kept"
 
 
-def test_synthetic_generation_and_cache_compaction_remove_what_killed_writers_left(tmp_path):
+def test_without_locks_a_write_succeeds_and_removes_nothing(tmp_path, monkeypatch):
+    """On a file system without locks (flock fails with ENOLCK) no temporary can be told
+    abandoned: all are left."""
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    stale = tmp_path / f".x.npz.{HOST_TAG}-abcd_123.tmp.npz"
+    stale.write_bytes(b"half")
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    save_npz(tmp_path / "x.npz", a=np.arange(2))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["x.npz", stale.name])
+    assert remove_abandoned(tmp_path, temporaries_of("x.npz")) == []
+
+
+def test_synthetic_generation_removes_a_killed_generators_folder_and_keeps_the_last_dataset(tmp_path, monkeypatch):
+    from backretrieval.data.synthetic import dataset as syn
+
+    dead = tmp_path / f".syn.{HOST_TAG}-abcd_123.tmp"
+    live = tmp_path / f".syn.{HOST_TAG}-held_123.tmp"
+    (dead / "images").mkdir(parents=True)
+    live.mkdir()
+    with _held(live):
+        syn.generate(tmp_path / "syn", n_items=10, seed=0, image_size=32)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["syn", live.name])
+    before = {p.name: p.read_bytes() for p in (tmp_path / "syn").iterdir() if p.is_file()}
+
+    real_replace = os.replace
+
+    def failing_final_rename(src, dst):  # the new dataset cannot be moved into place
+        if Path(dst) == tmp_path / "syn" and Path(src).name.endswith(".tmp"):
+            raise OSError(errno.EIO, "simulated failure")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(syn.os, "replace", failing_final_rename)
+    with pytest.raises(OSError, match="simulated"):
+        syn.generate(tmp_path / "syn", n_items=10, seed=1, image_size=32)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "syn").iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["syn", live.name])
+
+
+def test_cache_compaction_removes_a_killed_writers_temporary_shard(tmp_path):
     from backretrieval._util.cache import EmbeddingCache
-    from backretrieval.data.synthetic import generate
-
-    (tmp_path / ".syn.abc123.tmp" / "images").mkdir(parents=True)  # a generator killed midway
-    generate(tmp_path / "syn", n_items=10, seed=0, image_size=32)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["syn"]
 
     cache = EmbeddingCache(tmp_path / "cache", "text", "fp")
     cache.add(["a"], np.ones((1, 2), np.float32))
-    dead = cache.dir / ".shard-1-2-3.npz.abc.tmp.npz"
-    live = cache.dir / ".shard-4-5-6.npz.def.tmp.npz"
+    dead = cache.dir / f".shard-1-2-3.npz.{HOST_TAG}-abcd_123.tmp.npz"
+    live = cache.dir / f".shard-4-5-6.npz.{HOST_TAG}-held_123.tmp.npz"
     dead.write_bytes(b"half")
     live.write_bytes(b"half")
     cache.add(["b"], np.ones((1, 2), np.float32))
-    with held(live):
+    with _held(live):
         cache.compact()
     assert not dead.exists() and live.exists()
     assert sorted(cache.lookup(["a", "b"])) == ["a", "b"] and len(cache.shards()) == 1
+
+
+def test_a_new_temporary_that_a_remover_holds_is_given_up_for_another(tmp_path):
+    """A remover may lock a writer's new temporary before the writer does (and then remove
+    it): the writer makes another."""
+    taken, fresh = (tmp_path / f".t.{HOST_TAG}-{c * 8}.tmp" for c in "ab")
+    taken.touch()
+    made = iter([taken, fresh, taken])
+
+    def make():
+        path = next(made)
+        path.touch()
+        return str(path)
+
+    with _held(taken), claimed_temporary(make) as got:
+        assert got == fresh

@@ -157,9 +157,10 @@ class EmbeddingCache:
     def compact(self) -> None:
         """Merge all shards into one (safe with concurrent readers and writers), and remove the
         temporary shards of writers that were killed (a live writer's is left)."""
-        from .io import atomic_path, remove_abandoned
+        from .io import atomic_path
+        from .tempfiles import remove_abandoned, temporaries_of
 
-        remove_abandoned(self.dir, ".shard-*.tmp*")
+        remove_abandoned(self.dir, temporaries_of("shard-*.npz"))
         shards = self.shards()
         if len(shards) < 2:
             return

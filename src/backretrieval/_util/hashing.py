@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .io import write_text
+
 _CHUNK = 1 << 20
 
 
@@ -111,7 +113,5 @@ def tree_sha256(path: str | os.PathLike[str], cache_file: str | os.PathLike[str]
             changed = True
         h.update(f"{rel}\0{digest}\n".encode())
     if cache_file is not None and changed:
-        from .io import write_text  # here: the workflow hashes folders without loading numpy
-
         write_text(cache_file, json.dumps(cache, sort_keys=True))
     return h.hexdigest()

@@ -2,22 +2,19 @@
 
 A crash or a validation error never leaves a partial artifact at the final path; a full disk
 fails with :class:`~backretrieval.errors.OutputError` naming the artifact (not a bare
-``OSError: [Errno 28]``). A writer killed outright (``kill -9``, a lost cluster job) cannot
-remove its temporary sibling; the next successful write of the same path does
-(:func:`remove_abandoned`), so a recovered run's folders hold the same files as an
-uninterrupted run's.
+``OSError: [Errno 28]``). The temporary a writer killed outright leaves (``kill -9``, a lost
+cluster job) is removed by the next write of the same path (:mod:`.tempfiles`), so a
+recovered run's folders hold the same files as an uninterrupted run's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import glob
 import json
 import math
 import os
-import shutil
 import struct
 import tempfile
 import zipfile
@@ -28,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OutputError
+from .tempfiles import claimed_temporary, remove_abandoned, temp_prefix, temporaries_of
 
 #: errnos meaning "this filesystem has no room for the file": disk full, quota exceeded.
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -65,82 +63,37 @@ _UMASK = _current_umask()
 
 
 @contextlib.contextmanager
-def held(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (a file or a folder) for the block: it marks a
-    temporary as in use, so that :func:`remove_abandoned` leaves it. The kernel releases the
-    lock when the holder ends, however it ends. Where the file system has no locks the block
-    runs unlocked (and :func:`remove_abandoned` removes nothing there)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        yield
-    finally:
-        os.close(fd)
-
-
-def remove_abandoned(folder: str | os.PathLike[str], pattern: str) -> list[Path]:
-    """Remove the entries of ``folder`` matching ``pattern`` (glob) that no process holds
-    (:func:`held`): temporaries whose writer was killed before it could remove them. An entry
-    whose lock cannot be taken (held by a live writer, or a file system without locks) is
-    left. Returns what was removed."""
-    removed = []
-    for entry in sorted(Path(folder).glob(pattern)):
-        try:
-            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue  # gone meanwhile, or a link: not ours
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue
-        try:
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed.append(entry)
-        finally:
-            os.close(fd)
-    return removed
-
-
-def temporaries_of(final: Path) -> str:
-    """The glob pattern of the temporary siblings :func:`atomic_path` makes for ``final``."""
-    return f".{glob.escape(final.name)}.*.tmp*"
-
-
-@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
 
     The temporary file keeps the final suffix (``suffix`` overrides) so that libraries
-    that infer the format from the extension (savefig, to_parquet) behave. It is
-    :func:`held` while it exists; after the rename, temporaries of the same path that no
-    process holds (left by a killed writer) are removed.
+    that infer the format from the extension (savefig, to_parquet) behave. It is locked while
+    it exists; after the rename, the temporaries of the same path that no process holds (a
+    killed writer's) are removed (:mod:`backretrieval._util.tempfiles`).
     """
     final = Path(path)
     sfx = suffix if suffix is not None else "".join(final.suffixes[-1:])
-    with naming_written_path(final):
-        final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{sfx}", dir=final.parent)
-    tmp_path = Path(tmp)
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the rename: see held()
-        yield tmp_path
-        if tmp_path.exists():  # mkstemp creates 0600; give the artifact normal permissions
-            os.chmod(tmp_path, 0o666 & ~_UMASK)
-        os.replace(tmp_path, final)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
-        raise_if_no_space(exc, final)
-        raise
-    finally:
+
+    def make() -> str:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(final), suffix=f".tmp{sfx}", dir=final.parent)
         os.close(fd)
-    remove_abandoned(final.parent, temporaries_of(final))
+        return tmp
+
+    with contextlib.ExitStack() as claim:
+        with naming_written_path(final):
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp_path = claim.enter_context(claimed_temporary(make))
+        try:
+            yield tmp_path
+            if tmp_path.exists():  # mkstemp creates 0600; give the artifact normal permissions
+                os.chmod(tmp_path, 0o666 & ~_UMASK)
+            os.replace(tmp_path, final)
+        except BaseException as exc:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
+            raise_if_no_space(exc, final)
+            raise
+    remove_abandoned(final.parent, temporaries_of(glob.escape(final.name)))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..._util.io import held, remove_abandoned, temporaries_of
+from ..._util.tempfiles import claimed_temporary, remove_abandoned, temp_prefix, temporaries_of
 from ...errors import InputError
 from .captions import _WRITERS, SUPPORTED_LANGUAGES, describe_scene
 from .render import render_scene
@@ -106,30 +107,35 @@ def generate(
                 f"{out}: exists, is not empty and is not a prepared dataset (no dataset.json); refusing to replace it"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        with held(tmp):  # a killed generator's folder is removed by the next generate()
+
+    def make(suffix: str) -> Callable[[], str]:
+        return lambda: tempfile.mkdtemp(prefix=temp_prefix(out), suffix=suffix, dir=out.parent)
+
+    with claimed_temporary(make(".tmp")) as tmp:
+        try:
             _generate_into(tmp, n_items, langs, seed, image_size)
             os.chmod(tmp, 0o755)  # mkdtemp creates 0700
             if out.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp.old", dir=out.parent))
-                try:
-                    with held(old):
+                with claimed_temporary(make(".tmp.old")) as old:
+                    try:
                         os.replace(out, old / "d")
                         try:
                             os.replace(tmp, out)
                         except BaseException:
                             os.replace(old / "d", out)  # put the previous dataset back
                             raise
-                finally:
-                    shutil.rmtree(old, ignore_errors=True)
+                    finally:
+                        if (old / "d").exists() and out.exists():
+                            shutil.rmtree(old / "d", ignore_errors=True)  # replaced: dropped
+                        if not (old / "d").exists():  # kept only if it could not be put back
+                            shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise
-    remove_abandoned(out.parent, temporaries_of(out))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(tmp)
+            raise
+    remove_abandoned(out.parent, temporaries_of(glob.escape(out.name)))
 
 
 def _generate_into(root: Path, n_items: int, langs: list[str], seed: int, image_size: int) -> None:
