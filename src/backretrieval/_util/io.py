@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
 import json
 import math
 import os
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OutputError
-from .tempfiles import claimed_temporary, remove_abandoned, temp_prefix, temporaries_of
+from .tempfiles import claimed_temporary, remove_abandoned_of, temp_prefix
 
 #: errnos meaning "this filesystem has no room for the file": disk full, quota exceeded.
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -93,7 +92,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iter
                 tmp_path.unlink()
             raise_if_no_space(exc, final)
             raise
-    remove_abandoned(final.parent, temporaries_of(glob.escape(final.name)))
+    remove_abandoned_of(final)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import glob
 import hashlib
 import os
 import shutil
@@ -40,6 +41,11 @@ def temporaries_of(name_glob: str) -> str:
     """The glob of this host's temporaries of the paths whose names match ``name_glob`` (a
     glob: pass a literal name through ``glob.escape``)."""
     return f".{name_glob}.{HOST_TAG}-{_RANDOM}.tmp*"
+
+
+def remove_abandoned_of(final: Path) -> list[Path]:
+    """:func:`remove_abandoned` of the temporaries of the one path ``final``."""
+    return remove_abandoned(final.parent, temporaries_of(glob.escape(final.name)))
 
 
 def _lock(fd: int) -> bool | None:

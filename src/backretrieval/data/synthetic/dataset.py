@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import glob
 import json
 import os
 import shutil
@@ -13,7 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..._util.tempfiles import claimed_temporary, remove_abandoned, temp_prefix, temporaries_of
+from ..._util.tempfiles import claimed_temporary, remove_abandoned_of, temp_prefix
 from ...errors import InputError
 from .captions import _WRITERS, SUPPORTED_LANGUAGES, describe_scene
 from .render import render_scene
@@ -125,9 +124,7 @@ def generate(
                             os.replace(old / "d", out)  # put the previous dataset back
                             raise
                     finally:
-                        if (old / "d").exists() and out.exists():
-                            shutil.rmtree(old / "d", ignore_errors=True)  # replaced: dropped
-                        if not (old / "d").exists():  # kept only if it could not be put back
+                        if out.exists():  # kept only when the previous dataset could not be put back
                             shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, out)
@@ -135,7 +132,7 @@ def generate(
             with contextlib.suppress(OSError):
                 shutil.rmtree(tmp)
             raise
-    remove_abandoned(out.parent, temporaries_of(glob.escape(out.name)))
+    remove_abandoned_of(out)
 
 
 def _generate_into(root: Path, n_items: int, langs: list[str], seed: int, image_size: int) -> None:
