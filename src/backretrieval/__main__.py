@@ -1,5 +1,5 @@
 """``python -m backretrieval``: the same CLI as the ``backretrieval`` command."""
 
-from .cli import main
+from .cli import run
 
-raise SystemExit(main())
+run()

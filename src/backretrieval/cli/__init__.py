@@ -14,10 +14,12 @@ the config (the artifact layout is ``backretrieval.steps.layout``). User-fixable
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import textwrap
 from collections.abc import Callable
+from typing import NoReturn
 
 from .. import __version__
 from .._util import io
@@ -25,7 +27,7 @@ from ..errors import BackretrievalError
 from . import evaluate, findings, pipeline
 from ._args import switch
 
-__all__ = ["COMMAND_GROUPS", "build_parser", "main"]
+__all__ = ["COMMAND_GROUPS", "build_parser", "main", "run"]
 
 #: the groups of ``backretrieval --help``, in order: (title, function adding its commands)
 COMMAND_GROUPS: tuple[tuple[str, Callable], ...] = (
@@ -105,3 +107,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def run() -> NoReturn:
+    """The ``backretrieval`` program (the console script and ``python -m backretrieval``):
+    :func:`main` on ``sys.argv``, then exit with its code.
+
+    Before the interpreter exits, every remaining object is frozen (``gc.freeze``): the
+    interpreter's final garbage collections would otherwise walk every object of the libraries a
+    step imported (torch, scipy, matplotlib), all alive until then, at a large share of a short
+    step's CPU time (``benchmarks/bench_startup.py``). The step's files are closed by then.
+    ``main`` itself leaves the collector alone: tests call it in their own process."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
