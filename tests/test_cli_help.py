@@ -4,6 +4,10 @@ and every option of every command with help text; one flag vocabulary across com
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +60,18 @@ def test_evaluate_seed_count_and_values_are_exclusive(capsys):
             ["evaluate", "--model", "m", "--data", "d", "--directions", "en-de", "--n-seeds", "2", "--seeds", "0", "1"]
         )
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_program_runs_main_through_run_and_exits_with_its_code(tmp_path):
+    """The console script and ``python -m backretrieval`` are ``backretrieval.cli:run``
+    (``main``, then ``gc.freeze()`` before exit): the exit code is main's, 0 on success and 2 with
+    the one-line message for a user error."""
+    (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "backretrieval"]
+    assert ep.value == "backretrieval.cli:run"
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "backretrieval", "validate-config", "--config"]
+    ok = subprocess.run([*cmd, str(root / "params.yaml")], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    bad = subprocess.run([*cmd, str(tmp_path / "missing.yaml")], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == f"backretrieval: error: {tmp_path / 'missing.yaml'}: config file not found"
