@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -133,7 +132,6 @@ def main() -> int:
             same &= len(outputs) == 1
             a, b = statistics.median(cpu["with"]), statistics.median(cpu["without"])
             rows.append([name, f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}", "yes" if len(outputs) == 1 else "NO"])
-            shutil.rmtree(tmp / "no-freeze" / ".snakemake", ignore_errors=True)
     info = machine_info()
     print(
         f"machine: {info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs, load {info.get('loadavg', '?')}; median of {args.repeats}, CPU s\n"

@@ -7,11 +7,11 @@ import argparse
 import subprocess
 import sys
 from importlib.metadata import entry_points
-from pathlib import Path
 
 import pytest
 
 from backretrieval.cli import COMMAND_GROUPS, build_parser, main
+from snake import ROOT
 
 USER_COMMANDS = ["evaluate", "compare", "verify", "validate-config", "validate-dataset", "versions"]
 
@@ -68,9 +68,8 @@ def test_the_program_runs_main_through_run_and_exits_with_its_code(tmp_path):
     the one-line message for a user error."""
     (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "backretrieval"]
     assert ep.value == "backretrieval.cli:run"
-    root = Path(__file__).resolve().parents[1]
     cmd = [sys.executable, "-m", "backretrieval", "validate-config", "--config"]
-    ok = subprocess.run([*cmd, str(root / "params.yaml")], capture_output=True, text=True, cwd=tmp_path)
+    ok = subprocess.run([*cmd, str(ROOT / "params.yaml")], capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr[-2000:]
     bad = subprocess.run([*cmd, str(tmp_path / "missing.yaml")], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
