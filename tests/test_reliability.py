@@ -677,7 +677,12 @@ def tiny_runs(tmp_path_factory, tiny_reference_run):
     shared = base / "shared-cache"
     args = ("--config", f"cache_dir={shared}", "sandbox=False")
     b = snake.start(base / "b", *args, cores=2, configfile=TINY)
-    c = snake.start(base / "c", *args, cores=2, configfile=TINY, quiet=True, new_session=True)
+    # the killed Snakemake cannot remove its temporary folder: TMPDIR keeps it in the test's own
+    c_tmp = base / "c-tmp"
+    c_tmp.mkdir()
+    c = snake.start(
+        base / "c", *args, cores=2, configfile=TINY, quiet=True, new_session=True, environ=snake.env(TMPDIR=str(c_tmp))
+    )
     try:
         deadline = time.time() + 300
         while not list((base / "c/artifacts").rglob("*.npz")) and time.time() < deadline and c.poll() is None:
