@@ -677,7 +677,7 @@ def tiny_runs(tmp_path_factory, tiny_reference_run):
     shared = base / "shared-cache"
     args = ("--config", f"cache_dir={shared}", "sandbox=False")
     b = snake.start(base / "b", *args, cores=2, configfile=TINY)
-    # the killed Snakemake cannot remove its temporary folder: TMPDIR keeps it in the test's own
+    # the killed Snakemake cannot remove its temporary folder: TMPDIR puts it in base
     c_tmp = base / "c-tmp"
     c_tmp.mkdir()
     c = snake.start(
