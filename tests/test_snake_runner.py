@@ -107,8 +107,16 @@ def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
     )
     run_snakemake(None, "--version", snakefile=None)  # the server is up: the timeout is the run's alone
     t0 = time.monotonic()
+    (tmp_path / "tmp").mkdir()  # where the killed run leaves its temporary folder
     with pytest.raises(subprocess.TimeoutExpired):
-        run_snakemake(tmp_path, "--cores", "1", snakefile=tmp_path / "Snakefile", timeout=3)
+        run_snakemake(
+            tmp_path,
+            "--cores",
+            "1",
+            snakefile=tmp_path / "Snakefile",
+            env_extra={"TMPDIR": str(tmp_path / "tmp")},
+            timeout=3,
+        )
     assert time.monotonic() - t0 < 30
     sleeper = int((tmp_path / "sleeper.pid").read_text())
     deadline = time.monotonic() + 10
