@@ -115,7 +115,9 @@ def run_snakemake(
 class Preimported:
     """Runs ``snakemake ARGS`` as a new process forked from a server that imported Snakemake
     (and collected its plugins) once, instead of in a fresh interpreter that would import them
-    again for each of the suite's runs and dry runs. Each run is a process and session of its own, with the run's working directory,
+    again for each of the suite's runs and dry runs.
+
+    Each run is a process and session of its own, with the run's working directory,
     environment, ``sys.path`` (its PYTHONPATH first, as in a new interpreter), standard streams
     and exit code, and it calls the entry point of the ``snakemake`` program
     (``snakemake.cli.main``) with the same argv; a timeout kills its process group. Nothing of
@@ -211,8 +213,10 @@ def _child(req: dict, site_path: list[str]) -> None:
 
         main()
         code = 0
-    except SystemExit as exc:
+    except SystemExit as exc:  # as the interpreter ends on it: a non-integer code is printed, exit 1
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
     except BaseException:
         traceback.print_exc()
     finally:

@@ -81,8 +81,9 @@ def test_a_run_sees_what_the_program_sees_and_writes_the_same(tmp_path):
     [
         (("--cores", "1", "--no-such-option"), "", 2, "unrecognized arguments: --no-such-option"),
         (("--cores", "1"), "raise ValueError('refused by the probe')", 1, "refused by the probe"),
+        (("--cores", "1"), "sys.exit('stopped by the probe')", 1, "stopped by the probe"),
     ],
-    ids=["bad-option", "error-in-the-snakefile"],
+    ids=["bad-option", "error-in-the-snakefile", "exit-with-a-message"],
 )
 def test_a_failing_run_exits_and_says_what_the_program_does(tmp_path, args, extra, code, message):
     snakefile, environ = _world(tmp_path, extra)
