@@ -207,7 +207,6 @@ def _child(req: dict, site_path: list[str]) -> None:
         os.environ.update(req["env"])
         pythonpath = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = [os.path.dirname(req["argv"][0]), *pythonpath, *site_path]
-        tempfile.tempdir = None  # the run's TMPDIR, not the server's
         sys.argv = list(req["argv"])
         from snakemake.cli import main
 
