@@ -1,7 +1,8 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run, forked from a Snakemake
-imported once per test process: ``Preimported``), ``start`` (the ``snakemake`` program in the
-background, for concurrent runs, an interruption or a shared run), both built from ``command``
-and ``env``;
+imported once per test process: tests/preimported.py), ``start`` (the ``snakemake`` program in
+the background, for concurrent runs, an interruption or a shared run), both built from
+``command`` and ``env``; ``stand_ins``: an environment in which the programs other programs
+start by name (``snakemake`` in a DVC stage, ``dvc``) are forked from that server too;
 ``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
 tests that run one step in-process; ``metric_results``: the digests of what a run wrote
 that runs of one config on different executors must agree on; and ``slurm_local`` /
@@ -17,20 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
-import select
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+
+import preimported
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -102,7 +101,7 @@ def run_snakemake(
     environment, e.g. one with SLURM_CONF); ``env_extra`` is added on top.
 
     The run is a process of its own, forked from a Snakemake imported once per test process
-    (``Preimported``); ``start`` runs the ``snakemake`` program itself."""
+    (tests/preimported.py); ``start`` runs the ``snakemake`` program itself."""
     cmd = command(workdir, *args, configfile=configfile, snakefile=snakefile, cores=cores)
     e = dict(environ if environ is not None else env())
     e.update(env_extra or {})
@@ -112,122 +111,14 @@ def run_snakemake(
     return res
 
 
-class Preimported:
-    """Runs ``snakemake ARGS`` as a new process forked from a server that imported Snakemake
-    (and collected its plugins) once, instead of in a fresh interpreter that would import them
-    again for each of the suite's runs and dry runs.
-
-    Each run is a process and session of its own, with the run's working directory,
-    environment, ``sys.path`` (its PYTHONPATH first, as in a new interpreter), standard streams
-    and exit code, and it calls the entry point of the ``snakemake`` program
-    (``snakemake.cli.main``) with the same argv; a timeout kills its process group. Nothing of
-    the workflow or of ``backretrieval`` is imported before the fork. One server per test
-    process, started on first use, one run at a time; it ends when that process exits (its
-    input closes)."""
-
-    def __init__(self) -> None:
-        self._server: subprocess.Popen | None = None
-        self._lock = threading.Lock()
-
-    def _ensure(self) -> subprocess.Popen:
-        if self._server is None or self._server.poll() is not None:
-            self._server = subprocess.Popen(
-                [sys.executable, __file__, "--serve"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env(),
-                cwd=ROOT,
-            )
-        return self._server
-
-    @staticmethod
-    def _answer(server: subprocess.Popen, key: str) -> int:
-        line = b""
-        while not line.endswith(b"\n"):  # unbuffered, so that select() sees every byte not read yet
-            byte = os.read(server.stdout.fileno(), 1)
-            assert byte, f"the Snakemake server ended (exit code {server.wait()})"
-            line += byte
-        return int(json.loads(line)[key])
-
-    def run(
-        self, cmd: list[str], env: Mapping[str, str], cwd: Path | None, timeout: float
-    ) -> subprocess.CompletedProcess:
-        with self._lock, tempfile.TemporaryDirectory(prefix="snakemake-run-") as tmp:
-            server = self._ensure()
-            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-            request = {"argv": cmd, "cwd": str(cwd or Path.cwd()), "env": dict(env), "out": str(out), "err": str(err)}
-            server.stdin.write(json.dumps(request).encode() + b"\n")
-            server.stdin.flush()
-            pid = self._answer(server, "pid")
-            timed_out = not select.select([server.stdout], [], [], timeout)[0]
-            if timed_out:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-            rc = self._answer(server, "rc")
-            stdout, stderr = (f.read_text(encoding="utf-8", errors="replace") for f in (out, err))
-        if timed_out:
-            raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
-        return subprocess.CompletedProcess(cmd, rc, stdout, stderr)
+_PREIMPORTED = preimported.Server()
 
 
-def _serve() -> None:
-    """The server of ``Preimported``: one JSON request per input line; answers the forked
-    run's pid, then its exit code (negative: the signal that ended it)."""
-    import snakemake.cli
-
-    snakemake.cli.get_argument_parser()  # collects the installed plugins once
-    own = set(filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    site_path = [p for p in sys.path[1:] if p not in own]  # without this script's folder and PYTHONPATH
-    for line in sys.stdin.buffer:
-        req = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            _child(req, site_path)
-        sys.stdout.buffer.write(json.dumps({"pid": pid}).encode() + b"\n")
-        sys.stdout.buffer.flush()
-        status = os.waitpid(pid, 0)[1]
-        sys.stdout.buffer.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
-        sys.stdout.buffer.flush()
-
-
-def _child(req: dict, site_path: list[str]) -> None:
-    """The forked run: a session of its own, the request's streams, folder, environment,
-    ``sys.path`` and argv, then Snakemake's entry point; never returns."""
-    import atexit
-    import traceback
-
-    code = 1
-    try:
-        os.setsid()
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        for fd, key in ((1, "out"), (2, "err")):
-            os.dup2(os.open(req[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        pythonpath = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
-        sys.path[:] = [os.path.dirname(req["argv"][0]), *pythonpath, *site_path]
-        sys.argv = list(req["argv"])
-        from snakemake.cli import main
-
-        main()
-        code = 0
-    except SystemExit as exc:  # as the interpreter ends on it: a non-integer code is printed, exit 1
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if not isinstance(exc.code, int | None):
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-_PREIMPORTED = Preimported()
+def stand_ins(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the stand-in ``snakemake`` and ``dvc`` (tests/preimported.py) first on
+    PATH: a program started by name, such as a DVC stage's ``snakemake``, runs forked from the
+    pre-imported server, with the caller's streams, folder and environment."""
+    return {**environ, "PATH": f"{_PREIMPORTED.bin}{os.pathsep}{environ.get('PATH', '')}"}
 
 
 def start(
@@ -359,7 +250,3 @@ def rendered_step(
     assert len(found) == 1, f"{len(found)} jobs of rule {rule} with {wildcards} in the dry run: {rules}"
     assert found[0][0] == "backretrieval", f"rule {rule} runs {found[0]}, not the backretrieval CLI"
     return found[0][1:]
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
-    _serve()

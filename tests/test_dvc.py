@@ -32,8 +32,10 @@ needs_dvc = pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reaso
 
 
 def _env(repo: Path) -> dict[str, str]:
-    """The environment of a command in ``repo``: that copy's own source tree."""
-    return snake.env(repo / "src")
+    """The environment of a command in ``repo``: that copy's own source tree; ``dvc`` and the
+    stages' ``snakemake`` started by name run forked from the pre-imported server (tests/snake.py,
+    ``stand_ins``)."""
+    return snake.stand_ins(snake.env(repo / "src"))
 
 
 def _run(cmd: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -90,7 +92,7 @@ def _tree(repo: Path) -> dict[str, str]:
 
 
 def _dvc(repo: Path, *args: str) -> str:
-    return _ok([str(BIN / "dvc"), *args], repo)
+    return _ok(["dvc", *args], repo)
 
 
 def _status(repo: Path) -> dict:
@@ -183,7 +185,7 @@ def test_committed_dvc_lock_records_this_trees_code_config_and_params():
     """dvc.lock attests which code, workflow and params made the committed outputs: a change to
     any of them without `make run` + `dvc commit default` (or `dvc repro`) leaves a lock that
     `dvc status` reports as changed deps. Outputs missing here (a fresh clone) are not checked."""
-    res = _run([str(BIN / "dvc"), "status", "--json"], ROOT, timeout=300)
+    res = _run(["dvc", "status", "--json"], ROOT, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     # A dep reported "deleted" is absent from this checkout: another stage's output that a fresh
     # clone has not pulled or produced. Only a dep that is present and differs makes the lock stale.
@@ -361,7 +363,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     # in another folder, is the session's tiny reference run (running in the background since the
     # session started): the bytes must not depend on the runner, the core count or the folder
     repro = subprocess.Popen(
-        [str(BIN / "dvc"), "repro"], cwd=c1, env=_env(c1), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ["dvc", "repro"], cwd=c1, env=_env(c1), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     reference = tiny_reference_run.path(repro)
     out, _ = repro.communicate(timeout=1800)
