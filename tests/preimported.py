@@ -140,7 +140,9 @@ class Server:
                     except ProcessLookupError:
                         pass
                 rc = _exit_code(sock)
-            stdout, stderr = ((f.seek(0), f.read().decode("utf-8", "replace"))[1] for f in (out, err))
+            for f in (out, err):
+                f.seek(0)
+            stdout, stderr = (f.read().decode("utf-8", "replace") for f in (out, err))
         if timed_out:
             raise subprocess.TimeoutExpired(argv, timeout, stdout, stderr)
         return subprocess.CompletedProcess(argv, rc, stdout, stderr)

@@ -107,11 +107,19 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _wait_for(check, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return check()
+
+
+#: one job that starts a sleeper in the background, writes its pid and waits for it
+SLEEPER = 'rule all:\n    output: "done"\n    shell: "sleep 60 & echo $! > sleeper.pid; wait; touch {output}"\n'
+
+
 def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
-    (tmp_path / "Snakefile").write_text(
-        'rule all:\n    output: "done"\n    shell: "sleep 60 & echo $! > sleeper.pid; wait; touch {output}"\n',
-        encoding="utf-8",
-    )
+    (tmp_path / "Snakefile").write_text(SLEEPER, encoding="utf-8")
     run_snakemake(None, "--version", snakefile=None)  # the server is up: the timeout is the run's alone
     t0 = time.monotonic()
     (tmp_path / "tmp").mkdir()  # where the killed run leaves its temporary folder
@@ -126,10 +134,7 @@ def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
         )
     assert time.monotonic() - t0 < 30
     sleeper = int((tmp_path / "sleeper.pid").read_text())
-    deadline = time.monotonic() + 10
-    while _alive(sleeper) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(sleeper), "the job the run started outlived the timeout"
+    assert _wait_for(lambda: not _alive(sleeper), 10), "the job the run started outlived the timeout"
     assert not (tmp_path / "done").exists()
     assert run_snakemake(None, "--version", snakefile=None).stdout.strip()
 
@@ -169,20 +174,10 @@ def test_a_stand_in_dvc_exits_and_says_what_the_program_does(tmp_path):
     )
 
 
-def _wait_for(check, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return check()
-
-
 def test_a_stand_in_passes_a_signal_on_and_a_killed_one_ends_its_run_and_jobs(tmp_path):
     """SIGTERM to the program or to the stand-in: Snakemake says it will stop after the running
     job (it reached the run); SIGKILL to the stand-in then ends the run and the job at once."""
-    (tmp_path / "Snakefile").write_text(
-        'rule all:\n    output: "done"\n    shell: "sleep 60 & echo $! > sleeper.pid; wait; touch {output}"\n',
-        encoding="utf-8",
-    )
+    (tmp_path / "Snakefile").write_text(SLEEPER, encoding="utf-8")
     for how, environ in (("program", snake.env()), ("stand-in", snake.stand_ins(snake.env()))):
         wd = tmp_path / how
         wd.mkdir()
