@@ -8,7 +8,8 @@ four doors.
 * training: :class:`BackretrievalEvaluator`, a sentence-transformers evaluator (:mod:`.st_evaluator`);
 * MTEB: :func:`.mteb_task.backretrieval_task`, a task for ``mteb.evaluate`` (needs mteb 2.x).
 
-All of them plan with :func:`.run.plan_evaluation` (checks + seeded samples) and compute with
+All of them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
+checks, the seeded samples of :func:`.run.plan_evaluation`) and compute with
 :func:`.core.evaluate_direction`, the core of the pipeline's metrics step. Named datasets and
 image sources: :mod:`.datasets`; what ``--model`` accepts: :mod:`.models`.
 """

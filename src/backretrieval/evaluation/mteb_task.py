@@ -39,20 +39,10 @@ from mteb.abstasks.abstask import AbsTask
 from mteb.models import EncoderProtocol
 
 from .core import evaluate_direction, lookup_from
-from .datasets import (
-    dataset_content_sha256,
-    locate_dataset,
-    precheck_named,
-    prepare_named,
-)
+from .datasets import dataset_content_sha256
 from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_PREPARED_DIR, DEFAULT_SEEDS, DEFAULT_SHARED_DIR
 from .results import MAIN_METRIC, SPLIT, TASK_NAME, direction_entry, language_script, metric_key
-from .run import (
-    Evaluation,
-    EvaluationPlan,
-    check_protocol,
-    plan_evaluation,
-)
+from .run import Evaluation, EvaluationPlan, open_plan
 
 PAPER = "https://doi.org/10.1145/3404835.3463027"
 BIBTEX = """@inproceedings{fain2021backretrieval,
@@ -222,19 +212,16 @@ def backretrieval_task(
     """The Backretrieval MTEB task on ``data`` (a prepared folder or a named dataset, prepared
     here if needed) for ``directions``, with the protocol of ``backretrieval evaluate`` (same
     checks and errors, same seeded samples). ``B``: bootstrap resamples of the CIs."""
-    dirs = check_protocol(directions, n, seeds, k, text_field)[0]
-    ref = locate_dataset(data, Path(prepared_dir))
-    precheck_named(ref, dirs, int(n), Path(shared_dir))
-    root = prepare_named(ref, Path(shared_dir))
-    plan = plan_evaluation(
-        root,
-        dirs,
+    plan = open_plan(
+        data,
+        directions,
         n=n,
         seeds=seeds,
         k=k,
         text_field=text_field,
         image_backbone=image_backbone,
-        named=ref.named.name if ref.named else None,
+        prepared_dir=prepared_dir,
+        shared_dir=shared_dir,
     )
     synthetic = " SYNTHETIC data." if plan.meta.synthetic else ""
     metadata = TaskMetadata(

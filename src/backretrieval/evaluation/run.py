@@ -3,8 +3,8 @@ just the sampled texts and images, then :func:`backretrieval.evaluation.core.eva
 (the pipeline's metrics core) per direction.
 
 :func:`evaluate` (the library one-liner), ``backretrieval evaluate`` / ``compare`` and
-:class:`~backretrieval.evaluation.st_evaluator.BackretrievalEvaluator` all go through
-:func:`plan_evaluation` and :meth:`EvaluationPlan.run`.
+:class:`~backretrieval.evaluation.st_evaluator.BackretrievalEvaluator` and the MTEB task all open
+their plan with :func:`open_plan` and compute with :meth:`EvaluationPlan.run`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,6 +279,32 @@ def plan_evaluation(
     return plan
 
 
+def open_plan(
+    data: str | Path,
+    directions: str | Sequence[str],
+    *,
+    prepared_dir: str | Path,
+    shared_dir: str | Path,
+    before_preparing: Callable[[], object] | None = None,
+    **protocol: Any,
+) -> EvaluationPlan:
+    """The plan of an evaluation of ``data`` (a prepared folder or a named dataset), as every
+    door opens one: the checks that need no data, the dataset located, a named dataset's checks
+    of directions and N, then :func:`plan_evaluation` with ``protocol`` (its keywords ``n``,
+    ``seeds``, ``k``, ``text_field``, ``image_backbone``). A ready folder is planned (and
+    checked) at once; a named dataset not prepared yet is prepared only after
+    ``before_preparing`` (the models' availability, in :func:`evaluate_models`), which runs in
+    either case."""
+    dirs = check_protocol(directions, protocol["n"], protocol["seeds"], protocol["k"], protocol["text_field"])[0]
+    ref = locate_dataset(data, Path(prepared_dir))
+    precheck_named(ref, dirs, int(protocol["n"]), Path(shared_dir))
+    kw = {**protocol, "named": ref.named.name if ref.named else None}
+    plan = plan_evaluation(ref.root, dirs, **kw) if ref.ready else None
+    if before_preparing is not None:
+        before_preparing()
+    return plan if plan is not None else plan_evaluation(prepare_named(ref, Path(shared_dir)), dirs, **kw)
+
+
 def _max_n(by_lang: dict[str, set], src: str, tgt: str, parallel: bool) -> int:
     s, t = by_lang.get(src, set()), by_lang.get(tgt, set())
     if parallel:
@@ -363,22 +389,23 @@ def evaluate_models(
     labels = [d["name"] for _, d in resolved]
     if len(set(labels)) != len(labels):
         labels = [f"{lab}#{i + 1}" for i, lab in enumerate(labels)]
-    ref = locate_dataset(data, Path(prepared_dir))
-    precheck_named(ref, dirs, int(n), Path(shared_dir))
-    plan_kw = dict(
+    # a ready dataset is checked before any model loads; a named one is prepared only once the
+    # models are known to be available
+    fingerprints: list[str] = []
+    plan = open_plan(
+        data,
+        dirs,
         n=n,
         seeds=seeds,
         k=k,
         text_field=text_field,
         image_backbone=image_backbone,
-        named=ref.named.name if ref.named else None,
+        prepared_dir=prepared_dir,
+        shared_dir=shared_dir,
+        before_preparing=lambda: fingerprints.extend(
+            model_fingerprint(enc, label) for (enc, _), label in zip(resolved, labels)
+        ),
     )
-    # a ready dataset is checked before any model loads; a named one after (it is prepared only
-    # once the models are known to be available)
-    plan = plan_evaluation(ref.root, dirs, **plan_kw) if ref.ready else None
-    fingerprints = [model_fingerprint(enc, label) for (enc, _), label in zip(resolved, labels)]
-    if plan is None:
-        plan = plan_evaluation(prepare_named(ref, Path(shared_dir)), dirs, **plan_kw)
     root = plan.root
     from ..encoders.embed import embed_items
 

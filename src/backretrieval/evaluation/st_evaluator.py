@@ -2,7 +2,7 @@
 ``SentenceTransformer.fit`` or the ``SentenceTransformerTrainer``.
 
 The samples and the image features are fixed when the evaluator is built
-(:func:`~.run.plan_evaluation`, :meth:`~.run.EvaluationPlan.image_features`); each call
+(:func:`~.run.open_plan`, :meth:`~.run.EvaluationPlan.image_features`); each call
 embeds the sampled texts with the model being trained (no cache: the weights change) and
 computes the metrics with the pipeline's core (:meth:`~.run.EvaluationPlan.run`).
 """
@@ -22,9 +22,8 @@ except ImportError:  # pragma: no cover - sentence-transformers 3 to 5
     from sentence_transformers.evaluation import SentenceEvaluator
 
 from .core import lookup_from
-from .datasets import locate_dataset, precheck_named, prepare_named
 from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
-from .run import check_protocol, plan_evaluation
+from .run import open_plan
 
 logger = logging.getLogger(__name__)
 
@@ -69,19 +68,16 @@ class BackretrievalEvaluator(SentenceEvaluator):
         shared_dir: str | Path = DEFAULT_SHARED_DIR,
     ) -> None:
         super().__init__()
-        ref = locate_dataset(dataset, Path(prepared_dir))
-        dirs = check_protocol(directions, n, seeds, k, text_field)[0]
-        precheck_named(ref, dirs, int(n), Path(shared_dir))
-        root = prepare_named(ref, Path(shared_dir))
-        self.plan = plan_evaluation(
-            root,
+        self.plan = open_plan(
+            dataset,
             directions,
             n=n,
             seeds=seeds,
             k=k,
             text_field=text_field,
             image_backbone=image_backbone,
-            named=ref.named.name if ref.named else None,
+            prepared_dir=prepared_dir,
+            shared_dir=shared_dir,
         )
         self.images, self.image_info = self.plan.image_features(
             Path(cache_dir) if cache_dir is not None else None, progress=show_progress_bar
