@@ -630,6 +630,41 @@ def test_unknown_data(tmp_path, capsys):
 # ------------------------------------------------------------------ named datasets
 
 
+def _doors():
+    """The evaluation doors, each as a call on (data, directions, n, k, prepared_dir)."""
+    from backretrieval.evaluation.mteb_task import backretrieval_task
+    from backretrieval.evaluation.st_evaluator import BackretrievalEvaluator
+
+    def library(data, dirs, n, k, prepared):
+        return evaluate_model(
+            NGRAM, data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared, progress=False
+        )
+
+    def evaluator(data, dirs, n, k, prepared):
+        return BackretrievalEvaluator(data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared)
+
+    def mteb(data, dirs, n, k, prepared):
+        return backretrieval_task(data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared)
+
+    return {"library": library, "evaluator": evaluator, "mteb": mteb}
+
+
+@pytest.mark.parametrize("door", ["library", "evaluator", "mteb"])
+def test_every_door_checks_the_protocol_then_the_dataset_before_any_work(door, tmp_path):
+    """One way to open an evaluation: the checks that need no data come first (a bad k is named
+    even where the dataset is missing too), then the dataset; a named dataset is refused
+    before anything is generated."""
+    call = _doors()[door]
+    prepared = tmp_path / "prepared"
+    with pytest.raises(InputError, match=r"--recall-k 10: Recall@k needs 1 <= k < N \(N=5\)"):
+        call(tmp_path / "missing", "en-de", 5, 10, prepared)
+    with pytest.raises(InputError, match="missing"):
+        call(tmp_path / "missing", "en-de", 5, 3, prepared)
+    with pytest.raises(InputError, match="synthetic has no 'ja' texts"):
+        call("synthetic", "en-ja", 5, 3, prepared)
+    assert not prepared.exists()
+
+
 def test_synthetic_settings_are_the_default_pipeline_s():
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     syn = cfg["dataset"]["synthetic"]
