@@ -35,9 +35,9 @@ if CASE:
             spec=lambda wc, input: encoder_spec(wc.encoder),
             cache=lambda wc, input: absolute(config["cache_dir"]),
         shell:
-            "backretrieval case-embed --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --encoder {wildcards.encoder} --spec {params.spec:q} --fields {output.fields} --repr {output.reprs}"
-            " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+            "backretrieval case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --fields {output.fields:q} --repr {output.reprs:q}"
+            " --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_select:
         input:
@@ -61,9 +61,9 @@ if CASE:
             corpus=corpus_flag,
             models=list(CASE["base_encoders"]),
         shell:
-            "backretrieval case-select --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --images {input.images} --models {params.models} --repr {input.reprs}"
-            " --out-json {output.chosen} --out-csv {output.csv} > {log} 2>&1"
+            "backretrieval case-select --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
+            " --out-json {output.chosen:q} --out-csv {output.csv:q} > {log:q} 2>&1"
 
     rule case_train:
         input:
@@ -98,10 +98,10 @@ if CASE:
             encoders=list(CASE["base_encoders"]),
             threads=MODEL_THREADS,
         shell:
-            "backretrieval case-train --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --head {wildcards.head} --chosen {input.chosen} --encoders {params.encoders} --fields {input.fields}"
-            " --head-out {output.head} --meta-out {output.meta} --history-out {output.history}"
-            " --curve-out {output.curve} --repr {output.reprs} --threads {params.threads} > {log} 2>&1"
+            "backretrieval case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --head {wildcards.head:q} --chosen {input.chosen:q} --encoders {params.encoders:q} --fields {input.fields:q}"
+            " --head-out {output.head:q} --meta-out {output.meta:q} --history-out {output.history:q}"
+            " --curve-out {output.curve:q} --repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_evaluate:
         input:
@@ -125,9 +125,9 @@ if CASE:
             corpus=corpus_flag,
             models=CASE_MODELS,
         shell:
-            "backretrieval case-evaluate --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --images {input.images} --models {params.models} --repr {input.reprs}"
-            " --out-csv {output.csv} --out-hits {output.hits} > {log} 2>&1"
+            "backretrieval case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
+            " --out-csv {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1"
 
     rule case_report:
         input:
@@ -158,11 +158,11 @@ if CASE:
             case=CASE_JSON,
             corpus=corpus_flag,
         shell:
-            "backretrieval case-report --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --chosen {input.chosen} --bkr {input.bkr} --hits {input.hits} --table2 {output.table2}"
-            " --table2-tex {output.table2_tex} --table2-csv {output.table2_csv} --sig {output.sig}"
-            " --fig3-png {output.fig3_png} --fig3-svg {output.fig3_svg} --fig3-pdf {output.fig3_pdf}"
-            " --metrics {output.metrics} > {log} 2>&1"
+            "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --table2 {output.table2:q}"
+            " --table2-tex {output.table2_tex:q} --table2-csv {output.table2_csv:q} --sig {output.sig:q}"
+            " --fig3-png {output.fig3_png:q} --fig3-svg {output.fig3_svg:q} --fig3-pdf {output.fig3_pdf:q}"
+            " --metrics {output.metrics:q} > {log:q} 2>&1"
 
     rule human_sheets:
         input:
@@ -190,10 +190,10 @@ if CASE:
             models=CASE_MODELS,
             languages=[HUMAN["source_lang"], HUMAN["target_lang"]],
         shell:
-            "backretrieval human-sheets --dataset {input.dataset} --case {params.case:q} {params.corpus}"
-            " --human {params.human:q} --chosen {input.chosen} --models {params.models}"
-            " --languages {params.languages} --repr {input.reprs} --template {output.template}"
-            " --html {output.html} --key {output.key} --page {output.page} > {log} 2>&1"
+            "backretrieval human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --human {params.human:q} --chosen {input.chosen:q} --models {params.models:q}"
+            " --languages {params.languages:q} --repr {input.reprs:q} --template {output.template:q}"
+            " --html {output.html:q} --key {output.key:q} --page {output.page:q} > {log:q} 2>&1"
 
     rule human_simulate:
         input:
@@ -214,8 +214,8 @@ if CASE:
         params:
             seed=HUMAN["seed"],
         shell:
-            "backretrieval human-simulate --dataset {input.dataset} --template {input.template} --key {input.key}"
-            " --seed {params.seed} --out {output} > {log} 2>&1"
+            "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q} --key {input.key:q}"
+            " --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
 
     rule human_tally:
         input:
@@ -235,8 +235,8 @@ if CASE:
         conda:
             CONDA_ENV
         params:
-            unverified="--allow-unverified-key" if HUMAN["allow_unverified_key"] else "",
-            simulated="" if HUMAN.get("ratings") else "--simulated",
+            unverified=["--allow-unverified-key"] if HUMAN["allow_unverified_key"] else [],
+            simulated=[] if HUMAN.get("ratings") else ["--simulated"],
         shell:
-            "backretrieval human-tally --ratings {input.ratings} --key {input.key} {params.unverified}"
-            " {params.simulated} --out-md {output.md} --out-json {output.json} > {log} 2>&1"
+            "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
+            " {params.simulated:q} --out-md {output.md:q} --out-json {output.json:q} > {log:q} 2>&1"

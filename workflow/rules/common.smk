@@ -15,7 +15,6 @@
 import glob as _glob
 import json
 import os
-import shlex
 from pathlib import Path
 
 import yaml
@@ -167,7 +166,8 @@ def byo_content(spec):
 
 
 def source_flag(wildcards, input):
-    return f"--source-dir {shlex.quote(input.source)}" if hasattr(input, "source") else ""
+    """``--source-dir FOLDER`` (arguments; the rule quotes each) of a bring-your-own folder, else none."""
+    return ["--source-dir", input.source] if hasattr(input, "source") else []
 
 
 def corpus_section(name):
@@ -326,7 +326,7 @@ if config.get("case_study"):
         return {"dataset": DATASET, **({"corpus": TRAIN_CORPUS} if TRAIN_CORPUS else {})}
 
     def corpus_flag(wildcards, input):
-        return f"--train-corpus {shlex.quote(input.corpus)}" if hasattr(input, "corpus") else ""
+        return ["--train-corpus", input.corpus] if hasattr(input, "corpus") else []
 
     def case_embed_after(wildcards):
         """The same encoder's main embeddings: case_embed runs after them, so the case study's
@@ -394,7 +394,7 @@ def findings_run_inputs(wildcards=None):
 
 def text_flags(encoders, langs, path_of):
     """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
-    return " ".join(f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs)
+    return [f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs]
 
 
 def iq_image(backbone):
@@ -412,7 +412,7 @@ def wordvec_inputs(wildcards):
 
 
 def wordvec_spec_args(wildcards, input):
-    return " ".join(f"--spec {shlex.quote(f'{e}={encoder_spec(e)}')}" for e in WORDVEC_ENCODERS)
+    return [arg for e in WORDVEC_ENCODERS for arg in ("--spec", f"{e}={encoder_spec(e)}")]
 
 
 def other_configs_findings():

@@ -18,8 +18,8 @@ rule prepare_dataset:
         spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
         source=source_flag,
     shell:
-        "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
-        " --out {output} > {log} 2>&1"
+        "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_corpus:
@@ -48,8 +48,8 @@ rule prepare_corpus:
         spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
         source=source_flag,
     shell:
-        "backretrieval prepare --spec {params.spec:q} --languages {params.languages} {params.source}"
-        " --out {output} > {log} 2>&1"
+        "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 # The relations between the config and its data (item counts per direction, images or features
@@ -72,5 +72,5 @@ rule check_dataset:
     params:
         requirements=as_json(fit_requirements(config)),
     shell:
-        "backretrieval check-dataset --dataset {input} --requirements {params.requirements:q} --out {output}"
-        " > {log} 2>&1"
+        "backretrieval check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"
+        " > {log:q} 2>&1"

@@ -23,14 +23,14 @@ rule embed_text:
         rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),
         field=config["text_field"],
         languages=config["languages"],
-        skip="--skip-unavailable" if config.get("skip_unavailable", False) else "",
+        skip=["--skip-unavailable"] if config.get("skip_unavailable", False) else [],
         threads=MODEL_THREADS,
         spec=lambda wc, input: encoder_spec(wc.encoder),
         cache=lambda wc, input: absolute(config["cache_dir"]),
     shell:
-        "backretrieval embed-text --dataset {input.dataset} --encoder {wildcards.encoder} --spec {params.spec:q}"
-        " --text-field {params.field} --languages {params.languages} --out {output} {params.skip}"
-        " --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+        "backretrieval embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q} --spec {params.spec:q}"
+        " --text-field {params.field:q} --languages {params.languages:q} --out {output:q} {params.skip:q}"
+        " --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
 
 rule embed_images:
@@ -56,5 +56,5 @@ rule embed_images:
         threads=IMAGE_THREADS,
         cache=lambda wc, input: absolute(config["cache_dir"]),
     shell:
-        "backretrieval embed-images --dataset {input.dataset} --backbone {params.backbone} --spec {params.spec:q}"
-        " --out {output} --cache-dir {params.cache:q} --threads {params.threads} > {log} 2>&1"
+        "backretrieval embed-images --dataset {input.dataset:q} --backbone {params.backbone:q} --spec {params.spec:q}"
+        " --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"

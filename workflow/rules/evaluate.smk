@@ -19,8 +19,8 @@ rule sample:
         seeds=config["seeds"],
         directions=config["directions"],
     shell:
-        "backretrieval sample --dataset {input.dataset} --direction {params.directions} --sample-size {params.n}"
-        " --seeds {params.seeds} --out {output} > {log} 2>&1"
+        "backretrieval sample --dataset {input.dataset:q} --direction {params.directions:q} --sample-size {params.n:q}"
+        " --seeds {params.seeds:q} --out {output:q} > {log:q} 2>&1"
 
 
 # One metrics job per direction (every seed); with seed groups (`seed_group_size`) the same
@@ -53,14 +53,14 @@ rule metrics:
         encoders=list(config["encoders"]),
         field=config["text_field"],
         k=config["recall_k"],
-        corr=f"--corr-max-pairs {config['corr_max_pairs']}" if config.get("corr_max_pairs") else "",
-        seeds="",
+        corr=["--corr-max-pairs", config["corr_max_pairs"]] if config.get("corr_max_pairs") else [],
+        seeds=[],
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval metrics --dataset {input.dataset} --dataset-name {params.name} --direction {wildcards.direction}"
-        " --samples {input.samples} --images {input.images} --backbone {params.backbone}"
-        " --encoders {params.encoders} --text {input.text} --text-field {params.field} --recall-k {params.k}"
-        " {params.corr} {params.seeds} --out {output.csv} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval metrics --dataset {input.dataset:q} --dataset-name {params.name:q} --direction {wildcards.direction:q}"
+        " --samples {input.samples:q} --images {input.images:q} --backbone {params.backbone:q}"
+        " --encoders {params.encoders:q} --text {input.text:q} --text-field {params.field:q} --recall-k {params.k:q}"
+        " {params.corr:q} {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 if SEED_GROUP_SIZE is not None:
@@ -77,7 +77,7 @@ if SEED_GROUP_SIZE is not None:
             direction="|".join(config["directions"]),
             group=r"\d+",
         params:
-            seeds=lambda wc: "--seeds " + " ".join(map(str, SEED_GROUPS[int(wc.group)])),
+            seeds=lambda wc: ["--seeds", *SEED_GROUPS[int(wc.group)]],
 
     rule metrics_gather:
         input:
@@ -98,7 +98,7 @@ if SEED_GROUP_SIZE is not None:
             CONDA_ENV
         threads: 1
         shell:
-            "backretrieval metrics-gather --parts {input.csv} --out {output.csv} > {log} 2>&1"
+            "backretrieval metrics-gather --parts {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
 
     # the joined parts, not the whole-direction job, make a direction's metrics
     ruleorder: metrics_gather > metrics

@@ -81,18 +81,18 @@ rule findings_inference:
         run_name=RUN,
         out_dir=findings_dir,
         s=FS["inference"],
-        n_seeds=lambda wc: f"--n-seeds {FS['inference']['n_seeds']}" if FS["inference"]["n_seeds"] else "",
+        n_seeds=lambda wc: ["--n-seeds", FS["inference"]["n_seeds"]] if FS["inference"]["n_seeds"] else [],
         random=RANDOM_ENCODERS,
-        english=lambda wc: f"--english-only {' '.join(ENGLISH_ONLY_ENCODERS)}" if ENGLISH_ONLY_ENCODERS else "",
+        english=lambda wc: ["--english-only", *ENGLISH_ONLY_ENCODERS] if ENGLISH_ONLY_ENCODERS else [],
         family=WORDVEC_ENCODERS,
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-inference --dataset {input.dataset} --metrics {input.metrics}"
-        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --recall-k {params.k}"
-        " --run-name {params.run_name} --out-dir {params.out_dir} --B {params.s[B]}"
-        " --bootstrap-seed {params.s[bootstrap_seed]} {params.n_seeds}"
-        " --random-encoders {params.random} {params.english} --family {params.family}"
-        " > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-inference --dataset {input.dataset:q} --metrics {input.metrics:q}"
+        " --samples {input.samples:q} --image-emb {input.image:q} --text-emb {input.text:q} --recall-k {params.k:q}"
+        " --run-name {params.run_name:q} --out-dir {params.out_dir:q} --B {params.s[B]:q}"
+        " --bootstrap-seed {params.s[bootstrap_seed]:q} {params.n_seeds:q}"
+        " --random-encoders {params.random:q} {params.english:q} --family {params.family:q}"
+        " > {log:q} 2>&1"
 
 
 # ---- 2. image quality ------------------------------------------------------------------------
@@ -133,22 +133,22 @@ rule findings_image_quality:
     threads: 1
     params:
         text=text_flags(config["encoders"], DIRECTION_LANGS, text_emb),
-        images=" ".join([f"{config['image_backbone']}={image_emb()}"] + [f"{b}={iq_image(b)}" for b in IQ_BACKBONES]),
+        images=[f"{config['image_backbone']}={image_emb()}"] + [f"{b}={iq_image(b)}" for b in IQ_BACKBONES],
         base=config["image_backbone"],
         noise=IQ["noise"],
         project=IQ["project"],
-        shuffle="--shuffle" if IQ["shuffle"] else "",
-        max_seeds=f"--max-seeds {IQ['max_seeds']}" if IQ["max_seeds"] else "",
+        shuffle=["--shuffle"] if IQ["shuffle"] else [],
+        max_seeds=["--max-seeds", IQ["max_seeds"]] if IQ["max_seeds"] else [],
         seed=IQ["seed"],
         k=config["recall_k"],
         run_name=RUN,
         out_dir=findings_dir,
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-image-quality --dataset {input.dataset} --metrics {input.metrics}"
-        " --samples {input.samples} --text {params.text} --image {params.images} --base {params.base}"
-        " --noise {params.noise} --project {params.project} {params.shuffle} {params.max_seeds}"
-        " --seed {params.seed} --recall-k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-image-quality --dataset {input.dataset:q} --metrics {input.metrics:q}"
+        " --samples {input.samples:q} --text {params.text:q} --image {params.images:q} --base {params.base:q}"
+        " --noise {params.noise:q} --project {params.project:q} {params.shuffle:q} {params.max_seeds:q}"
+        " --seed {params.seed:q} --recall-k {params.k:q} --run-name {params.run_name:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # ---- 3. sample size --------------------------------------------------------------------------
@@ -174,7 +174,7 @@ if FINDINGS_SYNTHETIC:
             ),
             languages=_syn["languages"],
         shell:
-            "backretrieval prepare --spec {params.spec:q} --languages {params.languages} --out {output} > {log} 2>&1"
+            "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} --out {output:q} > {log:q} 2>&1"
 
     use rule embed_text as findings_sample_size_embed_text with:
         input:
@@ -193,7 +193,7 @@ if FINDINGS_SYNTHETIC:
             rerun_trigger=lambda wc: rerun_on(SS["encoders"][wc.encoder]),
             spec=lambda wc, input: as_json(SS["encoders"][wc.encoder]),
             languages=SS_LANGS,
-            skip="",
+            skip=[],
 
     use rule embed_images as findings_sample_size_embed_images with:
         input:
@@ -232,17 +232,17 @@ rule findings_sample_size:
         directions=SS["directions"],
         n_grid=SS["n_grid"],
         seeds=SS["seeds"],
-        baseline=f"--baseline {SS['baseline']}" if SS["baseline"] else "",
-        crit=f"--min-agreement {SS['min_agreement']} --min-share {SS['min_share']}",
+        baseline=["--baseline", SS["baseline"]] if SS["baseline"] else [],
+        crit=["--min-agreement", SS["min_agreement"], "--min-share", SS["min_share"]],
         k=config["recall_k"],
         run_name=RUN,
         out_dir=findings_dir,
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-sample-size --dataset {input.dataset} --run-dataset {input.run_dataset}"
-        " --metrics {input.metrics} --text {params.text} --image {input.image} --directions {params.directions}"
-        " --n-grid {params.n_grid} --seeds {params.seeds} {params.baseline} {params.crit} --recall-k {params.k}"
-        " --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-sample-size --dataset {input.dataset:q} --run-dataset {input.run_dataset:q}"
+        " --metrics {input.metrics:q} --text {params.text:q} --image {input.image:q} --directions {params.directions:q}"
+        " --n-grid {params.n_grid:q} --seeds {params.seeds:q} {params.baseline:q} {params.crit:q} --recall-k {params.k:q}"
+        " --run-name {params.run_name:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # ---- 4. hubness ------------------------------------------------------------------------------
@@ -269,17 +269,17 @@ rule findings_hubness:
         retrievals=HUB["retrievals"],
         hub_fraction=HUB["hub_fraction"],
         hub_noise=HUB["hub_noise"],
-        max_seeds=f"--max-seeds {HUB['max_seeds']}" if HUB["max_seeds"] else "",
+        max_seeds=["--max-seeds", HUB["max_seeds"]] if HUB["max_seeds"] else [],
         seed=HUB["seed"],
         k=config["recall_k"],
         run_name=RUN,
         out_dir=findings_dir,
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-hubness --dataset {input.dataset} --metrics {input.metrics} --samples {input.samples}"
-        " --text {params.text} --image {input.image} --retrievals {params.retrievals}"
-        " --hub-fraction {params.hub_fraction} --hub-noise {params.hub_noise} {params.max_seeds} --seed {params.seed}"
-        " --recall-k {params.k} --run-name {params.run_name} --out-dir {params.out_dir} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-hubness --dataset {input.dataset:q} --metrics {input.metrics:q} --samples {input.samples:q}"
+        " --text {params.text:q} --image {input.image:q} --retrievals {params.retrievals:q}"
+        " --hub-fraction {params.hub_fraction:q} --hub-noise {params.hub_noise:q} {params.max_seeds:q} --seed {params.seed:q}"
+        " --recall-k {params.k:q} --run-name {params.run_name:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # ---- 5. calibration + soft BkR ---------------------------------------------------------------
@@ -305,10 +305,10 @@ rule findings_calibration:
         out_dir=findings_dir,
         soft_m=FS["calibration"]["soft_m"],
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-calibration --dataset {input.dataset} --metrics {input.metrics}"
-        " --samples {input.samples} --image-emb {input.image} --text-emb {input.text} --recall-k {params.k}"
-        " --run-name {params.run_name} --out-dir {params.out_dir} --soft-m {params.soft_m} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-calibration --dataset {input.dataset:q} --metrics {input.metrics:q}"
+        " --samples {input.samples:q} --image-emb {input.image:q} --text-emb {input.text:q} --recall-k {params.k:q}"
+        " --run-name {params.run_name:q} --out-dir {params.out_dir:q} --soft-m {params.soft_m:q} > {log:q} 2>&1"
 
 
 # ---- 6. BLI + the agreement matrix -----------------------------------------------------------
@@ -335,10 +335,10 @@ rule findings_bli:
         specs=wordvec_spec_args,
         s=FS["bli"],
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "backretrieval findings-bli --dataset {input.dataset} --metrics {input.metrics} --recall-k {params.k}"
-        " --run-name {params.run_name} --out-dir {params.out_dir} {params.specs} --test-size {params.s[test_size]}"
-        " --min-count {params.s[min_count]} --seed {params.s[seed]} --csls-k {params.s[csls_k]} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
+        "backretrieval findings-bli --dataset {input.dataset:q} --metrics {input.metrics:q} --recall-k {params.k:q}"
+        " --run-name {params.run_name:q} --out-dir {params.out_dir:q} {params.specs:q} --test-size {params.s[test_size]:q}"
+        " --min-count {params.s[min_count]:q} --seed {params.s[seed]:q} --csls-k {params.s[csls_k]:q} > {log:q} 2>&1"
 
 
 rule findings_agreement:
@@ -362,12 +362,12 @@ rule findings_agreement:
         k=config["recall_k"],
         run_name=RUN,
         out_dir=findings_dir,
-        bli=lambda wc, input: f"--bli {input.bli}" if input.bli else "",
+        bli=lambda wc, input: ["--bli", *input.bli] if input.bli else [],
         s=FS["agreement"],
     shell:
-        "backretrieval findings-agreement --dataset {input.dataset} --metrics {input.metrics} --recall-k {params.k}"
-        " --run-name {params.run_name} --out-dir {params.out_dir} --points {input.points} {params.bli}"
-        " --soft-m {params.s[soft_m]} --B {params.s[B]} --bootstrap-seed {params.s[bootstrap_seed]} > {log} 2>&1"
+        "backretrieval findings-agreement --dataset {input.dataset:q} --metrics {input.metrics:q} --recall-k {params.k:q}"
+        " --run-name {params.run_name:q} --out-dir {params.out_dir:q} --points {input.points:q} {params.bli:q}"
+        " --soft-m {params.s[soft_m]:q} --B {params.s[B]:q} --bootstrap-seed {params.s[bootstrap_seed]:q} > {log:q} 2>&1"
 
 
 # ---- across configurations: docs/FINDINGS.md, the overall verdict ------------------------------
@@ -393,8 +393,8 @@ rule findings_document:
         # declared files (a failed job must never delete the README)
         readme=lambda wc, input: absolute("README.md"),
     shell:
-        "backretrieval findings-document --records {input.own} {params.others} --doc {output.doc}"
-        " --summary-dir {output.summary} --readme {params.readme:q} > {log} 2>&1"
+        "backretrieval findings-document --records {input.own:q} {params.others:q} --doc {output.doc:q}"
+        " --summary-dir {output.summary:q} --readme {params.readme:q} > {log:q} 2>&1"
 
 
 rule findings:

@@ -34,12 +34,12 @@ if PARALLEL:
             languages=config["languages"],
             settings=as_json(report_settings(config)),
         shell:
-            "backretrieval report --metrics-csv {input.metrics} --dataset {input.dataset} --encoders {params.encoders}"
-            " --languages {params.languages} --text {input.text} --settings {params.settings:q}"
-            " --correlations {output.correlations} --table1 {output.table1} --table1-tex {output.table1_tex}"
-            " --corr-ci {output.corr_ci} --recall-ci {output.recall_ci} --metrics {output.metrics}"
-            " --significance {output.significance} --fig2-png {output.fig2_png} --fig2-svg {output.fig2_svg}"
-            " --fig2-pdf {output.fig2_pdf} --fig2-csv {output.fig2_csv} --means {output.means} > {log} 2>&1"
+            "backretrieval report --metrics-csv {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
+            " --languages {params.languages:q} --text {input.text:q} --settings {params.settings:q}"
+            " --correlations {output.correlations:q} --table1 {output.table1:q} --table1-tex {output.table1_tex:q}"
+            " --corr-ci {output.corr_ci:q} --recall-ci {output.recall_ci:q} --metrics {output.metrics:q}"
+            " --significance {output.significance:q} --fig2-png {output.fig2_png:q} --fig2-svg {output.fig2_svg:q}"
+            " --fig2-pdf {output.fig2_pdf:q} --fig2-csv {output.fig2_csv:q} --means {output.means:q} > {log:q} 2>&1"
 
 
 # A dataset without parallel texts (PARALLEL false: the method's main use): BkR only. No Table 1,
@@ -78,8 +78,8 @@ if not PARALLEL:
             languages=config["languages"],
             settings=as_json(report_settings(config)),
         shell:
-            "backretrieval report --metrics-csv {input.metrics} --dataset {input.dataset} --encoders {params.encoders}"
-            " --languages {params.languages} --text {input.text} --settings {params.settings:q}"
-            " --bkr-report {output.bkr_report} --bkr-ci {output.bkr_ci} --ranking {output.ranking}"
-            " --pairwise {output.pairwise} --metrics {output.metrics} --bkr-png {output.bkr_png}"
-            " --bkr-svg {output.bkr_svg} --bkr-pdf {output.bkr_pdf} --means {output.means} > {log} 2>&1"
+            "backretrieval report --metrics-csv {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
+            " --languages {params.languages:q} --text {input.text:q} --settings {params.settings:q}"
+            " --bkr-report {output.bkr_report:q} --bkr-ci {output.bkr_ci:q} --ranking {output.ranking:q}"
+            " --pairwise {output.pairwise:q} --metrics {output.metrics:q} --bkr-png {output.bkr_png:q}"
+            " --bkr-svg {output.bkr_svg:q} --bkr-pdf {output.bkr_pdf:q} --means {output.means:q} > {log:q} 2>&1"

@@ -22,5 +22,5 @@ rule results_doc:
     params:
         reports=lambda wc: [r for _, r in results_doc_runs()],
     shell:
-        "backretrieval results-doc --run-configs {input.configs} --reports {params.reports} --dvc-runs {input.runs}"
-        " --out {output} > {log} 2>&1"
+        "backretrieval results-doc --run-configs {input.configs:q} --reports {params.reports:q} --dvc-runs {input.runs:q}"
+        " --out {output:q} > {log:q} 2>&1"
