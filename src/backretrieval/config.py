@@ -99,7 +99,13 @@ def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
     if errors:
         e = errors[0]
         where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        _fail(source, where, e.message)
+        msg = e.message
+        if e.validator == "pattern" and isinstance(e.schema, dict) and e.schema.get("description"):
+            # the schema's $defs say what a name, a language or a path may hold
+            msg = f"{msg}: {e.schema['description']}"
+        if "propertyNames" in e.relative_schema_path:  # a map's key (an encoder's name, ...)
+            msg = f"key {msg}"
+        _fail(source, where, msg)
     check_relations(cfg, source)
     return cfg
 
