@@ -6,7 +6,7 @@
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
 # Another versioned configuration (scripts/dvc_runs.yaml) the same way:
 #   make raw-data && make run CONFIG=config/multi30k.yaml
-.PHONY: setup run raw-data verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
+.PHONY: setup lock run raw-data verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
 CONFIG ?= params.yaml
@@ -19,6 +19,14 @@ REPORTS ?= $$($(VENV)/python -c 'from backretrieval.config import load_config; p
 
 setup:
 	bash scripts/setup.sh
+
+# the environment lock (requirements.lock, which setup installs with: pip -c) rewritten from the
+# current .venv, not from a fresh resolve: pip freeze, the editable package left out, torch's
+# +cpu label dropped. Upgrading a package: pip install -U it in .venv, make test, make lock.
+# Everything at the newest versions pyproject.toml allows (a fresh resolve): rm -rf .venv &&
+# LOCK=none make setup && make lock. Commit the lock; the next reports name its new hash.
+lock:
+	bash scripts/setup.sh lock
 
 run: setup
 	source $(VENV)/activate && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \

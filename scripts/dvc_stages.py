@@ -175,6 +175,7 @@ RULE_PARAMS: dict[str, tuple[str, ...]] = {
         "text_field",
         "figure_seed",
         "stats",
+        "model_threads",  # recorded in metrics.json's environment block
     ),
     # the case_study section as the steps get it (case_cfg): its recall_k and languages default
     # to the top-level ones

@@ -14,8 +14,18 @@
 # Other settings: TORCH_CPU_INDEX (the CPU index URL), TORCH_PROBE_TIMEOUT (seconds, default 5),
 # SETUP_FORCE=1 (reinstall the package and extras even when nothing changed), PYTHON.
 #
+# The environment lock (LOCK, default requirements.lock): the package, its extras and their
+# dependencies are installed at the versions the lock pins (pip constraints, -c), so every
+# machine set up from one commit has the same packages (the reports name the lock's hash).
+#   LOCK=none bash scripts/setup.sh           no lock: the newest versions pyproject.toml allows
+#   make lock  (bash scripts/setup.sh lock)   rewrite the lock from the current .venv: pip freeze,
+#                                             the editable package left out, local version labels
+#                                             (torch's +cpu) dropped so the CPU and CUDA indexes both match
+# torch itself comes from its index as above (TORCH_VERSION; the lock pins the same version).
+#
 # Idempotent: a re-run with everything installed checks (pyproject.toml unchanged since the last
-# install, every requirement present, the torch build) and installs nothing.
+# install, every requirement present, every installed package at its locked version, the torch
+# build) and installs nothing.
 # Conda users: see environment.yml (and environment-dev.yml for the test and lint tools).
 set -euo pipefail
 
@@ -26,6 +36,55 @@ EXTRAS="models,workflow,cluster,mteb,test,dev"
 # LASER: laserembeddings pins torch<2; installed without its pins (its encoder code is tested
 # on our torch in tests/test_encoders.py). --no-deps so nothing can replace the chosen torch.
 NO_DEPS_PKGS="laserembeddings subword-nmt sacremoses transliterate"
+LOCK=${LOCK:-requirements.lock}
+
+# lock_args: the pip arguments (one a line) that install at the lock's versions; nothing for LOCK=none.
+lock_args() {
+  if [ "$LOCK" = none ]; then
+    echo "setup: note: LOCK=none: installing without the environment lock" >&2
+    return 0
+  fi
+  if [ ! -f "$LOCK" ]; then
+    echo "setup: error: no environment lock $LOCK (LOCK=none installs without one; make lock writes it)" >&2
+    return 2
+  fi
+  printf '%s\n' -c "$LOCK"
+}
+
+# write_lock FILE: the lock of the current .venv (make lock): pip freeze without the editable
+# package, local version labels dropped; refused when a package is no release (a path or URL).
+write_lock() {
+  python - "$1" <<'PYEOF'
+import os
+import subprocess
+import sys
+
+out = sys.argv[1]
+freeze = subprocess.run(
+    [sys.executable, "-m", "pip", "freeze", "--exclude-editable"], capture_output=True, text=True, check=True
+).stdout
+pins = []
+for line in freeze.splitlines():
+    if not line.strip() or line.startswith("#"):
+        continue
+    if "==" not in line:
+        sys.exit(f"setup: error: {line!r} is no release pin (installed from a path or URL?): not locked")
+    name, version = line.split("==", 1)
+    pins.append(f"{name}=={version.split('+', 1)[0]}")
+pins.sort(key=str.lower)
+header = [
+    "# The environment lock: every package scripts/setup.sh installs into .venv, at the version it",
+    "# installs (pip install -c). Written by `make lock` from the current .venv (pip freeze, the",
+    "# editable backretrieval left out, local version labels such as torch's +cpu dropped); do not",
+    "# edit by hand. Reports name its sha256 (metrics.json: environment/lock).",
+]
+tmp = out + ".tmp"
+with open(tmp, "w", encoding="utf-8") as fh:
+    fh.write("\n".join(header + pins) + "\n")
+os.replace(tmp, out)
+print(f"setup: wrote {out} ({len(pins)} packages)")
+PYEOF
+}
 
 # index_reachable URL: exit 0 when URL/torch/ answers within TORCH_PROBE_TIMEOUT seconds.
 index_reachable() {
@@ -104,8 +163,9 @@ requirements_met() {
   [ "${SETUP_FORCE:-0}" != "1" ] || return 1
   [ -f .venv/.setup-stamp ] || return 1
   [ "$(cat .venv/.setup-stamp)" = "$(setup_stamp)" ] || return 1
-  python - "$EXTRAS" $NO_DEPS_PKGS <<'PYEOF'
+  python - "$EXTRAS" "$LOCK" $NO_DEPS_PKGS <<'PYEOF'
 import importlib.metadata as md
+import re
 import sys
 
 try:
@@ -113,7 +173,20 @@ try:
 except ImportError:  # a venv with pip only
     from pip._vendor.packaging.requirements import Requirement
 
-extras = set(sys.argv[1].split(","))
+extras, lock = set(sys.argv[1].split(",")), sys.argv[2]
+if lock != "none":  # every installed package that the lock pins at the pinned version
+    with open(lock, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            name, _, pinned = line.partition("==")
+            try:
+                have = md.version(name)
+            except md.PackageNotFoundError:
+                continue  # installed when something requires it (checked below)
+            if re.sub(r"\+.*", "", have) != pinned:
+                sys.exit(1)
 try:
     reqs = [Requirement(r) for r in md.requires("backretrieval") or []]
 except md.PackageNotFoundError:
@@ -126,7 +199,7 @@ for r in reqs:
             sys.exit(1)
     except md.PackageNotFoundError:
         sys.exit(1)
-for name in sys.argv[2:]:
+for name in sys.argv[3:]:
     try:
         md.version(name)
     except md.PackageNotFoundError:
@@ -140,6 +213,22 @@ setup_stamp() {
 
 main() {
   cd "$(dirname "$0")/.."
+  case "${1:-}" in
+    "") ;;
+    lock)
+      if [ ! -x .venv/bin/python ]; then
+        echo "setup: error: no .venv to lock (run bash scripts/setup.sh first)" >&2
+        exit 2
+      fi
+      . .venv/bin/activate
+      write_lock "${LOCK/#none/requirements.lock}"
+      return
+      ;;
+    *)
+      echo "setup: error: unknown argument '$1' (none installs; 'lock' writes the environment lock)" >&2
+      exit 2
+      ;;
+  esac
   local build=${TORCH_BUILD:-cpu}
   case "$build" in cpu | cuda) ;; *)
     echo "setup: error: TORCH_BUILD must be cpu or cuda; got '$build'" >&2
@@ -176,9 +265,12 @@ main() {
   fi
 
   if ! requirements_met; then
-    python -m pip install -q -e ".[$EXTRAS]" "torch==$TORCH_VERSION"
+    local lock
+    lock=$(lock_args)
+    # shellcheck disable=SC2086  # one pip argument a line
+    python -m pip install -q -e ".[$EXTRAS]" "torch==$TORCH_VERSION" $lock
     # shellcheck disable=SC2086
-    python -m pip install -q --no-deps $NO_DEPS_PKGS
+    python -m pip install -q --no-deps $lock $NO_DEPS_PKGS
     setup_stamp >.venv/.setup-stamp
   fi
 

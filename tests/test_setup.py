@@ -6,6 +6,7 @@ script (it runs nothing when sourced); the index is a local HTTP server on 127.0
 from __future__ import annotations
 
 import http.server
+import re
 import socket
 import subprocess
 import threading
@@ -118,3 +119,57 @@ def test_installed_build_is_read_from_the_metadata():
     build, version = r.stdout.split("\n")
     assert build == ("cuda" if torch.version.cuda else "cpu")
     assert version == torch.__version__.split("+")[0]
+
+
+# ---------------------------------------------------------------------- the environment lock
+
+
+def _venv_path() -> str:
+    import sys
+
+    return f"PATH={Path(sys.executable).parent}:$PATH"
+
+
+def test_lock_args_constrain_pip_to_the_lock_unless_opted_out(tmp_path):
+    r = _run("lock_args")
+    assert r.returncode == 0 and r.stdout.split() == ["-c", "requirements.lock"], r.stderr
+    r = _run("lock_args", {"LOCK": "none"})
+    assert r.returncode == 0 and r.stdout == "" and "LOCK=none" in r.stderr
+    r = _run("lock_args", {"LOCK": str(tmp_path / "missing.lock")})
+    assert r.returncode == 2 and "no environment lock" in r.stderr and "make lock" in r.stderr
+
+
+def test_make_lock_writes_the_committed_lock_from_the_venv(tmp_path):
+    """The writer `make lock` runs (bash scripts/setup.sh lock) gives the committed file: the
+    lock is the current .venv's (a package upgraded without `make lock` fails here)."""
+    out = tmp_path / "requirements.lock"
+    r = _run(f"{_venv_path()}; write_lock {out}")
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == (ROOT / "requirements.lock").read_text()
+    pins = [line for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9._-]+==[^+\s]+", p) for p in pins)
+    assert not [p for p in pins if p.lower().startswith("backretrieval==")]
+
+
+def test_a_package_off_its_locked_version_makes_setup_install(tmp_path):
+    """The idempotence check: with the committed lock everything matches (a re-run installs
+    nothing); a lock pinning another version of an installed package makes setup reinstall
+    with the lock, and a locked package that nothing installed is no reason to."""
+    lock = (ROOT / "requirements.lock").read_text()
+    r = _run(f"{_venv_path()}; requirements_met; echo rc=$?")
+    assert r.stdout.strip().endswith("rc=0"), r.stdout + r.stderr
+    other = tmp_path / "other.lock"
+    other.write_text(re.sub(r"^numpy==\S+$", "numpy==0.0.1", lock, flags=re.M))
+    r = _run(f"{_venv_path()}; requirements_met; echo rc=$?", {"LOCK": str(other)})
+    assert r.stdout.strip().endswith("rc=1"), r.stdout + r.stderr
+    extra = tmp_path / "extra.lock"
+    extra.write_text(lock + "not-a-package-here==1.0\n")
+    r = _run(f"{_venv_path()}; requirements_met; echo rc=$?", {"LOCK": str(extra)})
+    assert r.stdout.strip().endswith("rc=0"), r.stdout + r.stderr
+    r = _run(f"{_venv_path()}; requirements_met; echo rc=$?", {"LOCK": "none"})
+    assert r.stdout.strip().endswith("rc=0"), r.stdout + r.stderr
+
+
+def test_unknown_argument_is_refused_before_anything_is_installed():
+    r = subprocess.run(["bash", str(SETUP), "lokc"], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown argument 'lokc'" in r.stderr

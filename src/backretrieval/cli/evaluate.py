@@ -86,9 +86,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.tolerances:
         print(V.tolerance_table())
         return 0
+    from ..reporting.environment import environment_cause, environment_diff
+
     ref = Path(args.reference) if args.reference else None
-    report = V.verify(Path(args.reports), reference_dir=ref, rev=args.rev)
+    run, reference = V.sources(Path(args.reports), reference_dir=ref, rev=args.rev)
+    report = V.compare(run, reference)
+    for line in environment_diff(run, reference):  # where each side was made (never compared)
+        print(line)
     print(report.summary())
+    if not report.ok:
+        print(environment_cause(run, reference))
     return 0 if report.ok else 1
 
 

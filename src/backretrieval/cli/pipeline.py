@@ -220,6 +220,7 @@ def cmd_case_report(args: argparse.Namespace) -> int:
         Path(args.bkr),
         Path(args.hits),
         outputs(args, CASE_REPORT_FILES),
+        args.threads,
     )
     return 0
 
@@ -419,6 +420,13 @@ def register_case_study(add) -> None:
     req(sp, "--bkr", "input: case-evaluate CSV", metavar="FILE")
     req(sp, "--hits", "input: case-evaluate hits npz", metavar="FILE")
     named_outputs(sp, CASE_REPORT_FILES, "case report file")
+    opt(
+        sp,
+        "--threads",
+        "the model jobs' torch/BLAS threads (params.yaml model_threads), recorded in metrics.json's environment block",
+        type=int,
+        metavar="N",
+    )
 
 
 def register_human_study(add) -> None:

@@ -265,6 +265,12 @@ def _sample_size(name: str, files: dict[str, bytes]) -> int | None:
     return None
 
 
+def _is_environment(key: str) -> bool:
+    """A field of a report's ``environment`` block (reporting.environment): neither a failure
+    nor a difference within tolerance, whatever its value."""
+    return key == "environment" or key.startswith("environment/")
+
+
 def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
     """Field-by-field verdict of ``run`` against ``reference`` (relative path -> bytes)."""
     rep = Report()
@@ -289,6 +295,8 @@ def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
             continue
         n = _sample_size(name, reference)
         for key in sorted(set(got) | set(want)):
+            if _is_environment(key):  # where the run was made: shown by environment_diff, never compared
+                continue
             where = f"{name}: {key}"
             if key not in got or key not in want:
                 rep.failures.append(f"{where}: {'missing from the run' if key not in got else 'not in the reference'}")
@@ -316,6 +324,13 @@ def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
 def verify(run_dir: Path, *, reference_dir: Path | None = None, rev: str = "HEAD") -> Report:
     """Verdict of the reports in ``run_dir`` against ``reference_dir``, or else against the
     same folder in git revision ``rev`` of the repository that holds ``run_dir``."""
+    return compare(*sources(run_dir, reference_dir=reference_dir, rev=rev))
+
+
+def sources(
+    run_dir: Path, *, reference_dir: Path | None = None, rev: str = "HEAD"
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The files of the run and of the reference (:func:`verify`'s two sides)."""
     run = read_folder(run_dir)
     if reference_dir is not None:
         reference = read_folder(reference_dir)
@@ -331,4 +346,4 @@ def verify(run_dir: Path, *, reference_dir: Path | None = None, rev: str = "HEAD
         except ValueError:
             raise InputError(f"{run_dir}: not inside the git repository {root} (give a reference folder)") from None
         reference = read_git_tree(root, rev, folder)
-    return compare(run, reference)
+    return run, reference

@@ -214,10 +214,19 @@ def evaluate_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_c
 
 
 def report_step(
-    dataset: Path, cs: dict, chosen_json: Path, bkr_csv: Path, hits_npz: Path, out: dict[str, Path]
+    dataset: Path,
+    cs: dict,
+    chosen_json: Path,
+    bkr_csv: Path,
+    hits_npz: Path,
+    out: dict[str, Path],
+    threads: int | None = None,
 ) -> None:
-    """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`)."""
+    """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`);
+    ``threads``: the model jobs' torch/BLAS threads (``model_threads``), recorded in the
+    environment block of metrics.json (:mod:`backretrieval.reporting.environment`)."""
     # matplotlib and SciPy: imported by this step only, not by every case-study job
+    from ..reporting.environment import ENVIRONMENT, environment_block
     from ..reporting.figures import fig3_boxplot
     from ..reporting.tables import table2_latex, table2_markdown
     from .report import figure_base
@@ -253,5 +262,6 @@ def report_step(
             "best": t.loc[0, "model"],
             "head_base": chosen,
             "synthetic": meta.synthetic,
+            ENVIRONMENT: environment_block(threads),
         },
     )

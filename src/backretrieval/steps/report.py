@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..evaluation.compare import pairwise_comparisons
 from ..evaluation.results import random_baseline
 from ..reporting import figures, tables
+from ..reporting.environment import ENVIRONMENT, environment_block
 from ..reporting.significance import significance_table
 from . import layout
 from .metrics import read_metrics, require_full_ranks
@@ -37,6 +38,7 @@ REPORT_SETTINGS = (
     "bootstrap_B",
     "bootstrap_seed",
 )
+# optional: ``model_threads`` (recorded in metrics.json's environment block)
 
 
 def figure_base(paths: dict[str, Path], prefix: str) -> Path:
@@ -150,6 +152,7 @@ def build_report(
             "skipped_encoders": skipped,
         },
     )
+    mj[ENVIRONMENT] = environment_block(s.get("model_threads"))
     io.write_json(out["metrics"], mj)
 
 
@@ -274,4 +277,5 @@ def build_bkr_report(
             "skipped_encoders": _skipped(text_files),
         },
     )
+    mj[ENVIRONMENT] = environment_block(s.get("model_threads"))
     io.write_json(out["metrics"], mj)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .._util.device import DEFAULT_MODEL_THREADS
 from ..errors import ConfigError, InputError
 
 __all__ = [
@@ -84,6 +85,8 @@ def report_settings(cfg: dict) -> dict:
         "figure_seed": int(cfg.get("figure_seed", cfg["seeds"][0])),
         "bootstrap_B": int(boot.get("bootstrap_B", 1000)),
         "bootstrap_seed": int(boot.get("bootstrap_seed", 0)),
+        # not a setting of the report's numbers: recorded in metrics.json's environment block
+        "model_threads": int(cfg.get("model_threads", DEFAULT_MODEL_THREADS)),
     }
 
 
