@@ -162,9 +162,54 @@ def test_the_lock_pins_every_package_of_the_venv():
         installed[re.sub(r"[-_.]+", "-", name).lower()] = version.split("+", 1)[0]
     pins = _lock_pins()
     unpinned = sorted(set(installed) - set(pins))
-    other = sorted(f"{n} {installed[n]} (lock {pins[n]})" for n in set(installed) & set(pins) if installed[n] != pins[n])
+    other = sorted(
+        f"{n} {installed[n]} (lock {pins[n]})" for n in set(installed) & set(pins) if installed[n] != pins[n]
+    )
     assert not unpinned and not other, f"run `make lock`: not in {LOCK.name}: {unpinned}; other version: {other}"
     assert all("+" not in v for v in pins.values())
     setup = (ROOT / "scripts/setup.sh").read_text()
     torch = re.search(r"^TORCH_VERSION=(\S+)$", setup, re.M).group(1)
     assert pins["torch"] == torch, "scripts/setup.sh's TORCH_VERSION and the lock's torch differ"
+
+
+def test_the_report_step_writes_the_block_with_the_configured_model_threads(tmp_path, monkeypatch):
+    from backretrieval._util import io
+    from backretrieval.steps import layout
+    from backretrieval.steps.report import build_report
+    from backretrieval.steps.settings import report_settings
+    from test_reporting import _metrics
+
+    monkeypatch.chdir(tmp_path)
+    cfg = {
+        "run_name": "r",
+        "dataset": {"name": "d", "source": "synthetic"},
+        "directions": ["en-de", "de-en"],
+        "languages": ["en", "de"],
+        "reports_dir": "reports",
+        "image_backbone": "b",
+        "text_field": "title",
+        "sample_size": 10,
+        "seeds": list(range(3)),
+        "recall_k": 10,
+        "encoders": {},
+        "figure_seed": 0,
+        "model_threads": 3,
+    }
+    (tmp_path / "data/prepared/d").mkdir(parents=True)
+    (tmp_path / "data/prepared/d/dataset.json").write_text(
+        '{"name": "d", "languages": ["en", "de"], "synthetic": true}'
+    )
+    m = _metrics(seed_count=3)
+    for d in cfg["directions"]:
+        io.write_csv(layout.metrics_path(cfg, d), m[m.direction == d])
+    build_report(
+        metrics_files=[layout.metrics_path(cfg, d) for d in cfg["directions"]],
+        dataset=layout.dataset_root(cfg),
+        text_files={},
+        settings=report_settings(cfg),
+        correlations_out=layout.correlations_path(cfg),
+        out=layout.report_paths(cfg),
+    )
+    mj = json.loads((tmp_path / "reports/metrics.json").read_text())
+    assert mj["environment"] == E.environment_block(model_threads=3)
+    assert mj["environment"]["threads"]["model_threads"] == "3"
