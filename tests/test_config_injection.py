@@ -320,3 +320,42 @@ def test_every_value_in_a_shell_command_is_quoted():
     assert len(fields) > 100, "the shell strings were not found"
     unquoted = [f"{f}:{n}: {{{x}}}" for f, n, x in fields if not x.endswith(":q")]
     assert not unquoted, "values put into a shell command without :q:\n" + "\n".join(unquoted)
+
+
+# ------------------------------------------------------------- where a run may write its files
+@pytest.mark.parametrize(
+    "value",
+    ["../x", "src/backretrieval", "/tmp/reports", "reports/../src", "reports/x/..", "~/reports", "reportsX", "."],
+)
+def test_reports_dir_stays_inside_the_checkouts_reports_folder(value):
+    cfg = base_config()
+    cfg["reports_dir"] = value
+    with pytest.raises(
+        ConfigError, match=r"^c\.yaml: field 'reports_dir': .*must stay inside the checkout's 'reports/'"
+    ):
+        validate_config(cfg, "c.yaml")
+
+
+@pytest.mark.parametrize("value", ["reports", "reports/tiny", "./reports/x", "reports/a folder (ü)/b"])
+def test_reports_dir_under_reports_is_fine(value):
+    cfg = base_config()
+    del cfg["corpora"]  # a relation of its own (its folder), not what this test is about
+    cfg["reports_dir"] = value
+    validate_config(cfg, "c.yaml")
+
+
+@pytest.mark.parametrize("value", ["..", ".", "-x", ".hidden"])
+def test_run_name_keeps_the_artifacts_inside_the_checkouts_artifacts_folder(value):
+    """artifacts/<run_name> (and logs/<run_name>): never artifacts/.. nor artifacts itself."""
+    cfg = base_config()
+    cfg["run_name"] = value
+    with pytest.raises(ConfigError, match=r"^c\.yaml: field 'run_name': "):
+        validate_config(cfg, "c.yaml")
+
+
+def test_a_real_run_with_reports_dir_outside_reports_runs_nothing(tmp_path):
+    cfg = base_config()
+    cfg["reports_dir"] = "src/backretrieval"
+    out, wd = _real_run(tmp_path, cfg)
+    assert "field 'reports_dir'" in out, out[-3000:]
+    assert not (wd / "data").exists() and not (wd / "src").exists(), "a job ran"

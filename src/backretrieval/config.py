@@ -110,6 +110,31 @@ def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
     return cfg
 
 
+#: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
+#: ``reports_dir`` is this folder or one under it, its artifacts ``artifacts/<run_name>``.
+REPORTS_ROOT = "reports"
+ARTIFACTS_ROOT = "artifacts"
+
+
+def _check_inside(source: str, field: str, value: str, root: str, root_allowed: bool, prefix: str = "") -> None:
+    """``prefix + value`` is a relative path under ``root`` (``root`` itself where
+    ``root_allowed``): no absolute path, no ``~``, no ``..``, so a run never writes outside the
+    checkout's ``reports/`` or ``artifacts/`` (e.g. into ``src/``)."""
+    import posixpath
+
+    p = f"{prefix}{value}".replace("\\", "/")
+    norm = posixpath.normpath(p)
+    inside = (
+        not p.startswith(("/", "~"))
+        and ".." not in p.split("/")
+        and ((root_allowed and norm == root) or norm.startswith(root + "/"))
+    )
+    if not inside:
+        where = f"'{root}/'" + (" or that folder itself" if root_allowed else "")
+        made = f" (it makes {p!r})" if prefix else ""
+        _fail(source, field, f"{value!r}{made} must stay inside the checkout's {where}: a relative path without '..'")
+
+
 def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     """Cross-field checks of a schema-valid config (the steps that rely on each in brackets).
 
@@ -140,9 +165,15 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
       languages; ``model_a``/``model_b`` differ and name case-study models or ``base``; a
       ``ratings`` file exists [human-*].
 
+    * ``reports_dir`` is ``reports`` or a folder under it, ``artifacts/<run_name>`` a folder
+      under ``artifacts`` (relative, no ``..``): a run writes nowhere else in the checkout
+      [report, findings, every step];
+
     Relations that need the prepared dataset (item counts per direction, images or features
     for every item) are checked by :func:`backretrieval.steps.prepare.check_dataset_fits`.
     """
+    _check_inside(source, "reports_dir", cfg["reports_dir"], REPORTS_ROOT, root_allowed=True)
+    _check_inside(source, "run_name", cfg["run_name"], ARTIFACTS_ROOT, root_allowed=False, prefix=f"{ARTIFACTS_ROOT}/")
     langs = set(cfg["languages"])
     for d in cfg["directions"]:
         src, tgt = d.split("-")
