@@ -60,3 +60,39 @@ def test_non_parallel_dataset():
 def test_too_small_is_a_clear_error():
     with pytest.raises(InputError, match="N=20 needs 40"):
         draw_sample(_items(30), "en", "de", 20, seed=0, parallel=True)
+
+
+def _nonparallel(n_src: int, n_tgt: int) -> pd.DataFrame:
+    rows = [dict(item_id=f"en{i}", lang="en", image_id=f"ie{i}", title="t", body="") for i in range(n_src)]
+    rows += [dict(item_id=f"de{i}", lang="de", image_id=f"id{i}", title="t", body="") for i in range(n_tgt)]
+    return pd.DataFrame(rows)
+
+
+def test_seeds_that_can_only_draw_one_sample_are_refused():
+    """N = every source item and every eligible target (data without parallel texts): five seeds
+    would be five identical samples with a zero-width interval; refused, naming sample_size, the
+    item counts and what is expected. One seed, or N one less, is fine."""
+    from backretrieval.data.sampling import draw_samples, forced_sample
+
+    items = _nonparallel(40, 40)
+    with pytest.raises(InputError) as exc:
+        draw_samples(items, "en", "de", 40, [0, 1, 2, 3, 4], parallel=False)
+    msg = str(exc.value)
+    assert "sample_size (--sample-size) N=40" in msg and "exactly 40 items" in msg
+    assert "5 identical samples" in msg and "expected N < 40" in msg
+    assert len(draw_samples(items, "en", "de", 40, [0], parallel=False)) == 1
+    ss = draw_samples(items, "en", "de", 39, [0, 1, 2, 3, 4], parallel=False)
+    assert len({frozenset(s.queries) for s in ss}) > 1
+    assert forced_sample(_items(80), "en", "de", 40, parallel=True) is None  # parallel: queries always vary
+
+
+def test_evaluate_suggests_an_n_whose_seeds_differ():
+    """The too-large-N message of `evaluate` no longer suggests the N at which every seed draws
+    the same sample."""
+    from pathlib import Path
+
+    from backretrieval.evaluation.run import _check_n
+
+    by_lang = {"en": {f"en{i}" for i in range(40)}, "de": {f"de{i}" for i in range(40)}}
+    with pytest.raises(InputError, match=r"pass --sample-size 39 or less"):
+        _check_n(by_lang, "en-de", 41, False, Path("x"))

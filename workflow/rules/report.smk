@@ -1,10 +1,15 @@
 # Parallel data (every generated or downloaded dataset; a bring-your-own one that says so):
-# correlations with XLR, their significance, Table 1, Figure 2.
+# correlations with XLR, their significance, Table 1, Figure 2. Table 1's marks test BkR − CORR
+# with items and encoders as units, so the step reads the per-query ranks, the samples and the
+# image features (CORR's per-query contributions) besides the metrics.
 if PARALLEL:
 
     rule report:
         input:
             metrics=[metrics_file(d) for d in config["directions"]],
+            ranks=[ranks_file(d) for d in config["directions"]],
+            samples=[samples_file(d) for d in config["directions"]],
+            image=image_emb(),
             dataset=DATASET,
             text=[text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
         output:
@@ -36,6 +41,7 @@ if PARALLEL:
         shell:
             "backretrieval report --metrics-csv {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
             " --languages {params.languages:q} --text {input.text:q} --settings {params.settings:q}"
+            " --samples {input.samples:q} --image-emb {input.image:q}"
             " --correlations {output.correlations:q} --table1 {output.table1:q} --table1-tex {output.table1_tex:q}"
             " --corr-ci {output.corr_ci:q} --recall-ci {output.recall_ci:q} --metrics {output.metrics:q}"
             " --significance {output.significance:q} --fig2-png {output.fig2_png:q} --fig2-svg {output.fig2_svg:q}"

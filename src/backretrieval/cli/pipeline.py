@@ -141,6 +141,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         settings=args.settings,
         correlations_out=optional_path(args.correlations),
         out=outputs(args, names),
+        samples_files=[Path(p) for p in args.samples] if args.samples else None,
+        image_file=optional_path(args.image_emb),
     )
     return 0
 
@@ -353,6 +355,18 @@ def register_reports(add) -> None:
     req(sp, "--languages", "languages", nargs="+", metavar="LANG")
     files(sp, "--text", "inputs: per encoder the text npz of every language (read to list skipped encoders)")
     req(sp, "--settings", "report settings (steps.settings.report_settings) as JSON", type=json_object, metavar="JSON")
+    files(
+        sp,
+        "--samples",
+        "inputs (parallel data): the samples of every direction, for Table 1's per-query test (with --image-emb)",
+        required=False,
+    )
+    opt(
+        sp,
+        "--image-emb",
+        "input (parallel data): the image features, for CORR's per-query contributions",
+        metavar="FILE",
+    )
     # which outputs are needed depends on the dataset (parallel or not): the step checks them
     opt(sp, "--correlations", "output (parallel data): correlations CSV (per direction and seed)", metavar="FILE")
     for name in {**REPORT_FILES, **BKR_REPORT_FILES}:

@@ -85,7 +85,45 @@ def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed:
     )
 
 
+def forced_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, parallel: bool) -> str | None:
+    """Why every seed must draw the same sample of N = ``n`` (the same query set and the same
+    target set), or None when seeds can differ.
+
+    Parallel data: the queries are N of at least 2N common items, so they always vary. Data
+    without parallel texts: the queries are *all* source items when there are exactly N of
+    them, and the targets then all N eligible target items when exactly N remain (targets
+    disjoint from the queries by item and image)."""
+    if parallel:
+        return None
+    src = items[items["lang"] == src_lang]
+    tgt = items[items["lang"] == tgt_lang]
+    src_ids = sorted(set(src["item_id"]))
+    if len(src_ids) != n:
+        return None
+    image_of = dict(zip(src["item_id"], src["image_id"]))
+    image_of.update(zip(tgt["item_id"], tgt["image_id"]))
+    used = {image_of[q] for q in src_ids}
+    eligible = [x for x in set(tgt["item_id"]) - set(src_ids) if image_of[x] not in used]
+    if len(eligible) != n:
+        return None
+    return (
+        f"language {src_lang!r} has exactly {len(src_ids)} items and exactly {len(eligible)} {tgt_lang!r} items "
+        "remain as targets, so every seed draws all of them: the same sample"
+    )
+
+
 def draw_samples(
     items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seeds: list[int], parallel: bool
 ) -> list[Sample]:
+    """The samples of every seed. Refuses more than one seed when the seeds can only draw one
+    sample (:func:`forced_sample`): their spread, and any interval over them, would be zero
+    without the data saying so."""
+    if len(set(seeds)) > 1:
+        why = forced_sample(items, src_lang, tgt_lang, n, parallel)
+        if why:
+            raise InputError(
+                f"sample_size (--sample-size) N={n} for {src_lang}->{tgt_lang}: {why}. The {len(set(seeds))} seeds "
+                f"would be {len(set(seeds))} identical samples and every interval over them would have zero width; "
+                f"expected N < {n} (at most {n - 1}, so that the seeds draw different items) or a single seed"
+            )
     return [draw_sample(items, src_lang, tgt_lang, n, s, parallel) for s in seeds]

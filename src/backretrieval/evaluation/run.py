@@ -324,7 +324,10 @@ def _check_n(by_lang: dict[str, set], direction: str, n: int, parallel: bool, ro
         if parallel
         else f"{len(s)} {src} items and {len(t)} {tgt} items ({len(s & t)} ids in both)"
     )
-    fix = f"pass --sample-size {best} or less" if best >= 2 else "add items"
+    # at N = every source item (data without parallel texts) all seeds draw the same queries:
+    # suggest one less, so that the seeds differ (draw_samples refuses identical samples)
+    varied = best - 1 if not parallel and best == len(s) else best
+    fix = f"pass --sample-size {varied} or less" if varied >= 2 else "add items"
     raise InputError(
         f"--sample-size {n} is too large for {direction}: N queries + N disjoint targets need "
         f"{2 * n} items and {root} has {has}; {fix}"

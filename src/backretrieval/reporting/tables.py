@@ -89,8 +89,11 @@ def metrics_json(correlations: pd.DataFrame, metrics: pd.DataFrame, meta: dict[s
     return out
 
 
-def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr") -> str:
-    """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold)."""
+def table1_latex(
+    correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr", marks: dict | None = None
+) -> str:
+    """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold), with the same
+    ``marks[(direction, stat)]`` as :func:`table1_markdown` after the better cell (``$^{***}$``)."""
     t = table1_frame(correlations)
     out = [
         "\\begin{table}[t]",
@@ -110,7 +113,10 @@ def table1_latex(correlations: pd.DataFrame, caption: str, label: str = "tab:bkr
             for m in ("bkr_recall", "corr"):
                 mean, sd = vals[m]
                 txt = "n/a" if math.isnan(mean) else f"{mean:.3f} $\\pm$ {sd:.3f}"
-                cells.append(f"\\textbf{{{txt}}}" if m == best and not math.isnan(mean) else txt)
+                if m == best and not math.isnan(mean):
+                    mark = (marks or {}).get((d, s_), "")
+                    txt = f"\\textbf{{{txt}}}" + (f"$^{{{mark}}}$" if mark else "")
+                cells.append(txt)
         out.append(" & ".join(cells) + " \\\\")
     esc = caption.replace("%", "\\%").replace("_", "\\_").replace("&", "\\&")
     out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{esc}}}", f"\\label{{{label}}}", "\\end{table}"]

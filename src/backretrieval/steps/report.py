@@ -3,12 +3,13 @@ on data without parallel texts, BkR per encoder with CIs, a ranking with pairwis
 random baseline instead (no XLR).
 
 Reads only artifacts (no embeddings are computed), so "regenerate the paper's tables and
-figures" is ``backretrieval report`` on cached artifacts.
+figures" is ``backretrieval report`` on cached artifacts. Table 1's significance marks need the
+per-query outcomes: the ranks beside each metrics CSV, the samples, the image features and the
+text embeddings (:func:`table1_outcomes`).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..evaluation.compare import pairwise_comparisons
 from ..evaluation.results import random_baseline
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
-from ..reporting.significance import significance_table
+from ..reporting.significance import MIN_JACKKNIFE_ENCODERS, significance_table, table1_marks, table1_tests
 from . import layout
 from .metrics import read_metrics, require_full_ranks
 
@@ -61,6 +62,8 @@ def build_report(
     settings: dict,
     correlations_out: Path | None,
     out: dict[str, Path],
+    samples_files: list[Path] | None = None,
+    image_file: Path | None = None,
 ) -> None:
     """Every report file of ``out`` from the tidy metric CSVs, for the dataset's kind.
 
@@ -71,7 +74,11 @@ def build_report(
 
     ``dataset``: the prepared dataset (its ``dataset.json`` names it and says whether it is
     SYNTHETIC and parallel); ``text_files``: encoder → its text embeddings, read only to list
-    the encoders that were skipped; ``settings``: :func:`report_settings`.
+    the encoders that were skipped (and, on parallel data, for CORR's per-query contributions);
+    ``settings``: :func:`report_settings`. ``samples_files`` and ``image_file`` (parallel data):
+    with the ranks beside each metrics CSV, the per-query outcomes of Table 1's test
+    (:func:`~backretrieval.reporting.significance.table1_tests`); without them Table 1 has no
+    marks and its caption says so.
     """
     meta = read_meta(dataset)
     wanted = layout.report_files(meta.parallel)
@@ -103,24 +110,24 @@ def build_report(
     correlations = stats.correlate(metrics)
     io.write_csv(correlations_out, correlations)
 
+    B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
+    tests = pd.DataFrame()
+    if samples_files is not None and image_file is not None:
+        outcomes = table1_outcomes(metrics_files, dataset, samples_files, image_file, text_files, int(s["recall_k"]))
+        tests = table1_tests(outcomes, B=B, seed=bseed)
     sig = significance_table(correlations, metrics)
-    io.write_csv(out["significance"], sig)
-    marks = {}
-    for _, r in sig[sig["test"].str.startswith("Wilcoxon")].iterrows() if len(sig) else []:
-        p = r.get("p_bonferroni", r["p"])
-        marks[(r["direction"], r["stat"])] = "" if (p is None or math.isnan(p)) else stats.significance_marker(p)
+    io.write_csv(out["significance"], pd.concat([tests, sig], ignore_index=True) if len(tests) else sig)
+    marks = table1_marks(tests)
 
     label = "SYNTHETIC dataset — " if meta.synthetic else ""
     n_enc = len(metrics["encoder"].unique())
     caption = (
         f"{label}{meta.name}, image backbone {s['image_backbone']}, text field '{s['text_field']}', "
         f"N={s['sample_size']}, {s['n_seeds']} seeds, {n_enc} encoders. Correlation across encoders "
-        f"between each metric and XLR (Recall@{s['recall_k']}). Marks on the better cell: Wilcoxon signed-rank test of "
-        "BkR vs CORR over seeds, Bonferroni-corrected across directions (* p<.05, ** p<.01, *** p<.001)."
+        f"between each metric and XLR (Recall@{s['recall_k']}). " + table1_marks_note(tests, B)
     )
     io.write_text(out["table1"], tables.table1_markdown(correlations, f"Table 1 — {s['run_name']}", caption, marks))
-    io.write_text(out["table1_tex"], tables.table1_latex(correlations, caption))
-    B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
+    io.write_text(out["table1_tex"], tables.table1_latex(correlations, caption, marks=marks))
     io.write_csv(out["corr_ci"], tables.seed_cis(correlations, ["direction", "method", "stat"], "value", B, bseed))
     recall = metrics[metrics["metric"].isin(["xlr_recall", "bkr_recall", "corr"])]
     io.write_csv(out["recall_ci"], tables.seed_cis(recall, ["direction", "encoder", "metric"], "value", B, bseed))
@@ -154,6 +161,58 @@ def build_report(
     )
     mj[ENVIRONMENT] = environment_block(s.get("model_threads"))
     io.write_json(out["metrics"], mj)
+
+
+def table1_marks_note(tests: pd.DataFrame, B: int) -> str:
+    """The caption's sentence on Table 1's marks: what the test resamples and why the seeds are
+    not its unit (or that no test was run)."""
+    seeds_note = (
+        "The Wilcoxon and paired t-tests over seeds in significance.csv (unit: seeds, not independent: "
+        "re-splits of the same items) are kept for comparison only."
+    )
+    if not len(tests):
+        return (
+            "No significance marks: the per-query outcomes (ranks, samples, image features) were not given. "
+            + seeds_note
+        )
+    if tests["p"].isna().all():
+        return (
+            f"No significance marks: the test needs >= {MIN_JACKKNIFE_ENCODERS} encoders for its leave-one-encoder-out part. "
+            + seeds_note
+        )
+    return (
+        "Marks on the better cell: BkR − CORR (mean over seeds of the per-seed difference of the correlations with "
+        f"XLR) tested with items and encoders as the units: SE² = item bootstrap (B={B}, image ids resampled, shared "
+        "by every seed) + leave-one-encoder-out jackknife; two-sided z test, Holm-adjusted across directions "
+        "(* p<.05, ** p<.01, *** p<.001). " + seeds_note
+    )
+
+
+def table1_outcomes(
+    metrics_files: list[Path],
+    dataset: Path,
+    samples_files: list[Path],
+    image_file: Path,
+    text_files: dict[str, list[Path]],
+    k: int,
+) -> dict[str, tuple]:
+    """``{direction: (seed outcomes, item keys, encoders)}`` for :func:`table1_tests`: the
+    findings' own reader (:func:`~backretrieval.steps.findings.inference.inference_outcomes`)
+    on the run's artifacts: XLR and BkR hits from the ranks beside each metrics CSV and CORR's
+    per-query contributions, checked against the metrics CSV."""
+    from .findings.artifacts import load_run, text_keys
+    from .findings.inference import inference_outcomes
+
+    art = load_run(
+        dataset=Path(dataset),
+        metrics_files=[Path(p) for p in metrics_files],
+        k=k,
+        samples_files=[Path(p) for p in samples_files],
+        ranks_files=[layout.ranks_path(Path(p)) for p in metrics_files],
+        image_files={"image": Path(image_file)},
+        text_files=text_keys([Path(p) for paths in text_files.values() for p in paths]),
+    )
+    return {d: inference_outcomes(art, d, None) for d in art.directions}
 
 
 def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:
