@@ -143,8 +143,9 @@ def findings_settings(cfg: dict) -> dict:
     by the config's optional ``findings: {<analysis>: {...}}`` (e.g. ``findings: {inference:
     {B: 1000}}``).
 
-    Sections 1, 5, 6: the crossed bootstrap on the first 3 seeds with B=200 and CORR on 20,000
-    sampled pairs per replicate; soft BkR for m = 1, 3, 5, 10; BLI on a 2,000-pair held-out
+    Sections 1, 5, 6: the crossed bootstrap with B = 1000 on every seed of the run (``n_seeds:
+    None``), XLR and BkR per-query hits and CORR's exact per-query contributions (all N·M pairs)
+    reweighted per replicate; soft BkR for m = 1, 3, 5, 10; BLI on a 2,000-pair held-out
     dictionary. Sections 2-4: defaults are sized for the 2-core budget of ``snakemake findings`` (a few minutes each):
     image quality on the first 5 seeds of every direction, hubness on the first 3; question 3
     on a SYNTHETIC dataset scaled to 10,000 items (en, de; random, MiniLM, USE-M and 1024-bucket

@@ -1,0 +1,36 @@
+"""Numbers the hand-written docs state about the code are the code's: the dropped-draw
+probability of the crossed bootstrap (FINDINGS_METHODS) and the findings' bootstrap settings
+(DEVIATIONS, steps.settings)."""
+
+from pathlib import Path
+
+from backretrieval.findings.inference import degenerate_probability
+from backretrieval.steps import settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sci(x: float) -> str:
+    """2.4e-4 (as the docs write it), not 2.4e-04."""
+    mant, exp = f"{x:.1e}".split("e")
+    return f"{mant}e{int(exp)}"
+
+
+def test_degenerate_probabilities_in_findings_methods_are_computed():
+    text = (ROOT / "docs/FINDINGS_METHODS.md").read_text()
+    assert f"{_sci(degenerate_probability(14))} with 14 encoders" in text
+    assert f"{degenerate_probability(5):.2f} with 5" in text
+    assert "1 in 10^4" not in text
+    doc = Path(settings.__file__).parent.parent / "findings" / "inference.py"
+    assert f"{_sci(degenerate_probability(14))} for 14 encoders" in doc.read_text()
+
+
+def test_findings_bootstrap_settings_in_deviations_are_the_defaults():
+    d = settings.FINDINGS_DEFAULTS["inference"]
+    row = next(
+        line for line in (ROOT / "docs/DEVIATIONS.md").read_text().splitlines() if line.startswith("| findings |")
+    )
+    assert f"B = {d['B']}" in row and d["n_seeds"] is None and "every seed of the run" in row
+    assert "first 3 seeds" not in row and "20,000 sampled pairs" not in row
+    assert "first 3 seeds" not in (settings.findings_settings.__doc__ or "")
+    assert f"B = {d['B']}" in (settings.findings_settings.__doc__ or "")
