@@ -128,3 +128,52 @@ def test_features_instead_of_images(tmp_path):
     (root / "features" / "rn.ids.txt").unlink()
     (root / "features").rmdir()
     _find(validate_dataset(root), ".", None, None, level="warning", text="no images.csv")
+
+
+def test_duplicate_feature_id_is_refused(tmp_path):
+    """An image id listed twice in features/<name>.ids.txt (with an extra row) is an error, in
+    validate-dataset and in the reader the pipeline uses (no row silently wins)."""
+    from backretrieval.data.prepared import load_precomputed_features
+    from backretrieval.errors import InputError
+
+    root = _good(tmp_path / "d")
+    (root / "images.csv").unlink()
+    (root / "features").mkdir()
+    np.save(root / "features" / "rn.npy", np.arange(9, dtype=np.float32).reshape(3, 3))
+    (root / "features" / "rn.ids.txt").write_text("img1\nimg2\nimg1\n")
+    _find(validate_dataset(root), "features/rn.ids.txt", None, None, text="line 3: image id 'img1' is listed twice")
+    with pytest.raises(InputError, match="listed twice"):
+        load_precomputed_features(root, "rn")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_referenced_outside_link_is_not_called_unreferenced(tmp_path):
+    root = _good(tmp_path / "s")
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    Image.new("RGB", (4, 4)).save(ext / "x.png")
+    os.symlink(ext / "x.png", root / "images" / "linked.png")
+    os.symlink(ext, root / "images" / "unused")
+    (root / "images.csv").write_text("image_id,path\nimg1,images/img1.png\nimg2,images/linked.png\n")
+    probs = validate_dataset(root)
+    _find(probs, "images.csv", 3, "path", text="outside the dataset root")
+    assert not [p for p in probs if p.file == "images/linked.png"], "\n".join(map(str, probs))
+    _find(probs, "images/unused", None, None, level="warning", text="not referenced")
+
+
+def test_nfd_and_nfc_texts_are_one_text(tmp_path):
+    """The same title in NFC and NFD: read as one form (NFC) and warned as a duplicate text."""
+    import unicodedata
+
+    from backretrieval.data.prepared import load_items
+
+    root = _good(tmp_path / "u")
+    nfc_title, nfd_title = unicodedata.normalize("NFC", "Crème brûlée"), unicodedata.normalize("NFD", "Crème brûlée")
+    assert nfc_title != nfd_title
+    (root / "items.csv").write_text(
+        GOOD_ITEMS + f"r3,en,img1,{nfc_title},Sugar\n" + f"r4,en,img2,{nfd_title},Sugar\n", encoding="utf-8"
+    )
+    _find(validate_dataset(root), "items.csv", 6, "title", level="warning", text="duplicate text")
+    items = load_items(root)
+    titles = items.loc[items["item_id"].isin(["r3", "r4"]), "title"].tolist()
+    assert titles == [nfc_title, nfc_title]

@@ -22,6 +22,7 @@ from .prepared import (
     KNOWN_LANGS,
     REQUIRED_ITEM_COLUMNS,
     meta_errors,
+    nfc,
     nonfinite_rows,
     read_feature_ids,
     read_table,
@@ -169,7 +170,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         else:
             seen[key] = row
         if title:
-            tkey = (lang, title, body)
+            tkey = (lang, nfc(title), nfc(body))  # the form the pipeline reads (NFC)
             if tkey in texts and texts[tkey][1] != item_id:
                 add(
                     "warning",
@@ -225,6 +226,8 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                     add("error", f"features/{npy.name}", None, None, f"cannot be read ({exc})")
             feature_ids |= set(ids)
     table_ids: set[str] | None = None
+    # the paths the dataset refers to (a link among them is judged at the row naming it)
+    referenced: list[str] = ["dataset.json", iname, "images.csv", "features"]
     if images_csv.is_file():
         table_ids = set()
         try:
@@ -258,6 +261,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
                     if not rel:
                         add("error", "images.csv", row, "path", "empty")
                         continue
+                    referenced.append(rel)
                     p, why = _inside(root, rel)
                     if p is None:
                         add("error", "images.csv", row, "path", str(why))
@@ -287,10 +291,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
     if feat_dir.is_dir():
         for ids_txt in sorted(feat_dir.glob("*.ids.txt")):
             for rel in (f"features/{ids_txt.name}", f"features/{ids_txt.name[: -len('.ids.txt')]}.npy"):
+                referenced.append(rel)
                 _p, why = _inside(root, rel)
                 if why:
                     add("error", rel, None, None, why)
     for rel in _outside_links(root):
+        if any(_under(ref, rel) for ref in referenced):
+            continue  # referenced: refused where it is named (the row or file above)
         add("warning", rel, None, None, "a link to outside the dataset root; not referenced, so never copied or read")
     if table_ids is None and feature_ids is None:
         add("warning", ".", None, None, "no images.csv and no features/: image-pivoted metrics need images")
@@ -304,6 +311,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         for iid, row in first_row.items():
             add("error", iname, row, "image_id", f"image {iid!r} has no entry in images.csv or features/")
     return probs
+
+
+def _under(ref: str, link: str) -> bool:
+    """Whether the dataset-relative path ``ref`` is ``link`` or lies below it."""
+    parts = [p for p in Path(ref.replace("\\", "/")).parts if p not in ("", ".")]
+    link_parts = list(Path(link).parts)
+    return parts[: len(link_parts)] == link_parts
 
 
 def _outside_links(root: Path) -> list[str]:

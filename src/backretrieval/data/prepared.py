@@ -18,7 +18,9 @@ A prepared dataset is a folder::
                           precomputed image features (row i = image id on line i)
 
 `items.csv` may also be `items.parquet`. Readers go through :func:`load_items`, which
-validates and raises :class:`~backretrieval.errors.InputError` naming file and field.
+validates and raises :class:`~backretrieval.errors.InputError` naming file and field, and
+which returns titles and bodies in Unicode NFC (one form for the same text: a title written
+decomposed (NFD) is embedded and compared as the composed one).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,6 +188,8 @@ def load_items(root: str | Path) -> pd.DataFrame:
         df["split"] = "eval"
     for col in (*REQUIRED_ITEM_COLUMNS, "split"):
         df[col] = df[col].fillna("").astype(str)
+    for col in ("title", "body"):
+        df[col] = nfc_texts(df[col])
     bad_lang = df.loc[~df["lang"].str.match(_LANG_RE), "lang"]
     if len(bad_lang):
         raise InputError(
@@ -206,6 +211,18 @@ def load_items(root: str | Path) -> pd.DataFrame:
             "each item has at most one text per language"
         )
     return df
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode NFC (the one form every text is read in; see the module docstring)."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def nfc_texts(col: pd.Series) -> pd.Series:
+    """A str column in NFC (unchanged, same object, when every value already is)."""
+    if all(unicodedata.is_normalized("NFC", t) for t in col):
+        return col
+    return col.map(nfc)
 
 
 def texts_for(items: pd.DataFrame, lang: str, text_field: str) -> tuple[np.ndarray, list[str]]:
@@ -286,9 +303,26 @@ def load_image_table(root: str | Path) -> pd.DataFrame:
 
 
 def read_feature_ids(ids_txt: str | Path) -> list[str]:
-    """The image ids of a ``features/<name>.ids.txt`` (one per line, blank lines skipped)."""
+    """The image ids of a ``features/<name>.ids.txt`` (one per line, blank lines skipped).
+
+    An id listed twice is refused (InputError naming both lines), as the precomputed text
+    encoder refuses an item listed twice: which of the two rows is the image's would be a guess.
+    """
     text = read_text_utf8(ids_txt, "feature id list")
-    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+    ids: list[str] = []
+    first: dict[str, int] = {}
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        iid = raw.strip()
+        if not iid:
+            continue
+        if iid in first:
+            raise InputError(
+                f"{ids_txt}: line {line_no}: image id {iid!r} is listed twice (first at line {first[iid]}); "
+                "each image id names one feature row"
+            )
+        first[iid] = line_no
+        ids.append(iid)
+    return ids
 
 
 def nonfinite_rows(feats: np.ndarray, block: int = 65536) -> np.ndarray:
