@@ -346,7 +346,8 @@ def stages(config_path: str) -> dict[str, dict]:
         metrics |= {layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]}
         plots[layout.case_report_paths(cfg)["fig3_png"]] = {}
         for head in layout.HEADS:
-            plots[layout.head_paths(cfg, head)["curve"]] = {}
+            for training_seed in _training_seeds(cfg):
+                plots[layout.head_paths(cfg, head, training_seed)["curve"]] = {}
     params_file = config_path
     out: dict[str, dict] = {}
     for job in _dag_jobs(config_path):
@@ -377,6 +378,13 @@ def stages(config_path: str) -> dict[str, dict]:
     return out
 
 
+def _training_seeds(cfg: dict) -> list[int]:
+    """The case study's training seeds (each head is trained once per seed), with the default."""
+    from backretrieval.study.case_config import case_cfg
+
+    return list(case_cfg(cfg)["training_seeds"])
+
+
 def training_curves(config_path: str) -> list[dict]:
     """Top-level ``plots:`` of the case study's training curves (the heads' per-epoch loss
     histories, files inside the cached ``artifacts/<run>``), so `dvc plots diff` shows them."""
@@ -389,13 +397,14 @@ def training_curves(config_path: str) -> list[dict]:
         return []
     return [
         {
-            f"{cfg['run_name']} {head} training loss": {
+            f"{cfg['run_name']} {head} seed {training_seed} training loss": {
                 "template": "linear",
                 "x": "epoch",
-                "y": {layout.head_paths(cfg, head)["history"].as_posix(): ["train_loss", "val_loss"]},
+                "y": {layout.head_paths(cfg, head, training_seed)["history"].as_posix(): ["train_loss", "val_loss"]},
             }
         }
         for head in layout.HEADS
+        for training_seed in _training_seeds(cfg)
     ]
 
 

@@ -40,21 +40,27 @@ def test_case_cfg_defaults_and_errors():
         cs.case_cfg(_cfg(head_base="cg2"))
 
 
-def _fake_results(c):
+def _fake_results(c, spread=0.02):
+    """case-evaluate's rows and hits: base models once, each head once per training seed (its
+    hit rate moved by ``spread`` per seed, so the training runs differ)."""
     rng = np.random.default_rng(0)
     rate = {"random": 0.05, "e5": 0.5, "cg": 0.3, "triplet": 0.55, "tripletxl": 0.7}
     rows, hits = [], {}
     for m in cs.models(c):
-        for d in cs.directions(c):
-            for s in c["seeds"]:
-                h = (rng.random(50) < rate[m]).astype(np.int8)
-                hits[f"{m}/{d}/{s}"] = h
-                rows.append(dict(model=m, direction=d, seed=s, n=50, bkr_recall=h.mean()))
-    return pd.DataFrame(rows), hits
+        for ts in c["training_seeds"] if m in cs.HEADS else [None]:
+            for d in cs.directions(c):
+                for s in c["seeds"]:
+                    p = rate[m] + (0 if ts is None else spread * ts)
+                    h = (rng.random(50) < p).astype(np.int8)
+                    hits[f"{cs.run_id(m, ts)}/{d}/{s}"] = h
+                    rows.append(dict(model=m, training_seed=ts, direction=d, seed=s, n=50, bkr_recall=h.mean()))
+    df = pd.DataFrame(rows)
+    df["training_seed"] = df["training_seed"].astype("Int64")
+    return df, hits
 
 
 def test_table2_statistics_match_direct_calls(tmp_path):
-    c = cs.case_cfg(_cfg(bootstrap={"B": 200, "seed": 3}))
+    c = cs.case_cfg(_cfg(bootstrap={"B": 200, "seed": 3}, training_seeds=[0, 1, 2]))
     df, hits = _fake_results(c)
     t, sig = cs.table2(df, hits, c, chosen="e5")
     assert t.loc[0, "model"] == "tripletxl"
@@ -62,14 +68,19 @@ def test_table2_statistics_match_direct_calls(tmp_path):
     # mean over pairs of per-pair means, x1000
     expect = df[df.model == "cg"].groupby("direction").bkr_recall.mean().mean() * 1000
     assert t.set_index("model").loc["cg", "bkr_x1000"] == pytest.approx(expect)
-    # pooled McNemar equals a direct call on the same concatenation
+    # pooled McNemar (the first training seed's head) equals a direct call on the same concatenation
     keys = sorted({k.split("/", 1)[1] for k in hits})
-    a = np.concatenate([hits[f"tripletxl/{k}"] for k in keys])
+    a = np.concatenate([hits[f"tripletxl@0/{k}"] for k in keys])
     b = np.concatenate([hits[f"random/{k}"] for k in keys])
     row = sig.set_index("other").loc["random"]
+    assert row["mcnemar_training_seed"] == 0
     assert row["mcnemar_p"] == pytest.approx(stats.mcnemar_exact(a, b).pvalue)
     assert row["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, row["mcnemar_p"] * (len(t) - 1)))
-    assert row["diff_x1000"] == pytest.approx((a.mean() - b.mean()) * 1000)
+    # the difference is that of the table's means (over training seeds), its CI around it
+    by = t.set_index("model")["bkr_x1000"]
+    assert row["diff_x1000"] == pytest.approx(by["tripletxl"] - by["random"])
+    assert row["diff_ci_low"] <= row["diff_x1000"] <= row["diff_ci_high"]
+    assert (row["n_training_seeds_best"], row["n_training_seeds_other"]) == (3, 0)
     md = table2_markdown(t, sig, "caption")
     assert "**" in md and "TRIPLETXL (e5)" in md
     tex = table2_latex(t)
@@ -234,7 +245,8 @@ def _sheets(cfg, ds):
     """The human-sheets step with the layout's paths (representation files need not exist:
     every error here comes before they are read)."""
     c, h = cs.case_cfg(cfg), cs.human_cfg(cfg)
-    reprs = {m: {lang: layout.repr_path(cfg, m, lang) for lang in c["languages"]} for m in cs.models(c)}
+    runs = [cs.run_id(m, cs.first_training_seed(c) if m in cs.HEADS else None) for m in cs.models(c)]
+    reprs = {r: {lang: layout.repr_path(cfg, r, lang) for lang in c["languages"]} for r in runs}
     hp = layout.human_paths(cfg)
     out = {k: hp[k] for k in ("template", "html", "key", "page")}
     hsteps.sheets_step(ds, c, h, layout.chosen_base_path(cfg), reprs, out)
@@ -261,3 +273,138 @@ def test_human_sheets_clear_errors_before_any_work(tmp_path, monkeypatch):
     items[~((items.lang == "en") & (items.split == "test"))].to_csv(ds / "items.csv", index=False)
     with pytest.raises(InputError, match=r"no evaluation items for case_study.languages \['en'\]"):
         _sheets(cfg, ds)
+
+
+# ------------------------------------------------------------------------------ training seeds
+
+
+def _slow_table(df, c):
+    """Table 2's mean and sd straight from the definition: per model, per training seed, per
+    pair the mean over sample seeds; the mean over pairs; then the mean and sd over seeds."""
+    out = {}
+    for m in cs.models(c):
+        seed_means = []
+        for ts in c["training_seeds"] if m in cs.HEADS else [None]:
+            pair_means = []
+            for d in cs.directions(c):
+                vals = [
+                    r.bkr_recall
+                    for r in df.itertuples()
+                    if r.model == m and r.direction == d and (ts is None or r.training_seed == ts)
+                ]
+                pair_means.append(sum(vals) / len(vals))
+            seed_means.append(1000 * sum(pair_means) / len(pair_means))
+        mean = sum(seed_means) / len(seed_means)
+        sd = (
+            (sum((x - mean) ** 2 for x in seed_means) / (len(seed_means) - 1)) ** 0.5
+            if len(seed_means) > 1
+            else float("nan")
+        )
+        out[m] = (mean, sd, len(seed_means) if m in cs.HEADS else 0, seed_means)
+    return out
+
+
+def test_table2_with_training_seeds_matches_a_slow_loop():
+    c = cs.case_cfg(_cfg(bootstrap={"B": 100, "seed": 0}, training_seeds=[0, 3, 7]))
+    df, hits = _fake_results(c, spread=0.01)
+    t, _ = cs.table2(df, hits, c, chosen="e5")
+    slow = _slow_table(df, c)
+    for r in t.itertuples():
+        mean, sd, n, _ = slow[r.model]
+        assert r.bkr_x1000 == pytest.approx(mean)
+        assert r.n_training_seeds == n
+        if np.isnan(sd):
+            assert np.isnan(r.sd_over_training_seeds)
+        else:
+            assert r.sd_over_training_seeds == pytest.approx(sd)
+        assert r.ci_low <= r.bkr_x1000 <= r.ci_high
+    spread = cs.training_spread(df, c)
+    assert set(spread) == {"triplet", "tripletxl"}
+    for head in cs.HEADS:
+        mean, sd, n, per_seed = slow[head]
+        assert spread[head]["n_training_seeds"] == n == 3
+        assert spread[head]["per_seed_bkr_x1000"] == pytest.approx(per_seed, abs=1e-3)
+        assert spread[head]["sd_bkr_x1000"] == pytest.approx(sd, abs=1e-3)
+    # the tables show mean ± sd over training seeds and say so
+    _, sig = cs.table2(df, hits, c, chosen="e5")
+    md = table2_markdown(t, sig, "caption")
+    assert "mean over R training seeds" in md and " ± " in md
+    assert "R=3 training seeds" in table2_latex(t) and "$\\pm$" in table2_latex(t)
+
+
+def test_the_bootstrap_resamples_training_seeds_as_well_as_pairs():
+    # V: training seeds x pairs. Rows differ by a constant (only the seeds vary): resampling
+    # pairs alone sees no variation, resampling seeds does; the joint bootstrap holds both
+    seeds_vary = np.array([[1.0, 1.0, 1.0, 1.0], [3.0, 3.0, 3.0, 3.0], [8.0, 8.0, 8.0, 8.0]])
+    pairs_vary = np.tile([1.0, 2.0, 9.0], (3, 1))  # every seed the same, the pairs differ
+    width = lambda boot: float(np.ptp(np.quantile(boot, [0.025, 0.975])))  # noqa: E731
+    assert width(cs.seed_pair_bootstrap(seeds_vary, 500, 0, resample="pairs")) == 0
+    assert width(cs.seed_pair_bootstrap(seeds_vary, 500, 0, resample="seeds")) > 1
+    assert width(cs.seed_pair_bootstrap(seeds_vary, 500, 0)) > 1
+    assert width(cs.seed_pair_bootstrap(pairs_vary, 500, 0, resample="seeds")) == 0
+    assert width(cs.seed_pair_bootstrap(pairs_vary, 500, 0)) > 1
+    # every replicate is the mean over drawn seeds of the mean over drawn pairs: with nothing
+    # resampled away the mean of the replicates is near the mean of V
+    assert np.mean(cs.seed_pair_bootstrap(seeds_vary, 2000, 1)) == pytest.approx(seeds_vary.mean(), rel=0.05)
+    # a difference: W equal to V gives replicates around 0 only through the seeds' draws
+    d = cs.seed_pair_bootstrap(seeds_vary, 500, 0, W=seeds_vary)
+    assert width(d) > 1 and abs(np.mean(d)) < 1
+    # in Table 2: a head whose runs differ only by training seed gets a CI wider than the
+    # bootstrap over pairs alone (which would be a single point)
+    c = cs.case_cfg(_cfg(bootstrap={"B": 300, "seed": 0}, training_seeds=[0, 1, 2]))
+    df, hits = _fake_results(c)
+    for ts, v in zip(c["training_seeds"], (0.2, 0.4, 0.6)):
+        df.loc[(df.model == "triplet") & (df.training_seed == ts), "bkr_recall"] = v
+    row = cs.table2(df, hits, c, chosen="e5")[0].set_index("model").loc["triplet"]
+    assert row["bkr_x1000"] == pytest.approx(400)
+    assert row["sd_over_training_seeds"] == pytest.approx(200)
+    assert row["ci_high"] - row["ci_low"] > 100
+
+
+def test_a_single_training_seed_reproduces_the_single_run_table():
+    # training_seeds: [0] is the paper's single run (and the table of before): the CI is the
+    # bootstrap over pairs of the per-pair means, no sd, one run per head
+    c = cs.case_cfg(_cfg(bootstrap={"B": 200, "seed": 3}, training_seeds=[0]))
+    df, hits = _fake_results(c)
+    t, sig = cs.table2(df, hits, c, chosen="e5")
+    for r in t.itertuples():
+        vals = df[df.model == r.model].groupby("direction").bkr_recall.mean().to_numpy() * 1000
+        ci = stats.bootstrap_ci(vals, B=200, seed=3)
+        assert (r.bkr_x1000, r.ci_low, r.ci_high) == pytest.approx((vals.mean(), ci.low, ci.high))
+        assert np.isnan(r.sd_over_training_seeds)
+        assert r.n_training_seeds == (1 if r.model in cs.HEADS else 0)
+    spread = cs.training_spread(df, c)
+    assert spread["triplet"]["n_training_seeds"] == 1 and spread["triplet"]["sd_bkr_x1000"] is None
+    keys = sorted({k.split("/", 1)[1] for k in hits})
+    a = np.concatenate([hits[f"tripletxl@0/{k}"] for k in keys])
+    b = np.concatenate([hits[f"cg/{k}"] for k in keys])
+    assert sig.set_index("other").loc["cg", "mcnemar_p"] == pytest.approx(stats.mcnemar_exact(a, b).pvalue)
+
+
+def test_training_seeds_default_and_are_checked():
+    from backretrieval.config import validate_config
+
+    c = cs.case_cfg(_cfg())
+    assert c["training_seeds"] == [0, 1, 2, 3, 4]  # its first is the heads' seed of the single run before
+    assert cs.runs(c)[-2:] == ["tripletxl@3", "tripletxl@4"] and len(cs.runs(c)) == 3 + 2 * 5
+    assert cs.parse_run("triplet@3") == ("triplet", 3) and cs.parse_run("e5") == ("e5", None)
+    assert layout.repr_path(_cfg(), "triplet@3", "en").as_posix().endswith("case/repr_heads/triplet/seed3/en.npz")
+    for bad in ([], [0, 0], [-1], [1.5]):
+        with pytest.raises(ConfigError, match="training_seeds"):
+            cs.case_cfg(_cfg(training_seeds=bad))
+    with pytest.raises(ConfigError, match="triplet.seed"):
+        cs.case_cfg(_cfg(triplet={"seed": 0}))
+    # the schema refuses them before any step (as Snakemake's validate() does)
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    assert params["case_study"]["training_seeds"][0] == 0
+    validate_config(params)
+    for bad in ([], [1, 1], [-2], ["0"]):
+        cfg = copy.deepcopy(params)
+        cfg["case_study"]["training_seeds"] = bad
+        with pytest.raises(ConfigError, match="training_seeds"):
+            validate_config(cfg)

@@ -139,7 +139,10 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         f"default-embed_text-{e}" for e in ("e5-small", "use-m", "minilm-en", "char-ngram", "random")
     }
     assert len([n for n in stages if n.startswith("default-metrics-")]) == 10
-    assert {"default-case_train-triplet", "default-case_train-tripletxl", "default-report"} <= set(stages)
+    # one case_train stage per head and training seed (case_study.training_seeds: 0..4)
+    assert {f"default-case_train-{h}-{s}" for h in ("triplet", "tripletxl") for s in range(5)} | {
+        "default-report"
+    } <= set(stages)
     for name, stage in stages.items():
         # Snakemake runs the job with the config as the params file has it now (dvc exp run -S);
         # desc: the job's `backretrieval <step>` command line, in the repository root
@@ -176,8 +179,13 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
     curves = {next(iter(p)): next(iter(p.values())) for p in doc["plots"] if next(iter(p)).startswith("default ")}
     assert {c["x"] for c in curves.values()} == {"epoch"}
     histories = {f for c in curves.values() for f in c["y"]}
-    assert histories == {f"artifacts/default/case/heads/{h}.history.csv" for h in ("triplet", "tripletxl")}
-    assert all(any(h in stages[f"default-case_train-{x}"]["outs"] for x in ("triplet", "tripletxl")) for h in histories)
+    assert histories == {
+        f"artifacts/default/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in range(5)
+    }
+    assert all(
+        any(h in stages[f"default-case_train-{x}-{s}"]["outs"] for x in ("triplet", "tripletxl") for s in range(5))
+        for h in histories
+    )
 
 
 @needs_dvc

@@ -624,3 +624,22 @@ def test_ratings_with_decimal_commas_say_so(tmp_path):
     csv.write_text(_ratings_text(key_path, ratings, sep=";", decimal=",0"), encoding="utf-8")
     with pytest.raises(InputError, match=r"rating '1,0' is not an integer 1-4 \(a decimal comma"):
         tally(csv, key_path, ("A", "B"))
+
+
+def test_key_and_tally_name_the_rated_training_run(study, tmp_path):
+    # the case study trains each head once per training seed but rates ONE sheet: the key
+    # records which run of a trained model was rated, the tally says so
+    s = study
+    q, sa, sb = s["queries"], s["sa"], s["sb"]
+    sheets = make_sheets(q, sa, sb, tmp_path / "ts", seed=11, model_names=NAMES, training_seeds={NAMES[0]: 0})
+    key = json.loads(sheets.key.read_text())
+    assert key["training_seeds"] == {NAMES[0]: 0}
+    plain = json.loads(s["sheets"].key.read_text())
+    assert "training_seeds" not in plain  # a key without trained runs is unchanged
+    rows = [(sid, "1") for sid in key["suggestions"]]
+    res = tally(_write_ratings(tmp_path / "r.csv", rows, key_path=sheets.key), sheets.key)
+    assert res.training_seeds == {NAMES[0]: 0} and res.to_dict()["training_seeds"] == {NAMES[0]: 0}
+    assert f"{NAMES[0]} of training seed 0 (the first of case_study.training_seeds)" in tally_markdown(res)
+    rows = [(sid, "1") for sid in plain["suggestions"]]
+    res = tally(_write_ratings(tmp_path / "p.csv", rows, key_path=s["sheets"].key), s["sheets"].key)
+    assert "training seed" not in tally_markdown(res)

@@ -65,25 +65,27 @@ if CASE:
             " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
             " --out-json {output.chosen:q} --out-csv {output.csv:q} > {log:q} 2>&1"
 
+    # one job per (head, training seed): the {tseed} wildcard is one of case_study.training_seeds
+    HEAD_FILES = layout.head_paths(config, "{head}", "{tseed}")
+
     rule case_train:
         input:
             unpack(case_inputs),
             chosen=CHOSEN,
             fields=[f for e in CASE["base_encoders"] for f in case_fields(e)],
         output:
-            head=str(layout.head_paths(config, "{head}")["head"]),
-            meta=str(layout.head_paths(config, "{head}")["meta"]),
-            history=str(layout.head_paths(config, "{head}")["history"]),
-            curve=report(
-                str(layout.head_paths(config, "{head}")["curve"]), category="Case study", caption="../report/loss.rst"
-            ),
-            reprs=[str(layout.head_repr_path(config, "{head}", lang)) for lang in CASE_LANGS],
+            head=str(HEAD_FILES["head"]),
+            meta=str(HEAD_FILES["meta"]),
+            history=str(HEAD_FILES["history"]),
+            curve=report(str(HEAD_FILES["curve"]), category="Case study", caption="../report/loss.rst"),
+            reprs=[str(layout.head_repr_path(config, "{head}", "{tseed}", lang)) for lang in CASE_LANGS],
         log:
-            f"{LOGS}/case/train_{{head}}.log",
+            f"{LOGS}/case/train_{{head}}_seed{{tseed}}.log",
         benchmark:
-            f"{LOGS}/benchmarks/case/train_{{head}}.tsv"
+            f"{LOGS}/benchmarks/case/train_{{head}}_seed{{tseed}}.tsv"
         wildcard_constraints:
             head="triplet|tripletxl",
+            tseed="|".join(map(str, CASE_TRAINING_SEEDS)),
         priority: 1
         shadow:
             SHADOW
@@ -99,7 +101,7 @@ if CASE:
             threads=MODEL_THREADS,
         shell:
             "backretrieval case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --head {wildcards.head:q} --chosen {input.chosen:q} --encoders {params.encoders:q} --fields {input.fields:q}"
+            " --head {wildcards.head:q} --training-seed {wildcards.tseed:q} --chosen {input.chosen:q} --encoders {params.encoders:q} --fields {input.fields:q}"
             " --head-out {output.head:q} --meta-out {output.meta:q} --history-out {output.history:q}"
             " --curve-out {output.curve:q} --repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
 
@@ -107,7 +109,7 @@ if CASE:
         input:
             unpack(case_inputs),
             images=image_emb(),
-            reprs=case_reprs(CASE_MODELS),
+            reprs=case_reprs(CASE_RUNS),
         output:
             csv=CASE_BKR,
             hits=CASE_HITS,
@@ -123,7 +125,7 @@ if CASE:
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
-            models=CASE_MODELS,
+            models=CASE_RUNS,
         shell:
             "backretrieval case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
@@ -168,7 +170,7 @@ if CASE:
         input:
             unpack(case_inputs),
             chosen=CHOSEN,
-            reprs=case_reprs(CASE_MODELS, [HUMAN["source_lang"], HUMAN["target_lang"]]),
+            reprs=case_reprs(HUMAN_RUNS, [HUMAN["source_lang"], HUMAN["target_lang"]]),
         output:
             template=HUMAN_FILES["template"],
             html=HUMAN_FILES["html"],
@@ -187,7 +189,7 @@ if CASE:
             case=CASE_JSON,
             corpus=corpus_flag,
             human=as_json({k: v for k, v in HUMAN.items() if k != "ratings"}),
-            models=CASE_MODELS,
+            models=HUMAN_RUNS,
             languages=[HUMAN["source_lang"], HUMAN["target_lang"]],
         shell:
             "backretrieval human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"

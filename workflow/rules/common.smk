@@ -311,6 +311,11 @@ if config.get("case_study"):
     CASE_BKR = str(layout.case_bkr_path(config))
     CASE_HITS = str(layout.case_hits_path(config))
     CASE_MODELS = _cs.models(CASE)
+    # the evaluated runs: baseline, base encoders, each head once per training seed (<head>@<seed>)
+    CASE_RUNS = _cs.runs(CASE)
+    CASE_TRAINING_SEEDS = list(CASE["training_seeds"])
+    # the human study rates one sheet: the base encoders and the first training seed's heads
+    HUMAN_RUNS = [_cs.run_id(m, _cs.first_training_seed(CASE) if m in _cs.HEADS else None) for m in CASE_MODELS]
     CASE_LANGS = list(CASE["languages"])
     CASE_EMBED_ENCODERS = list(dict.fromkeys([*CASE["base_encoders"], CASE["baseline"]]))
     # the case_study section as the steps get it: train_corpus is a declared input instead
@@ -351,8 +356,7 @@ if config.get("case_study"):
     REPORT_FILES += [
         CASE_REPORTS["table2"],
         CASE_REPORTS["fig3_png"],
-        str(layout.head_paths(config, "triplet")["curve"]),
-        str(layout.head_paths(config, "tripletxl")["curve"]),
+        *(str(layout.head_paths(config, head, seed)["curve"]) for head in _cs.HEADS for seed in CASE_TRAINING_SEEDS),
         HUMAN_FILES["page"],
     ] + ([HUMAN_FILES["tally_md"]] if HUMAN_TALLY else [])
 

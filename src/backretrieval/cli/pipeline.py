@@ -199,7 +199,9 @@ def cmd_case_train(args: argparse.Namespace) -> int:
         "history": Path(args.history_out),
         "curve": Path(args.curve_out),
     }
-    cs.train_step(Path(args.dataset), c, args.head, Path(args.chosen), fields, out, reprs, args.threads)
+    cs.train_step(
+        Path(args.dataset), c, args.head, args.training_seed, Path(args.chosen), fields, out, reprs, args.threads
+    )
     return 0
 
 
@@ -410,6 +412,7 @@ def register_case_study(add) -> None:
     sp = add("case-train", cmd_case_train, "case study: train a TRIPLET / TRIPLETXL head")
     case(sp)
     req(sp, "--head", "triplet | tripletxl", choices=["triplet", "tripletxl"])
+    req(sp, "--training-seed", "the head's training seed (one of case_study.training_seeds)", type=int, metavar="SEED")
     req(sp, "--chosen", "input: the chosen base encoder (case-select)", metavar="FILE")
     req(sp, "--encoders", "the base encoders", nargs="+", metavar="ENC")
     files(sp, "--fields", "inputs: per base encoder, per case-study language, its title then body npz")
@@ -423,7 +426,13 @@ def register_case_study(add) -> None:
     sp = add("case-evaluate", cmd_case_evaluate, "case study: BkR of every model for every ordered language pair")
     case(sp)
     req(sp, "--images", "input: image-feature npz", metavar="FILE")
-    req(sp, "--models", "every case-study model (baseline, base encoders, heads)", nargs="+", metavar="MODEL")
+    req(
+        sp,
+        "--models",
+        "every case-study run (baseline, base encoders, each head as <head>@<training seed>)",
+        nargs="+",
+        metavar="RUN",
+    )
     files(sp, "--repr", "inputs: per model its representation per case-study language")
     req(sp, "--out-csv", "output: BkR per model, direction, seed", metavar="FILE")
     req(sp, "--out-hits", "output: per-query hits npz", metavar="FILE")
@@ -448,7 +457,13 @@ def register_human_study(add) -> None:
     case(sp)
     req(sp, "--human", "the resolved human_study section as a JSON object", type=json_object, metavar="JSON")
     req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
-    req(sp, "--models", "models whose representations are given", nargs="+", metavar="MODEL")
+    req(
+        sp,
+        "--models",
+        "models whose representations are given (a head as <head>@<training seed>, one seed per head)",
+        nargs="+",
+        metavar="RUN",
+    )
     req(sp, "--languages", "languages of the given representations", nargs="+", metavar="LANG")
     files(sp, "--repr", "inputs: per model, per language its representation npz")
     req(sp, "--template", "output: ratings template CSV", metavar="FILE")

@@ -145,6 +145,10 @@ def bkr_bars(
 
 
 def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, n_annotate: int = 3) -> None:
+    """Figure 3: per model a box of its BkR×1000 across language pairs (a head's pair values
+    averaged over its training seeds), the pairs as points, the worst pairs named; for a model
+    trained with several seeds, each training seed's mean over pairs as a red diamond, so the
+    spread over training runs shows beside the spread over pairs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,6 +169,26 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     for xi, lab in enumerate(order):
         ys = per_pair.loc[per_pair["label"] == lab, "bkr_x1000"].to_numpy()
         ax.scatter(xi + rng.uniform(-0.15, 0.15, size=len(ys)), ys, s=9, color="#08519c", zorder=3, linewidths=0)
+    if "training_seed" in df:
+        trained = df[df["training_seed"].notna()]
+        per_seed = trained.groupby(["model", "training_seed"])["bkr_recall"].mean().reset_index()
+        marked = False
+        for xi, m in enumerate(t["model"]):
+            ys = per_seed.loc[per_seed["model"] == m, "bkr_recall"].to_numpy() * 1000
+            if len(ys) > 1:
+                ax.scatter(
+                    np.full(len(ys), xi + 0.3),
+                    ys,
+                    s=22,
+                    marker="D",
+                    color="#cb181d",
+                    zorder=4,
+                    linewidths=0,
+                    label=None if marked else "mean over pairs, per training seed",
+                )
+                marked = True
+        if marked:
+            ax.legend(loc="best", fontsize=7, frameon=False)
     for xi, lab in enumerate(order):
         g = per_pair[per_pair["label"] == lab].nsmallest(n_annotate, "bkr_x1000")
         for _, r in g.iterrows():

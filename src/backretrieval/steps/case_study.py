@@ -5,12 +5,16 @@
    ``concat(normalize(title), normalize(body))``.
 2. ``select``: BkR of each base encoder over all ordered language pairs → the base encoder
    the heads are trained on (``head_base: auto`` picks the best, as the paper chose LaBSE).
-3. ``train``: TRIPLET / TRIPLETXL heads on the *training* items' frozen base embeddings
-   (text only, no images), then the evaluated representation ``concat(x_rt, x_rb)``.
+3. ``train``: a TRIPLET / TRIPLETXL head on the *training* items' frozen base embeddings
+   (text only, no images), once per ``training_seeds`` entry (the seed of its init, split and
+   batches), then the evaluated representation ``concat(x_rt, x_rb)``.
 4. ``evaluate``: BkR for every ordered pair of case-study languages (20 for 5 languages),
-   every model, every seed, on the *evaluation* items (images needed) → tidy CSV + hits.
-5. ``report``: Table 2 (BkR ×1000 per model averaged over pairs, bootstrap CIs, best vs
-   rest with McNemar exact + paired bootstrap, Bonferroni) and Figure 3 (boxplot across pairs).
+   every run (base encoders; each head once per training seed), every sample seed, on the
+   *evaluation* items (images needed) → tidy CSV (``training_seed`` empty for base encoders) + hits.
+5. ``report``: Table 2 (BkR ×1000 per model: mean over training seeds of the mean over pairs,
+   sd over training seeds, a bootstrap CI over training seeds × pairs; best vs rest with a
+   bootstrap over training seeds × pairs of the difference, and McNemar exact on the first
+   training seed's hits, Bonferroni) and Figure 3 (boxplot across pairs, per-seed means marked).
 
 The library part (config defaults, item selection, Table 2 statistics) is
 :mod:`backretrieval.study.case_study`; the human-study steps are :mod:`.human_study`.
@@ -31,12 +35,23 @@ from ..data.prepared import read_meta
 from ..data.sampling import draw_sample
 from ..errors import ConfigError, InputError
 from ..metrics import BkrImageIndex, backretrieve
-from ..study.case_study import HEAD_LABEL, HEADS, _concat_repr, case_items, directions, models, table2
+from ..study.case_study import (
+    HEAD_LABEL,
+    HEADS,
+    _concat_repr,
+    case_items,
+    directions,
+    parse_run,
+    runs,
+    table2,
+    training_spread,
+)
 from .layout import CASE_REPORT_FILES, _load
 
 log = logging.getLogger("backretrieval")
 
-#: model → language → path of its evaluated representation (npz: ``emb``, ``ids``).
+#: run → language → path of its evaluated representation (npz: ``emb``, ``ids``); a run is a
+#: base encoder's name or a head's ``<head>@<training seed>`` (:func:`~backretrieval.study.case_config.run_id`).
 Reprs = dict[str, dict[str, Path]]
 
 
@@ -106,9 +121,21 @@ def _eval_models(
                 q = se[[si[i] for i in s.queries]]
                 t = te[[tix[i] for i in s.bkr_targets]]
                 h = index.hits(backretrieve(q, t))
-                rows.append(dict(model=m, direction=d, seed=int(seed), n=len(h), bkr_recall=float(h.mean())))
+                model, training_seed = parse_run(m)
+                rows.append(
+                    dict(
+                        model=model,
+                        training_seed=training_seed,
+                        direction=d,
+                        seed=int(seed),
+                        n=len(h),
+                        bkr_recall=float(h.mean()),
+                    )
+                )
                 hits_store[f"{m}/{d}/{seed}"] = h.astype(np.int8)
-    df = pd.DataFrame(rows).sort_values(["model", "direction", "seed"], kind="stable").reset_index(drop=True)
+    df = pd.DataFrame(rows)
+    df["training_seed"] = df["training_seed"].astype("Int64")  # empty for the (untrained) base encoders
+    df = df.sort_values(["model", "training_seed", "direction", "seed"], kind="stable").reset_index(drop=True)
     if hits_out is not None:
         io.save_npz(hits_out, **hits_store)
     io.write_csv(out_csv, df)
@@ -145,13 +172,15 @@ def train_step(
     dataset: Path,
     cs: dict,
     head: str,
+    training_seed: int,
     chosen_json: Path,
     fields: dict[str, dict[str, dict[str, Path]]],
     out: dict[str, Path],
     repr_outs: dict[str, Path],
     threads: int | None = None,
 ) -> None:
-    """Train a TRIPLET / TRIPLETXL head on the chosen base encoder's frozen title/body
+    """Train a TRIPLET / TRIPLETXL head with ``training_seed`` (one of ``training_seeds``: the
+    seed of its init, validation split and batch order) on the chosen base encoder's frozen title/body
     embeddings of the training items (``fields[encoder][lang][field]``, every base encoder:
     the choice is made at run time) → ``out`` (``head`` .pt, ``meta`` .json, ``history`` .csv,
     ``curve`` .png) and the head's evaluated representation per language → ``repr_outs``."""
@@ -160,6 +189,10 @@ def train_step(
 
     if head not in HEADS:
         raise ConfigError(f"head must be one of {HEADS}, got {head!r}")
+    if int(training_seed) not in cs["training_seeds"]:
+        raise ConfigError(
+            f"case-train: training seed {training_seed} is not one of case_study.training_seeds {cs['training_seeds']}"
+        )
     if Path(out["meta"]) != Path(out["head"]).with_suffix(".json"):
         raise InputError(
             f"case-train: the head's metadata is written beside its weights as "
@@ -183,12 +216,14 @@ def train_step(
         bodies.append(b[[b_idx[i] for i in ids]])
         langs += [lang] * len(ids)
         keys.append((lang, t_idx, t, b))
-    conf = TripletConfig.from_dict({**cs["triplet"]})
+    conf = TripletConfig.from_dict({**cs["triplet"], "seed": int(training_seed)})
     conf.validate()
     result = train_heads(np.vstack(titles), np.vstack(bodies), np.array(langs), conf, xl=(head == "tripletxl"))
     save_head(result, out["head"])
     plot_loss_curves(
-        result.history, out["curve"], title=f"{HEAD_LABEL[head]} on {base} (best epoch {result.best_epoch})"
+        result.history,
+        out["curve"],
+        title=f"{HEAD_LABEL[head]} on {base}, training seed {training_seed} (best epoch {result.best_epoch})",
     )
     io.write_csv(out["history"], pd.DataFrame(result.history))
     for lang, t_idx, t, b in keys:
@@ -201,8 +236,9 @@ def train_step(
 
 
 def evaluate_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_csv: Path, out_hits: Path) -> None:
-    """BkR of every case-study model (baseline, base encoders, heads) for every ordered pair."""
-    order = models(cs)
+    """BkR of every case-study run (baseline, base encoders, each head per training seed) for
+    every ordered pair."""
+    order = runs(cs)
     lacking = [m for m in order if m not in reprs]
     if lacking:
         raise InputError(f"case-evaluate: no representations of {lacking}")
@@ -224,7 +260,8 @@ def report_step(
 ) -> None:
     """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`);
     ``threads``: the model jobs' torch/BLAS threads (``model_threads``), recorded in the
-    environment block of metrics.json (:mod:`backretrieval.reporting.environment`)."""
+    environment block of metrics.json (:mod:`backretrieval.reporting.environment`).
+    ``metrics`` also records each head's BkR per training seed and their sd (``training_spread``)."""
     # matplotlib and SciPy: imported by this step only, not by every case-study job
     from ..reporting.environment import ENVIRONMENT, environment_block
     from ..reporting.figures import fig3_boxplot
@@ -240,20 +277,31 @@ def report_step(
     df = pd.read_csv(bkr_csv)
     hits = io.load_npz(hits_npz)
     t, sig = table2(df, hits, cs, chosen)
+    R = len(cs["training_seeds"])
     syn = "SYNTHETIC dataset — " if meta.synthetic else ""
     caption = (
         f"{syn}{meta.name}; {len(directions(cs))} ordered pairs of {', '.join(cs['languages'])}; N={cs['sample_size']} "
-        f"(non-matching target sets), {len(cs['seeds'])} seeds; Recall@{cs['recall_k']}. Heads trained on frozen "
+        f"(non-matching target sets), {len(cs['seeds'])} sample seeds; Recall@{cs['recall_k']}. Heads trained on frozen "
         f"'{chosen}' title/body embeddings (base chosen by {chosen_info['rule']}: "
         + ", ".join(f"{m} {v * 1000:.1f}" for m, v in chosen_info["mean_bkr"].items())
-        + "). CI: percentile bootstrap over language pairs. Best vs each other model: McNemar exact on per-query hits "
-        "pooled over pairs and seeds (Bonferroni across models) and a paired bootstrap of the difference."
+        + f"), once per training seed: each head's BkR is the mean over R={R} training seeds "
+        f"({', '.join(map(str, cs['training_seeds']))}) of the mean over pairs, ± the sd over training seeds "
+        "(base encoders are not trained: one run, no sd). CI: percentile bootstrap over training seeds × language "
+        "pairs (over pairs for a model with one run). Best vs each other model: the difference with a bootstrap CI "
+        "over training seeds × pairs, and McNemar exact on per-query hits pooled over pairs and sample seeds of "
+        f"training seed {cs['training_seeds'][0]}'s heads only (Bonferroni across models)."
     )
     io.write_text(out["table2"], table2_markdown(t, sig, caption))
     io.write_text(out["table2_tex"], table2_latex(t))
     io.write_csv(out["table2_csv"], t)
     io.write_csv(out["sig"], sig)
-    fig3_boxplot(df, t, figure_base(out, "fig3"), f"{syn}{meta.name}: BkR per model across language pairs")
+    fig3_boxplot(
+        df,
+        t,
+        figure_base(out, "fig3"),
+        f"{syn}{meta.name}: BkR per model across language pairs\n"
+        f"heads: pairs averaged over R={R} training seeds; diamonds: each training seed's mean over pairs",
+    )
     summary = {m: round(float(v), 3) for m, v in zip(t["model"], t["bkr_x1000"])}
     io.write_json(
         out["metrics"],
@@ -263,5 +311,8 @@ def report_step(
             "head_base": chosen,
             "synthetic": meta.synthetic,
             ENVIRONMENT: environment_block(threads),
+            # per trained head: BkR×1000 per training seed and its sd (read by `backretrieval verify`)
+            "training_seeds": [int(x) for x in cs["training_seeds"]],
+            "training_spread": training_spread(df, cs),
         },
     )

@@ -19,7 +19,7 @@ import pandas as pd
 from .._util import io
 from ..data.prepared import load_image_table, read_meta
 from ..errors import ConfigError, InputError
-from ..study.case_study import case_items
+from ..study.case_study import case_items, parse_run
 from .layout import _load
 
 log = logging.getLogger("backretrieval")
@@ -35,13 +35,25 @@ def sheets_step(
     """Blinded top-k suggestions of ``hs['model_a']`` and ``model_b`` (``base`` = the chosen
     base encoder of ``chosen_json``) for ``n_queries`` source-language evaluation items →
     ``out``: ``template`` (ratings CSV), ``html`` (rating page), ``key`` (sealed key) and
-    ``page`` (the rating page again, beside the reports). ``reprs[model][lang]``: the
-    evaluated representations (every model that can be compared; the choice is made here)."""
+    ``page`` (the rating page again, beside the reports). ``reprs[run][lang]``: the
+    evaluated representations (every model that can be compared; the choice is made here),
+    a trained head as ``<head>@<training seed>``: ONE run per head, the first training seed's
+    in the workflow, so the study rates one sheet; the key records that seed."""
     import shutil
     import tempfile
 
     from ..study.human_study import HTML_NAME, KEY_NAME, TEMPLATE_NAME, make_sheets, top_k_suggestions
 
+    by_model: dict[str, dict[str, Path]] = {}
+    trained_with: dict[str, int] = {}
+    for run, paths in reprs.items():
+        model, training_seed = parse_run(run)
+        if model in by_model:
+            raise InputError(f"human-sheets: more than one run of {model!r} given; the study rates one per model")
+        by_model[model] = paths
+        if training_seed is not None:
+            trained_with[model] = training_seed
+    reprs = by_model
     chosen = json.loads(Path(chosen_json).read_text(encoding="utf-8"))["chosen"]
     ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
     if ma == mb:
@@ -117,6 +129,7 @@ def sheets_step(
             query_lang=src,
             suggestion_lang=tgt,
             show_images=bool(hs["show_images"]),
+            training_seeds={m: trained_with[m] for m in (ma, mb) if m in trained_with},
         )
         for name, made in (("key", KEY_NAME), ("template", TEMPLATE_NAME), ("html", HTML_NAME)):
             Path(out[name]).parent.mkdir(parents=True, exist_ok=True)

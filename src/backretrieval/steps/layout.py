@@ -230,24 +230,31 @@ def field_path(cfg: dict, encoder: str, lang: str, field: str) -> Path:
 
 def repr_path(cfg: dict, model: str, lang: str) -> Path:
     """Evaluated representation of a model: base encoders under repr/, trained heads under
-    repr_heads/ (kept apart so the base-selection step never depends on the heads)."""
+    repr_heads/ (kept apart so the base-selection step never depends on the heads). A head is
+    named by its run id ``<head>@<training seed>`` (:func:`backretrieval.study.case_config.run_id`)."""
+    head, sep, seed = model.partition("@")
+    if sep:
+        return head_repr_path(cfg, head, seed, lang)
     if model in HEADS:
-        return head_repr_path(cfg, model, lang)
+        raise ValueError(f"repr_path: a head is trained once per training seed; name its run ({model}@<seed>)")
     return case_root(cfg) / "repr" / model / f"{lang}.npz"
 
 
-def head_repr_path(cfg: dict, head: str, lang: str) -> Path:
-    return case_root(cfg) / "repr_heads" / head / f"{lang}.npz"
+def head_repr_path(cfg: dict, head: str, training_seed: int | str, lang: str) -> Path:
+    """The evaluated representation of ``head`` trained with ``training_seed`` (a Snakemake
+    wildcard such as ``{tseed}`` passes through)."""
+    return case_root(cfg) / "repr_heads" / head / f"seed{training_seed}" / f"{lang}.npz"
 
 
-def head_paths(cfg: dict, head: str) -> dict[str, Path]:
-    """The case-train step's files of one head (weights, metadata, history, loss curve)."""
-    heads = case_root(cfg) / "heads"
+def head_paths(cfg: dict, head: str, training_seed: int | str) -> dict[str, Path]:
+    """The case-train step's files of one head trained with one training seed (weights,
+    metadata, history, loss curve)."""
+    heads = case_root(cfg) / "heads" / f"seed{training_seed}"
     return {
         "head": heads / f"{head}.pt",
         "meta": heads / f"{head}.json",
         "history": heads / f"{head}.history.csv",
-        "curve": case_reports(cfg) / "figures" / f"loss_{head}.png",
+        "curve": case_reports(cfg) / "figures" / f"loss_{head}_seed{training_seed}.png",
     }
 
 

@@ -15,6 +15,38 @@ HEAD_LABEL = {"triplet": "TRIPLET", "tripletxl": "TRIPLETXL"}
 #: every language's text of an item, i.e. trains on a parallel corpus when the data is one.
 TRAIN_ITEMS = ("disjoint", "shared")
 
+#: ``case_study.training_seeds`` default: each head is trained once per seed (R = 5 runs), so
+#: Table 2 reports the heads' mean and spread over training runs, not one run's draw. The first
+#: is the seed a single head was trained with before (``triplet.seed: 0``), so its run is that head.
+TRAINING_SEEDS = [0, 1, 2, 3, 4]
+
+#: Separates a head from its training seed in the id of one trained run (``triplet@0``): the
+#: case-evaluate ``--models`` names, the keys of the per-query hits, the human-study models.
+RUN_SEP = "@"
+
+
+def run_id(model: str, training_seed: int | None = None) -> str:
+    """The id of one evaluated run: a base encoder's name, or ``<head>@<training seed>``."""
+    return model if training_seed is None else f"{model}{RUN_SEP}{int(training_seed)}"
+
+
+def parse_run(run: str) -> tuple[str, int | None]:
+    """(model, training seed or None) of a run id (:func:`run_id`)."""
+    model, sep, seed = run.partition(RUN_SEP)
+    return (model, int(seed)) if sep else (model, None)
+
+
+def _check_training_seeds(seeds: object) -> list[int]:
+    """``case_study.training_seeds``: a non-empty list of unique non-negative ints (as the schema
+    says; checked here too for configs built in code, which skip the schema)."""
+    if not isinstance(seeds, (list, tuple)) or not seeds:
+        raise ConfigError("field 'case_study.training_seeds': must be a non-empty list of seeds")
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise ConfigError(f"field 'case_study.training_seeds': every seed must be an int >= 0, got {list(seeds)}")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"field 'case_study.training_seeds': seeds must be unique, got {list(seeds)}")
+    return [int(s) for s in seeds]
+
 
 def case_cfg(cfg: dict) -> dict:
     cs = dict(cfg.get("case_study") or {})
@@ -33,6 +65,14 @@ def case_cfg(cfg: dict) -> dict:
                 raise ConfigError(f"field 'case_study.{field}': encoder {e!r} is not a key of 'encoders'")
     if cs.get("train_items", TRAIN_ITEMS[0]) not in TRAIN_ITEMS:
         raise ConfigError(f"field 'case_study.train_items': must be one of {list(TRAIN_ITEMS)}")
+    cs["training_seeds"] = _check_training_seeds(cs.get("training_seeds", TRAINING_SEEDS))
+    if "seed" in (cs.get("triplet") or {}):
+        # each training run seeds its head (init, split, batches) with its training seed; a
+        # second seed of the heads would be silently overridden, so it is refused
+        raise ConfigError(
+            "field 'case_study.triplet.seed': the heads are seeded by case_study.training_seeds (one run per "
+            "seed; [<one seed>] trains once, as the paper does); remove triplet.seed"
+        )
     hb = cs.get("head_base", "auto")
     if hb != "auto" and hb not in cs.get("base_encoders", []):
         raise ConfigError("field 'case_study.head_base': must be 'auto' or one of case_study.base_encoders")
@@ -101,3 +141,14 @@ def directions(cs: dict) -> list[str]:
 
 def models(cs: dict) -> list[str]:
     return [cs["baseline"], *cs["base_encoders"], *HEADS]
+
+
+def runs(cs: dict) -> list[str]:
+    """Every evaluated run (:func:`run_id`): the baseline, the base encoders, then each head
+    once per training seed (head-major)."""
+    return [cs["baseline"], *cs["base_encoders"], *(run_id(h, s) for h in HEADS for s in cs["training_seeds"])]
+
+
+def first_training_seed(cs: dict) -> int:
+    """The training seed of the heads the human study rates (one sheet, not one per seed)."""
+    return int(cs["training_seeds"][0])

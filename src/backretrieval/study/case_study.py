@@ -14,9 +14,36 @@ import pandas as pd
 from ..data.prepared import load_items
 from ..errors import InputError
 from ..metrics import normalize
-from .case_config import HEAD_LABEL, HEADS, TRAIN_ITEMS, case_cfg, directions, human_cfg, models
+from .case_config import (
+    HEAD_LABEL,
+    HEADS,
+    TRAIN_ITEMS,
+    case_cfg,
+    directions,
+    first_training_seed,
+    human_cfg,
+    models,
+    parse_run,
+    run_id,
+    runs,
+)
 
-__all__ = ["HEADS", "HEAD_LABEL", "case_cfg", "case_items", "directions", "human_cfg", "models", "table2"]
+__all__ = [
+    "HEADS",
+    "HEAD_LABEL",
+    "case_cfg",
+    "case_items",
+    "directions",
+    "first_training_seed",
+    "human_cfg",
+    "models",
+    "parse_run",
+    "run_id",
+    "runs",
+    "seed_pair_bootstrap",
+    "table2",
+    "training_spread",
+]
 
 
 def _item_key(seed: int, item_id: object) -> str:
@@ -121,52 +148,173 @@ def _label(m: str, chosen: str) -> str:
     return m
 
 
+def _seed_pair_matrix(df: pd.DataFrame, model: str, pairs: list[str]) -> tuple[list[int | None], np.ndarray]:
+    """(training seeds, V): ``V[r, p]`` = BkR of ``model``'s run with training seed ``r`` on
+    pair ``p``, averaged over the sample seeds. A base encoder (never trained) has one row and
+    training seed None."""
+    g = df[df["model"] == model]
+    ts = g["training_seed"] if "training_seed" in g else pd.Series([pd.NA] * len(g), index=g.index)
+    trained = ts.notna()
+    if trained.any() and not trained.all():
+        raise InputError(f"case study: model {model!r} has rows with and without a training seed")
+    seeds: list[int | None] = sorted(int(x) for x in ts[trained].unique()) if trained.any() else [None]
+    V = np.empty((len(seeds), len(pairs)))
+    for r, s in enumerate(seeds):
+        rows = g if s is None else g[ts == s]
+        per_pair = rows.groupby("direction")["bkr_recall"].mean()
+        lacking = [p for p in pairs if p not in per_pair.index]
+        if lacking:
+            raise InputError(f"case study: model {model!r} (training seed {s}) has no BkR for pairs {lacking[:3]}")
+        V[r] = per_pair.loc[pairs].to_numpy()
+    return seeds, V
+
+
+def seed_pair_bootstrap(
+    V: np.ndarray, B: int, seed: int, W: np.ndarray | None = None, resample: str = "both"
+) -> np.ndarray:
+    """Bootstrap replicates of ``mean(V)`` (``V``: training seeds × pairs), or of
+    ``mean(V) - mean(W)`` when ``W`` is given (the same pairs, its own training seeds).
+
+    Each replicate draws the training seeds (rows) with replacement, independently for ``V``
+    and ``W`` (their runs are separate trainings), and the language pairs (columns) with
+    replacement, the same pairs for ``V`` and ``W`` (paired by pair); the statistic is the mean
+    of the drawn cells, i.e. the mean over drawn seeds of the mean over drawn pairs. So the
+    interval holds both the spread of a head over training runs and that over pairs.
+    ``resample``: ``both`` (default), or ``seeds`` / ``pairs`` only (for checks).
+    All draws from ``np.random.default_rng(seed)``."""
+    if resample not in ("both", "seeds", "pairs"):
+        raise InputError(f"resample: expected 'both', 'seeds' or 'pairs', got {resample!r}")
+    rng = np.random.default_rng(seed)
+    mats = [np.asarray(V, dtype=np.float64)] + ([] if W is None else [np.asarray(W, dtype=np.float64)])
+    P = mats[0].shape[1]
+    if any(M.shape[1] != P for M in mats):
+        raise InputError("seed_pair_bootstrap: V and W must have the same pairs (columns)")
+
+    def weights(n: int) -> np.ndarray:
+        """B × n counts of how often each index is drawn (n draws with replacement)."""
+        idx = rng.integers(0, n, size=(B, n))
+        return np.apply_along_axis(np.bincount, 1, idx, minlength=n).astype(np.float64)
+
+    wp = weights(P) if resample != "seeds" else np.ones((B, P))
+    out = np.zeros(B)
+    for sign, M in zip((1.0, -1.0), mats):
+        R = M.shape[0]
+        wr = weights(R) if resample != "pairs" else np.ones((B, R))
+        out += sign * np.einsum("br,rp,bp->b", wr, M, wp) / (R * P)
+    return out
+
+
+def _bootstrap_p(boot: np.ndarray, diff: float) -> float:
+    """Two-sided p of a bootstrap difference, the distribution shifted to the null (as
+    :func:`backretrieval.stats.paired_bootstrap_diff`): ``(1 + #{|d* - d| >= |d|}) / (B + 1)``."""
+    if diff == 0.0:
+        return 1.0
+    return float((1 + int(np.sum(np.abs(boot - diff) >= abs(diff) - 1e-12))) / (len(boot) + 1))
+
+
+def training_spread(df: pd.DataFrame, cs: dict) -> dict[str, dict]:
+    """Per trained head: its BkR×1000 (mean over pairs) per training seed, in the order of
+    ``training_seeds``, their sd (ddof 1; None for one seed) and the number of seeds, as
+    ``case_study/metrics.json`` records them under ``training_spread``."""
+    pairs = directions(cs)
+    out = {}
+    for head in HEADS:
+        if head not in set(df["model"]):
+            continue
+        seeds, V = _seed_pair_matrix(df, head, pairs)
+        per_seed = dict(zip(seeds, V.mean(axis=1) * 1000))
+        vals = [float(per_seed[s]) for s in cs["training_seeds"] if s in per_seed]
+        out[head] = {
+            "training_seeds": [int(s) for s in cs["training_seeds"] if s in per_seed],
+            "per_seed_bkr_x1000": [round(v, 3) for v in vals],
+            "sd_bkr_x1000": round(float(np.std(vals, ddof=1)), 3) if len(vals) > 1 else None,
+            "n_training_seeds": len(vals),
+        }
+    return out
+
+
 def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per model: BkR×1000 averaged over pairs with a bootstrap CI over pairs; best vs rest."""
+    """Table 2: per model BkR×1000 and its CI; the best model against each other one.
+
+    ``df``: case-evaluate rows (model, training_seed, direction, seed, bkr_recall), a head
+    once per training seed, a base encoder once with an empty training seed; ``hits``: the
+    per-query hits under ``<run>/<direction>/<sample seed>``.
+
+    * ``bkr_x1000``: mean over training seeds of (mean over pairs of the BkR averaged over
+      sample seeds) ×1000; ``sd_over_training_seeds``: sd (ddof 1) of the per-seed means
+      (empty for a base encoder or a single seed); ``n_training_seeds``: trained runs (0 for a
+      base encoder, which is not trained).
+    * ``ci_low`` / ``ci_high``: percentile bootstrap (``case_study.bootstrap``) over training
+      seeds × pairs (:func:`seed_pair_bootstrap`); for a model with one run (a base encoder,
+      or a head with ``training_seeds: [s]``) the bootstrap over pairs of before.
+    * best vs other: the difference of ``bkr_x1000`` with a bootstrap CI and p over training
+      seeds × pairs (``diff_*``, ``bootstrap_p``), and McNemar exact on the per-query hits of
+      the first training seed's runs, pooled over pairs and sample seeds (``mcnemar_*``, per
+      pair Bonferroni in ``pairs_best_better_p05_bonf``; ``mcnemar_training_seed`` names it).
+    """
     from .. import stats  # SciPy: only the report step needs it, not every case-study job
 
     b = cs.get("bootstrap", {})
     B, seed = int(b.get("B", 1000)), int(b.get("seed", 0))
-    per_pair = df.groupby(["model", "direction"])["bkr_recall"].mean().reset_index()
-    rows = []
-    for m, g in per_pair.groupby("model"):
-        vals = g["bkr_recall"].to_numpy() * 1000
-        ci = stats.bootstrap_ci(vals, B=B, seed=seed)
+    pairs = sorted(directions(cs))  # the order the bootstrap draws from (as with one run: groupby's)
+    first = first_training_seed(cs)
+    mats, rows = {}, []
+    for m in sorted(set(df["model"])):
+        seeds, V = _seed_pair_matrix(df, m, pairs)
+        mats[m] = V
+        trained = seeds != [None]
+        if V.shape[0] == 1:  # one run: the percentile bootstrap over pairs (as with one head)
+            ci = stats.bootstrap_ci(V[0] * 1000, B=B, seed=seed)
+            low, high = ci.low, ci.high
+        else:
+            low, high = np.quantile(seed_pair_bootstrap(V * 1000, B, seed), [0.025, 0.975])
+        pair_means = V.mean(axis=0)
         rows.append(
             dict(
                 model=m,
                 label=_label(m, chosen),
-                bkr_x1000=float(vals.mean()),
-                ci_low=ci.low,
-                ci_high=ci.high,
-                worst_pair=g.loc[g["bkr_recall"].idxmin(), "direction"],
-                n_pairs=len(g),
+                bkr_x1000=float(V.mean() * 1000),
+                sd_over_training_seeds=float(np.std(V.mean(axis=1) * 1000, ddof=1)) if V.shape[0] > 1 else np.nan,
+                n_training_seeds=len(seeds) if trained else 0,
+                ci_low=float(low),
+                ci_high=float(high),
+                worst_pair=pairs[int(np.argmin(pair_means))],
+                n_pairs=len(pairs),
             )
         )
-    t = pd.DataFrame(rows).sort_values("bkr_x1000", ascending=False).reset_index(drop=True)
+    t = pd.DataFrame(rows).sort_values("bkr_x1000", ascending=False, kind="stable").reset_index(drop=True)
     best = t.loc[0, "model"]
+
+    def run(m: str) -> str:
+        return run_id(m, first if m in HEADS else None)
+
     keys = sorted({k.split("/", 1)[1] for k in hits})
-    pooled = {m: np.concatenate([hits[f"{m}/{k}"] for k in keys]) for m in t["model"]}
+    pooled = {m: np.concatenate([hits[f"{run(m)}/{k}"] for k in keys]) for m in t["model"]}
     sig = []
     for m in t["model"][1:]:
         mc = stats.mcnemar_exact(pooled[best], pooled[m])
-        bs = stats.paired_bootstrap_diff(pooled[best], pooled[m], B=B, seed=seed)
+        diff = float(mats[best].mean() - mats[m].mean()) * 1000
+        boot = seed_pair_bootstrap(mats[best] * 1000, B, seed, W=mats[m] * 1000)
+        lo, hi = np.quantile(boot, [0.025, 0.975])
         per_pair_p = []
-        for d in directions(cs):
-            a = np.concatenate([hits[f"{best}/{d}/{s}"] for s in cs["seeds"]])
-            c = np.concatenate([hits[f"{m}/{d}/{s}"] for s in cs["seeds"]])
+        for d in pairs:
+            a = np.concatenate([hits[f"{run(best)}/{d}/{s}"] for s in cs["seeds"]])
+            c = np.concatenate([hits[f"{run(m)}/{d}/{s}"] for s in cs["seeds"]])
             per_pair_p.append(stats.mcnemar_exact(a, c).pvalue)
         adj = stats.adjust_pvalues(np.array(per_pair_p), method="bonferroni")
         sig.append(
             dict(
                 best=best,
                 other=m,
+                diff_x1000=diff,
+                diff_ci_low=float(lo),
+                diff_ci_high=float(hi),
+                bootstrap_p=_bootstrap_p(boot, diff),
+                n_training_seeds_best=int(mats[best].shape[0]) if best in HEADS else 0,
+                n_training_seeds_other=int(mats[m].shape[0]) if m in HEADS else 0,
+                mcnemar_training_seed=first,
                 n_queries=len(pooled[m]),
-                diff_x1000=bs.diff * 1000,
-                diff_ci_low=bs.low * 1000,
-                diff_ci_high=bs.high * 1000,
                 mcnemar_p=mc.pvalue,
-                bootstrap_p=bs.pvalue,
                 pairs_best_better_p05_bonf=int(np.sum(adj < 0.05)),
                 n_pairs=len(per_pair_p),
             )

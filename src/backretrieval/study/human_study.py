@@ -208,6 +208,7 @@ def make_sheets(
     query_lang: str | None = None,
     suggestion_lang: str | None = None,
     show_images: bool = False,
+    training_seeds: Mapping[str, int] | None = None,
 ) -> Sheets:
     """Write ``ratings_template.csv``, ``rating_sheet.html`` and ``key.sealed.json`` to ``out_dir``.
 
@@ -217,7 +218,8 @@ def make_sheets(
     text element of the page with ``dir="rtl"`` for right-to-left scripts (``dir="auto"``
     when not given). Image paths are ignored unless ``show_images`` (see the module
     docstring); relative ones are resolved against ``image_root``. Same ``seed`` → identical
-    files.
+    files. ``training_seeds``: model → the training seed of the run whose suggestions are
+    rated, for a model trained once per seed (recorded in the key; the tally reports it).
     """
     if len(model_names) != 2 or model_names[0] == model_names[1]:
         raise InputError(f"model_names: expected two different names, got {model_names!r}")
@@ -292,6 +294,9 @@ def make_sheets(
         "shared_suggestions_count_for_both_models": True,
         "suggestions": key_entries,
     }
+    if training_seeds:
+        # which training run of each trained model was rated: one sheet, not one per seed
+        key_obj["training_seeds"] = {str(m): int(s) for m, s in training_seeds.items()}
     key_text = json.dumps(key_obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     key_sha = _sha256_text(key_text)
 

@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +221,8 @@ class TallyResult:
     simulated: bool
     key_verified: bool  # every row of the ratings file carried the key's sha256
     key_sha256: str
+    # model -> training seed of the rated run, for models trained once per seed (from the key)
+    training_seeds: dict[str, int] = dataclass_field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -341,6 +344,7 @@ def tally(
         simulated=list(parsed.by_rater) == [SIMULATED_RATER],
         key_verified=parsed.key_verified,
         key_sha256=key_sha,
+        training_seeds={str(m): int(s) for m, s in (key.get("training_seeds") or {}).items()},
     )
 
 
@@ -372,6 +376,15 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
         "(in the pooled counts and in both models' per-query counts). "
         "Scale: " + ", ".join(f"{k} = {v}" for k, v in RATING_LABELS.items()) + ".",
         "",
+    ]
+    if result.training_seeds:
+        runs = ", ".join(f"{m} of training seed {s}" for m, s in result.training_seeds.items())
+        lines += [
+            f"One sheet, from one training run of each trained model: {runs} (the first of "
+            "case_study.training_seeds); Table 2 averages the heads over all training seeds.",
+            "",
+        ]
+    lines += [
         "| model | n | 1 | 2 | 3 | 4 | share very relevant | mean rating |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
