@@ -33,6 +33,11 @@ HEADER = (
 FIGURES = (
     ("figures/fig2_scatter.png", "Figure 2: XLR vs BkR per encoder (one seed)"),
     ("case_study/figures/fig3_boxplot.png", "Figure 3: case-study BkR per model across language pairs"),
+    # the heads are trained once per case_study.training_seeds: the curves of training seed 0
+    # (the default's first) are linked, the others sit beside them as loss_<head>_seed<s>.png
+    ("case_study/figures/loss_triplet_seed0.png", "TRIPLET training curve (training seed 0)"),
+    ("case_study/figures/loss_tripletxl_seed0.png", "TRIPLETXL training curve (training seed 0)"),
+    # reports made before the training seeds (one head each): their curves' names
     ("case_study/figures/loss_triplet.png", "TRIPLET training curve"),
     ("case_study/figures/loss_tripletxl.png", "TRIPLETXL training curve"),
 )
