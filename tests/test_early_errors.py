@@ -98,6 +98,24 @@ def test_fewer_than_three_encoders_says_why():
         validate_config(cfg, "c.yaml")
 
 
+def test_nonparallel_data_needs_two_encoders_not_three(tmp_path):
+    """Without parallel texts there is no correlation (Table 1, Figure 2): two encoders can be
+    ranked; one cannot."""
+    import json
+
+    data = tmp_path / "np"
+    data.mkdir()
+    (data / "dataset.json").write_text(json.dumps({"name": "np", "languages": ["en", "de"], "parallel": False}))
+    cfg = _cfg(dataset={"name": "np", "source": "prepared", "options": {"path": str(data)}})
+    for section in ("case_study", "human_study"):  # they name encoders of their own
+        cfg.pop(section, None)
+    cfg["encoders"] = dict(list(cfg["encoders"].items())[:2])
+    validate_config(cfg, "c.yaml")
+    cfg["encoders"] = dict(list(cfg["encoders"].items())[:1])
+    with pytest.raises(ConfigError, match="at least 2 encoders are needed to rank encoders on a dataset without parallel"):
+        validate_config(cfg, "c.yaml")
+
+
 # -- overrides are named -----------------------------------------------------------------------
 
 

@@ -463,14 +463,14 @@ def test_tally_multiple_raters(tmp_path):
         (lambda rows: rows[1:], r"rater 'r1': 1 suggestion\(s\) of the key have no row"),
         (
             lambda rows: [(rows[0][0], "5")] + rows[1:],
-            r"row 1 \(suggestion_id 'a00', rater 'r1'\): rating 5 outside 1-4",
+            r"row 2 \(suggestion_id 'a00', rater 'r1'\): rating 5 outside 1-4",  # line 2: after the header
         ),
         (lambda rows: [(rows[0][0], "0")] + rows[1:], "rating 0 outside 1-4"),
         (lambda rows: [(rows[0][0], "2.5")] + rows[1:], "'2.5' is not an integer"),
         (lambda rows: [(rows[0][0], "very")] + rows[1:], "'very' is not an integer"),
         (lambda rows: [(rows[0][0], "")] + rows[1:], "no rating"),
         (lambda rows: rows + [("deadbeef", "1")], "'deadbeef'.*not in the key"),
-        (lambda rows: rows + [rows[3]], r"row 24 .*duplicate suggestion_id for this rater \(first at row 4\)"),
+        (lambda rows: rows + [rows[3]], r"row 25 .*duplicate suggestion_id for this rater \(first at row 5\)"),
     ],
 )
 def test_tally_validation_errors(tmp_path, mutate, message):
@@ -480,6 +480,21 @@ def test_tally_validation_errors(tmp_path, mutate, message):
     with pytest.raises(InputError, match=message) as exc:
         tally(csv, key_path, ("A", "B"))
     assert "bad.csv" in str(exc.value) and "nothing tallied" in str(exc.value)
+
+
+def test_tally_row_numbers_are_the_file_line_numbers(tmp_path):
+    """A problem's row number is the line of the ratings file that holds it (header: line 1)."""
+    import re
+
+    key_path, ratings = _hand_key(tmp_path)
+    rows = [(k, str(v)) for k, v in ratings.items()]
+    rows[6] = (rows[6][0], "7")
+    csv = _write_ratings(tmp_path / "bad.csv", rows, key_path=key_path)
+    with pytest.raises(InputError, match="rating 7 outside 1-4") as exc:
+        tally(csv, key_path, ("A", "B"))
+    n = int(re.search(r"row (\d+) \(suggestion_id '([^']+)'", str(exc.value)).group(1))
+    line = csv.read_text().splitlines()[n - 1]
+    assert line.startswith(f"{rows[6][0]},") and ",7," in f"{line},", (n, line)
 
 
 def test_tally_requires_rater_ids(tmp_path):

@@ -38,6 +38,9 @@ ALLOW_CODE = "allow_code"
 
 #: Correlation across encoders (Table 1, Figure 2) needs at least this many encoders.
 MIN_ENCODERS = 3
+#: A dataset without parallel texts has no correlation (no Table 1, Figure 2): ranking the
+#: encoders by BkR (pairwise McNemar tests) needs two.
+MIN_ENCODERS_NONPARALLEL = 2
 
 
 def _fail(source: str, field: str, msg: str, also: tuple[str, ...] = ()) -> None:
@@ -142,7 +145,9 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * ``image_backbone`` is a key of ``backbones`` [embed-images];
     * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
     * ``recall_k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
-    * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report];
+    * at least :data:`MIN_ENCODERS` encoders: the correlation across encoders [report]; a
+      dataset without parallel texts (no correlation) needs :data:`MIN_ENCODERS_NONPARALLEL`,
+      to rank them [report];
     * ``cache_dir`` is a writable folder or can be created [embed-text, embed-images];
     * an encoder ``model`` written as a local path (``/``, ``./``, ``../``, ``~``) exists [embed-text];
     * an encoder that imports and runs code (``type: callable``) needs ``allow_code: true``
@@ -199,12 +204,22 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
             f"{RECALL_K} >= N every query is a hit and every recall is 1",
             also=("sample_size",),
         )
-    if len(cfg["encoders"]) < MIN_ENCODERS:
+    from .steps.layout import dataset_parallel
+
+    if dataset_parallel(cfg):
+        if len(cfg["encoders"]) < MIN_ENCODERS:
+            _fail(
+                source,
+                "encoders",
+                f"{len(cfg['encoders'])} encoder(s) configured; at least {MIN_ENCODERS} encoders are needed "
+                "to correlate metrics across encoders (Table 1, Figure 2)",
+            )
+    elif len(cfg["encoders"]) < MIN_ENCODERS_NONPARALLEL:
         _fail(
             source,
             "encoders",
-            f"{len(cfg['encoders'])} encoder(s) configured; at least {MIN_ENCODERS} encoders are needed "
-            "to correlate metrics across encoders (Table 1, Figure 2)",
+            f"{len(cfg['encoders'])} encoder(s) configured; at least {MIN_ENCODERS_NONPARALLEL} encoders are "
+            "needed to rank encoders on a dataset without parallel texts",
         )
     _check_cache_dir(source, cfg)
     corpora = cfg.get("corpora") or {}

@@ -125,7 +125,8 @@ def _parse_ratings(
     first_row: dict[tuple[str, str], int] = {}
     by_rater: dict[str, dict[str, int]] = {}
     raters = df["rater"].str.strip()
-    for i, (sid, raw, rater) in enumerate(zip(df["suggestion_id"], df["rating"], raters), start=1):
+    # row i is the file's line i (the header is row 1), as validate-dataset numbers rows
+    for i, (sid, raw, rater) in enumerate(zip(df["suggestion_id"], df["rating"], raters), start=2):
         where = f"row {i} (suggestion_id {sid!r}, rater {rater!r})"
         if not RATER_RE.match(rater):
             problems.append(f"{where}: rater id must be 1-64 letters, digits, '_', '.' or '-'")
@@ -466,7 +467,7 @@ def simulate_ratings(
         raise InputError(f"{template_csv}: missing column 'query_id'")
     rng = np.random.default_rng(seed)
     rows = []
-    for i, (sid, qid) in enumerate(zip(df["suggestion_id"], df["query_id"]), start=1):
+    for i, (sid, qid) in enumerate(zip(df["suggestion_id"], df["query_id"]), start=2):  # the file's line
         ent = key["suggestions"].get(sid)
         if ent is None:
             raise InputError(f"{template_csv}: row {i}: suggestion_id {sid!r} is not in the key")
