@@ -155,12 +155,12 @@ def test_table1_test_uses_items_and_encoders_not_seeds():
 
 def test_table1_test_needs_four_encoders_for_its_jackknife():
     from backretrieval.findings.inference import SeedOutcomes
-    from backretrieval.reporting.significance import table1_tests
+    from backretrieval.reporting.significance import table1_marks, table1_tests
 
     seeds, keys, encs = _world(0, signal=True, E=6)
     three = [SeedOutcomes(s.seed, s.query_items, s.xlr[:3], {m: v[:3] for m, v in s.per_query.items()}) for s in seeds]
     t = table1_tests({"en-de": (three, keys, encs[:3])}, B=50, seed=0)
-    assert t["p"].isna().all() and (t["mark"] == "").all()
+    assert t["p"].isna().all() and set(table1_marks(t).values()) == {""}
 
 
 def test_degenerate_probability_is_exact():
@@ -218,7 +218,7 @@ def test_report_marks_come_from_the_items_test(tmp_path):
     """build_report on a small constructed run (ranks, samples, image and text embeddings): the
     marks of table1.md and table1.tex are identical and equal to significance.csv's items ×
     encoders test; the over-seeds tests stay in significance.csv labelled with their unit."""
-    from backretrieval.reporting.significance import ITEMS_UNIT, SEEDS_UNIT
+    from backretrieval.reporting.significance import ITEMS_UNIT, SEEDS_UNIT, table1_marks
     from backretrieval.steps.report import build_report
     from test_findings_steps import _make_run
 
@@ -253,9 +253,8 @@ def test_report_marks_come_from_the_items_test(tmp_path):
     sig = pd.read_csv(out["significance"], keep_default_na=False)
     items = sig[sig["unit"] == ITEMS_UNIT]
     assert len(items) == 4 and set(sig["unit"]) == {ITEMS_UNIT, SEEDS_UNIT}
-    for r in items.itertuples():
-        cols = ["BkR Pearson", "CORR Pearson", "BkR Spearman", "CORR Spearman"]
-        got = _marks_md(md)[r.direction.replace("-", "→")]
-        pair = got[:2] if r.stat == "pearson" else got[2:]
-        assert str(r.mark) in pair and "".join(pair) == str(r.mark), (cols, got, r.mark)
+    for (direction, stat), mark in table1_marks(items.astype({"p_holm": float})).items():
+        got = _marks_md(md)[direction.replace("-", "→")]
+        pair = got[:2] if stat == "pearson" else got[2:]
+        assert "".join(pair) == mark, (got, mark)
     assert "items and encoders as the units" in md and "not independent: re-splits of the same items" in md

@@ -57,8 +57,9 @@ def table1_tests(
     :func:`backretrieval.steps.findings.inference.inference_outcomes` returns them (per-query
     XLR and BkR hits and CORR contributions of every seed). Columns: estimate (mean over seeds
     of BkR − CORR), se, se_items, se_encoders, ci_low, ci_high, z, p, p_holm (across the
-    directions, per stat), mark, n_encoders, n_items, n_seeds, B, unit, test. With fewer than
-    :data:`MIN_JACKKNIFE_ENCODERS` encoders the test is undefined (NaN, no mark).
+    directions, per stat), n_encoders, n_items, n_seeds, B, unit, test. With fewer than
+    :data:`MIN_JACKKNIFE_ENCODERS` encoders the test is undefined (NaN, no mark). The marks are
+    :func:`table1_marks` of p_holm (not stored: verify compares p-values as decisions).
     """
     from ..findings.inference import STATS, crossed_bootstrap
 
@@ -113,16 +114,16 @@ def table1_tests(
                 adj = np.full(len(p), np.nan)
                 adj[ok] = stats.adjust_pvalues(p[ok], method="holm")
                 out.loc[g.index, "p_holm"] = adj
-        out["mark"] = [stats.significance_marker(p) for p in out["p_holm"]]
     return out
 
 
 def table1_marks(tests: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """``{(direction, stat): mark}`` of :func:`table1_tests` (the one source of Table 1's marks
-    in both the Markdown and the LaTeX table)."""
+    """``{(direction, stat): mark}`` of :func:`table1_tests`: the Holm-adjusted p-value's
+    * p<.05, ** p<.01, *** p<.001 (the one source of Table 1's marks in both the Markdown and
+    the LaTeX table)."""
     if tests is None or not len(tests):
         return {}
-    return {(r.direction, r.stat): str(r.mark) for r in tests.itertuples()}
+    return {(r.direction, r.stat): stats.significance_marker(r.p_holm) for r in tests.itertuples()}
 
 
 def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
