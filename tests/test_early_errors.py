@@ -152,6 +152,22 @@ def test_snakemake_names_the_override(tmp_path):
     assert "--config recall_k=15" in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
 
 
+def test_snakemake_blames_the_configfile_not_config(tmp_path):
+    """A value from `--configfile` is the file's: the error names the file, never `--config`;
+    with both, only the `--config` value is called an override."""
+    bad = _write(tmp_path, _cfg(sample_size=15, recall_k=15))
+    r = run_snakemake(tmp_path, "-n", configfile=bad, cwd=ROOT, timeout=300, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "field 'recall_k'" in out, out[-2000:]
+    assert "--config" not in out and "cfg.yaml: field 'recall_k'" in out, out[-2000:]
+    k15 = tmp_path / "k15.yaml"
+    k15.write_text(yaml.safe_dump(_cfg(sample_size=20, recall_k=15)))
+    r = run_snakemake(tmp_path, "-n", "--config", "sample_size=15", configfile=k15, cwd=ROOT, timeout=300, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "--config sample_size=15 (overriding" in out, out[-2000:]
+    assert "--config recall_k" not in out, out[-2000:]
+
+
 # -- code-running encoder specs need an opt-in ------------------------------------------------
 
 

@@ -33,11 +33,13 @@ from backretrieval.steps.settings import fit_requirements, report_settings, seed
 # The schema, then every cross-field relation (backretrieval.config.check_relations): the same
 # checks as `backretrieval validate-config` and DVC (whose stages run this workflow), before any
 # job runs, with the config file and field named. The relations that need the prepared
-# dataset are the rule check_dataset, which every embedding and sampling job waits for.
+# dataset are the rule check_dataset, which every embedding and sampling job waits for. An
+# override is a value given with `--config` (config_settings.config), never one from a
+# `--configfile` (Snakemake 9 merges those into overwrite_config too): the file is named then.
 validate_config(
     config,
     " + ".join(str(p) for p in workflow.configfiles) or "config",
-    overrides_from(getattr(getattr(workflow, "config_settings", None), "overwrite_config", None) or {}),
+    overrides_from(dict(getattr(getattr(workflow, "config_settings", None), "config", None) or {})),
 )
 validate(config, schema="../schemas/config.schema.yaml")
 
