@@ -251,6 +251,53 @@ def test_compaction_drops_a_damaged_shard(tmp_path, caplog):
     assert sorted(got) == ["k0", "k2"]  # k1 is a miss now: the caller recomputes it
 
 
+def test_killed_writers_temporary_shard_is_removed_by_the_next_write(tmp_path):
+    """A writer killed while writing its shard leaves an unlocked temporary; the next shard
+    written to the folder removes it (not only a compaction at 64 shards), a live one stays."""
+    import fcntl
+    import tempfile
+
+    from backretrieval._util.tempfiles import temp_prefix
+
+    cache = emb_mod.EmbeddingCache(tmp_path, "text", "fp")
+    cache.add(["k0"], np.zeros((1, 4), np.float32))
+
+    def temporary() -> Path:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(cache.dir / "shard-1-2-x.npz"), suffix=".tmp.npz", dir=cache.dir)
+        os.close(fd)
+        return Path(tmp)
+
+    dead, live = temporary(), temporary()
+    held = os.open(live, os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a writer still running
+    try:
+        cache.add(["k1"], np.ones((1, 4), np.float32))
+        assert not dead.exists() and live.exists()
+    finally:
+        os.close(held)
+    assert len(cache.shards()) == 2
+
+
+def test_killed_jobs_shadow_folder_is_removed_before_the_next_run(tmp_path):
+    """A job killed in its shadow folder leaves it; the next run (its first job) removes it,
+    unless another Snakemake instance holds a lock in the working directory."""
+    from backretrieval.steps.cleanup import remove_abandoned_shadows
+
+    dead = tmp_path / ".snakemake/shadow/tmpdead/artifacts"
+    dead.mkdir(parents=True)
+    (dead / "part.npz").write_bytes(b"partial")
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "0.input.lock").write_text("x\n")
+    mine = locks / "1.input.lock"
+    mine.write_text("y\n")
+    removed, why = remove_abandoned_shadows(tmp_path / ".snakemake/shadow", locks, [mine])
+    assert removed == [] and "another Snakemake instance" in why and dead.exists()
+    r = run_snakemake(tmp_path, "prepare_dataset", "--configfile", str(TINY), cores=1, timeout=300)
+    assert "removed 1 shadow folder(s) of killed jobs" in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+    assert list((tmp_path / ".snakemake/shadow").iterdir()) == []
+
+
 # --------------------------------------------------------------------------- 3 + 6. config relations
 
 

@@ -465,3 +465,17 @@ def results_doc_reports(wildcards):
             if path in own or Path(path).exists():
                 files.append(path)
     return files
+
+
+# ---- before the first job (backretrieval.steps.cleanup) --------------------------------------
+onstart:
+    from backretrieval.steps.cleanup import remove_abandoned_shadows
+
+    _p = workflow.persistence
+    _removed, _kept = remove_abandoned_shadows(
+        _p.shadow_path, getattr(_p, "_lockdir", None), getattr(_p, "_lockfile", {}).values()
+    )
+    if _removed:
+        print(f"backretrieval: removed {len(_removed)} shadow folder(s) of killed jobs: {', '.join(map(str, _removed))}")
+    elif _kept:
+        print(f"backretrieval: kept the shadow folders in {_p.shadow_path}: {_kept}")

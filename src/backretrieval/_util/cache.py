@@ -150,6 +150,11 @@ class EmbeddingCache:
                     keys=np.asarray(list(keys), dtype="<U64"),
                     vectors=np.ascontiguousarray(vectors, dtype=np.float32),
                 )
+        # a shard's name is new each time, so atomic_path's clean-up (the temporaries of the same
+        # name) never meets a killed writer's shard: remove those here (a live writer's is left)
+        from .tempfiles import remove_abandoned, temporaries_of
+
+        remove_abandoned(self.dir, temporaries_of("shard-*.npz"))
         if len(self.shards()) > COMPACT_AT:
             self.compact()
         return path
