@@ -61,6 +61,16 @@ def test_exif_orientation_applied(tmp_path: Path) -> None:
     assert bottom[0] > 200 and bottom[2] < 60
 
 
+def test_animated_gif_is_its_first_frame(tmp_path: Path) -> None:
+    """docs/DATASETS.md: an animated image is embedded by its first frame."""
+    frames = [Image.new("RGB", (8, 8), c) for c in ((200, 10, 10), (10, 200, 10), (10, 10, 200))]
+    frames[0].save(tmp_path / "a.gif", save_all=True, append_images=frames[1:], duration=50, loop=0)
+    with Image.open(tmp_path / "a.gif") as im:
+        assert im.n_frames == 3
+    got = np.asarray(load_rgb(tmp_path / "a.gif"))
+    assert got.shape == (8, 8, 3) and got[0, 0, 0] > 150 and got[0, 0, 1] < 60
+
+
 def test_corrupt_and_missing_files_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "broken.jpg"
     bad.write_bytes(b"\xff\xd8\xff\xe0 this is not really a jpeg")
