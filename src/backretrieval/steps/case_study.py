@@ -310,6 +310,9 @@ def report_step(
             "best": t.loc[0, "model"],
             "head_base": chosen,
             "synthetic": meta.synthetic,
+            # the evaluation's N and recall k (verify scales its float-level tolerances with N)
+            "sample_size": int(cs["sample_size"]),
+            "recall_k": int(cs["recall_k"]),
             ENVIRONMENT: environment_block(threads),
             # per trained head: BkR×1000 per training seed and its sd (read by `backretrieval verify`)
             "training_seeds": [int(x) for x in cs["training_seeds"]],
