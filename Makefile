@@ -6,7 +6,7 @@
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
 # Another versioned configuration (scripts/dvc_runs.yaml) the same way:
 #   make raw-data && make run CONFIG=config/multi30k.yaml
-.PHONY: setup lock run raw-data verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
+.PHONY: setup lock run raw-data pull verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
 CONFIG ?= params.yaml
@@ -40,6 +40,12 @@ run: setup
 raw-data: setup
 	source $(VENV)/activate && if [ -d ../shared/datasets ]; then dvc update --quiet data.dvc \
 	  && git diff --exit-code --stat data.dvc; else dvc pull data.dvc; fi
+
+# every output the lock files record, from the DVC remote (REMOTE=<name> for another), each
+# object re-hashed after the download: a corrupted one is named by its workspace path, kept out
+# of the cache and the workspace, and the target fails (scripts/dvc_pull.py)
+pull: setup
+	source $(VENV)/activate && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE))
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within

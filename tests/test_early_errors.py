@@ -112,7 +112,9 @@ def test_nonparallel_data_needs_two_encoders_not_three(tmp_path):
     cfg["encoders"] = dict(list(cfg["encoders"].items())[:2])
     validate_config(cfg, "c.yaml")
     cfg["encoders"] = dict(list(cfg["encoders"].items())[:1])
-    with pytest.raises(ConfigError, match="at least 2 encoders are needed to rank encoders on a dataset without parallel"):
+    with pytest.raises(
+        ConfigError, match="at least 2 encoders are needed to rank encoders on a dataset without parallel"
+    ):
         validate_config(cfg, "c.yaml")
 
 

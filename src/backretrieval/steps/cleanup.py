@@ -31,7 +31,9 @@ def remove_abandoned_shadows(
     if lockdir is None:
         return [], "the locks of other Snakemake instances cannot be seen"
     own = {Path(p).resolve() for p in own_locks}
-    others = [p for p in sorted(Path(lockdir).glob("*.lock")) if p.resolve() not in own] if Path(lockdir).is_dir() else []
+    others = (
+        [p for p in sorted(Path(lockdir).glob("*.lock")) if p.resolve() not in own] if Path(lockdir).is_dir() else []
+    )
     if others:
         return [], f"another Snakemake instance holds a lock in this folder ({others[0]})"
     removed = []
