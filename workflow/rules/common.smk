@@ -27,6 +27,7 @@ from backretrieval.config import overrides_from, validate_config
 from backretrieval.data.prepare import DOWNLOAD_DIRS
 from backretrieval.reporting.results_doc import READS as RESULTS_DOC_READS
 from backretrieval.steps import layout
+from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.results_doc import listed_configs
 from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
 
@@ -42,6 +43,9 @@ validate_config(
     overrides_from(dict(getattr(getattr(workflow, "config_settings", None), "config", None) or {})),
 )
 validate(config, schema="../schemas/config.schema.yaml")
+# A reports folder belongs to the run (run_name) that made it: another run naming it is refused
+# (backretrieval.steps.owner); this run claims its folder before its first job (onstart).
+check_reports_owner(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
 
 # Every job with a command runs in a minimal shadow directory (only its declared inputs linked),
 # so an undeclared read fails; `sandbox: false` skips it (Snakemake spawns one process per
@@ -470,6 +474,9 @@ def results_doc_reports(wildcards):
 # ---- before the first job (backretrieval.steps.cleanup) --------------------------------------
 onstart:
     from backretrieval.steps.cleanup import remove_abandoned_shadows
+    from backretrieval.steps.owner import claim_reports
+
+    claim_reports(config)
 
     _p = workflow.persistence
     _removed, _kept = remove_abandoned_shadows(

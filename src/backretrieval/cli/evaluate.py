@@ -102,9 +102,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from ..config import code_notice, load_config
     from ..steps import layout
+    from ..steps.owner import check_reports_owner
     from ..steps.prepare import check_dataset_fits
 
     cfg = load_config(args.config, args.set)
+    check_reports_owner(cfg, str(args.config))  # another run's reports folder is refused
     root = layout.dataset_root(cfg)
     prepared = (root / "dataset.json").is_file()
     if prepared:

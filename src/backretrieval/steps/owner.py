@@ -1,0 +1,97 @@
+"""Which run owns a reports folder, and the refusal of another run writing into it.
+
+A run is its ``run_name``: a rerun under the same name (another config, another copy of the
+checkout, a DVC stage) is the same run and may rewrite its reports; a run under another name
+naming the same ``reports_dir`` would overwrite the first run's Table 1, figures and metrics.
+Two records say who owns a reports folder, neither of them inside it (its files are DVC
+outputs and ``backretrieval verify`` compares every one of them):
+
+* the reports' own ``metrics.json`` (``meta.run_name``), committed and versioned with them;
+* ``artifacts/<run_name>/owner.json`` (``{"run_name", "reports_dir"}``), written before a
+  run's first job (the workflow's ``onstart``), so a run that has not finished yet owns its
+  folder too.
+
+:func:`check_reports_owner` refuses, at parse time and in ``validate-config``, a run whose
+``reports_dir`` (or a folder above it) another run owns, with the way out in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import ConfigError
+from .layout import artifacts_root
+
+OWNER_FILE = "owner.json"
+
+
+def _norm(reports_dir: str | Path) -> str:
+    return os.path.normpath(str(reports_dir)).replace(os.sep, "/")
+
+
+def owner_path(cfg: dict) -> Path:
+    return artifacts_root(cfg) / OWNER_FILE
+
+
+def _metrics_owner(folder: Path) -> str | None:
+    try:
+        meta = json.loads((folder / "metrics.json").read_text(encoding="utf-8")).get("meta")
+    except (OSError, ValueError, AttributeError):
+        return None
+    owner = meta.get("run_name") if isinstance(meta, dict) else None
+    return str(owner) if owner is not None else None
+
+
+def reports_owners(reports_dir: str | Path, root: Path = Path(".")) -> list[tuple[str, Path, str]]:
+    """(owner run_name, record, folder) of every record that claims ``reports_dir`` or a folder
+    above it: their ``metrics.json``, and other runs' ``artifacts/*/owner.json``."""
+    rd = Path(_norm(reports_dir))
+    found = []
+    for folder in (rd, *[p for p in rd.parents if p != Path(".")]):
+        owner = _metrics_owner(root / folder)
+        if owner is not None:
+            found.append((owner, folder / "metrics.json", folder.as_posix()))
+    targets = {rd.as_posix(), *(p.as_posix() for p in rd.parents if p != Path("."))}
+    for rec in sorted((root / "artifacts").glob(f"*/{OWNER_FILE}")):
+        try:
+            claim = json.loads(rec.read_text(encoding="utf-8"))
+            run, claimed = str(claim["run_name"]), _norm(claim["reports_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if claimed in targets:
+            found.append((run, rec.relative_to(root), claimed))
+    return found
+
+
+def check_reports_owner(cfg: dict, source: str, root: Path = Path(".")) -> None:
+    """ConfigError (one line, naming field, owner, record and the way out) if another run owns
+    ``cfg['reports_dir']`` or a folder above it."""
+    run = cfg["run_name"]
+    for owner, record, folder in reports_owners(cfg["reports_dir"], root):
+        if owner == run:
+            continue
+        own = f"artifacts/{owner}/{OWNER_FILE}"
+        clear = f"rm -r {folder} {own}" if str(record) != own else f"rm {own}"
+        raise ConfigError(
+            f"{source}: field 'reports_dir': {folder!r} holds the reports of run {owner!r} (recorded in "
+            f"{record}), not of this run {run!r}: set another reports_dir (or run_name {owner!r} if it is "
+            f"that run), or to replace that run's reports remove them first: {clear}"
+        )
+
+
+def claim_reports(cfg: dict) -> Path:
+    """Write ``artifacts/<run_name>/owner.json`` naming this run's ``reports_dir`` (unchanged
+    when it already does). Returns its path."""
+    from .._util.io import write_json
+
+    path = owner_path(cfg)
+    record = {"run_name": cfg["run_name"], "reports_dir": _norm(cfg["reports_dir"])}
+    try:
+        if json.loads(path.read_text(encoding="utf-8")) == record:
+            return path
+    except (OSError, ValueError):
+        pass
+    write_json(path, record)
+    return path

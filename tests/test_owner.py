@@ -1,0 +1,76 @@
+"""A reports folder belongs to the run (run_name) that made it: another run naming it is
+refused before any work, with the way out; a rerun of the same run (another config, a copy of
+the checkout, a DVC stage) is not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backretrieval.cli import main
+from backretrieval.errors import ConfigError
+from backretrieval.steps.owner import check_reports_owner, claim_reports
+from snake import ROOT, run_snakemake
+
+TINY = ROOT / "tests/data/tiny.yaml"
+
+
+def _tiny(**changes) -> dict:
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg.update(changes)
+    return cfg
+
+
+def _finished_reports(root: Path, folder: str, run: str) -> None:
+    (root / folder).mkdir(parents=True)
+    (root / folder / "metrics.json").write_text(json.dumps({"meta": {"run_name": run}}))
+    (root / folder / "table1.md").write_text(f"Table 1 of {run}\n")
+
+
+def test_another_runs_reports_folder_is_refused(tmp_path, monkeypatch, capsys):
+    _finished_reports(tmp_path, "reports/base", "base")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        ConfigError,
+        match=r"c\.yaml: field 'reports_dir': 'reports/base' holds the reports of run 'base' \(recorded in "
+        r"reports/base/metrics\.json\), not of this run 'tiny': set another reports_dir .* rm -r reports/base "
+        r"artifacts/base/owner\.json",
+    ):
+        check_reports_owner(_tiny(reports_dir="reports/base"), "c.yaml")
+    with pytest.raises(ConfigError, match="holds the reports of run 'base'"):  # a folder inside it too
+        check_reports_owner(_tiny(reports_dir="reports/base/sub"), "c.yaml")
+    check_reports_owner(_tiny(reports_dir="reports/base", run_name="base", recall_k=4), "c.yaml")  # the same run
+    check_reports_owner(_tiny(reports_dir="reports/tiny"), "c.yaml")
+    # a run that has not finished yet owns its folder through artifacts/<run_name>/owner.json
+    claim_reports(_tiny(run_name="early", reports_dir="./reports/early/"))
+    assert json.loads((tmp_path / "artifacts/early/owner.json").read_text()) == {
+        "run_name": "early",
+        "reports_dir": "reports/early",
+    }
+    with pytest.raises(
+        ConfigError, match=r"run 'early' \(recorded in artifacts/early/owner\.json\).*rm artifacts/early/owner\.json"
+    ):
+        check_reports_owner(_tiny(reports_dir="reports/early"), "c.yaml")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_tiny(reports_dir="reports/base")))
+    assert main(["validate-config", "--config", str(cfg)]) == 2
+    assert "field 'reports_dir': 'reports/base' holds the reports of run 'base'" in capsys.readouterr().err
+
+
+def test_snakemake_refuses_another_run_and_claims_its_own_folder(tmp_path):
+    """The workflow refuses before any job (also a dry run); a run claims its folder before its
+    first job, so a second run_name naming it is refused while a rerun of the same run is not."""
+    _finished_reports(tmp_path, "reports/base", "base")
+    r = run_snakemake(tmp_path, "-n", "--config", "reports_dir=reports/base", configfile=TINY, check=False, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "holds the reports of run 'base'" in out, out[-3000:]
+    assert (tmp_path / "reports/base/table1.md").read_text() == "Table 1 of base\n"
+    run_snakemake(tmp_path, "prepare_dataset", "--configfile", str(TINY), cores=1, timeout=300)
+    assert json.loads((tmp_path / "artifacts/tiny/owner.json").read_text())["reports_dir"] == "reports/tiny"
+    r = run_snakemake(tmp_path, "-n", "--config", "run_name=other", configfile=TINY, check=False, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "recorded in artifacts/tiny/owner.json" in out, out[-3000:]
+    run_snakemake(tmp_path, "-n", "--config", "recall_k=4", configfile=TINY, timeout=300)  # the same run
