@@ -183,7 +183,7 @@ RULE_PARAMS: dict[str, tuple[str, ...]] = {
     "case_select": ("case_study",),
     "case_train": ("case_study", "model_threads"),
     "case_evaluate": ("case_study",),
-    "case_report": ("case_study",),
+    "case_report": ("case_study", "model_threads"),
     "human_sheets": ("case_study", "human_study"),
     "human_simulate": ("human_study.seed",),
     "human_tally": ("human_study.allow_unverified_key", "human_study.ratings"),

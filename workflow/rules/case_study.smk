@@ -159,12 +159,13 @@ if CASE:
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
+            threads=MODEL_THREADS,
         shell:
             "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --table2 {output.table2:q}"
             " --table2-tex {output.table2_tex:q} --table2-csv {output.table2_csv:q} --sig {output.sig:q}"
             " --fig3-png {output.fig3_png:q} --fig3-svg {output.fig3_svg:q} --fig3-pdf {output.fig3_pdf:q}"
-            " --metrics {output.metrics:q} > {log:q} 2>&1"
+            " --metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule human_sheets:
         input:
