@@ -74,3 +74,67 @@ def test_snakemake_refuses_another_run_and_claims_its_own_folder(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "recorded in artifacts/tiny/owner.json" in out, out[-3000:]
     run_snakemake(tmp_path, "-n", "--config", "recall_k=4", configfile=TINY, timeout=300)  # the same run
+
+
+# -- a rerun under another config removes the reports it no longer makes -----------------------
+
+PARALLEL_ONLY = (
+    "table1.md",
+    "table1.tex",
+    "correlations_ci.csv",
+    "recall_ci.csv",
+    "significance.csv",
+    "figures/fig2_scatter.png",
+    "figures/fig2_scatter.svg",
+    "figures/fig2_scatter.pdf",
+    "plots/fig2_xlr_vs_bkr.csv",
+)
+KEPT = ("metrics.json", "plots/encoder_means.csv", "notes.txt", "findings/inference.md")
+
+
+def _plant(rep: Path, names) -> None:
+    for name in names:
+        (rep / name).parent.mkdir(parents=True, exist_ok=True)
+        (rep / name).write_text(f"old {name}\n")
+
+
+def test_rerun_on_nonparallel_data_removes_the_parallel_reports(tmp_path, synthetic_dataset):
+    """Run 'tiny' made Table 1, Figure 2, the correlations and a case study (planted here as
+    they were left); the same run_name on a dataset without parallel texts removes them before
+    its first job, with a line naming them, and leaves every other file in the folder."""
+    from test_nonparallel import LANGS, _cfg, make_nonparallel
+
+    data = make_nonparallel(synthetic_dataset(60, list(LANGS), seed=0, image_size=64), tmp_path / "np")
+    wd = tmp_path / "wd"
+    rep = wd / "reports/tiny"
+    _plant(rep, PARALLEL_ONLY + KEPT + ("case_study/table2.md", "case_study/figures/loss_triplet_seed0.png"))
+    cfg = _cfg(data)
+    cfg.update(run_name="tiny", reports_dir="reports/tiny")
+    (wd / "np.yaml").write_text(yaml.safe_dump(cfg))
+    r = run_snakemake(wd, "prepare_dataset", "--configfile", str(wd / "np.yaml"), cores=1, timeout=300)
+    out = r.stdout + r.stderr
+    assert "removed 11 report file(s) of an earlier config of run 'tiny'" in out, out[-3000:]
+    assert "reports/tiny/table1.md" in out and "reports/tiny/case_study/table2.md" in out
+    for name in PARALLEL_ONLY + ("case_study/table2.md", "case_study/figures/loss_triplet_seed0.png"):
+        assert not (rep / name).exists(), name
+    for name in KEPT:
+        assert (rep / name).read_text() == f"old {name}\n", name
+
+
+def test_parallel_rerun_removes_the_bkr_report_only_when_the_data_is_known(tmp_path, monkeypatch):
+    from backretrieval.steps.cleanup import remove_stale_reports
+
+    monkeypatch.chdir(tmp_path)
+    rep = tmp_path / "reports/tiny"
+    _plant(rep, ("bkr_report.md", "ranking.csv", "figures/bkr_per_encoder.png", *KEPT, "case_study/table2.md"))
+    # a bring-your-own folder that is not there yet: parallel or not is unknown, nothing goes
+    assert (
+        remove_stale_reports(_tiny(dataset={"name": "x", "source": "prepared", "options": {"path": "nowhere"}})) == []
+    )
+    removed = remove_stale_reports(_tiny())  # SYNTHETIC: parallel, with a case study
+    assert sorted(p.relative_to("reports/tiny").as_posix() for p in removed) == [
+        "bkr_report.md",
+        "figures/bkr_per_encoder.png",
+        "ranking.csv",
+    ]
+    assert (rep / "case_study/table2.md").exists() and all((rep / n).exists() for n in KEPT)

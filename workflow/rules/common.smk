@@ -471,12 +471,18 @@ def results_doc_reports(wildcards):
     return files
 
 
-# ---- before the first job (backretrieval.steps.cleanup) --------------------------------------
+# ---- before the first job (backretrieval.steps.cleanup, .owner) ------------------------------
 onstart:
-    from backretrieval.steps.cleanup import remove_abandoned_shadows
+    from backretrieval.steps.cleanup import remove_abandoned_shadows, remove_stale_reports
     from backretrieval.steps.owner import claim_reports
 
     claim_reports(config)
+    _stale = remove_stale_reports(config)
+    if _stale:
+        print(
+            f"backretrieval: removed {len(_stale)} report file(s) of an earlier config of run {RUN!r} "
+            f"that this config does not make: {', '.join(map(str, _stale))}"
+        )
 
     _p = workflow.persistence
     _removed, _kept = remove_abandoned_shadows(

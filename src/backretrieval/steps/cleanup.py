@@ -1,5 +1,13 @@
 """What a run removes before its first job (the workflow's ``onstart``): leftovers of killed
-jobs in Snakemake's shadow folder.
+jobs in Snakemake's shadow folder, and the report files of an earlier config of the same run
+that this config does not make.
+
+Report files (:func:`stale_reports`): a run reusing its ``run_name`` (and ``reports_dir``)
+under another config may make other reports, e.g. a parallel dataset's Table 1, Figure 2 and
+correlations, then a dataset without parallel texts' BkR report. The files the other config
+made would stay beside the new ones, and be read as this run's. Only the report step's known
+files (both kinds) and, for a config without a case study, the case study's report files are
+candidates; nothing else in the folder (findings, a user's notes) and nothing outside it.
 
 A job with a shadow directory runs in ``.snakemake/shadow/<tmp>/`` and Snakemake removes that
 folder when the job ends; a job killed outright (``kill -9``, a power loss) leaves it, with its
@@ -13,9 +21,13 @@ them (saying so) while another instance holds a lock.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+
+from . import layout
 
 
 def remove_abandoned_shadows(
@@ -47,3 +59,49 @@ def remove_abandoned_shadows(
             continue
         removed.append(entry)
     return removed, None
+
+
+def _parallel_known(cfg: dict) -> bool | None:
+    """Whether the dataset has parallel texts; None when its dataset.json cannot be read yet (a
+    ``source: prepared`` folder not there): then nothing is judged stale."""
+    ds = cfg["dataset"]
+    if ds.get("source") != "prepared":
+        return True
+    path = Path(os.path.expanduser(str((ds.get("options") or {}).get("path", "")))) / "dataset.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return layout.dataset_parallel(cfg) if isinstance(raw, dict) else None
+
+
+def stale_reports(cfg: dict) -> list[Path]:
+    """The files in ``reports_dir`` that another config of this run made and this one does not:
+    the report step's files of the other kind (parallel / without parallel texts), and, without
+    a case study, the case study's report files."""
+    parallel = _parallel_known(cfg)
+    if parallel is None:
+        return []
+    rd = Path(cfg["reports_dir"])
+    known = set(layout.REPORT_FILES.values()) | set(layout.BKR_REPORT_FILES.values())
+    stale = sorted(known - set(layout.report_files(parallel).values()))
+    if not cfg.get("case_study"):
+        case = layout.case_reports(cfg).relative_to(rd)
+        names = {*layout.CASE_REPORT_FILES.values(), "rating_sheet.html", "human_study.md", "human_study.json"}
+        stale += [f"{case.as_posix()}/{n}" for n in sorted(names)]
+        stale += [
+            p.relative_to(rd).as_posix() for p in sorted((rd / case / "figures").glob("loss_*.png")) if p.is_file()
+        ]
+    return [rd / rel for rel in stale if (rd / rel).is_file() or (rd / rel).is_symlink()]
+
+
+def remove_stale_reports(cfg: dict) -> list[Path]:
+    """Remove :func:`stale_reports`; returns what was removed."""
+    removed = []
+    for path in stale_reports(cfg):
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
