@@ -36,22 +36,23 @@ def test_another_runs_reports_folder_is_refused(tmp_path, monkeypatch, capsys):
     with pytest.raises(
         ConfigError,
         match=r"c\.yaml: field 'reports_dir': 'reports/base' holds the reports of run 'base' \(recorded in "
-        r"reports/base/metrics\.json\), not of this run 'tiny': set another reports_dir .* rm -r reports/base "
-        r"artifacts/base/owner\.json",
+        r"reports/base/metrics\.json\), not of this run 'tiny': set another reports_dir .* rm -rf reports/base "
+        r"artifacts/\.owners/base\.json",
     ):
         check_reports_owner(_tiny(reports_dir="reports/base"), "c.yaml")
     with pytest.raises(ConfigError, match="holds the reports of run 'base'"):  # a folder inside it too
         check_reports_owner(_tiny(reports_dir="reports/base/sub"), "c.yaml")
     check_reports_owner(_tiny(reports_dir="reports/base", run_name="base", recall_k=4), "c.yaml")  # the same run
     check_reports_owner(_tiny(reports_dir="reports/tiny"), "c.yaml")
-    # a run that has not finished yet owns its folder through artifacts/<run_name>/owner.json
+    # a run that has not finished yet owns its folder through artifacts/.owners/<run_name>.json
     claim_reports(_tiny(run_name="early", reports_dir="./reports/early/"))
-    assert json.loads((tmp_path / "artifacts/early/owner.json").read_text()) == {
+    assert json.loads((tmp_path / "artifacts/.owners/early.json").read_text()) == {
         "run_name": "early",
         "reports_dir": "reports/early",
     }
     with pytest.raises(
-        ConfigError, match=r"run 'early' \(recorded in artifacts/early/owner\.json\).*rm artifacts/early/owner\.json"
+        ConfigError,
+        match=r"run 'early' \(recorded in artifacts/\.owners/early\.json\).*rm artifacts/\.owners/early\.json",
     ):
         check_reports_owner(_tiny(reports_dir="reports/early"), "c.yaml")
     cfg = tmp_path / "c.yaml"
@@ -69,10 +70,10 @@ def test_snakemake_refuses_another_run_and_claims_its_own_folder(tmp_path):
     assert r.returncode != 0 and "holds the reports of run 'base'" in out, out[-3000:]
     assert (tmp_path / "reports/base/table1.md").read_text() == "Table 1 of base\n"
     run_snakemake(tmp_path, "prepare_dataset", "--configfile", str(TINY), cores=1, timeout=300)
-    assert json.loads((tmp_path / "artifacts/tiny/owner.json").read_text())["reports_dir"] == "reports/tiny"
+    assert json.loads((tmp_path / "artifacts/.owners/tiny.json").read_text())["reports_dir"] == "reports/tiny"
     r = run_snakemake(tmp_path, "-n", "--config", "run_name=other", configfile=TINY, check=False, timeout=300)
     out = r.stdout + r.stderr
-    assert r.returncode != 0 and "recorded in artifacts/tiny/owner.json" in out, out[-3000:]
+    assert r.returncode != 0 and "recorded in artifacts/.owners/tiny.json" in out, out[-3000:]
     run_snakemake(tmp_path, "-n", "--config", "recall_k=4", configfile=TINY, timeout=300)  # the same run
 
 

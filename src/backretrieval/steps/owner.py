@@ -7,9 +7,10 @@ Two records say who owns a reports folder, neither of them inside it (its files 
 outputs and ``backretrieval verify`` compares every one of them):
 
 * the reports' own ``metrics.json`` (``meta.run_name``), committed and versioned with them;
-* ``artifacts/<run_name>/owner.json`` (``{"run_name", "reports_dir"}``), written before a
+* ``artifacts/.owners/<run_name>.json`` (``{"run_name", "reports_dir"}``), written before a
   run's first job (the workflow's ``onstart``), so a run that has not finished yet owns its
-  folder too.
+  folder too. It lies beside the runs' artifact folders, not in one: those hold only the
+  run's outputs (DVC's, compared file by file between runners).
 
 :func:`check_reports_owner` refuses, at parse time and in ``validate-config``, a run whose
 ``reports_dir`` (or a folder above it) another run owns, with the way out in one line.
@@ -22,9 +23,9 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError
-from .layout import artifacts_root
 
-OWNER_FILE = "owner.json"
+#: The folder of the runs' claims, ``<run_name>.json`` each (a run name never starts with '.').
+OWNERS = Path("artifacts/.owners")
 
 
 def _norm(reports_dir: str | Path) -> str:
@@ -32,7 +33,7 @@ def _norm(reports_dir: str | Path) -> str:
 
 
 def owner_path(cfg: dict) -> Path:
-    return artifacts_root(cfg) / OWNER_FILE
+    return OWNERS / f"{cfg['run_name']}.json"
 
 
 def _metrics_owner(folder: Path) -> str | None:
@@ -46,7 +47,7 @@ def _metrics_owner(folder: Path) -> str | None:
 
 def reports_owners(reports_dir: str | Path, root: Path = Path(".")) -> list[tuple[str, Path, str]]:
     """(owner run_name, record, folder) of every record that claims ``reports_dir`` or a folder
-    above it: their ``metrics.json``, and other runs' ``artifacts/*/owner.json``."""
+    above it: their ``metrics.json``, and the runs' claims in ``artifacts/.owners/``."""
     rd = Path(_norm(reports_dir))
     found = []
     for folder in (rd, *[p for p in rd.parents if p != Path(".")]):
@@ -54,7 +55,7 @@ def reports_owners(reports_dir: str | Path, root: Path = Path(".")) -> list[tupl
         if owner is not None:
             found.append((owner, folder / "metrics.json", folder.as_posix()))
     targets = {rd.as_posix(), *(p.as_posix() for p in rd.parents if p != Path("."))}
-    for rec in sorted((root / "artifacts").glob(f"*/{OWNER_FILE}")):
+    for rec in sorted((root / OWNERS).glob("*.json")):
         try:
             claim = json.loads(rec.read_text(encoding="utf-8"))
             run, claimed = str(claim["run_name"]), _norm(claim["reports_dir"])
@@ -72,8 +73,8 @@ def check_reports_owner(cfg: dict, source: str, root: Path = Path(".")) -> None:
     for owner, record, folder in reports_owners(cfg["reports_dir"], root):
         if owner == run:
             continue
-        own = f"artifacts/{owner}/{OWNER_FILE}"
-        clear = f"rm -r {folder} {own}" if str(record) != own else f"rm {own}"
+        own = (OWNERS / f"{owner}.json").as_posix()
+        clear = f"rm -rf {folder} {own}" if str(record) != own else f"rm {own}"
         raise ConfigError(
             f"{source}: field 'reports_dir': {folder!r} holds the reports of run {owner!r} (recorded in "
             f"{record}), not of this run {run!r}: set another reports_dir (or run_name {owner!r} if it is "
@@ -82,7 +83,7 @@ def check_reports_owner(cfg: dict, source: str, root: Path = Path(".")) -> None:
 
 
 def claim_reports(cfg: dict) -> Path:
-    """Write ``artifacts/<run_name>/owner.json`` naming this run's ``reports_dir`` (unchanged
+    """Write ``artifacts/.owners/<run_name>.json`` naming this run's ``reports_dir`` (unchanged
     when it already does). Returns its path."""
     from .._util.io import write_json
 
