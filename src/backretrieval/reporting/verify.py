@@ -447,11 +447,12 @@ def _heads() -> tuple[str, ...]:
     return HEADS
 
 
-def _decision(where: str, a: float, b: float, rep: Report) -> None:
+def _decision(where: str, a: object, b: object, rep: Report) -> None:
     lo, hi = p_band()
-    if (a < ALPHA) == (b < ALPHA):
+    fa, fb = float(a), float(b)  # type: ignore[arg-type]
+    if (fa < ALPHA) == (fb < ALPHA):
         rep.within.append(f"{where}: {a} vs {b} (the same decision at α = {ALPHA:g}, decisions)")
-    elif lo <= a <= hi and lo <= b <= hi:
+    elif lo <= fa <= hi and lo <= fb <= hi:
         rep.borderline.append(
             f"{where}: {a} vs reference {b} (decision flips at α = {ALPHA:g}; both in the band {lo:.3g} to {hi:.3g})"
         )
@@ -493,7 +494,7 @@ def _compare_field(
         return
     tol = tolerance_for(desc) if fa is not None and fb is not None else None
     if tol is not None and tol.kind == "decision":
-        return _decision(where, fa, fb, rep)  # type: ignore[arg-type]
+        return _decision(where, a, b, rep)
     if single_sheet:
         if training is None:
             rep.failures.append(f"{where}: {a} vs reference {b} ({NO_SPREAD})")
@@ -510,13 +511,13 @@ def _compare_field(
             rep.notes.append(f"{where}: {a} vs {b} (an outcome of trained heads; their values are compared)")
         else:
             sd, r = training[head]
-            _within(where, fa, fb, _trained_bound(desc, sd, r), "trained outcomes", rep)  # type: ignore[arg-type]
+            _within(where, a, b, _trained_bound(desc, sd, r), "trained outcomes", rep)
         return
     if fa is None or fb is None:
         rep.failures.append(f"{where}: {a!r} != reference {b!r}")
         return
     if tol is None or tol.kind == "exact":
-        return _within(where, fa, fb, 0.0, tol.name if tol else "exact", rep)
+        return _within(where, a, b, 0.0, tol.name if tol else "exact", rep)
     if tol.kind == "follows":
         rep.within.append(f"{where}: {a} vs {b} (follows its test's decision, {tol.name})")
         return
@@ -525,11 +526,12 @@ def _compare_field(
     bound = tol.bound(Context(enc, sizes[0], training, desc, sizes[1]))
     if "x1000" in desc or name.startswith("case_study/table2"):  # Table 2's BkR and CIs are ×1000
         bound *= 1000
-    _within(where, fa, fb, bound, tol.name, rep)
+    _within(where, a, b, bound, tol.name, rep)
 
 
-def _within(where: str, a: float, b: float, bound: float, label: str, rep: Report) -> None:
-    diff = abs(a - b)
+def _within(where: str, a: object, b: object, bound: float, label: str, rep: Report) -> None:
+    """``a`` and ``b`` as the files write them (numbers or their text)."""
+    diff = abs(float(a) - float(b))  # type: ignore[arg-type]
     if diff <= bound * (1 + 1e-9):  # the decimal text of both numbers: 0.45 - 0.35 is 2/20
         rep.within.append(f"{where}: {a} vs {b} (|diff| {diff:.3g} <= {bound:.3g}, {label})")
     else:
