@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from backretrieval._util.versions import NUMERICAL_STACK
 from backretrieval.cli import main
 from backretrieval.reporting import environment as E
 from backretrieval.reporting import verify as V
-from backretrieval.reporting.versions import NUMERICAL_STACK
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / E.LOCK_FILE

@@ -130,8 +130,8 @@ def test_table1_test_uses_items_and_encoders_not_seeds():
     encoders test (item bootstrap + encoder jackknife) almost none; with a real difference it
     detects it."""
     from backretrieval import stats
-    from backretrieval.findings.inference import corr_rows
-    from backretrieval.reporting.significance import ITEMS_UNIT, table1_marks, table1_tests
+    from backretrieval.findings.inference import ITEMS_UNIT, corr_rows, table1_tests
+    from backretrieval.reporting.significance import table1_marks
 
     seeds_sig = items_sig = 0
     n_worlds = 12
@@ -154,8 +154,8 @@ def test_table1_test_uses_items_and_encoders_not_seeds():
 
 
 def test_table1_test_needs_four_encoders_for_its_jackknife():
-    from backretrieval.findings.inference import SeedOutcomes
-    from backretrieval.reporting.significance import table1_marks, table1_tests
+    from backretrieval.findings.inference import SeedOutcomes, table1_tests
+    from backretrieval.reporting.significance import table1_marks
 
     seeds, keys, encs = _world(0, signal=True, E=6)
     three = [SeedOutcomes(s.seed, s.query_items, s.xlr[:3], {m: v[:3] for m, v in s.per_query.items()}) for s in seeds]
@@ -218,7 +218,8 @@ def test_report_marks_come_from_the_items_test(tmp_path):
     """build_report on a small constructed run (ranks, samples, image and text embeddings): the
     marks of table1.md and table1.tex are identical and equal to significance.csv's items ×
     encoders test; the over-seeds tests stay in significance.csv labelled with their unit."""
-    from backretrieval.reporting.significance import ITEMS_UNIT, SEEDS_UNIT, table1_marks
+    from backretrieval.findings.inference import ITEMS_UNIT
+    from backretrieval.reporting.significance import SEEDS_UNIT, table1_marks
     from backretrieval.steps.report import build_report
     from test_findings_steps import _make_run
 

@@ -138,7 +138,7 @@ def cmd_validate_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    from ..reporting.versions import software_versions
+    from .._util.versions import software_versions
 
     for k, v in software_versions().items():
         print(f"{k}: {v}")

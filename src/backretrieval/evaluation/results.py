@@ -299,7 +299,7 @@ def scores_by_direction(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def volatile_fields(ev: Any) -> dict[str, Any]:
     """The fields that change between identical runs (time, versions, where the data lay)."""
-    from ..reporting.versions import software_versions
+    from .._util.versions import software_versions
 
     return {
         "evaluation_time_s": round(float(ev.seconds), 3),

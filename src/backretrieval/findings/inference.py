@@ -741,3 +741,85 @@ def plot_forest(cells: pd.DataFrame, pooled: dict[str, dict[str, dict]], out_bas
     written = save_figure(fig, out_base)
     plt.close(fig)
     return written
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 1's test of BkR − CORR (items and encoders as units), on the crossed bootstrap above
+
+#: the unit label and test name of Table 1's test
+ITEMS_UNIT = "items and encoders"
+TABLE1_TEST = "encoder jackknife + item bootstrap"
+#: fewest encoders the leave-one-encoder-out jackknife needs (each left-out set keeps >= 3)
+MIN_JACKKNIFE_ENCODERS = 4
+
+
+def table1_tests(
+    outcomes: Mapping[str, tuple[Sequence, Sequence[str], Sequence[str]]],
+    B: int,
+    seed: int,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Table 1's test of BkR − CORR (module doc), one row per (direction, stat).
+
+    ``outcomes[direction] = (seed outcomes, item keys, encoders)`` as
+    :func:`backretrieval.steps.findings.inference.inference_outcomes` returns them (per-query
+    XLR and BkR hits and CORR contributions of every seed). Columns: estimate (mean over seeds
+    of BkR − CORR), se, se_items, se_encoders, ci_low, ci_high, z, p, p_holm (across the
+    directions, per stat), n_encoders, n_items, n_seeds, B, unit, test. With fewer than
+    :data:`MIN_JACKKNIFE_ENCODERS` encoders the test is undefined (NaN, no mark). The marks are
+    :func:`backretrieval.reporting.significance.table1_marks` of p_holm (not stored: verify compares p-values as decisions).
+    """
+    from ..stats import adjust_pvalues
+
+    zq = float(st.norm.ppf(1 - alpha / 2))
+    rows = []
+    for direction, (seeds, keys, encoders) in outcomes.items():
+        encoders = list(encoders)
+        E = len(encoders)
+        res = crossed_bootstrap(
+            seeds, encoders, {"all": encoders}, list(keys), B=B, seed=seed, leave_one_out="all", resample_encoders=False
+        )
+        for stat in STATS:
+            est = res.point[("all", "rho_diff", stat)]
+            rep = res.replicates[("all", "rho_diff", stat)]
+            rep = rep[np.isfinite(rep)]
+            var_items = float(np.var(rep, ddof=1)) if rep.size >= 2 else float("nan")
+            var_enc = float("nan")
+            if E >= MIN_JACKKNIFE_ENCODERS:
+                loo = np.array([res.point[(f"all-{e}", "rho_diff", stat)] for e in encoders])
+                if np.isfinite(loo).all():
+                    var_enc = float((E - 1) / E * np.sum((loo - loo.mean()) ** 2))
+            se = float(np.sqrt(var_items + var_enc))
+            z = est / se if se > 0 else float("nan")
+            p = float(2 * st.norm.sf(abs(z))) if np.isfinite(z) else float("nan")
+            rows.append(
+                dict(
+                    direction=direction,
+                    stat=stat,
+                    test=TABLE1_TEST,
+                    unit=ITEMS_UNIT,
+                    estimate=float(est),
+                    se=se,
+                    se_items=float(np.sqrt(var_items)),
+                    se_encoders=float(np.sqrt(var_enc)),
+                    ci_low=float(est - zq * se),
+                    ci_high=float(est + zq * se),
+                    z=z,
+                    p=p,
+                    n_encoders=E,
+                    n_items=len(keys),
+                    n_seeds=len(seeds),
+                    B=int(B),
+                )
+            )
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p_holm"] = np.nan
+        for _, g in out.groupby("stat"):
+            p = g["p"].to_numpy(float)
+            ok = np.isfinite(p)
+            if ok.any():
+                adj = np.full(len(p), np.nan)
+                adj[ok] = adjust_pvalues(p[ok], method="holm")
+                out.loc[g.index, "p_holm"] = adj
+    return out

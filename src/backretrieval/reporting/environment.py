@@ -21,7 +21,7 @@ import os
 import platform
 from pathlib import Path
 
-from .versions import stack_versions
+from .._util.versions import stack_versions
 
 #: The key of the block in a metrics.json.
 ENVIRONMENT = "environment"

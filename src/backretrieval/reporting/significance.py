@@ -1,6 +1,6 @@
 """BkR vs CORR as approximations of XLR: the significance table behind the marks of Table 1.
 
-**Table 1's test** (:func:`table1_tests`): the unit of inference is the items and the encoders,
+**Table 1's test** (:func:`backretrieval.findings.inference.table1_tests`): the unit of inference is the items and the encoders,
 not the seeds. At N = 500–1000 every seed re-splits the *same* items, so tests over the seeds
 treat 25 near-copies of one item sample as independent replicates and are far too confident.
 The quantity is Table 1's own: BkR − CORR in their correlation (Pearson, Spearman) with XLR
@@ -28,97 +28,17 @@ with their unit (:data:`SEEDS_UNIT`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 import pandas as pd
-import scipy.stats as st
 
 from .. import stats
 
 #: the unit label of the over-seeds tests (not Table 1's marks)
 SEEDS_UNIT = "seeds (not independent: re-splits of the same items)"
-#: the unit label and test name of Table 1's test
-ITEMS_UNIT = "items and encoders"
-TABLE1_TEST = "encoder jackknife + item bootstrap"
-#: fewest encoders the leave-one-encoder-out jackknife needs (each left-out set keeps >= 3)
-MIN_JACKKNIFE_ENCODERS = 4
-
-
-def table1_tests(
-    outcomes: Mapping[str, tuple[Sequence, Sequence[str], Sequence[str]]],
-    B: int,
-    seed: int,
-    alpha: float = 0.05,
-) -> pd.DataFrame:
-    """Table 1's test of BkR − CORR (module doc), one row per (direction, stat).
-
-    ``outcomes[direction] = (seed outcomes, item keys, encoders)`` as
-    :func:`backretrieval.steps.findings.inference.inference_outcomes` returns them (per-query
-    XLR and BkR hits and CORR contributions of every seed). Columns: estimate (mean over seeds
-    of BkR − CORR), se, se_items, se_encoders, ci_low, ci_high, z, p, p_holm (across the
-    directions, per stat), n_encoders, n_items, n_seeds, B, unit, test. With fewer than
-    :data:`MIN_JACKKNIFE_ENCODERS` encoders the test is undefined (NaN, no mark). The marks are
-    :func:`table1_marks` of p_holm (not stored: verify compares p-values as decisions).
-    """
-    from ..findings.inference import STATS, crossed_bootstrap
-
-    zq = float(st.norm.ppf(1 - alpha / 2))
-    rows = []
-    for direction, (seeds, keys, encoders) in outcomes.items():
-        encoders = list(encoders)
-        E = len(encoders)
-        res = crossed_bootstrap(
-            seeds, encoders, {"all": encoders}, list(keys), B=B, seed=seed, leave_one_out="all", resample_encoders=False
-        )
-        for stat in STATS:
-            est = res.point[("all", "rho_diff", stat)]
-            rep = res.replicates[("all", "rho_diff", stat)]
-            rep = rep[np.isfinite(rep)]
-            var_items = float(np.var(rep, ddof=1)) if rep.size >= 2 else float("nan")
-            var_enc = float("nan")
-            if E >= MIN_JACKKNIFE_ENCODERS:
-                loo = np.array([res.point[(f"all-{e}", "rho_diff", stat)] for e in encoders])
-                if np.isfinite(loo).all():
-                    var_enc = float((E - 1) / E * np.sum((loo - loo.mean()) ** 2))
-            se = float(np.sqrt(var_items + var_enc))
-            z = est / se if se > 0 else float("nan")
-            p = float(2 * st.norm.sf(abs(z))) if np.isfinite(z) else float("nan")
-            rows.append(
-                dict(
-                    direction=direction,
-                    stat=stat,
-                    test=TABLE1_TEST,
-                    unit=ITEMS_UNIT,
-                    estimate=float(est),
-                    se=se,
-                    se_items=float(np.sqrt(var_items)),
-                    se_encoders=float(np.sqrt(var_enc)),
-                    ci_low=float(est - zq * se),
-                    ci_high=float(est + zq * se),
-                    z=z,
-                    p=p,
-                    n_encoders=E,
-                    n_items=len(keys),
-                    n_seeds=len(seeds),
-                    B=int(B),
-                )
-            )
-    out = pd.DataFrame(rows)
-    if len(out):
-        out["p_holm"] = np.nan
-        for _, g in out.groupby("stat"):
-            p = g["p"].to_numpy(float)
-            ok = np.isfinite(p)
-            if ok.any():
-                adj = np.full(len(p), np.nan)
-                adj[ok] = stats.adjust_pvalues(p[ok], method="holm")
-                out.loc[g.index, "p_holm"] = adj
-    return out
 
 
 def table1_marks(tests: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """``{(direction, stat): mark}`` of :func:`table1_tests`: the Holm-adjusted p-value's
+    """``{(direction, stat): mark}`` of :func:`backretrieval.findings.inference.table1_tests`: the Holm-adjusted p-value's
     * p<.05, ** p<.01, *** p<.001 (the one source of Table 1's marks in both the Markdown and
     the LaTeX table)."""
     if tests is None or not len(tests):
@@ -128,7 +48,7 @@ def table1_marks(tests: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     """BkR vs CORR over seeds, per (direction, statistic): for comparison only (unit
-    :data:`SEEDS_UNIT`; Table 1's marks come from :func:`table1_tests`).
+    :data:`SEEDS_UNIT`; Table 1's marks come from :func:`backretrieval.findings.inference.table1_tests`).
 
     * across seeds: Wilcoxon signed-rank and paired t-test on the per-seed correlations;
       Bonferroni and Holm corrections across directions (per statistic and test);

@@ -21,9 +21,10 @@ from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
 from ..evaluation.compare import pairwise_comparisons
 from ..evaluation.results import random_baseline
+from ..findings.inference import MIN_JACKKNIFE_ENCODERS, table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
-from ..reporting.significance import MIN_JACKKNIFE_ENCODERS, significance_table, table1_marks, table1_tests
+from ..reporting.significance import significance_table, table1_marks
 from . import layout
 from .metrics import read_metrics, require_full_ranks
 
@@ -77,7 +78,7 @@ def build_report(
     the encoders that were skipped (and, on parallel data, for CORR's per-query contributions);
     ``settings``: :func:`report_settings`. ``samples_files`` and ``image_file`` (parallel data):
     with the ranks beside each metrics CSV, the per-query outcomes of Table 1's test
-    (:func:`~backretrieval.reporting.significance.table1_tests`); without them Table 1 has no
+    (:func:`~backretrieval.findings.inference.table1_tests`); without them Table 1 has no
     marks and its caption says so.
     """
     meta = read_meta(dataset)

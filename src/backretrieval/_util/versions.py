@@ -1,5 +1,6 @@
 """Versions of the software that produced the results (``backretrieval versions``, and the
-``environment`` block of every report: :mod:`.environment`)."""
+``environment`` block of every report: :mod:`backretrieval.reporting.environment`); a leaf module
+so that evaluation, reporting and the CLI can all read it."""
 
 from __future__ import annotations
 
