@@ -175,9 +175,9 @@ TOLERANCES: tuple[Tolerance, ...] = (
     ),
     Tolerance(
         "test statistics and effects",
-        r"significance|wilcoxon|mannwhitney|fisher|steiger|statistic|effect|_u( |$)",
-        why="a test's statistic, effect size and shares of significant seeds follow its p-value, whose "
-        "decision is compared; their values are listed, not compared",
+        r"significance|wilcoxon|mannwhitney|fisher|steiger|statistic|effect|_u( |$)|_p05",
+        why="a test's statistic, effect size and counts or shares of significant seeds or pairs follow its "
+        "p-values, whose decisions are compared; their values are listed, not compared",
         source="the decision of the same test",
         kind="follows",
     ),
@@ -495,6 +495,9 @@ def _compare_field(
     tol = tolerance_for(desc) if fa is not None and fb is not None else None
     if tol is not None and tol.kind == "decision":
         return _decision(where, a, b, rep)
+    if tol is not None and tol.kind == "follows" and not single_sheet:
+        rep.within.append(f"{where}: {a} vs {b} (follows its test's decision, {tol.name})")
+        return
     if single_sheet:
         if training is None:
             rep.failures.append(f"{where}: {a} vs reference {b} ({NO_SPREAD})")
@@ -518,9 +521,6 @@ def _compare_field(
         return
     if tol is None or tol.kind == "exact":
         return _within(where, a, b, 0.0, tol.name if tol else "exact", rep)
-    if tol.kind == "follows":
-        rep.within.append(f"{where}: {a} vs {b} (follows its test's decision, {tol.name})")
-        return
     assert tol.bound is not None
     enc = _named(desc, measured()["propagated"]["per_encoder"])
     bound = tol.bound(Context(enc, sizes[0], training, desc, sizes[1]))
