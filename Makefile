@@ -9,13 +9,20 @@
 .PHONY: setup lock run raw-data pull verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
+# The environment of the targets that do not set one up (figures, report, verify, ...): the active
+# interpreter when it imports backretrieval (a conda env of environment.yml, another venv), else
+# .venv's, else one line saying to run `make setup`
+ACTIVATE = if python -c 'import backretrieval' >/dev/null 2>&1; then :; \
+  elif [ -f $(VENV)/activate ]; then source $(VENV)/activate; \
+  else echo "make $@: no environment with backretrieval (none active, no .venv): run \`make setup\` (conda: activate the environment of environment.yml)" >&2; exit 1; fi
+SNAKEMAKE ?= snakemake
 CONFIG ?= params.yaml
 # the DVC stages of $(CONFIG) (<run_name>-<rule>[-<wildcards>], one per Snakemake job) as dvc
 # commit and push take them: dvc.yaml for the default run (the file holds only its stages),
 # else their names, prefixed runs/dvc.yaml: (dvc commit takes names, not globs of names)
-STAGES = $$($(VENV)/python scripts/dvc_stages.py --targets $(CONFIG))
+STAGES = $$(python scripts/dvc_stages.py --targets $(CONFIG))
 # its reports folder (reports_dir), which `make verify` compares with the committed one
-REPORTS ?= $$($(VENV)/python -c 'from backretrieval.config import load_config; print(load_config("$(CONFIG)")["reports_dir"])')
+REPORTS ?= $$(python -c 'from backretrieval.config import load_config; print(load_config("$(CONFIG)")["reports_dir"])')
 
 setup:
 	bash scripts/setup.sh
@@ -52,14 +59,14 @@ pull: setup
 # tolerance elsewhere; names every field outside it and exits 1. CONFIG=config/multi30k.yaml
 # (or REPORTS=reports/multi30k) for another run.
 verify:
-	source $(VENV)/activate && backretrieval verify $(REPORTS)
+	$(ACTIVATE) && backretrieval verify $(REPORTS)
 
 # `dvc exp show` with the columns a person compares: the default run's main parameters and
 # summary metrics (23 columns; plain `dvc exp show` lists every key of every run's params file,
 # every metric and every dep: 969 columns), selected by file in scripts/exp_show.py.
 # EXP_ARGS passes more options, e.g. `make exp-show EXP_ARGS=--csv` or `EXP_ARGS='-A --md'`.
 exp-show:
-	source $(VENV)/activate && python scripts/exp_show.py $(EXP_ARGS)
+	$(ACTIVATE) && python scripts/exp_show.py $(EXP_ARGS)
 
 test: setup
 	source $(VENV)/activate && python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
@@ -76,31 +83,32 @@ lint: setup
 
 # dvc.yaml is generated from the Snakemake DAG (one stage per job of each run config of scripts/dvc_runs.yaml)
 dvc-yaml:
-	source $(VENV)/activate && python scripts/dvc_stages.py
+	$(ACTIVATE) && python scripts/dvc_stages.py
 
 report:
-	source $(VENV)/activate && snakemake --cores 2 --report reports/default/report.html
+	$(ACTIVATE) && python scripts/snakemake_hint.py report -- $(SNAKEMAKE) --cores 2 --report reports/default/report.html
 
 bench:
-	source $(VENV)/activate && python benchmarks/run_all.py
+	$(ACTIVATE) && python benchmarks/run_all.py
 
 # Rebuild every table and figure from the run's artifacts: the report rules (report,
 # case_report, human_tally) rerun, and only they (nothing upstream is computed; a missing
-# artifact fails the target: --forcerun, not --forceall, under which Snakemake keeps an existing
-# output whose job cannot run and so passes silently). CONFIG=config/multi30k.yaml make figures   for a named configuration.
+# artifact fails the target, with one line saying what to run: scripts/snakemake_hint.py;
+# --forcerun, not --forceall, under which Snakemake keeps an existing output whose job cannot
+# run and so passes silently). CONFIG=config/multi30k.yaml make figures   for a named configuration.
 CONFIG ?= params.yaml
 SNAKEMAKE_ARGS ?=
 figures:
-	source $(VENV)/activate && snakemake --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forcerun report case_report human_tally \
+	$(ACTIVATE) && python scripts/snakemake_hint.py figures -- $(SNAKEMAKE) --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forcerun report case_report human_tally \
 	  --allowed-rules report case_report human_tally all
 
 # docs/RESULTS.md from the reports of every run configuration in scripts/dvc_runs.yaml, as they
 # are (only the results_doc rule runs, one job, so in Snakemake's own process: --force-use-threads;
 # tests/test_results_doc.py checks the committed file)
 results-doc:
-	source $(VENV)/activate && snakemake --cores 1 --force-use-threads --allowed-rules results_doc --forcerun results_doc -- results_doc
+	$(ACTIVATE) && snakemake --cores 1 --force-use-threads --allowed-rules results_doc --forcerun results_doc -- results_doc
 
 # The README's `backretrieval evaluate` example run from scratch; its output is written into
 # docs/EVALUATE.md (tests/test_evaluate_example.py checks that it is current)
 evaluate-example:
-	source $(VENV)/activate && python scripts/evaluate_example.py
+	$(ACTIVATE) && python scripts/evaluate_example.py

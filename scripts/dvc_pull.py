@@ -12,7 +12,8 @@ Here, either way, the file is named with what to do::
     and `dvc push` from a machine that has it
 
 Usage: python scripts/dvc_pull.py [-r REMOTE]. Exit 0 when every object checks out, 1 when one
-is corrupted or missing (the others are still checked out).
+is corrupted or missing (the others are still checked out), or when the remote is a folder that
+does not exist (a fresh clone's default remote): then one line says so, and nothing is fetched.
 """
 
 from __future__ import annotations
@@ -114,11 +115,31 @@ def check(repo: Path, remote: str | None) -> list[str]:
     return problems
 
 
+def missing_folder_remote(repo: Path, remote: str | None) -> str | None:
+    """What to say when ``remote`` (default: the project's default) is a folder that does not exist
+    (a fresh clone's default remote, a sibling folder that only a machine which ran `make push`
+    has): `dvc fetch` would list every object as missing (thousands of lines) and exit 1."""
+    from dvc.repo import Repo
+    from dvc_objects.fs.local import LocalFileSystem
+
+    rem = Repo(str(repo)).cloud.get_remote(remote)
+    if not isinstance(rem.fs, LocalFileSystem) or rem.fs.exists(rem.path):
+        return None
+    return (
+        f"the DVC remote '{rem.name}' is a folder that does not exist ({rem.path}): nothing was pulled. "
+        "Compute the outputs with `make run`, or point the remote at your team's storage: "
+        f"dvc remote modify --local {rem.name} url <url>"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-r", "--remote", help="the DVC remote (default: the project's default remote)")
     args = ap.parse_args(argv)
     repo = Path.cwd()
+    if no_remote := missing_folder_remote(repo, args.remote):
+        print(f"dvc_pull: {no_remote}", file=sys.stderr)
+        return 1
     remote = ["-r", args.remote] if args.remote else []
     subprocess.run(["dvc", "fetch", *remote], cwd=repo, check=False)  # missing objects are named below
     problems = check(repo, args.remote)
