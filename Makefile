@@ -11,10 +11,14 @@ SHELL := /bin/bash
 VENV := .venv/bin
 # The environment of the targets that do not set one up (figures, report, verify, ...): the active
 # interpreter when it imports backretrieval (a conda env of environment.yml, another venv), else
-# .venv's, else one line saying to run `make setup`
+# .venv's, else one line saying to run `make setup`; VENV=<bin folder> on the command line: that one
+ifeq ($(origin VENV),command line)
+ACTIVATE = source $(VENV)/activate
+else
 ACTIVATE = if python -c 'import backretrieval' >/dev/null 2>&1; then :; \
   elif [ -f $(VENV)/activate ]; then source $(VENV)/activate; \
   else echo "make $@: no environment with backretrieval (none active, no .venv): run \`make setup\` (conda: activate the environment of environment.yml)" >&2; exit 1; fi
+endif
 SNAKEMAKE ?= snakemake
 CONFIG ?= params.yaml
 # the DVC stages of $(CONFIG) (<run_name>-<rule>[-<wildcards>], one per Snakemake job) as dvc

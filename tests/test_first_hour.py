@@ -110,3 +110,9 @@ def test_make_pull_with_a_default_remote_folder_that_does_not_exist_says_so(tmp_
     assert lines[0].startswith("dvc_pull: the DVC remote 'storage' is a folder that does not exist (")
     assert str(tmp_path / "no-such-storage") in lines[0]
     assert "`make run`" in lines[0] and "dvc remote modify --local storage url <url>" in lines[0]
+
+
+def test_a_venv_named_on_the_command_line_is_used(tmp_path):
+    tree = _tree(tmp_path)
+    res = subprocess.run(["make", "-n", "figures", "VENV=/some/env/bin"], cwd=tree, capture_output=True, text=True)
+    assert res.stdout.startswith("source /some/env/bin/activate && python scripts/snakemake_hint.py figures -- ")
