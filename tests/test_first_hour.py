@@ -116,3 +116,16 @@ def test_a_venv_named_on_the_command_line_is_used(tmp_path):
     tree = _tree(tmp_path)
     res = subprocess.run(["make", "-n", "figures", "VENV=/some/env/bin"], cwd=tree, capture_output=True, text=True)
     assert res.stdout.startswith("source /some/env/bin/activate && python scripts/snakemake_hint.py figures -- ")
+
+
+def test_readme_opens_with_the_purpose_and_the_two_commands():
+    """The generated verdict block (rewritten wherever its markers are) comes after the commands."""
+    from backretrieval.findings import document as doc
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    head = text.splitlines()[:25]
+    assert (
+        "## The two commands" in head
+        and "make run     # set up (.venv, CPU torch, models), then run the default pipeline offline" in head
+    )
+    assert text.index("make test    #") < text.index(doc.README_START)
