@@ -6,6 +6,7 @@ pull` says in one line that a default remote folder which does not exist has not
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,3 +130,33 @@ def test_readme_opens_with_the_purpose_and_the_two_commands():
         and "make run     # set up (.venv, CPU torch, models), then run the default pipeline offline" in head
     )
     assert text.index("make test    #") < text.index(doc.README_START)
+
+
+def _items_doc() -> tuple[dict[str, str], str]:
+    """docs/DATASETS.md's items.csv table ({column: required cell}) and its example CSV."""
+    text = (ROOT / "docs/DATASETS.md").read_text(encoding="utf-8")
+    section = text[text.index("### The prepared format") :]
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| ([^|]+) \|", section, re.M)
+    example = section[section.index("```csv\n") + 7 :]
+    return {name: required.strip() for name, _type, required in rows}, example[: example.index("```")]
+
+
+def test_items_csv_format_is_documented_as_the_reader_checks_it(tmp_path):
+    from backretrieval.data.prepared import REQUIRED_ITEM_COLUMNS, load_items
+    from backretrieval.errors import InputError
+
+    table, example = _items_doc()
+    assert [c for c, req in table.items() if req.startswith("yes")] == list(REQUIRED_ITEM_COLUMNS)
+    assert [c for c, req in table.items() if req.startswith("no")] == ["split"]
+    (tmp_path / "items.csv").write_text(example, encoding="utf-8")
+    items = load_items(tmp_path)  # the documented example is valid; split defaults to eval
+    assert set(items["split"]) == {"eval"} and list(items["body"])[-1] == ""
+    for column in REQUIRED_ITEM_COLUMNS:
+        lines = example.splitlines()
+        header = lines[0].split(",")
+        keep = [i for i, c in enumerate(header) if c != column]
+        (tmp_path / "items.csv").write_text(
+            "\n".join(",".join(line.split(",")[i] for i in keep) for line in lines) + "\n", encoding="utf-8"
+        )
+        with pytest.raises(InputError, match="missing column"):
+            load_items(tmp_path)
