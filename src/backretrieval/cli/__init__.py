@@ -1,7 +1,7 @@
 """The ``backretrieval`` command line: evaluate and compare encoders, verify and validate, and
 the file-based pipeline steps the Snakemake workflow runs.
 
-User commands (evaluate, compare, verify, validate-config, validate-dataset, versions) are in
+User commands (evaluate, compare, verify, validate-config, validate-dataset, versions, models) are in
 :mod:`.evaluate`; the pipeline steps (data, embedding, metrics, reports, case study, human
 study) in :mod:`.pipeline`; the findings steps in :mod:`.findings`; every parser is built with
 the helper set of :mod:`._args`. A pipeline step reads the files named by its input flags, writes

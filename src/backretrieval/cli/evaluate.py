@@ -145,6 +145,25 @@ def cmd_versions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from ..encoders import ENCODER_TYPES
+    from ..encoders.catalog import catalog
+
+    rows = catalog()
+    width = max(len(e.model) for e in rows) + 2
+    print(f"{'--model':<{width}}{'offline':<9}weights")
+    for e in rows:
+        print(f"{e.model:<{width}}{'yes' if e.offline else 'no':<9}{e.weights}")
+    listed = {e.model.split()[-1].rstrip("}") for e in rows if e.model.startswith("{")}
+    others = [t for t in ENCODER_TYPES if t not in listed and t != "sentence-transformers"]
+    print(
+        "\nAlso: any sentence-transformers model by Hub name or folder (--model org/name, --model /path), "
+        "your own vectors (--model precomputed:<npy>,<ids.txt>), and the registry types that take a model "
+        f"or files of yours ('{{type: ..., ...}}'): {', '.join(others)}"
+    )
+    return 0
+
+
 # ------------------------------------------------------------------------------ parsers
 
 
@@ -251,3 +270,4 @@ def register(add) -> None:
     positional(sp, "root", "the dataset folder (dataset.json, items.csv, ...)")
 
     add("versions", cmd_versions, "print software versions")
+    add("models", cmd_models, "list the models --model names without a path: where their weights live, offline or not")

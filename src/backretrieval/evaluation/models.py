@@ -160,6 +160,14 @@ def model_fingerprint(encoder: Any, label: str) -> str:
         return encoder_fingerprint(encoder)
     except ModelUnavailableError as exc:
         if getattr(encoder, "type_name", "") == "sentence-transformers":
+            from ..encoders.catalog import did_you_mean
+
+            hint = did_you_mean(str(getattr(encoder, "model_name", label)))
+            if hint:
+                raise ModelUnavailableError(
+                    f"--model {label!r}: no such bundled model, folder or cached Hugging Face model; did you "
+                    f"mean --model {hint}? (`backretrieval models` lists the models and where their weights live)"
+                ) from exc
             raise ModelUnavailableError(
                 f"--model {label!r}: not available offline (not in the local Hugging Face cache, no such "
                 f"folder): run once with network access to download it, or pass a folder with its weights "
