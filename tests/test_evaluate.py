@@ -405,11 +405,23 @@ def test_compare_states_the_better_model(two_results, tmp_path, capsys):
     )
     assert rc == 0
     first = text.splitlines()[3]
-    assert first.startswith("ngram beats rnd on en→de: +0."), text
+    assert first.startswith("ngram beats rnd on en→de: ngram - rnd = +0."), text
     assert first.endswith("p < 0.001") and "McNemar exact" in text and "Holm-adjusted over 2 directions" in text
     assert len(json.loads((tmp_path / "cmp.json").read_text())["comparisons"]) == 2
     rc, text, _ = _cli(capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "a.json"))
     assert rc == 0 and "no significant difference on en→de" in text and "+0.000 [+0.000, +0.000], p = 1.000" in text
+
+
+def test_compare_verdict_states_a_minus_b_whoever_wins():
+    """The header says "difference A - B": each verdict's difference has that sign."""
+    from backretrieval.evaluation.compare import Comparison
+
+    def verdict(diff: float, lo: float, hi: float, p: float) -> str:
+        return Comparison("en-de", "a", "b", 0.5 + diff, 0.5, diff, lo, hi, p, p, p, 400, 1, 10, 10).verdict()
+
+    assert verdict(0.05, 0.02, 0.08, 0.001) == "a beats b on en→de: a - b = +0.050 [+0.020, +0.080], p = 0.001"
+    assert verdict(-0.05, -0.08, -0.02, 0.001) == "b beats a on en→de: a - b = -0.050 [-0.080, -0.020], p = 0.001"
+    assert verdict(-0.01, -0.03, 0.01, 0.4).startswith("no significant difference on en→de: a - b = -0.010 [")
 
 
 def test_compare_refuses_unpaired_results(two_results, syn, tmp_path, capsys):

@@ -58,17 +58,13 @@ class Comparison:
         src, tgt = self.direction.split("-")
         d = f"{src}→{tgt}"
         p = p_text(self.mcnemar_p_adjusted)
+        # the difference is always A - B, as the header says: negative when B wins
+        diff = f"{self.model_a} - {self.model_b} = {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
         if self.mcnemar_p_adjusted < alpha and self.diff > 0:
-            return f"{self.model_a} beats {self.model_b} on {d}: {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
+            return f"{self.model_a} beats {self.model_b} on {d}: {diff}"
         if self.mcnemar_p_adjusted < alpha and self.diff < 0:
-            return (
-                f"{self.model_b} beats {self.model_a} on {d}: {-self.diff:+.3f} [{-self.ci_high:+.3f}, "
-                f"{-self.ci_low:+.3f}], {p}"
-            )
-        return (
-            f"no significant difference on {d}: {self.model_a} - {self.model_b} = {self.diff:+.3f} "
-            f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
-        )
+            return f"{self.model_b} beats {self.model_a} on {d}: {diff}"
+        return f"no significant difference on {d}: {diff}"
 
 
 def _label(res: dict[str, Any], fallback: str) -> str:
