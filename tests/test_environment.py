@@ -92,16 +92,31 @@ def _wanted(extras) -> list[str]:
     return [_norm(r) for e in extras for r in py["optional-dependencies"][e]]
 
 
+def _torch_as_setup_installs_it(path: str, conda: list[str], pip: list[str]) -> None:
+    """torch from the PyTorch CPU index at setup.sh's TORCH_VERSION (the .venv's build), not from
+    a conda channel (the `pytorch` channel is retired; conda-forge's builds lag the releases)."""
+    setup = (ROOT / "scripts/setup.sh").read_text()
+    version = re.search(r"^TORCH_VERSION=(\S+)$", setup, re.M).group(1)
+    index = re.search(r"^TORCH_CPU_INDEX=\$\{TORCH_CPU_INDEX:-(\S+)\}$", setup, re.M).group(1)
+    assert [c for c in conda if re.match(r"(py)?torch|cpuonly", c)] == [], path
+    assert "pytorch" not in (yaml.safe_load((ROOT / path).read_text()).get("channels") or []), path
+    assert f"--extra-index-url {index}" in pip and f"torch=={version}" in pip, path
+
+
+def test_workflow_conda_env_has_the_venvs_torch():
+    conda, pip = _env("workflow/envs/backretrieval.yaml")
+    _torch_as_setup_installs_it("workflow/envs/backretrieval.yaml", conda, pip)
+
+
 def test_environment_yml_is_pyprojects_runtime_packages():
     extras = [e for e in _setup_extras() if e not in DEV_EXTRAS]
     want = sorted([_norm(r) for r in _pyproject()["dependencies"]] + _wanted(extras))
     conda, pip = _env("environment.yml")
-    torch = [c for c in conda if c.startswith("pytorch")]
-    assert torch == ["pytorch=2.*=cpu*"]  # the CPU build, torch 2 as setup.sh pins
-    assert "TORCH_VERSION=2." in (ROOT / "scripts/setup.sh").read_text()
-    got = [_norm(_conda_to_pip(c)) for c in conda if c not in torch] + [_norm(p) for p in pip if p != "-e ."]
-    assert sorted(got) == want
+    _torch_as_setup_installs_it("environment.yml", conda, pip)
     assert "-e ." in pip  # the repository itself, with nothing left for pip to pull
+    pip = [p for p in pip if not p.startswith("-") and not p.startswith("torch==")]
+    got = [_norm(_conda_to_pip(c)) for c in conda] + [_norm(p) for p in pip]
+    assert sorted(got) == want
 
 
 def test_environment_dev_yml_is_the_test_and_lint_extras():
