@@ -483,12 +483,13 @@ onstart:
             f"backretrieval: removed {len(_stale)} report file(s) of an earlier config of run {RUN!r} "
             f"that this config does not make: {', '.join(map(str, _stale))}"
         )
-
     _p = workflow.persistence
     _removed, _kept = remove_abandoned_shadows(
         _p.shadow_path, getattr(_p, "_lockdir", None), getattr(_p, "_lockfile", {}).values()
     )
     if _removed:
-        print(f"backretrieval: removed {len(_removed)} shadow folder(s) of killed jobs: {', '.join(map(str, _removed))}")
+        print(
+            f"backretrieval: removed {len(_removed)} shadow folder(s) of killed jobs: {', '.join(map(str, _removed))}"
+        )
     elif _kept:
         print(f"backretrieval: kept the shadow folders in {_p.shadow_path}: {_kept}")
