@@ -30,7 +30,9 @@ def test_result_json_is_a_valid_mteb_result(syn, tmp_path, capsys):  # noqa: F81
     capsys.readouterr()
     raw = json.loads(out.read_text())
     tr = mteb.TaskResult.model_validate(json.loads(out.read_text()))
-    assert tr.task_name == "Backretrieval" and tr.dataset_revision == raw["dataset"]["content_sha256"]
+    assert (
+        tr.task_name == R.task_name(raw["dataset"]["name"]) and tr.dataset_revision == raw["dataset"]["content_sha256"]
+    )
     assert tr.mteb_version == mteb.__version__ and tr.evaluation_time == raw["evaluation_time"] > 0
     assert sorted(tr.hf_subsets) == ["de-en", "en-de"] and sorted(tr.languages) == ["deu", "eng"]
     want = {e["hf_subset"]: e["metrics"]["bkr_recall"]["mean"] for e in raw["scores"]["test"]}
@@ -42,6 +44,66 @@ def test_result_json_is_a_valid_mteb_result(syn, tmp_path, capsys):  # noqa: F81
     assert len(entry["per_query"]["bkr_hits"]) == 3
     # and mteb's own loader reads the file
     assert mteb.TaskResult.from_disk(out, load_historic_data=False).get_score() == pytest.approx(tr.get_score())
+
+
+def syn_name(root) -> str:
+    return json.loads((root / "dataset.json").read_text())["name"]
+
+
+def _subset(small, big, tol: float = 0.0) -> bool:
+    """Whether every field of ``small`` is in ``big`` with the same value (dicts recursively;
+    floats within ``tol``)."""
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(k in big and _subset(v, big[k], tol) for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(small) == len(big) and all(_subset(x, y, tol) for x, y in zip(small, big))
+    if isinstance(small, float) and isinstance(big, (int, float)) and not isinstance(big, bool):
+        return abs(small - big) <= tol
+    return small == big
+
+
+def test_evaluate_writes_mtebs_cache_layout_and_survives_an_mteb_round_trip(syn, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """Without --out: results/<model>/<revision>/Backretrieval-<dataset>.json with model_meta.json,
+    which mteb's ResultCache loads; saved again by mteb, the file keeps every field (our fields
+    ride in each score entry) and `backretrieval compare`/the table read it as before."""
+    mteb = _mteb()
+    monkeypatch.chdir(tmp_path)
+    args = list(_eval_args(syn, tmp_path / "unused.json", "--model", NGRAM_TEXT))
+    i = args.index("--out")
+    del args[i : i + 2]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    (path,) = (tmp_path / "results").rglob("Backretrieval-*.json")
+    raw = json.loads(path.read_text())
+    assert path == tmp_path / R.default_result_path(raw)
+    assert path.relative_to(tmp_path).parts == (
+        "results",
+        raw["model"]["name"],
+        raw["model"]["fingerprint"],
+        f"Backretrieval-{syn_name(syn)}.json",
+    )
+    meta = json.loads((path.parent / "model_meta.json").read_text())
+    assert (meta["name"], meta["revision"]) == (raw["model"]["name"], raw["model"]["fingerprint"])
+
+    cache = mteb.ResultCache(cache_path=tmp_path)
+    loaded = cache.load_results(include_remote=False)
+    (model,) = loaded.model_results
+    assert (model.model_name, model.model_revision) == (raw["model"]["name"], raw["model"]["fingerprint"])
+    (tr,) = model.task_results
+    df = loaded.to_dataframe()
+    assert df["task_name"].tolist() == [raw["task_name"]]
+    assert df[raw["model"]["name"]].tolist() == pytest.approx([raw["main_score"]])
+
+    saved = tmp_path / "resaved.json"
+    tr.to_disk(saved)
+    again = json.loads(saved.read_text())
+    for entry, ours in zip(again["scores"]["test"], raw["scores"]["test"], strict=True):
+        # every field of every entry kept (mteb adds its own); mteb rounds the scores' floats to 6 places
+        assert _subset(ours, entry, tol=5e-7) and not _subset(ours, entry)
+        assert entry["per_query"] == ours["per_query"]  # the per-query hits (strings) exactly
+    back = R.read_result(saved)
+    assert _subset({k: v for k, v in raw.items() if k != "scores"}, back, tol=5e-7)
+    assert R.format_table(back) == R.format_table(raw)
 
 
 def test_mteb_rejects_the_old_format(syn):  # noqa: F811
@@ -110,7 +172,8 @@ def test_mteb_task_equals_backretrieval_evaluate(syn):  # noqa: F811
     run = mteb.evaluate(st, tasks=[task], cache=None, show_progress_bar=False)
     (tr,) = run.task_results
     tr = mteb.TaskResult.model_validate(json.loads(json.dumps(tr.to_dict(), default=str)))
-    assert tr.task_name == "Backretrieval" and tr.dataset_revision == task.metadata.dataset["revision"]
+    assert tr.task_name == task.metadata.name == R.task_name(syn_name(syn))
+    assert tr.dataset_revision == task.metadata.dataset["revision"] and task.metadata.is_filled()
     # the image features are part of the task's data
     task.load_data()
     de = task.dataset["de-en"]["test"]

@@ -40,8 +40,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
     ev = evaluate_model(args.model, args.data, args.directions, name=args.name, **_eval_kwargs(args))
     res = R.result_dict(ev, B=args.bootstrap)
-    out = Path(args.out) if args.out else R.default_result_path(res)
-    R.write_result(out, res)
+    out = R.write_result(args.out, res) if args.out else R.write_result_to_cache(res)
     print(R.format_table(res))
     print(f"\nresult: {out} ({ev.seconds:.1f} s)")
     return 0
@@ -236,7 +235,12 @@ def register(add) -> None:
         required=True,
     )
     opt(sp, "--name", "label of the model in the result (default: from --model)")
-    opt(sp, "--out", "result JSON (default results/<model>/<dataset>.json)", metavar="FILE")
+    opt(
+        sp,
+        "--out",
+        "result JSON (default results/<model>/<revision>/Backretrieval-<dataset>.json, mteb's cache layout)",
+        metavar="FILE",
+    )
     _eval_opts(sp, required=True)
 
     sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)")

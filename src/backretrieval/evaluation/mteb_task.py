@@ -41,7 +41,7 @@ from mteb.models import EncoderProtocol
 from .core import evaluate_direction, lookup_from
 from .datasets import dataset_content_sha256
 from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_PREPARED_DIR, DEFAULT_SEEDS, DEFAULT_SHARED_DIR
-from .results import MAIN_METRIC, SPLIT, TASK_NAME, direction_entry, language_script, metric_key
+from .results import MAIN_METRIC, SPLIT, TASK_NAME, direction_entry, language_script, metric_key, task_name
 from .run import Evaluation, EvaluationPlan, open_plan
 
 PAPER = "https://doi.org/10.1145/3404835.3463027"
@@ -182,6 +182,42 @@ def _direction_items(plan: EvaluationPlan, d: str) -> dict[str, list[str]]:
     return out
 
 
+def _descriptive_metadata(plan: EvaluationPlan) -> dict[str, Any]:
+    """The metadata mteb asks of a task (``TaskMetadata.is_filled()``), from the dataset's
+    ``dataset.json``: ``date`` its ``date: [start, end]`` when it has one, else the day the
+    prepared folder was written; ``license`` its ``license`` when mteb knows the name, else "not
+    specified"; ``sample_creation`` "created" for SYNTHETIC data, else "found";
+    ``annotations_creators`` "derived" (the labels are the data's own image-text pairs);
+    ``domains``, ``task_subtypes`` and ``dialect`` empty (nothing is claimed)."""
+    from datetime import datetime, timezone
+
+    from pydantic import ValidationError
+
+    date = plan.meta.extra.get("date")
+    if not (isinstance(date, (list, tuple)) and len(date) == 2 and all(isinstance(x, str) for x in date)):
+        written = datetime.fromtimestamp((plan.root / "dataset.json").stat().st_mtime, timezone.utc).date().isoformat()
+        date = (written, written)
+    license_ = "not specified"
+    text = str(plan.meta.license or "").strip().lower()
+    for candidate in dict.fromkeys([text, *text.split()[:1]]):  # "cc0-1.0 (generated ...)" → "cc0-1.0"
+        try:
+            TaskMetadata.model_validate({"license": candidate})
+        except ValidationError as exc:
+            if any(err["loc"][:1] == ("license",) for err in exc.errors()):
+                continue
+        license_ = candidate
+        break
+    return {
+        "date": tuple(date),
+        "domains": [],
+        "task_subtypes": [],
+        "license": license_,
+        "annotations_creators": "derived",
+        "dialect": [],
+        "sample_creation": "created" if plan.meta.synthetic else "found",
+    }
+
+
 def _as_float32(vec: Any, n: int) -> np.ndarray:
     if hasattr(vec, "detach"):  # a torch tensor
         vec = vec.detach().cpu().numpy()
@@ -206,7 +242,7 @@ def backretrieval_task(
     prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
     shared_dir: str | Path = DEFAULT_SHARED_DIR,
     B: int = 1000,
-    name: str = TASK_NAME,
+    name: str | None = None,
     progress: bool = False,
 ) -> BackretrievalTask:
     """The Backretrieval MTEB task on ``data`` (a prepared folder or a named dataset, prepared
@@ -225,7 +261,7 @@ def backretrieval_task(
     )
     synthetic = " SYNTHETIC data." if plan.meta.synthetic else ""
     metadata = TaskMetadata(
-        name=name,
+        name=name or task_name(plan.meta.name),
         description=(
             f"Backretrieval (Fain et al., SIGIR 2021) on {plan.meta.name}:{synthetic} cross-lingual retrieval "
             f"of texts judged through their images (BkR Recall@{plan.k}), N={plan.n} queries, "
@@ -240,6 +276,7 @@ def backretrieval_task(
         eval_langs={d: [language_script(lang) for lang in d.split("-")] for d in plan.directions},
         main_score=metric_key(MAIN_METRIC, plan.k),
         bibtex_citation=BIBTEX,
+        **_descriptive_metadata(plan),
     )
     options = dict(cache_dir=cache_dir, with_corr=with_corr, corr_max_pairs=corr_max_pairs, B=B, progress=progress)
     cls = type(f"{name}Task", (BackretrievalTask,), {"metadata": metadata, "plan": plan, "options": options})

@@ -1,13 +1,17 @@
 """Summaries, the result JSON and the printed table of an :class:`~.run.Evaluation`.
 
 Result JSON (``format: backretrieval-result``, version 2): a valid MTEB result (mteb 2.x's
-``TaskResult.model_validate`` accepts it): ``task_name``, ``dataset_revision`` (the dataset's
+``TaskResult.model_validate`` accepts it), written by default in mteb's cache layout
+(:func:`default_result_path`, :func:`write_result_to_cache`): ``task_name``
+(``Backretrieval-<dataset>``), ``dataset_revision`` (the dataset's
 content sha256), ``mteb_version`` (the installed mteb's, else null), ``evaluation_time`` and
 ``scores.test``, a list with one entry per direction (``hf_subset`` = the direction,
 ``languages`` as ISO 639-3 + ISO 15924 codes such as ``eng-Latn``, ``main_score`` = BkR
 Recall@k, every metric's mean as a flat key, e.g. ``bkr_recall_at_10``), plus our own fields
 (MTEB keeps unknown fields): per-seed values and CIs (``metrics``), per-query hits, the
-samples' sha256, the model, dataset, image side and protocol. Everything outside ``volatile``
+samples' sha256, the model, dataset, image side and protocol; each score entry also carries a
+copy of the top-level fields that are not MTEB's (``backretrieval``), since mteb drops unknown
+top-level fields when it saves a result again; :func:`read_result` restores them. Everything outside ``volatile``
 and the MTEB fields ``evaluation_time`` and ``mteb_version`` is a function of the inputs (same
 model, data, protocol → same bytes); ``volatile`` holds the evaluation time, the creation
 time, the software versions and the dataset's local path. Per-query BkR (and XLR) hits are
@@ -45,6 +49,10 @@ TASK_NAME = "Backretrieval"
 MAIN_METRIC = "bkr_recall"
 #: the MTEB split name of the scores (the whole prepared dataset is sampled)
 SPLIT = "test"
+#: the top-level fields of an MTEB result (mteb's TaskResult); the others are ours
+MTEB_FIELDS = ("task_name", "dataset_revision", "mteb_version", "evaluation_time", "kg_co2_emissions", "scores")
+#: the key, in each score entry, of a copy of our top-level fields (mteb keeps entries whole)
+PROVENANCE = "backretrieval"
 #: top-level fields that change between identical runs (besides ``volatile``)
 VOLATILE_MTEB_FIELDS = ("evaluation_time", "mteb_version")
 
@@ -263,10 +271,10 @@ def result_dict(
     mains = [e["main_score"] for e in entries if e["main_score"] is not None]
     dataset = {key: v for key, v in ev.dataset.items() if key != "path"}
     vol = volatile if volatile is not None else volatile_fields(ev)
-    return {
+    result = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "task_name": TASK_NAME,
+        "task_name": task_name(str(dataset["name"])),
         "dataset_revision": dataset["content_sha256"],
         "mteb_version": mteb_version(),
         "evaluation_time": vol.get("evaluation_time_s"),
@@ -285,6 +293,13 @@ def result_dict(
         "scores": {SPLIT: entries},
         "volatile": vol,
     }
+    # mteb keeps a score entry whole but drops top-level fields it does not know: every entry
+    # carries the rest (model, dataset, image side, protocol, ...), so a file mteb loaded and
+    # saved again is still a full result (read_result restores the top level from it)
+    provenance = {key: v for key, v in result.items() if key not in MTEB_FIELDS}
+    for e in entries:
+        e[PROVENANCE] = provenance
+    return result
 
 
 def scores_by_direction(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -324,6 +339,15 @@ def read_result(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{p}: file not found") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p}: not a readable JSON file ({exc})") from exc
+    if isinstance(res, dict) and "format" not in res:  # saved by mteb: our fields are in the entries
+        entries = res.get("scores", {}).get(SPLIT) if isinstance(res.get("scores"), dict) else None
+        prov = (
+            entries[0].get(PROVENANCE)
+            if isinstance(entries, list) and entries and isinstance(entries[0], dict)
+            else None
+        )
+        if isinstance(prov, dict):
+            res = {**prov, **{key: v for key, v in res.items() if key in MTEB_FIELDS}}
     if not isinstance(res, dict) or res.get("format") != FORMAT:
         raise InputError(
             f'{p}: not a backretrieval result (no "format": "{FORMAT}"; written by `backretrieval evaluate`)'
@@ -343,13 +367,61 @@ def read_result(path: str | Path) -> dict[str, Any]:
     return res
 
 
+def _safe(s: str) -> str:
+    """A name as one path component (``/`` becomes ``__``, as mteb writes model names)."""
+    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in s.replace("/", "__")) or "model"
+
+
+def task_name(dataset_name: str) -> str:
+    """The MTEB task name of a dataset: ``Backretrieval-<dataset>`` (one task per dataset, so
+    mteb's cache keeps one file per model, revision and dataset)."""
+    return f"{TASK_NAME}-{_safe(dataset_name)}"
+
+
+def model_revision(model: dict[str, Any]) -> str:
+    """The model's revision in mteb's cache layout: its fingerprint (weights, settings, versions)."""
+    return _safe(str(model.get("fingerprint") or "no_revision_available"))
+
+
 def default_result_path(result: dict[str, Any], results_dir: str | Path = "results") -> Path:
-    """``<results_dir>/<model name>/<dataset name>.json`` (``/`` in names becomes ``__``)."""
+    """``<results_dir>/<model name>/<revision>/<task name>.json``: mteb's cache layout, so
+    ``mteb.ResultCache(<folder holding results_dir>)`` finds it (with :func:`model_meta` beside it)."""
+    model = result["model"]
+    return Path(results_dir) / _safe(str(model["name"])) / model_revision(model) / f"{_safe(result['task_name'])}.json"
 
-    def safe(s: str) -> str:
-        return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in s.replace("/", "__")) or "model"
 
-    return Path(results_dir) / safe(str(result["model"]["name"])) / f"{safe(str(result['dataset']['name']))}.json"
+def model_meta(result: dict[str, Any]) -> dict[str, Any]:
+    """The ``model_meta.json`` of the revision folder: the name and revision mteb's cache reads."""
+    model = result["model"]
+    return {
+        "name": str(model["name"]),
+        "revision": model_revision(model),
+        "framework": [],
+        "loader": None,
+        "languages": None,
+        "release_date": None,
+        "n_parameters": None,
+        "memory_usage_mb": None,
+        "max_tokens": None,
+        "embed_dim": None,
+        "license": None,
+        "open_weights": None,
+        "public_training_code": None,
+        "public_training_data": None,
+        "similarity_fn_name": "cosine",
+        "use_instructions": None,
+        "training_datasets": None,
+        "reference": None,
+    }
+
+
+def write_result_to_cache(result: dict[str, Any], results_dir: str | Path = "results") -> Path:
+    """Write the result at :func:`default_result_path` with ``model_meta.json`` beside it."""
+    path = write_result(default_result_path(result, results_dir), result)
+    meta = path.parent / "model_meta.json"
+    if not meta.exists():
+        io.write_json(meta, model_meta(result))
+    return path
 
 
 # -------------------------------------------------------------------------------------------
