@@ -84,9 +84,9 @@ def test_an_undeclared_read_fails_in_the_sandbox(tmp_path, executor):
     undeclared = (
         sample.replace("        dataset=DATASET,\n", "", 1)
         .replace("    params:\n", "    params:\n        dataset=DATASET,\n", 1)
-        .replace("--dataset {input.dataset}", "--dataset {params.dataset}")
+        .replace("--dataset {input.dataset:q}", "--dataset {params.dataset:q}")
     )
-    assert undeclared.count("DATASET") == 1 and "{params.dataset}" in undeclared
+    assert undeclared.count("DATASET") == 1 and "{params.dataset:q}" in undeclared
     rules.write_text(text.replace(sample, undeclared))
     wd = tmp_path / "wd"
     target = "artifacts/tiny/samples/en-de.json"

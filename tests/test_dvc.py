@@ -560,7 +560,7 @@ def _push_to_s3_and_pull_into_a_fresh_clone(c1: Path, tmp_path: Path, endpoint: 
     assert _status(c4) == {}
     plots = json.loads(_dvc(c4, "plots", "show", "--json"))
     assert not plots.get("errors"), plots.get("errors")
-    assert {"tiny triplet training loss", "tiny tripletxl training loss"} <= set(plots["data"])
+    assert {"tiny triplet seed 0 training loss", "tiny tripletxl seed 1 training loss"} <= set(plots["data"])
 
 
 def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commits(c1: Path) -> None:
@@ -586,7 +586,7 @@ def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commit
 
     plots = json.loads(_dvc(c1, "plots", "diff", "HEAD~1", "HEAD", "--json"))
     assert not plots.get("errors"), plots.get("errors")
-    for name in ("tiny triplet training loss", "reports/tiny/plots/fig2_xlr_vs_bkr.csv"):
+    for name in ("tiny triplet seed 0 training loss", "reports/tiny/plots/fig2_xlr_vs_bkr.csv"):
         (entry,) = plots["data"][name]
         values = entry["content"]["data"]["values"]
         assert entry["revisions"] == ["HEAD~1", "HEAD"] and {v["rev"] for v in values} == {"HEAD~1", "HEAD"}, name

@@ -232,8 +232,8 @@ def test_cache_compaction_removes_a_killed_writers_temporary_shard(tmp_path):
     live = cache.dir / f".shard-4-5-6.npz.{HOST_TAG}-held_123.tmp.npz"
     dead.write_bytes(b"half")
     live.write_bytes(b"half")
-    cache.add(["b"], np.ones((1, 2), np.float32))
-    with _held(live):
+    with _held(live):  # a live writer's temporary: neither the next write nor compaction removes it
+        cache.add(["b"], np.ones((1, 2), np.float32))
         cache.compact()
     assert not dead.exists() and live.exists()
     assert sorted(cache.lookup(["a", "b"])) == ["a", "b"] and len(cache.shards()) == 1

@@ -234,7 +234,9 @@ def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fail
     assert rep.ok, rep.summary()
 
     # real changes, each named: recall@5 -> recall@4; then one encoder's spec (random: dim 32 ->
-    # 16) together with the case study's training (3 -> 1 epochs), in copies of the same run
+    # 16), in copies of the same run. (A shorter training is not among them: the tiny case study,
+    # N = 5 and two training seeds, gives the same Table 2 after 1 epoch as after 3; a shift of a
+    # trained outcome beyond its spread is tested on report files above.)
     wd = tmp_path / "wd"
     shutil.copytree(tiny_reference, wd, symlinks=True)
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
@@ -250,14 +252,12 @@ def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fail
     shutil.copytree(tiny_reference, wd2, symlinks=True)
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
     cfg["encoders"]["random"]["dim"] = 16
-    cfg["case_study"]["triplet"]["epochs"] = 1
     (tmp_path / "changed2.yaml").write_text(yaml.safe_dump(cfg))
     run_snakemake(wd2, "--config", "sandbox=False", cores=2, configfile=tmp_path / "changed2.yaml")
     rep = V.verify(wd2 / "reports" / "tiny", reference_dir=tiny_reference / "reports" / "tiny")
     main_fails = [f for f in rep.failures if not f.startswith("case_study/")]
     assert any("encoder=random" in f for f in main_fails), rep.summary()
     assert not any("encoder=char-ngram " in f for f in main_fails), rep.summary()  # unchanged encoders pass
-    assert any("trained outcomes" in f and "triplet" in f for f in rep.failures), rep.summary()
 
 
 # ------------------------------------------------------------------------- a real second CPU

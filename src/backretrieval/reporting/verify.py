@@ -159,7 +159,7 @@ def _across(c: Context) -> float:
 TOLERANCES: tuple[Tolerance, ...] = (
     Tolerance(
         "counts and settings",
-        r"(^|[ /_])(n_[a-z_]+|counts|k|sample_size|n_seeds|seed|n|training_seeds(\[\d+\])?)( |$)",
+        r"(^|[ /_])(n_[a-z_]+|counts|k|sample_size|n_seeds|seed|n)( |$)|(^|[ /])training_seeds(\[\d+\])?( |$)",
         why="integers and settings of the run (sizes, seeds, k): equal on every machine",
         source="the run's configuration",
         kind="exact",
