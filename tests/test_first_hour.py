@@ -115,7 +115,12 @@ def test_make_pull_with_a_default_remote_folder_that_does_not_exist_says_so(tmp_
 
 def test_a_venv_named_on_the_command_line_is_used(tmp_path):
     tree = _tree(tmp_path)
-    res = subprocess.run(["make", "-n", "figures", "VENV=/some/env/bin"], cwd=tree, capture_output=True, text=True)
+    res = subprocess.run(
+        ["make", "--no-print-directory", "-n", "figures", "VENV=/some/env/bin"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
     assert res.stdout.startswith("source /some/env/bin/activate && python scripts/snakemake_hint.py figures -- ")
 
 
