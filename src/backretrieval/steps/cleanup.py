@@ -21,8 +21,6 @@ them (saying so) while another instance holds a lock.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -64,15 +62,9 @@ def remove_abandoned_shadows(
 def _parallel_known(cfg: dict) -> bool | None:
     """Whether the dataset has parallel texts; None when its dataset.json cannot be read yet (a
     ``source: prepared`` folder not there): then nothing is judged stale."""
-    ds = cfg["dataset"]
-    if ds.get("source") != "prepared":
+    if cfg["dataset"].get("source") != "prepared":
         return True
-    path = Path(os.path.expanduser(str((ds.get("options") or {}).get("path", "")))) / "dataset.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return layout.dataset_parallel(cfg) if isinstance(raw, dict) else None
+    return None if layout.prepared_dataset_json(cfg) is None else layout.dataset_parallel(cfg)
 
 
 def stale_reports(cfg: dict) -> list[Path]:

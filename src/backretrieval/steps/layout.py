@@ -127,15 +127,22 @@ def dataset_parallel(cfg: dict) -> bool:
     says so in its ``dataset.json`` (``parallel``, default true). A folder or dataset.json that
     cannot be read, or a ``parallel`` that is not a boolean, counts as parallel here: preparing
     the dataset then fails with the validator's error."""
-    ds = cfg["dataset"]
-    if ds.get("source") != "prepared":
+    if cfg["dataset"].get("source") != "prepared":
         return True
+    raw = prepared_dataset_json(cfg)
+    return not (raw is not None and raw.get("parallel", True) is False)
+
+
+def prepared_dataset_json(cfg: dict) -> dict | None:
+    """The ``dataset.json`` of a bring-your-own folder (``source: prepared``) as an object, or
+    None when it cannot be read yet or is not an object."""
+    ds = cfg["dataset"]
     path = Path(os.path.expanduser(str((ds.get("options") or {}).get("path", "")))) / "dataset.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return True
-    return not (isinstance(raw, dict) and raw.get("parallel", True) is False)
+        return None
+    return raw if isinstance(raw, dict) else None
 
 
 def report_paths(cfg: dict, parallel: bool = True) -> dict[str, Path]:
