@@ -130,13 +130,11 @@ def environment_block(model_threads: int | None = None, lock: Path | None = None
 # ------------------------------------------------------------------------------------ comparing
 
 
-def _flat(block, prefix: str = "") -> dict[str, str]:
-    if isinstance(block, dict):
-        out: dict[str, str] = {}
-        for k, v in block.items():
-            out.update(_flat(v, f"{prefix}/{k}" if prefix else str(k)))
-        return out
-    return {prefix: str(block)}
+def _flat(block) -> dict[str, str]:
+    """The block's leaves as ``{"cpu/isa": "avx2", ...}`` (verify's flattening, values as text)."""
+    from .verify import _flatten
+
+    return {k: str(v) for k, v in _flatten(block).items()}
 
 
 def read_environments(files: dict[str, bytes]) -> dict[str, dict[str, str]]:
