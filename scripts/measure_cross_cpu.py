@@ -27,8 +27,8 @@ of ``backretrieval verify`` come from it, never from a hand-set number.
    here with OpenBLAS's Haswell (AVX2) kernel, which are byte-identical to the AVX2 reference
    run's (checked against its dvc.lock): the AVX-512 machines use the SkylakeX kernel.
 
-Run after ``make run`` (the environment variable is set for that one measuring command only;
-the project never sets it)::
+Run by hand after ``make run`` (the environment variable is set for these measuring commands
+only, never by a pipeline step, a test or CI)::
 
     OPENBLAS_CORETYPE=Haswell backretrieval embed-text --dataset data/prepared/synthetic \
         --encoder use-m --spec '{"type": "usem3"}' --text-field title --languages en de \
