@@ -1,10 +1,12 @@
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from backretrieval.cli import main
-from backretrieval.config import all_directions, load_config, pivot_directions
+from backretrieval.config import all_directions, load_config, pivot_directions, validate_config
 from backretrieval.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,10 +22,73 @@ def test_default_params_and_named_configs_validate():
         load_config(p)
 
 
-def test_packaged_schema_copy_is_identical():
-    a = (ROOT / "workflow/schemas/config.schema.yaml").read_text()
-    b = (ROOT / "src/backretrieval/data/config.schema.yaml").read_text()
-    assert a == b, "run: cp workflow/schemas/config.schema.yaml src/backretrieval/data/"
+def test_the_schema_is_one_file_in_the_package():
+    """The config schema has one copy, the package's (the workflow validates through
+    backretrieval.config), so no second file can drift from it."""
+    from backretrieval.config import SCHEMA_PATH
+
+    assert SCHEMA_PATH == ROOT / "src/backretrieval/data/config.schema.yaml" and SCHEMA_PATH.is_file()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert [f for f in tracked.splitlines() if f.endswith("config.schema.yaml")] == [
+        "src/backretrieval/data/config.schema.yaml"
+    ]
+
+
+@pytest.mark.parametrize(
+    "override, field, hint",
+    [
+        # a misspelt setting of a known analysis: named with the analysis and its settings
+        ("findings={hubness: {hub_fractoin: 0.5}}", "findings.hubness.hub_fractoin", "did you mean 'hub_fraction'?"),
+        ("findings={sample_size: {n_gird: [100]}}", "findings.sample_size.n_gird", "did you mean 'n_grid'?"),
+        # a misspelt analysis
+        ("findings={hubnes: {seed: 1}}", "findings.hubnes", "did you mean 'hubness'?"),
+        ("findings={overall: {}}", "findings.overall", "the analyses are"),
+        # a backbone's key of another type, a misspelt one
+        ("backbones.effnet-lite0.arch=resnet50", "backbones.effnet-lite0.arch", "its keys are"),
+        ("backbones.effnet-lite0.varaint=lite2", "backbones.effnet-lite0.varaint", "did you mean 'variant'?"),
+        # a dataset option its source does not read
+        ("dataset.options={miror: data/raw}", "dataset.options.miror", "its options are []"),
+    ],
+)
+def test_misspelt_keys_are_refused_naming_the_key(override, field, hint):
+    with pytest.raises(ConfigError, match=f"field '{re.escape(field)}'.*{re.escape(hint)}"):
+        load_config(ROOT / "params.yaml", [override])
+
+
+def test_findings_keys_are_the_settings_of_each_analysis():
+    """A config's findings section may set exactly what findings_settings gives each analysis:
+    every FINDINGS_DEFAULTS key and the config-dependent ones; each is accepted and used."""
+    from backretrieval.steps.settings import ANALYSES, FINDINGS_DEFAULTS, findings_keys, findings_settings
+
+    cfg = load_config(ROOT / "params.yaml")
+    keys = findings_keys(cfg)
+    assert list(keys) == list(ANALYSES)
+    for name, defaults in FINDINGS_DEFAULTS.items():
+        assert set(defaults) <= set(keys[name])
+    assert {"n_grid", "directions", "encoders", "baseline", "synthetic"} <= set(keys["sample_size"])
+    assert "backbones" in keys["image_quality"]
+    given = {"hubness": {"hub_fraction": 0.5}, "sample_size": {"n_grid": [100, 200]}}
+    cfg = load_config(ROOT / "params.yaml", [f"findings={given}"])
+    s = findings_settings(cfg)
+    assert s["hubness"]["hub_fraction"] == 0.5 and s["sample_size"]["n_grid"] == [100, 200]
+
+
+def test_corpus_options_are_checked_per_source():
+    cfg = load_config(ROOT / "config/multi30k.yaml")
+    corpus = next(iter(cfg["corpora"]))
+    cfg["corpora"][corpus]["options"]["splts"] = ["train"]
+    with pytest.raises(ConfigError, match=rf"field 'corpora\.{corpus}\.options\.splts'.*did you mean 'splits'"):
+        validate_config(cfg, "multi30k.yaml")
+
+
+def test_source_options_list_every_option_prepare_reads():
+    """SOURCE_OPTIONS (what the config allows) holds every option data/prepare.py reads."""
+    from backretrieval.data import prepare
+
+    read = set(re.findall(r"opts(?:\.get\(|\[)\"(\w+)\"", Path(prepare.__file__).read_text()))
+    assert len(read) > 10, read
+    allowed = {key for keys in prepare.SOURCE_OPTIONS.values() for key in keys}
+    assert read <= allowed, sorted(read - allowed)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 The config reaches shell commands: names and paths become the rules' inputs, outputs, logs and
 params. Two defences, each tested here on its own:
 
-* the schema (workflow/schemas/config.schema.yaml) refuses every string the workflow reads
+* the schema (backretrieval.config.SCHEMA_PATH) refuses every string the workflow reads
   that holds a shell metacharacter, a quote, a brace or a newline, naming the field, before any
   job. The strings are found by walking the schema itself (``string_slots``: every leaf that
   may be a string, every map whose keys are names, the free-form settings such as
@@ -115,7 +115,7 @@ def base_config() -> dict:
     cfg = yaml.safe_load(TINY.read_text(encoding="utf-8"))
     cfg["corpora"] = {"extra": {"source": "prepared", "options": {"path": "data/extra"}}}
     cfg["findings"] = {"hubness": {"seed": 0}}
-    cfg["dataset"]["options"] = {"mirror": "data/mirror"}
+    cfg["dataset"]["options"] = {}  # the SYNTHETIC source reads no option; a payload goes in a new key
     return cfg
 
 

@@ -408,8 +408,10 @@ def test_findings_settings_defaults_overrides_and_unknown_analysis():
     s = findings_settings({**cfg, "findings": {"inference": {"B": 50}, "hubness": {"max_seeds": 1}}})
     assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": None, "english_only": None}
     assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
-    with pytest.raises(ConfigError, match="unknown analyses"):
+    with pytest.raises(ConfigError, match="unknown analysis 'infrence'"):
         findings_settings({**cfg, "findings": {"infrence": {}}})
+    with pytest.raises(ConfigError, match="analysis 'hubness' has no setting 'max_seed'"):
+        findings_settings({**cfg, "findings": {"hubness": {"max_seed": 1}}})
 
 
 def test_registry_one_plugin_per_analysis_with_its_command():

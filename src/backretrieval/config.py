@@ -1,10 +1,10 @@
 """Load and validate ``params.yaml`` (the one config of Snakemake and DVC).
 
-The JSON schema lives in ``workflow/schemas/config.schema.yaml`` (Snakemake validates the
-same file with ``snakemake.utils.validate``); a copy ships inside the package so the CLI can
-validate without the workflow folder. Cross-field checks (:func:`check_relations`) are done
-here too, so the CLI, Snakemake (``workflow/rules/common.smk``) and DVC (whose stages call the
-CLI) refuse the same configs before any work.
+The JSON schema is one file shipped inside the package (:data:`SCHEMA_PATH`,
+``src/backretrieval/data/config.schema.yaml``). Cross-field checks (:func:`check_relations`)
+are done here too, so the CLI, Snakemake (``workflow/rules/common.smk`` calls
+:func:`validate_config`) and DVC (whose stages call the CLI) refuse the same configs before any
+work.
 """
 
 from __future__ import annotations
@@ -14,19 +14,15 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
-_SCHEMA_CANDIDATES = (
-    Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml",
-    Path(__file__).resolve().parent / "data" / "config.schema.yaml",
-)
+#: the config's JSON schema (the only copy: the workflow validates through this module)
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.yaml"
 
 
 def schema() -> dict:
-    for p in _SCHEMA_CANDIDATES:
-        if p.is_file():
-            return yaml.safe_load(p.read_text(encoding="utf-8"))
-    raise ConfigError("config schema not found (workflow/schemas/config.schema.yaml)")
+    """The config's JSON schema (:data:`SCHEMA_PATH`)."""
+    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
 #: The config key of Recall@k (the main evaluation's and, under ``case_study``, the case
@@ -142,6 +138,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     """Cross-field checks of a schema-valid config (the steps that rely on each in brackets).
 
     * every direction joins two different configured languages [sample, metrics];
+    * each backbone spec has only the keys of its ``type``
+      (:data:`backretrieval.images.BACKBONE_SPEC_KEYS`) [embed-images];
     * ``image_backbone`` is a key of ``backbones`` [embed-images];
     * ``figure_seed`` is one of ``seeds`` [report: Figure 2];
     * ``recall_k`` < ``sample_size``: with k >= N every recall is 1 [metrics];
@@ -159,6 +157,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
     * a ``wordvec`` encoder lists every language it will embed [embed-text, case-embed];
     * a ``data/prepared/<name>`` corpus (wordvec ``corpus``, ``case_study.train_corpus``) is a
       configured ``corpora`` entry or an existing folder [prepare_corpus, embed-text];
+    * a dataset's or corpus's ``options`` are options of its ``source``
+      (:data:`backretrieval.data.prepare.SOURCE_OPTIONS`) [prepare];
     * ``source: prepared`` (dataset or corpus) names ``options.path`` [prepare];
     * synthetic data: ``dataset.synthetic.n_items`` >= 2 * ``sample_size`` (N queries plus N
       disjoint targets per direction) [sample];
@@ -166,6 +166,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
       baseline not a base encoder; ``head_base`` auto or a base encoder; case ``recall_k`` < case
       ``sample_size``; train and evaluation splits disjoint unless ``train_corpus`` is set;
       ``triplet.k`` < ``triplet.batch_size`` [case-*];
+    * ``findings``: each key an analysis, each of its keys one of that analysis's settings
+      (:func:`backretrieval.steps.settings.findings_keys`) [findings];
     * ``human_study`` needs ``case_study``; its two languages differ and are case-study
       languages; ``model_a``/``model_b`` differ and name case-study models or ``base``; a
       ``ratings`` file exists [human-*].
@@ -189,6 +191,8 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
                 raise ConfigError(
                     f"{source}: field 'directions': {d!r} uses language {lang!r} which is not in 'languages' {sorted(langs)}"
                 )
+    for bb_id, spec in cfg["backbones"].items():
+        _check_backbone_spec(source, bb_id, spec)
     if cfg["image_backbone"] not in cfg["backbones"]:
         raise ConfigError(
             f"{source}: field 'image_backbone': {cfg['image_backbone']!r} is not a key of 'backbones' {sorted(cfg['backbones'])}"
@@ -233,6 +237,9 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
             _check_corpus(source, f"encoders.{enc_id}.corpus", spec["corpus"], corpora)
     _check_wordvec_languages(source, cfg["encoders"], cfg["languages"], "languages")
     ds = cfg["dataset"]
+    _check_source_options(source, "dataset", ds)
+    for name, corpus in corpora.items():
+        _check_source_options(source, f"corpora.{name}", corpus)
     if ds["source"] == "prepared" and not (ds.get("options") or {}).get("path"):
         _fail(source, "dataset.options.path", "required for dataset.source 'prepared' (the prepared folder)")
     for name, corpus in corpora.items():
@@ -247,10 +254,23 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
                 f"{n_items} items, but sample_size N={n} needs {2 * n} per direction (N queries + N disjoint targets)",
                 also=("sample_size",),
             )
+    if cfg.get("findings"):
+        _check_findings(source, cfg)
     if cfg.get("case_study"):
         _check_case_study(cfg, source, corpora)
     elif cfg.get("human_study"):
         _fail(source, "human_study", "needs a 'case_study' section (the study compares case-study models)")
+
+
+def _check_findings(source: str, cfg: dict[str, Any]) -> None:
+    from .steps.settings import check_findings
+
+    try:  # the analyses and their settings are known where their defaults are declared
+        check_findings(cfg)
+    except ConfigError as exc:
+        err = ConfigError(f"{source}: {exc}")
+        err.fields = getattr(exc, "fields", ())  # type: ignore[attr-defined]
+        raise err from exc
 
 
 def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
@@ -271,6 +291,34 @@ def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
     unknown = sorted(set(spec) - allowed)
     if unknown:
         _fail(source, where, f"unknown key(s) {unknown} for type {kind!r}; allowed: {sorted(allowed)}")
+
+
+def _check_source_options(source: str, where: str, section: dict) -> None:
+    from .data.prepare import SOURCE_OPTIONS
+
+    allowed = SOURCE_OPTIONS[section["source"]]  # the schema admits only these sources
+    for key in section.get("options") or {}:
+        if key not in allowed:
+            _fail(
+                source,
+                f"{where}.options.{key}",
+                f"source {section['source']!r} has no option {key!r}{did_you_mean(key, allowed)}; "
+                f"its options are {sorted(allowed)}",
+            )
+
+
+def _check_backbone_spec(source: str, bb_id: str, spec: dict) -> None:
+    from .images import BACKBONE_SPEC_KEYS
+
+    allowed = BACKBONE_SPEC_KEYS[spec["type"]]  # the schema admits only these types
+    for key in spec:
+        if key not in allowed:
+            _fail(
+                source,
+                f"backbones.{bb_id}.{key}",
+                f"a backbone of type {spec['type']!r} has no key {key!r}{did_you_mean(key, allowed)}; "
+                f"its keys are {sorted(allowed)}",
+            )
 
 
 def _check_cache_dir(source: str, cfg: dict[str, Any]) -> None:

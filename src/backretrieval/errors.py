@@ -24,3 +24,12 @@ class DeviceUnavailableError(ConfigError, ValueError):
 
 class OutputError(BackretrievalError):
     """An artifact cannot be written (disk full, quota exceeded). Names the path being written."""
+
+
+def did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
+    """`` (did you mean 'x'?)`` with the known name closest to a misspelt ``word`` (difflib),
+    or "" when none is close: the hint of an error that refuses an unknown name."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

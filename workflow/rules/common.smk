@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 
 import yaml
-from snakemake.utils import validate
 
 from backretrieval._util.device import DEFAULT_MODEL_THREADS
 from backretrieval._util.hashing import tree_sha256
@@ -31,18 +30,18 @@ from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.results_doc import listed_configs
 from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
 
-# The schema, then every cross-field relation (backretrieval.config.check_relations): the same
-# checks as `backretrieval validate-config` and DVC (whose stages run this workflow), before any
-# job runs, with the config file and field named. The relations that need the prepared
-# dataset are the rule check_dataset, which every embedding and sampling job waits for. An
-# override is a value given with `--config` (config_settings.config), never one from a
-# `--configfile` (Snakemake 9 merges those into overwrite_config too): the file is named then.
+# The schema (backretrieval.config.SCHEMA_PATH, its one copy), then every cross-field relation
+# (backretrieval.config.check_relations): the same checks as `backretrieval validate-config` and
+# DVC (whose stages run this workflow), before any job runs, with the config file and field
+# named. The relations that need the prepared dataset are the rule check_dataset, which every
+# embedding and sampling job waits for. An override is a value given with `--config`
+# (config_settings.config), never one from a `--configfile` (Snakemake 9 merges those into
+# overwrite_config too): the file is named then.
 validate_config(
     config,
     " + ".join(str(p) for p in workflow.configfiles) or "config",
     overrides_from(dict(getattr(getattr(workflow, "config_settings", None), "config", None) or {})),
 )
-validate(config, schema="../schemas/config.schema.yaml")
 # A reports folder belongs to the run (run_name) that made it: another run naming it is refused
 # (backretrieval.steps.owner); this run claims its folder before its first job (onstart).
 check_reports_owner(config, " + ".join(str(p) for p in workflow.configfiles) or "config")

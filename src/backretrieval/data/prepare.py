@@ -8,10 +8,12 @@ Options per source (all paths relative to the repository root):
   URL replacing the upstream base; null = GitHub), ``download_dir`` (default
   data/downloads/multi30k), ``image_source`` (see multi30k.prepare_task1: precomputed
   features, a folder of Flickr30k images, or none).
-* ``multi30k_task2``: ``split`` (default test_2016), ``mirror``, ``download_dir``, ``image_source``.
+* ``multi30k_task2``: ``split`` (default test_2016), ``mirror``, ``download_dir``, ``image_source``,
+  ``text_only_training`` (the split's texts only, for training word vectors).
 * ``flickr8k_multi30k``: ``images_dir`` and ``mapping_csv`` (the Flickr8k JPEGs that are
   Multi30K images), ``mirror``, ``download_dir``.
-* ``stair``: ``mirror``, ``download_dir``, ``images_dir`` (COCO val2014 folder), ``max_images``.
+* ``stair``: ``mirror`` (or ``stair_mirror`` and ``coco_mirror`` apart), ``download_dir``,
+  ``images_dir`` (COCO val2014 folder), ``max_images``.
 * ``ikea``: ``mirror``, ``download_dir``, ``download`` (``files``, the default: only the files
   needed, one by one; ``archive``: the whole repository archive), ``pairs`` (list of en-de /
   en-fr; or ``pair``: one of them; default en-de), ``splits`` (default [test]), ``features``
@@ -19,6 +21,11 @@ Options per source (all paths relative to the repository root):
   ``features/<features_name>.npy``), ``features_name`` (default ikea-upstream),
   ``image_zips`` (default false; true: the product images from the repository's zips, for an
   image backbone), ``images_dir`` (a folder of the product JPEGs instead).
+* ``prepared``: ``path`` (the folder the user prepared). ``synthetic`` takes no options (its
+  settings are ``dataset.synthetic``).
+
+:data:`SOURCE_OPTIONS` lists them; a config with any other option is refused
+(``backretrieval.config``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,30 @@ DOWNLOAD_DIRS = {
     "flickr8k_multi30k": "data/downloads/multi30k",
     "stair": "data/downloads/stair",
     "ikea": "data/downloads/ikea",
+}
+
+
+#: the ``options`` each source reads (a dataset's or a corpus's): the config refuses any other
+#: key, so a misspelt option is an error instead of a default silently used
+SOURCE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "synthetic": (),
+    "prepared": ("path",),
+    "multi30k_task1": ("mirror", "download_dir", "splits", "image_source"),
+    "multi30k_task2": ("mirror", "download_dir", "split", "image_source", "text_only_training"),
+    "flickr8k_multi30k": ("mirror", "download_dir", "images_dir", "mapping_csv"),
+    "stair": ("mirror", "download_dir", "stair_mirror", "coco_mirror", "images_dir", "max_images"),
+    "ikea": (
+        "mirror",
+        "download_dir",
+        "download",
+        "pairs",
+        "pair",
+        "splits",
+        "features",
+        "features_name",
+        "image_zips",
+        "images_dir",
+    ),
 }
 
 

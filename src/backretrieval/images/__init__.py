@@ -42,7 +42,7 @@ from .efficientnet import EfficientNetLite
 from .precomputed import PrecomputedBackbone
 from .tv import TorchvisionBackbone
 
-__all__ = ["BACKBONE_TYPES", "ImageBackbone", "backbone_threads", "build_image_backbone"]
+__all__ = ["BACKBONE_SPEC_KEYS", "BACKBONE_TYPES", "ImageBackbone", "backbone_threads", "build_image_backbone"]
 
 
 _REGISTRY = {
@@ -52,6 +52,10 @@ _REGISTRY = {
 }
 
 BACKBONE_TYPES = tuple(sorted(_REGISTRY))
+
+#: the keys a backbone spec may hold, per type: ``type`` and the keys its class reads
+#: (``spec_keys``); ``backretrieval.config`` refuses any other
+BACKBONE_SPEC_KEYS: dict[str, tuple[str, ...]] = {kind: ("type", *cls.spec_keys) for kind, cls in _REGISTRY.items()}
 
 
 def build_image_backbone(bb_id: str, spec: dict) -> Any:

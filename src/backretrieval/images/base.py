@@ -28,6 +28,8 @@ class _TorchBackbone:
     """Shared batching loop; subclasses set ``res``, ``normalize`` and implement ``_features``."""
 
     type_name = "torch"
+    #: the spec keys this class reads besides ``type`` (a config's other keys are refused)
+    spec_keys: tuple[str, ...] = ("batch_size", "threads", "device")
     res = 224
     normalize = "imagenet"
 

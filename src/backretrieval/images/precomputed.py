@@ -16,6 +16,8 @@ class PrecomputedBackbone:
     encode image files; use :func:`backretrieval.data.prepared.load_precomputed_features`."""
 
     type_name = "precomputed"
+    #: the spec keys this class reads besides ``type`` (a config's other keys are refused)
+    spec_keys: tuple[str, ...] = ("name", "dim")
 
     def __init__(self, bb_id: str, spec: dict) -> None:
         self.id = bb_id

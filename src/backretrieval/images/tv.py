@@ -19,6 +19,7 @@ class TorchvisionBackbone(_TorchBackbone):
     dict comes from a local file: set ``weights_name`` to the weights that file holds."""
 
     type_name = "torchvision"
+    spec_keys = (*_TorchBackbone.spec_keys, "arch", "weights_name", "weights")
     dim = 2048
     _archs = {"resnet50": "ResNet50_Weights", "resnext101_32x8d": "ResNeXt101_32X8D_Weights"}
 

@@ -11,13 +11,15 @@ import copy
 from typing import Any
 
 from .._util.device import DEFAULT_MODEL_THREADS
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, did_you_mean
 
 __all__ = [
     "ANALYSES",
     "FINDINGS_DEFAULTS",
     "LITE_VARIANTS",
+    "check_findings",
     "english_only_encoders",
+    "findings_keys",
     "findings_settings",
     "fit_requirements",
     "report_settings",
@@ -154,9 +156,8 @@ def findings_settings(cfg: dict) -> dict:
     or, on the synthetic config, a mapping id → spec.
     """
     user: dict[str, Any] = cfg.get("findings") or {}
-    unknown = sorted(set(user) - set(ANALYSES))
-    if unknown:
-        raise ConfigError(f"findings: unknown analyses {unknown}; known: {list(ANALYSES)}")
+    if user:
+        check_findings(cfg)
     synthetic = cfg["dataset"]["source"] == "synthetic"
     base = cfg["image_backbone"]
     base_spec = dict(cfg["backbones"][base])
@@ -214,3 +215,37 @@ def findings_settings(cfg: dict) -> dict:
         name: {**_defaults(name), **(user.get(name) or {})} for name in ("inference", "calibration", "bli", "agreement")
     }
     return {**own, "image_quality": iq, "sample_size": ss_cfg, "hubness": hub}
+
+
+def findings_keys(cfg: dict) -> dict[str, list[str]]:
+    """The keys a config's ``findings.<analysis>`` may set, per analysis: exactly the settings
+    :func:`findings_settings` gives that analysis without overrides (:data:`FINDINGS_DEFAULTS`
+    and the config-dependent ones), so a setting added there is allowed here too."""
+    base = findings_settings({**cfg, "findings": {}})
+    return {name: sorted(base[name]) for name in ANALYSES}
+
+
+def check_findings(cfg: dict) -> None:
+    """Refuse a config's ``findings:`` section that names an unknown analysis or a key its
+    analysis does not have (a misspelt key would otherwise be ignored and the default run):
+    a ConfigError naming the field, the analysis and the allowed names; ``fields`` holds the
+    dotted field, for :func:`backretrieval.config.validate_config`."""
+    user: dict[str, Any] = cfg.get("findings") or {}
+    for name in user:
+        if name not in ANALYSES:
+            exc = ConfigError(
+                f"field 'findings.{name}': unknown analysis {name!r}{did_you_mean(name, list(ANALYSES))}; "
+                f"the analyses are {list(ANALYSES)}"
+            )
+            exc.fields = (f"findings.{name}",)  # type: ignore[attr-defined]
+            raise exc
+    allowed = findings_keys(cfg)
+    for name, given in user.items():
+        for key in given or {}:
+            if key not in allowed[name]:
+                exc = ConfigError(
+                    f"field 'findings.{name}.{key}': analysis {name!r} has no setting {key!r}"
+                    f"{did_you_mean(key, allowed[name])}; its settings are {allowed[name]}"
+                )
+                exc.fields = (f"findings.{name}.{key}",)  # type: ignore[attr-defined]
+                raise exc
