@@ -658,3 +658,54 @@ def test_key_and_tally_name_the_rated_training_run(study, tmp_path):
     rows = [(sid, "1") for sid in plain["suggestions"]]
     res = tally(_write_ratings(tmp_path / "p.csv", rows, key_path=s["sheets"].key), s["sheets"].key)
     assert "training seed" not in tally_markdown(res)
+
+
+GOLDEN_PAGE = Path(__file__).parent / "data" / "rating_sheet.golden.html"
+
+
+def test_page_bytes_for_fixed_inputs(tmp_path):
+    """The page of fixed inputs is byte for byte the committed one (rendered before the page
+    moved into package templates): texts with quotes, apostrophes, template-like braces and
+    markup are escaped as html.escape does, the CSS and JS are inlined unchanged, and a line
+    holding only a template tag leaves no line. A deliberate change of the page regenerates
+    tests/data/rating_sheet.golden.html with these inputs."""
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["Tomato soup\nwith basil", HOSTILE]})
+    braces = "it's {{ not }} a {% tag %}"
+    sa = {"q1": [("c1", "شوربة طماطم"), ("c2", braces)], "q2": [("c3", HOSTILE)]}
+    sb = {"q1": [("c2", braces), ("c4", "خبز")], "q2": [("c5", "x & y")]}
+    sheets = make_sheets(
+        queries,
+        sa,
+        sb,
+        tmp_path,
+        seed=5,
+        model_names=("A", "B"),
+        title='Rate "it" & <go>',
+        query_lang="en",
+        suggestion_lang="ar",
+    )
+    assert sheets.html.read_bytes() == GOLDEN_PAGE.read_bytes()
+
+
+def test_page_templates_ship_with_the_package():
+    """Every file of study/templates/ is package data (pyproject.toml), so an installed
+    package renders the page."""
+    import fnmatch
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "backretrieval"
+    ]
+    folder = root / "src/backretrieval/study/templates"
+    files = sorted(p.relative_to(root / "src/backretrieval").as_posix() for p in folder.iterdir())
+    assert files == [
+        "study/templates/rating_sheet.css",
+        "study/templates/rating_sheet.html",
+        "study/templates/rating_sheet.js",
+    ]
+    assert all(any(fnmatch.fnmatch(f, pat) for pat in patterns) for f in files)

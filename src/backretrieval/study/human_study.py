@@ -12,9 +12,10 @@ produces the rating material (steps 1-2); :mod:`backretrieval.study.human_tally`
 
    * ``ratings_template.csv`` (suggestion_id, query_id, query_text, suggestion_text, rating,
      rater, key_sha256) for raters who prefer a spreadsheet;
-   * ``rating_sheet.html``: one self-contained page (no external resources or network access;
-     every corpus text HTML-escaped and marked with its language, ``lang`` and ``dir``, so
-     Arabic reads right to left) with the 1-4 scale defined (:data:`RATING_DEFINITIONS`),
+   * ``rating_sheet.html``: one self-contained page, rendered with jinja2 from the package
+     templates ``study/templates/rating_sheet.{html,css,js}`` (no external resources or
+     network access; every corpus text HTML-escaped and marked with its language, ``lang`` and
+     ``dir``, so Arabic reads right to left) with the 1-4 scale defined (:data:`RATING_DEFINITIONS`),
      a rater-id field, 1-4 radio buttons per suggestion, a rated/unrated counter and a
      "Save ratings" button that downloads ``ratings.csv`` (suggestion_id, rating, rater,
      key_sha256). By default the page shows **texts only**: images are the pivot that
@@ -339,105 +340,28 @@ def make_sheets(
     return paths
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:960px;padding:1em;color:#222}
-header{position:sticky;top:0;background:#fff;border-bottom:1px solid #ccc;padding:.5em 0;z-index:1}
-.legend span{display:inline-block;margin-right:1em}
-section.query{border:1px solid #bbb;border-radius:6px;margin:1.2em 0;padding:.8em}
-.qtext,.stext{white-space:pre-wrap;max-height:14em;overflow:auto}
-.qtext{font-weight:600}
-.suggestion{display:flex;gap:.8em;border-top:1px solid #eee;padding:.6em 0}
-.suggestion.rated{background:#f4fbf4}
-.suggestion .body{flex:1;min-width:0}
-body,header,.qtext,.stext{overflow-wrap:anywhere}
-img.thumb{max-width:256px;max-height:256px;object-fit:contain}
-fieldset{border:0;padding:0;margin:.3em 0}
-label{margin-right:.9em;cursor:pointer}
-button{font-size:1em;padding:.4em 1em}
-#counter,#status{margin-left:1em}
-small.key{color:#777}
-dl.scale dt{font-weight:600;margin-top:.3em}
-dl.scale dd{margin-left:1.5em}
-#rater:invalid{border-color:#c00}
-"""
-
-_JS = r"""
-(function () {
-  "use strict";
-  var keySha = document.body.getAttribute("data-key-sha256");
-  var items = Array.prototype.slice.call(document.querySelectorAll(".suggestion"));
-  var counter = document.getElementById("counter");
-  var status = document.getElementById("status");
-  var storeKey = "backretrieval-ratings-" + keySha;
-  var raterKey = "backretrieval-rater-" + keySha;
-  var rater = document.getElementById("rater");
-  var raterRe = /^[A-Za-z0-9_.-]{1,64}$/;
-  function checked(it) { return it.querySelector("input[type=radio]:checked"); }
-  function update() {
-    var rated = 0;
-    items.forEach(function (it) {
-      var c = checked(it);
-      if (c) { rated++; it.classList.add("rated"); } else { it.classList.remove("rated"); }
-    });
-    counter.textContent = rated + " rated, " + (items.length - rated) + " unrated (of " + items.length + ")";
-    return rated;
-  }
-  function persist() {
-    try {
-      var saved = {};
-      items.forEach(function (it) { var c = checked(it); if (c) { saved[it.getAttribute("data-sid")] = c.value; } });
-      window.localStorage.setItem(storeKey, JSON.stringify(saved));
-    } catch (e) { /* storage unavailable: ratings live only in this page */ }
-  }
-  function restore() {
-    try {
-      var saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}");
-      items.forEach(function (it) {
-        var v = saved[it.getAttribute("data-sid")];
-        if (v) { var r = it.querySelector("input[value='" + v + "']"); if (r) { r.checked = true; } }
-      });
-      rater.value = window.localStorage.getItem(raterKey) || "";
-    } catch (e) { /* ignore */ }
-  }
-  document.getElementById("sheet").addEventListener("change", function () { update(); persist(); });
-  rater.addEventListener("change", function () {
-    try { window.localStorage.setItem(raterKey, rater.value.trim()); } catch (e) { /* ignore */ }
-  });
-  document.getElementById("save").addEventListener("click", function () {
-    var rid = rater.value.trim();
-    if (!raterRe.test(rid)) {
-      status.textContent = "Please enter your rater id (letters, digits, _ . - ; at most 64 characters) before saving.";
-      rater.focus();
-      return;
-    }
-    var lines = ["suggestion_id,rating,rater,key_sha256"];
-    items.forEach(function (it) {
-      var c = checked(it);
-      lines.push(it.getAttribute("data-sid") + "," + (c ? c.value : "") + "," + rid + "," + keySha);
-    });
-    var blob = new Blob([lines.join("\n") + "\n"], { type: "text/csv" });
-    var a = document.createElement("a");
-    a.href = URL.createObjectURL(blob);
-    a.download = "ratings.csv";
-    document.body.appendChild(a);
-    a.click();
-    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 2000);
-    var unrated = items.length - update();
-    status.textContent = unrated ? ("Saved ratings.csv - " + unrated + " suggestion(s) still unrated; please rate all before sending.")
-                                 : "Saved ratings.csv - all suggestions rated. Thank you!";
-  });
-  restore();
-  update();
-})();
-"""
-
-
-def _text_attrs(lang: str | None) -> str:
-    """``lang``/``dir`` attributes of a corpus text (``dir="auto"`` when the language is unknown)."""
+def _text_dir(lang: str | None) -> str:
+    """The ``dir`` of a corpus text: ``rtl``/``ltr`` by its language, ``auto`` when unknown."""
     if not lang:
-        return 'dir="auto"'
-    direction = "rtl" if lang.split("-")[0].lower() in RTL_LANGUAGES else "ltr"
-    return f'lang="{html.escape(lang)}" dir="{direction}"'
+        return "auto"
+    return "rtl" if lang.split("-")[0].lower() in RTL_LANGUAGES else "ltr"
+
+
+def _templates() -> Any:
+    """The jinja2 environment of the page's package templates (``study/templates/``): every
+    ``{{ }}`` value HTML-escaped with :func:`html.escape` (quotes included), a line holding only
+    a ``{% %}`` tag leaves no line, and a template's last newline is kept."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("backretrieval.study", "templates"),
+        autoescape=False,  # escaping is ``finalize``: html.escape on every value, no Markup
+        finalize=lambda value: html.escape(str(value)),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def _render_html(
@@ -447,59 +371,19 @@ def _render_html(
     query_lang: str | None = None,
     suggestion_lang: str | None = None,
 ) -> str:
-    e = html.escape
-    legend = "".join(f"<span><b>{v}</b> = {e(lbl)}</span>" for v, lbl in RATING_LABELS.items())
-    scale = "".join(f"<dt>{v} = {e(RATING_LABELS[v])}</dt><dd>{e(RATING_DEFINITIONS[v])}</dd>" for v in RATING_LABELS)
-    q_attrs, s_attrs = _text_attrs(query_lang), _text_attrs(suggestion_lang)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        # no network at all: only inline styles/scripts and data: images are allowed
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{e(title)}</title><style>{_CSS}</style></head>",
-        f'<body data-key-sha256="{e(key_sha)}">',
-        f"<h1>{e(title)}</h1>",
-        "<p>For each query, rate how relevant every suggestion is to the query. "
-        "Suggestions are shown in random order and come from different systems; "
-        "you are not told which. Rate every suggestion on this scale:</p>",
-        f'<dl class="scale">{scale}</dl>',
-        '<p><label for="rater">Your rater id</label> '
-        '<input type="text" id="rater" name="rater" required maxlength="64" '
-        'pattern="[A-Za-z0-9_.\\-]{1,64}" autocomplete="off"> '
-        "<small>(letters, digits, _ . - ; the same id on every sheet you rate)</small></p>",
-        "<header>",
-        f'<p class="legend">{legend}</p>',
-        '<p><button type="button" id="save">Save ratings</button>'
-        '<span id="counter"></span><span id="status"></span></p>',
-        f'<small class="key">key sha256: {e(key_sha)}</small>',
-        "</header>",
-        '<form id="sheet">',
-    ]
-    for qi, b in enumerate(blocks, start=1):
-        parts.append(f'<section class="query" data-query-id="{e(b["qid"])}">')
-        parts.append(f"<h2>Query {qi} of {len(blocks)}</h2>")
-        if b["img_uri"]:
-            parts.append(f'<img class="thumb" alt="query image" src="{e(b["img_uri"])}">')
-        parts.append(f'<div class="qtext" {q_attrs}>{e(b["text"])}</div>')
-        for si, s in enumerate(b["suggestions"], start=1):
-            sid = e(s["sid"])
-            parts.append(f'<div class="suggestion" data-sid="{sid}">')
-            if s["img_uri"]:
-                parts.append(f'<img class="thumb" alt="suggestion image" src="{e(s["img_uri"])}">')
-            parts.append('<div class="body">')
-            parts.append(f'<div class="stext" {s_attrs}>{e(s["text"])}</div>')
-            parts.append(f"<fieldset><legend>Suggestion {qi}.{si}: rating</legend>")
-            for v, lbl in RATING_LABELS.items():
-                rid = f"r-{sid}-{v}"
-                parts.append(
-                    f'<label for="{rid}"><input type="radio" id="{rid}" name="r-{sid}" value="{v}"> '
-                    f"{v} ({e(lbl)})</label>"
-                )
-            parts.append("</fieldset></div></div>")
-        parts.append("</section>")
-    parts.append("</form>")
-    parts.append(f"<script>{_JS}</script>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    """The rating page (``templates/rating_sheet.html`` with its CSS and JS inlined)."""
+    return (
+        _templates()
+        .get_template("rating_sheet.html")
+        .render(
+            blocks=blocks,
+            key_sha=key_sha,
+            title=title,
+            labels=RATING_LABELS,
+            definitions=RATING_DEFINITIONS,
+            query_lang=query_lang,
+            query_dir=_text_dir(query_lang),
+            suggestion_lang=suggestion_lang,
+            suggestion_dir=_text_dir(suggestion_lang),
+        )
+    )
