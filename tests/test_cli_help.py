@@ -13,7 +13,7 @@ import pytest
 from backretrieval.cli import COMMAND_GROUPS, build_parser, main
 from snake import ROOT
 
-USER_COMMANDS = ["evaluate", "compare", "verify", "validate-config", "validate-dataset", "versions"]
+USER_COMMANDS = ["evaluate", "compare", "rank", "verify", "validate-config", "validate-dataset", "versions"]
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -1,4 +1,4 @@
-"""The user commands: evaluate and compare encoders (no config), verify a run's reports,
+"""The user commands: evaluate, compare and rank encoders (no config), verify a run's reports,
 validate a config or a dataset folder, print software versions."""
 
 from __future__ import annotations
@@ -75,6 +75,67 @@ def cmd_compare(args: argparse.Namespace) -> int:
             {"a": a["model"], "b": b["model"], "dataset": a["dataset"], "comparisons": [c.to_dict() for c in comps]},
         )
     print(text)
+    return 0
+
+
+#: the files ``backretrieval rank`` writes into its --out folder
+RANK_FILES = ("ranking.md", "ranking.json", "ranking.csv", "pairwise.csv", "bkr_ci.csv")
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    """Two or more --model on the same samples: ranked by BkR with CIs, every pair tested, the
+    random baseline (and XLR on parallel data); the tables of the pipeline's bkr_report."""
+    from ..evaluation.results import task_name
+    from ..evaluation.run import evaluate_models
+    from ..reporting.ranking import rank_encoders, ranking_caption
+
+    models = args.model or []
+    if len(models) < 2:
+        raise InputError(f"rank: expected at least two --model (the encoders to rank), got {len(models)}")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(
+            f"--out {args.out}: is a file; name the folder for the ranking's files ({', '.join(RANK_FILES)})"
+        )
+    evs = evaluate_models(models, args.data, args.directions, **_eval_kwargs(args))
+    import pandas as pd
+
+    first = evs[0]
+    prot, dataset = first.protocol, {key: v for key, v in first.dataset.items() if key != "path"}
+    n, k, n_seeds, B = int(prot["n"]), int(prot["k"]), len(prot["seeds"]), int(args.bootstrap)
+    metrics = pd.concat([ev.scores for ev in evs], ignore_index=True)
+    ranking = rank_encoders(
+        metrics, {ev.model["name"]: ev.hits("bkr") for ev in evs}, k=k, sample_size=n, n_seeds=n_seeds, B=B, seed=0
+    )
+    caption = ranking_caption(
+        dataset=str(dataset["name"]),
+        synthetic=bool(dataset.get("synthetic")),
+        parallel=bool(dataset.get("parallel")),
+        image_backbone=str(first.image_backbone["id"]),
+        text_field=str(prot["text_field"]),
+        sample_size=n,
+        n_seeds=n_seeds,
+        n_encoders=len(evs),
+    )
+    text = ranking.markdown(title=f"BkR ranking — {dataset['name']}", caption=caption)
+    out = Path(args.out) if args.out else Path("results") / "rankings" / task_name(str(dataset["name"]))
+    io.write_text(out / "ranking.md", text)
+    io.write_json(
+        out / "ranking.json",
+        {
+            "format": "backretrieval-ranking",
+            "format_version": 1,
+            "dataset": dataset,
+            "image_backbone": dict(first.image_backbone),
+            "protocol": {**prot, "bootstrap": {"B": B, "seed": 0}},
+            "models": [dict(ev.model) for ev in evs],
+            **ranking.to_dict(),
+        },
+    )
+    io.write_csv(out / "ranking.csv", ranking.ranking)
+    io.write_csv(out / "pairwise.csv", ranking.pairwise)
+    io.write_csv(out / "bkr_ci.csv", ranking.cis)
+    print(text)
+    print(f"ranking: {out}/ ({', '.join(RANK_FILES)}; {first.seconds:.1f} s)")
     return 0
 
 
@@ -248,6 +309,28 @@ def register(add) -> None:
     opt(sp, "--model", "instead of JSONs: evaluate two models (give --model twice)", action="append")
     opt(sp, "--out", "write the comparison as JSON too", metavar="FILE")
     _eval_opts(sp, required=False)
+
+    sp = add(
+        "rank",
+        cmd_rank,
+        "rank two or more encoders by BkR on the same samples: CIs, every pair (McNemar, Holm), random baseline",
+    )
+    opt(
+        sp,
+        "--model",
+        "an encoder to rank, as evaluate's --model (give it once per encoder, at least twice; "
+        "'{type: ..., name: label}' sets a spec's label)",
+        action="append",
+        required=True,
+    )
+    opt(
+        sp,
+        "--out",
+        "folder for ranking.md, ranking.json and the CSVs ranking, pairwise, bkr_ci "
+        "(default results/rankings/Backretrieval-<dataset>)",
+        metavar="DIR",
+    )
+    _eval_opts(sp, required=True)
 
     sp = add("verify", cmd_verify, "compare a run's reports with the committed ones, within stated tolerances")
     positional(sp, "reports", "the run's reports folder (default reports)", nargs="?", default="reports")

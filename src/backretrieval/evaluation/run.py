@@ -360,6 +360,15 @@ class Evaluation:
 
         return summarize(self, B=B, seed=seed, level=level)
 
+    def hits(self, kind: str = "bkr") -> dict[str, np.ndarray]:
+        """Per direction, the per-query hits (rank <= k) of ``kind`` (``bkr`` or ``xlr``), the
+        seeds' samples concatenated in seed order (the queries McNemar pairs across encoders)."""
+        k = int(self.protocol["k"])
+        return {
+            d: np.concatenate([np.asarray(by_seed[s][kind]) <= k for s in sorted(by_seed)])
+            for d, by_seed in self.ranks.items()
+        }
+
 
 def evaluate_models(
     models: Sequence[Any],

@@ -19,11 +19,10 @@ from .. import stats
 from .._util import io
 from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
-from ..evaluation.compare import pairwise_comparisons
-from ..evaluation.results import random_baseline
 from ..findings.inference import MIN_JACKKNIFE_ENCODERS, table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
+from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 from ..reporting.significance import significance_table, table1_marks
 from . import layout
 from .metrics import read_metrics, require_full_ranks
@@ -262,12 +261,11 @@ def build_bkr_report(
     """The report of a dataset without parallel texts (the method's main use; no XLR): the
     files of :data:`~backretrieval.steps.layout.BKR_REPORT_FILES`.
 
-    ``bkr_ci``: BkR Recall@k, BkR MRR and CORR per direction and encoder, mean over seeds with
-    a bootstrap CI over seeds, and the random baseline per direction (k/N and H_N/N, exact:
-    ``n_seeds`` 0); ``ranking``: :func:`~backretrieval.reporting.tables.bkr_ranking`;
-    ``pairwise``: :func:`~backretrieval.evaluation.compare.pairwise_comparisons` (McNemar exact
-    on the per-query hits, Holm-adjusted); ``bkr_report``: all of it in Markdown, with the
-    reason there is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
+    ``bkr_ci``, ``ranking``, ``pairwise`` and ``bkr_report``: the tables and the Markdown of
+    :func:`~backretrieval.reporting.ranking.rank_encoders` (as ``backretrieval rank`` writes
+    them): BkR per direction and encoder with CIs over seeds beside the random baseline, the
+    ranking, every pair (McNemar exact on the per-query hits, Holm-adjusted), the reason there
+    is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
     """
     s = settings
     k, B, bseed = int(s["recall_k"]), int(s["bootstrap_B"]), int(s["bootstrap_seed"])
@@ -278,43 +276,27 @@ def build_bkr_report(
             f"{meta.name} is not parallel: recompute the metrics"
         )
     hits = read_bkr_hits(list(metrics_files), k)
-    bkr = metrics[metrics["metric"].isin(["bkr_recall", "bkr_mrr", "corr"])]
-    cis = tables.seed_cis(bkr, ["direction", "encoder", "metric"], "value", B, bseed)
-    base_rows = []
-    for d, n in metrics.groupby("direction")["n"].max().items():
-        rb = random_baseline(int(n), k)
-        for metric, v in (("bkr_recall", rb["recall_at_k"]), ("bkr_mrr", rb["mrr"])):
-            base_rows.append(
-                dict(direction=d, encoder=tables.RANDOM_BASELINE, metric=metric, mean=v, ci_low=v, ci_high=v, n_seeds=0)
-            )
-    cis = pd.concat([cis, pd.DataFrame(base_rows)], ignore_index=True).sort_values(
-        ["direction", "encoder", "metric"], kind="stable", ignore_index=True
-    )
+    r = rank_encoders(metrics, hits, k=k, sample_size=int(s["sample_size"]), n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
+    cis, ranking, baseline = r.cis, r.ranking, r.baseline
     io.write_csv(out["bkr_ci"], cis)
-
-    ranking = tables.bkr_ranking(metrics, hits, B, bseed)
     io.write_csv(out["ranking"], ranking)
-    ordered = {enc: hits[enc] for enc in ranking["encoder"]}
-    pairwise = pairwise_comparisons(ordered, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
-    io.write_csv(out["pairwise"], pairwise)
-
-    rb = random_baseline(int(s["sample_size"]), k)
-    baseline = {"bkr_recall": rb["recall_at_k"], "bkr_mrr": rb["mrr"]}
+    io.write_csv(out["pairwise"], r.pairwise)
+    caption = ranking_caption(
+        dataset=meta.name,
+        synthetic=meta.synthetic,
+        parallel=False,
+        image_backbone=s["image_backbone"],
+        text_field=s["text_field"],
+        sample_size=s["sample_size"],
+        n_seeds=s["n_seeds"],
+        n_encoders=len(ranking),
+    )
+    io.write_text(out["bkr_report"], r.markdown(title=f"BkR — {s['run_name']}", caption=caption))
     label = "SYNTHETIC dataset — " if meta.synthetic else ""
-    caption = (
-        f"{label}{meta.name} (not parallel), image backbone {s['image_backbone']}, text field "
-        f"'{s['text_field']}', N={s['sample_size']}, {s['n_seeds']} seeds, {len(ranking)} encoders."
-    )
-    io.write_text(
-        out["bkr_report"],
-        tables.bkr_report_markdown(
-            ranking, pairwise, cis, baseline, title=f"BkR — {s['run_name']}", caption=caption, k=k
-        ),
-    )
     figures.bkr_bars(
         cis,
-        [*ranking["encoder"], tables.RANDOM_BASELINE],
-        tables.RANDOM_BASELINE,
+        [*ranking["encoder"], RANDOM_BASELINE],
+        RANDOM_BASELINE,
         k,
         figure_base(out, "bkr"),
         f"{label}{meta.name}: BkR Recall@{k} per encoder (mean over {s['n_seeds']} seeds, 95% CI)",
