@@ -58,6 +58,25 @@ def agreement_matrix(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFram
     return m
 
 
+def _colorbar_beside_heatmap(g, width_in: float = 0.15, gap_in: float = 0.2, room_in: float = 1.2) -> None:
+    """The clustermap's colorbar right of the heatmap's row labels, level with its top.
+    seaborn's default spot, the figure's top-left corner, lies on the dendrograms once the
+    figure has room for a title. ``room_in``: inches kept right of the row labels for the
+    bar, its tick labels and its label (the heatmap narrowed when the figure lacks them)."""
+    fig = g.figure
+    width, height = fig.get_size_inches()
+    fig.canvas.draw()  # the row labels' extent needs a renderer
+    renderer = fig.canvas.get_renderer()
+    labels_right = g.ax_heatmap.get_tightbbox(renderer).x1 / fig.dpi
+    if labels_right + room_in > width:
+        fig.subplots_adjust(right=fig.subplotpars.right - (labels_right + room_in - width) / width)
+        fig.canvas.draw()
+        labels_right = g.ax_heatmap.get_tightbbox(renderer).x1 / fig.dpi
+    heat = g.ax_heatmap.get_position()
+    bar_height = min(0.5 * heat.height, 2.0 / height)
+    g.ax_cbar.set_position(((labels_right + gap_in) / width, heat.y1 - bar_height, width_in / width, bar_height))
+
+
 def plot_clustermap(matrix: pd.DataFrame, out_base, title: str) -> list:
     """seaborn clustermap of the agreement matrix (metrics with a NaN entry are left out, as the
     clustering needs every distance); PNG/SVG/PDF with reproducible bytes."""
@@ -96,9 +115,11 @@ def plot_clustermap(matrix: pd.DataFrame, out_base, title: str) -> list:
         cbar_kws={"label": "Spearman ρ"},
         annot_kws={"fontsize": 7},
         dendrogram_ratio=0.12,
+        cbar_pos=(0.0, 0.0, 0.01, 0.01),  # moved beside the heatmap below, once the layout is known
     )
     g.figure.suptitle(title, fontsize=9)
     g.figure.subplots_adjust(top=0.9)
+    _colorbar_beside_heatmap(g)
     written = save_figure(g.figure, out_base)
     plt.close(g.figure)
     return written

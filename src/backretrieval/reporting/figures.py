@@ -53,48 +53,77 @@ def fig2_frame(metrics: pd.DataFrame, seed: int) -> pd.DataFrame:
     return wide[["direction", "encoder", "xlr_recall", "bkr_recall"]].sort_values(["direction", "encoder"])
 
 
+#: marker shapes, cycled beside the colours, so that two encoders never share colour and shape
+#: (tab20's pairs of light and dark shades are told apart by the marker as well)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "d", "8")
+
+
+def wrap_title(title: str, width_in: float, fontsize: float) -> str:
+    """``title`` wrapped at spaces into lines that fit ``width_in`` inches at ``fontsize`` (a
+    character taken as 0.6 em, wider than DejaVu Sans's average), its own line breaks kept: a
+    long dataset name on a narrow figure would otherwise run past the figure's edge."""
+    import textwrap
+
+    chars = max(20, int(width_in * 72 / (0.6 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) if line else line for line in title.split("\n"))
+
+
 def fig2_scatter(
     metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str
 ) -> list[Path]:
-    """XLR vs BkR per encoder for one seed; one panel per direction; Pearson/Spearman in legend."""
+    """XLR vs BkR per encoder for one seed; one panel per direction, Pearson r and Spearman ρ
+    in its title. The encoders are told apart by colour and marker and named in one legend
+    below the panels, not beside their points: similar encoders (the multi30k configs' nine
+    fastText variants) fall within a few points of each other, where labels overprint."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.lines import Line2D
 
     frame = fig2_frame(metrics, seed)
     directions = direction_order(frame["direction"].unique().tolist())
     ncol = min(4, len(directions))
     nrow = math.ceil(len(directions) / ncol)
-    sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 3.0 * nrow), squeeze=False)
     encoders = sorted(frame["encoder"].unique())
-    palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
+    colors = sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))
+    style = {e: (colors[i], MARKERS[i % len(MARKERS)]) for i, e in enumerate(encoders)}
+    width = 3.2 * ncol
+    # legend columns of 1.5 in (a marker and a name like "ft-procrustes-5k" at 7 pt), rows of 0.2 in
+    leg_cols = max(1, min(len(encoders), int(width // 1.5)))
+    leg_rows = math.ceil(len(encoders) / leg_cols)
+    sns.set_theme(style="whitegrid", context="paper")
+    # constrained layout: it keeps room for the legend placed "outside" the panels
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(width, 3.0 * nrow + 0.2 * leg_rows + 0.2), squeeze=False, layout="constrained"
+    )
     for ax, d in zip(axes.flat, directions):
         f = frame[frame.direction == d]
-        sns.scatterplot(
-            data=f, x="xlr_recall", y="bkr_recall", hue="encoder", palette=palette, ax=ax, legend=False, s=40
-        )
         for _, r in f.iterrows():
-            ax.annotate(
-                r["encoder"], (r["xlr_recall"], r["bkr_recall"]), fontsize=6, xytext=(3, 2), textcoords="offset points"
+            color, marker = style[r["encoder"]]
+            ax.scatter(
+                r["xlr_recall"], r["bkr_recall"], color=color, marker=marker, s=44, edgecolors="white", linewidths=0.3
             )
         c = correlations[
             (correlations.direction == d) & (correlations.seed == seed) & (correlations.method == "bkr_recall")
         ]
         pr = c[c.stat == "pearson"]["value"]
         sr = c[c.stat == "spearman"]["value"]
-        label = f"r={pr.iloc[0]:.2f}, ρ={sr.iloc[0]:.2f}" if len(pr) and len(sr) else ""
-        ax.plot([], [], " ", label=label)
-        ax.legend(loc="lower right", fontsize=7, handlelength=0, frameon=True)
-        ax.set_title(d.replace("-", "→"), fontsize=9)
+        corr = f" (r={pr.iloc[0]:.2f}, ρ={sr.iloc[0]:.2f})" if len(pr) and len(sr) else ""
+        ax.set_title(d.replace("-", "→") + corr, fontsize=9)
         ax.set_xlabel("XLR (Recall@10)")
         ax.set_ylabel("BkR (Recall@10)")
     for ax in list(axes.flat)[len(directions) :]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    handles = [
+        Line2D(
+            [], [], linestyle="", marker=style[e][1], color=style[e][0], markeredgecolor="white", markersize=7, label=e
+        )
+        for e in encoders
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=leg_cols, fontsize=7, frameon=False)
+    fig.suptitle(wrap_title(title, width, 10), fontsize=10)
     written = save_figure(fig, out_base)
     plt.close(fig)
     return written
@@ -144,16 +173,34 @@ def bkr_bars(
     return written
 
 
+def _stack(ys: list[float], height: float, low: float, high: float) -> list[float]:
+    """Label centres for points at display heights ``ys`` (ascending): each as near its point
+    as it can be while at least ``height`` above the one below, all within [``low``, ``high``]."""
+    out: list[float] = []
+    for y in ys:
+        out.append(max(y, low, out[-1] + height if out else low))
+    over = out[-1] - high if out else 0.0
+    if over > 0:  # pushed past the top: move the stack down, keeping the spacing
+        out = [y - over for y in out]
+        for i in range(len(out) - 2, -1, -1):
+            out[i] = min(out[i], out[i + 1] - height)
+    return out
+
+
 def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, n_annotate: int = 3) -> None:
     """Figure 3: per model a box of its BkR×1000 across language pairs (a head's pair values
     averaged over its training seeds), the pairs as points, the worst pairs named; for a model
     trained with several seeds, each training seed's mean over pairs as a red diamond, so the
-    spread over training runs shows beside the spread over pairs."""
+    spread over training runs shows beside the spread over pairs.
+
+    The worst pairs' names stand in a column right of their box, stacked so that none prints
+    over another (pairs often tie or nearly tie), each joined to its point by a thin line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.text import Text
 
     per_pair = df.groupby(["model", "direction"])["bkr_recall"].mean().reset_index()
     per_pair["bkr_x1000"] = per_pair["bkr_recall"] * 1000
@@ -161,14 +208,19 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     order = list(t["label"])
     per_pair["label"] = per_pair["model"].map(label)
     sns.set_theme(style="whitegrid", context="paper")
-    fig, ax = plt.subplots(figsize=(1.3 * len(order) + 2, 4))
-    sns.boxplot(data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#9ecae1", fliersize=0)
+    width = 1.3 * len(order) + 2
+    fig, ax = plt.subplots(figsize=(width, 4))
+    # boxes half a slot wide: the other half holds the diamonds and the worst pairs' names
+    sns.boxplot(data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#9ecae1", fliersize=0, width=0.5)
     # the points, with horizontal jitter from a fixed-seed generator (seaborn's stripplot draws
     # its jitter from numpy's global RNG, so the figure files differed between runs)
     rng = np.random.default_rng(0)
+    point_x: dict[tuple[str, str], float] = {}
     for xi, lab in enumerate(order):
-        ys = per_pair.loc[per_pair["label"] == lab, "bkr_x1000"].to_numpy()
-        ax.scatter(xi + rng.uniform(-0.15, 0.15, size=len(ys)), ys, s=9, color="#08519c", zorder=3, linewidths=0)
+        pts = per_pair[per_pair["label"] == lab]
+        xs = xi + rng.uniform(-0.15, 0.15, size=len(pts))
+        point_x.update(zip(zip(pts["label"], pts["direction"]), xs))
+        ax.scatter(xs, pts["bkr_x1000"], s=9, color="#08519c", zorder=3, linewidths=0)
     if "training_seed" in df:
         trained = df[df["training_seed"].notna()]
         per_seed = trained.groupby(["model", "training_seed"])["bkr_recall"].mean().reset_index()
@@ -184,27 +236,43 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
                     color="#cb181d",
                     zorder=4,
                     linewidths=0,
-                    label=None if marked else "mean over pairs, per training seed",
+                    label=None if marked else "mean over pairs,\nper training seed",
                 )
                 marked = True
-        if marked:
-            ax.legend(loc="best", fontsize=7, frameon=False)
-    for xi, lab in enumerate(order):
-        g = per_pair[per_pair["label"] == lab].nsmallest(n_annotate, "bkr_x1000")
-        for _, r in g.iterrows():
-            ax.annotate(
-                r["direction"].replace("-", "→"),
-                (xi, r["bkr_x1000"]),
-                xytext=(6, 0),
-                textcoords="offset points",
-                fontsize=6,
-                va="center",
-            )
+        if marked:  # outside the axes, right: inside, it could cover the points or the names
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0)
     ax.set_xlabel("")
     ax.set_ylabel("BkR ×1000 (per language pair)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(wrap_title(title, width - 0.5, 9), fontsize=9)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
+    ax.set_ylim(*ax.get_ylim())  # fixed now: the names are placed in display coordinates
     fig.tight_layout()
+    # the layout is final (save_figure does not re-lay it out): place the names in pixels
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    probe = Text(0, 0, "ar→en", fontsize=6, figure=fig)  # a pair's name: its height sets the spacing
+    line = probe.get_window_extent(renderer).height + 2 * fig.dpi / 72  # + 2 pt
+    box = ax.get_window_extent(renderer)
+    to_data = ax.transData.inverted()
+    for xi, lab in enumerate(order):
+        worst = per_pair[per_pair["label"] == lab].nsmallest(n_annotate, "bkr_x1000")
+        worst = worst.sort_values(["bkr_x1000", "direction"])
+        pts = ax.transData.transform(
+            np.column_stack([[point_x[(lab, d)] for d in worst["direction"]], worst["bkr_x1000"]])
+        )
+        ys = _stack(list(pts[:, 1]), line, box.y0 + line / 2, box.y1 - line / 2)
+        text_x = ax.transData.transform((xi + 0.38, 0))[0]
+        for (_, r), (px, py), y in zip(worst.iterrows(), pts, ys):
+            ax.annotate(
+                r["direction"].replace("-", "→"),
+                to_data.transform((px, py)),
+                xytext=to_data.transform((text_x, y)),
+                fontsize=6,
+                ha="left",
+                va="center",
+                arrowprops={"arrowstyle": "-", "color": "0.45", "linewidth": 0.4, "shrinkA": 1, "shrinkB": 2},
+                annotation_clip=False,
+            )
     save_figure(fig, out_base)
     plt.close(fig)
 

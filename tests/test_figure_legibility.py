@@ -1,0 +1,248 @@
+"""Figures a reader can read: no text drawn over other text and none cut off at the figure's
+edge, measured with matplotlib's renderer (every Text that is actually drawn, its window
+extent after ``fig.canvas.draw()``), at the figure sizes the pipeline writes, on the worst
+realistic inputs: Figure 2 with every shipped config's encoders and directions (the
+multi30k configs' 14 encoders, nine fastText variants clustered within a few points of each
+other, two encoders at XLR 1.0 on the panel's edge), Figure 3 with every shipped config's
+case-study models and language pairs and with many pairs whose worst values coincide, and
+the findings clustermap (its colorbar clear of the dendrograms)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from unittest import mock
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
+
+from backretrieval.config import load_config
+from backretrieval.findings import agreement
+from backretrieval.reporting import figures
+from backretrieval.stats import correlate
+from backretrieval.study import case_study as cs
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = [ROOT / "params.yaml", *sorted((ROOT / "config").glob("*.yaml"))]
+#: the PNG's resolution (save_figure) and matplotlib's default figure dpi: text metrics are
+#: hinted per resolution, so both are measured
+DPIS = (100, 150)
+#: overlap (pixels, both directions) below which two boxes only touch
+TOL = 0.5
+
+
+def _drawn_texts(fig, dpi: int) -> list:
+    """(text, window extent) of every Text the figure draws at ``dpi``: a Text of a hidden
+    axes, a tick outside the view or an empty string is not drawn and not counted."""
+    drawn: list[Text] = []
+    draw = Text.draw
+
+    def record(self, renderer):
+        draw(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+
+    _agg(fig).figure.set_dpi(dpi)
+    with mock.patch.object(Text, "draw", record):
+        fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    # Text's own extent: an Annotation's would include its arrow
+    return [(t, Text.get_window_extent(t, renderer)) for t in dict.fromkeys(drawn)]
+
+
+def _agg(fig):
+    """The figure's Agg canvas (pyplot's close leaves a figure with a base canvas that draws nothing)."""
+    return fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+
+
+def _overlap(a, b) -> bool:
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > TOL and min(a.y1, b.y1) - max(a.y0, b.y0) > TOL
+
+
+def text_problems(fig) -> dict[str, list]:
+    """Per dpi in :data:`DPIS`: the pairs of drawn texts that overlap and the texts that reach
+    outside the figure."""
+    out: dict[str, list] = {"overlapping": [], "outside": []}
+    for dpi in DPIS:
+        texts = _drawn_texts(fig, dpi)
+        page = fig.bbox
+        for (ta, a), (tb, b) in itertools.combinations(texts, 2):
+            if _overlap(a, b):
+                out["overlapping"].append((dpi, ta.get_text(), tb.get_text()))
+        for t, b in texts:
+            if b.x0 < page.x0 - TOL or b.y0 < page.y0 - TOL or b.x1 > page.x1 + TOL or b.y1 > page.y1 + TOL:
+                out["outside"].append((dpi, t.get_text()))
+    return out
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The figures handed to save_figure (nothing written)."""
+    figs: list = []
+
+    def keep(fig, out_base, dpi=150):
+        figs.append(fig)
+        return []
+
+    monkeypatch.setattr(figures, "save_figure", keep)
+    return figs
+
+
+def _metrics_like(encoders: list[str], directions: list[str]) -> pd.DataFrame:
+    """A tidy metrics frame (one seed) shaped like a real run's: the strong multilingual
+    encoders at or near XLR 1.0 (on the panel's edge), the fastText variants (``ft-*``) in one
+    tight cluster (within 0.1 XLR and 0.03 BkR of each other, the first two on one point), the
+    weak ones spread below, random near 0."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in directions:
+        cluster: list[tuple[float, float]] = []
+        for e in encoders:
+            if e.startswith("ft-"):
+                x, y = (0.70 + 0.1 * rng.random(), 0.11 + 0.03 * rng.random()) if len(cluster) != 1 else cluster[0]
+                cluster.append((x, y))
+            elif e == "random":
+                x, y = 0.02 * rng.random(), 0.01 + 0.01 * rng.random()
+            elif e in ("e5-small", "use-m"):
+                x, y = 1.0 - 0.03 * (e == "use-m") * rng.random(), 0.17 + 0.03 * rng.random()
+            else:
+                x, y = 0.2 + 0.5 * rng.random(), 0.05 + 0.06 * rng.random()
+            for m, v in (("xlr_recall", x), ("bkr_recall", y), ("corr", 0.05 * rng.random())):
+                rows.append(dict(direction=d, seed=0, encoder=e, metric=m, value=v, n=500))
+    return pd.DataFrame(rows)
+
+
+def _config_ids(p: Path) -> str:
+    return p.name
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=_config_ids)
+def test_fig2_text_neither_overlaps_nor_leaves_the_figure(path, captured):
+    cfg = load_config(path)
+    encoders, directions = list(cfg["encoders"]), list(cfg["directions"])
+    metrics = _metrics_like(encoders, directions)
+    title = f"SYNTHETIC dataset — {cfg['dataset']['name']}: XLR vs BkR per encoder (seed 0)"
+    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), title)
+    (fig,) = captured
+    assert text_problems(fig) == {"overlapping": [], "outside": []}
+
+
+def test_fig2_every_encoder_is_named_once_per_figure(captured):
+    """The point labels' replacement still names every encoder (the multi30k set)."""
+    cfg = load_config(ROOT / "config/multi30k.yaml")
+    encoders = list(cfg["encoders"])
+    metrics = _metrics_like(encoders, list(cfg["directions"]))
+    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), "t")
+    (fig,) = captured
+    shown = [t.get_text() for t, _ in _drawn_texts(fig, 100)]
+    assert all(shown.count(e) >= 1 for e in encoders), sorted(set(encoders) - set(shown))
+
+
+def _case_results(models: list[str], pairs: list[str], training_seeds=(0, 1, 2), tie: bool = True) -> pd.DataFrame:
+    """case-evaluate's tidy rows: per model, pair and sample seed a BkR; heads once per
+    training seed. With ``tie``, every model's three worst pairs share one value and the next
+    three sit within a point of it (the labels that used to print over each other)."""
+    rng = np.random.default_rng(1)
+    level = {m: 0.05 + 0.3 * i / max(1, len(models) - 1) for i, m in enumerate(models)}
+    rows = []
+    for m in models:
+        base = level[m] + 0.04 * rng.random(len(pairs))
+        if tie and len(pairs) >= 6:
+            low = base.min() - 0.02
+            base[:3] = low
+            base[3:6] = low + 0.001 * np.arange(1, 4)
+        for ts in training_seeds if m in cs.HEADS else [None]:
+            shift = 0.0 if ts is None else 0.005 * ts
+            for d, v in zip(pairs, base):
+                for s in (0, 1):
+                    rows.append(dict(model=m, training_seed=ts, direction=d, seed=s, n=200, bkr_recall=v + shift))
+    df = pd.DataFrame(rows)
+    df["training_seed"] = df["training_seed"].astype("Int64")
+    return df
+
+
+def _fig3(models, pairs, chosen, captured, title_name="synthetic-scenes"):
+    t = pd.DataFrame({"model": models, "label": [cs._label(m, chosen) for m in models]})
+    df = _case_results(models, pairs)
+    title = (
+        f"SYNTHETIC dataset — {title_name}: BkR per model across language pairs\n"
+        "heads: pairs averaged over R=3 training seeds; diamonds: each training seed's mean over pairs"
+    )
+    figures.fig3_boxplot(df, t, Path("unused"), title)
+    return captured[-1]
+
+
+CASE_CONFIGS = [p for p in CONFIGS if load_config(p).get("case_study")]
+
+
+@pytest.mark.parametrize("path", CASE_CONFIGS, ids=_config_ids)
+def test_fig3_text_neither_overlaps_nor_leaves_the_figure(path, captured):
+    cfg = load_config(path)
+    c = cs.case_cfg(cfg)
+    fig = _fig3(cs.models(c), cs.directions(c), c["base_encoders"][0], captured, cfg["dataset"]["name"])
+    assert text_problems(fig) == {"overlapping": [], "outside": []}
+
+
+@pytest.mark.parametrize("n_models", [3, 6])
+def test_fig3_many_pairs_with_coinciding_worst_values(n_models, captured):
+    """Seven languages (42 ordered pairs), every model's worst three pairs on one value."""
+    langs = ["en", "de", "fr", "es", "ru", "ar", "id"]
+    pairs = [f"{a}-{b}" for a in langs for b in langs if a != b]
+    models = ["random", "e5-small", "use-m", "char-ngram", "triplet", "tripletxl"][-n_models:]
+    fig = _fig3(models, pairs, "use-m", captured)
+    problems = text_problems(fig)
+    assert problems == {"overlapping": [], "outside": []}
+    # every worst pair is still named (three per model)
+    shown = [t.get_text() for t, _ in _drawn_texts(fig, 100)]
+    assert sum("→" in s for s in shown) == 3 * n_models
+
+
+def _agreement_matrix(names: list[str]) -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-0.3, 1.0, (len(names), len(names)))
+    m = (a + a.T) / 2
+    np.fill_diagonal(m, 1.0)
+    return pd.DataFrame(m, index=names, columns=names)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["soft BkR (m=5)", "CORR", "BkR MRR", "BkR", "XLR MRR", "XLR R@1", "XLR R@10"],
+        ["BkR", "CORR", "XLR R@10"],
+    ],
+    ids=["seven-metrics", "three-metrics"],
+)
+def test_clustermap_colorbar_is_clear_of_the_dendrograms(names, captured):
+    agreement.plot_clustermap(
+        _agreement_matrix(names), Path("unused"), "SYNTHETIC — synthetic-scenes: agreement across encoders (Spearman)"
+    )
+    (fig,) = captured
+    _agg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    # seaborn's ClusterGrid keeps its axes on the figure: colorbar, two dendrograms, heatmap
+    cbar = next(ax for ax in fig.axes if ax.get_label() == "<colorbar>" or ax.get_ylabel() == "Spearman ρ")
+    others = [ax for ax in fig.axes if ax is not cbar and ax.get_visible()]
+    assert len(others) == 3  # the heatmap and the two dendrograms
+    cb = cbar.get_tightbbox(renderer)  # the bar with its ticks and label
+    for ax in others:
+        assert not _overlap(cb, ax.get_window_extent(renderer)), ax
+        assert not _overlap(cb, ax.get_tightbbox(renderer)), ax
+    assert text_problems(fig) == {"overlapping": [], "outside": []}
+
+
+def test_fig2_files_are_byte_identical_when_redrawn(tmp_path):
+    """The legend and the constrained layout keep Figure 2's files reproducible."""
+    cfg = load_config(ROOT / "config/multi30k_task2.yaml")
+    metrics = _metrics_like(list(cfg["encoders"]), list(cfg["directions"]))
+    for name in ("one", "two"):
+        figures.fig2_scatter(metrics, correlate(metrics), 0, tmp_path / name, "t")
+    for ext in ("png", "svg", "pdf"):
+        assert (tmp_path / f"one.{ext}").read_bytes() == (tmp_path / f"two.{ext}").read_bytes(), ext
