@@ -246,3 +246,19 @@ def test_fig2_files_are_byte_identical_when_redrawn(tmp_path):
         figures.fig2_scatter(metrics, correlate(metrics), 0, tmp_path / name, "t")
     for ext in ("png", "svg", "pdf"):
         assert (tmp_path / f"one.{ext}").read_bytes() == (tmp_path / f"two.{ext}").read_bytes(), ext
+
+
+def test_loss_curve_title_stays_inside_the_figure():
+    """A head's loss curve with the longest title the train step writes (SYNTHETIC label,
+    dataset name, head, base encoder, training seed, best epoch): wrapped, not cut off."""
+    epochs = list(range(1, 41))
+    history = {
+        "epoch": epochs,
+        "train_loss": [0.03 / e for e in epochs],
+        "val_loss": [0.02 / e**0.5 for e in epochs],
+    }
+    fig = figures.loss_curve_figure(
+        history,
+        "SYNTHETIC dataset — synthetic-scenes: TRIPLETXL on paraphrase-multilingual, training seed 4 (best epoch 40)",
+    )
+    assert text_problems(fig) == {"overlapping": [], "outside": []}

@@ -277,8 +277,9 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     plt.close(fig)
 
 
-def plot_loss_curves(history: dict[str, list[float]], path_png: str | Path, title: str = "") -> None:
-    """Train / validation loss per epoch (best validation epoch marked), PNG via Agg, atomic."""
+def loss_curve_figure(history: dict[str, list[float]], title: str = ""):
+    """Train / validation loss per epoch (best validation epoch marked) as an Agg figure; the
+    title wrapped to the figure's width."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -297,8 +298,14 @@ def plot_loss_curves(history: dict[str, list[float]], path_png: str | Path, titl
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     if title:
-        ax.set_title(title)
+        ax.set_title(wrap_title(title, 4.6, 10), fontsize=10)
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def plot_loss_curves(history: dict[str, list[float]], path_png: str | Path, title: str = "") -> None:
+    """:func:`loss_curve_figure` as a PNG, atomically."""
+    fig = loss_curve_figure(history, title)
     with atomic_path(path_png, suffix=".png") as tmp:
         fig.savefig(tmp, format="png")

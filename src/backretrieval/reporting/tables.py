@@ -89,6 +89,11 @@ def metrics_json(correlations: pd.DataFrame, metrics: pd.DataFrame, meta: dict[s
     return out
 
 
+def latex_text(text: str) -> str:
+    """Plain text (a caption) with LaTeX's special characters %, _ and & escaped."""
+    return text.replace("%", "\\%").replace("_", "\\_").replace("&", "\\&")
+
+
 def table1_latex(
     correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr", marks: dict | None = None
 ) -> str:
@@ -118,7 +123,7 @@ def table1_latex(
                     txt = f"\\textbf{{{txt}}}" + (f"$^{{{mark}}}$" if mark else "")
                 cells.append(txt)
         out.append(" & ".join(cells) + " \\\\")
-    esc = caption.replace("%", "\\%").replace("_", "\\_").replace("&", "\\&")
+    esc = latex_text(caption)
     out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{esc}}}", f"\\label{{{label}}}", "\\end{table}"]
     return "\n".join(out) + "\n"
 
@@ -189,8 +194,10 @@ def table2_markdown(t: pd.DataFrame, sig: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table2_latex(t: pd.DataFrame) -> str:
-    """Table 2 (LaTeX): mean ± sd over training seeds and the CI over training seeds × pairs."""
+def table2_latex(t: pd.DataFrame, source: str = "") -> str:
+    """Table 2 (LaTeX): mean ± sd over training seeds and the CI over training seeds × pairs.
+    ``source``: the caption's first sentence, naming the data (``SYNTHETIC dataset — <name>``
+    on SYNTHETIC data, as Table 1's caption does)."""
     best = t.loc[0, "model"]
     R = int(t["n_training_seeds"].max()) if "n_training_seeds" in t else 1
     out = [
@@ -209,7 +216,8 @@ def table2_latex(t: pd.DataFrame) -> str:
     out += [
         "\\bottomrule",
         "\\end{tabular}",
-        f"\\caption{{BkR$\\times$1000 per model averaged over language pairs; trained heads: mean over R={R} training "
+        f"\\caption{{{latex_text(source) + '. ' if source else ''}"
+        f"BkR$\\times$1000 per model averaged over language pairs; trained heads: mean over R={R} training "
         "seeds $\\pm$ sd over training seeds; 95\\% CI: bootstrap over training seeds $\\times$ language pairs.}",
         "\\label{tab:bkr-case-study}",
         "\\end{table}",

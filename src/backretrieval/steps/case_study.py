@@ -220,10 +220,13 @@ def train_step(
     conf.validate()
     result = train_heads(np.vstack(titles), np.vstack(bodies), np.array(langs), conf, xl=(head == "tripletxl"))
     save_head(result, out["head"])
+    meta = read_meta(dataset)
+    syn = "SYNTHETIC dataset — " if meta.synthetic else ""  # as every figure of SYNTHETIC data says
     plot_loss_curves(
         result.history,
         out["curve"],
-        title=f"{HEAD_LABEL[head]} on {base}, training seed {training_seed} (best epoch {result.best_epoch})",
+        title=f"{syn}{meta.name}: {HEAD_LABEL[head]} on {base}, training seed {training_seed} "
+        f"(best epoch {result.best_epoch})",
     )
     io.write_csv(out["history"], pd.DataFrame(result.history))
     for lang, t_idx, t, b in keys:
@@ -292,7 +295,7 @@ def report_step(
         f"training seed {cs['training_seeds'][0]}'s heads only (Bonferroni across models)."
     )
     io.write_text(out["table2"], table2_markdown(t, sig, caption))
-    io.write_text(out["table2_tex"], table2_latex(t))
+    io.write_text(out["table2_tex"], table2_latex(t, f"{syn}{meta.name}"))
     io.write_csv(out["table2_csv"], t)
     io.write_csv(out["sig"], sig)
     fig3_boxplot(
