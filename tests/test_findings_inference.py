@@ -275,15 +275,96 @@ def test_pool_replicates_averages_within_replicates_and_drops_undefined():
         inf.pool_replicates([0.1], [a, b])
 
 
-def test_joint_interval_covers_the_truth_in_simulated_worlds():
-    """SIMULATED worlds with shared encoder effects and shared items (inference_sim): the 95%
-    pooled interval covers the true pooled difference in most of 30 worlds (the benchmark runs
-    200+ and prints the coverage). An interval that ignored the encoder draw (items only) is
-    far too narrow and fails this bound."""
-    from backretrieval.findings.inference_sim import coverage
+def test_both_questions_cover_the_truth_in_simulated_worlds():
+    """SIMULATED worlds (inference_sim: shared encoders with a clustered family, shared items):
+    both questions' 95% intervals cover their own truth in most of 30 worlds (the benchmark runs
+    200 in the verdict's layouts and prints the coverage)."""
+    from backretrieval.findings.inference_sim import Layout, coverage
 
-    c = coverage(30, B=200, seed=0, n_items=150, n_queries=60, n_seeds=2)
-    assert c["coverage"] >= 0.8
+    lay = Layout("t", (("a", "A", 2), ("b", "A", 1)), (5, 1, 1, 1))
+    c = coverage(30, lay, B=200, seed=0, n_items=150, n_queries=60, n_seeds=2)
+    assert set(c["coverage"]) == {"fixed/pearson", "fixed/spearman", "random/pearson", "random/spearman"}
+    for k, v in c["coverage"].items():
+        assert v >= 0.8, (k, v)
+    # encoders random is the wider question
+    assert c["mean_width"]["random/pearson"] > c["mean_width"]["fixed/pearson"]
+
+
+def _no_conditioning(interval: dict, B: int) -> None:
+    """What a pooled interval must satisfy: every replicate used (none dropped because an
+    encoder draw was degenerate: dropping conditions the interval on the encoders drawn)."""
+    assert interval["n_dropped"] == 0, f"{interval['n_dropped']} of {B} replicates dropped"
+
+
+def test_the_old_pooled_procedure_fails_and_the_new_passes():
+    """The old pooled procedure drew the encoders with Poisson weights and dropped every replicate
+    in which a cell had fewer than 3 distinct encoders: with 3 encoders that is about 3 in 4
+    replicates, and the survivors are the draws that contain all three. The new one (item
+    bootstrap + family jackknife) uses every replicate."""
+    from backretrieval.findings.inference_sim import Layout, simulated_world
+
+    B = 200
+    cells, _, fam = simulated_world(3, Layout("t", (("a", "A", 2),), (1, 1, 1)), n_items=100, n_queries=40, n_seeds=2)
+    old_pts, old_reps = [], []
+    for cell in cells:
+        res = inf.crossed_bootstrap(cell.seeds, cell.encoders, {"all": cell.encoders}, cell.item_keys, B, 0, None)
+        old_pts.append(res.point[("all", "rho_diff", "pearson")])
+        old_reps.append(res.replicates[("all", "rho_diff", "pearson")])
+    old = inf.pool_replicates(old_pts, old_reps)
+    with pytest.raises(AssertionError, match="replicates dropped"):
+        _no_conditioning(old, B)
+    assert old["n_dropped"] > B / 2
+    new_pts, new_reps, new_jack, loo = [], [], [], {}
+    for cell in cells:
+        res = inf.crossed_bootstrap(
+            cell.seeds,
+            cell.encoders,
+            {"all": cell.encoders},
+            cell.item_keys,
+            B,
+            0,
+            None,
+            resample_encoders=False,
+            jackknife_groups=10,
+            families=fam,
+        )
+        key = ("all", "rho_diff", "pearson")
+        new_pts.append(res.point[key])
+        new_reps.append(res.replicates[key])
+        new_jack.append(res.jackknife[key])
+        for (sn, f, q, st_), v in res.family_loo.items():
+            if (sn, q, st_) == key:
+                loo.setdefault(f, []).append(v)
+    new = inf.two_questions(new_pts, new_reps, new_jack, loo)
+    fixed = new["fixed"]
+    _no_conditioning({"n_dropped": B - int(np.isfinite(np.stack(new_reps)).all(axis=0).sum())}, B)
+    assert fixed["B"] == B and fixed["low"] <= fixed["estimate"] <= fixed["high"]
+    assert np.isfinite(fixed["z0"])
+
+
+def test_bca_and_two_questions_against_slow_formulas():
+    """BCa's z0 and acceleration as Efron (1987) defines them, and the encoders-random SE as the
+    sum of the item variance and the family jackknife variance, checked by hand on small arrays."""
+    import scipy.stats as st
+
+    rep = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    jk = np.array([0.40, 0.45, 0.50, 0.70])
+    r = inf.bca_interval(0.35, rep, jk)
+    assert r["z0"] == pytest.approx(st.norm.ppf(3 / 8))
+    d = jk.mean() - jk
+    assert r["a"] == pytest.approx(np.sum(d**3) / (6 * np.sum(d**2) ** 1.5))
+    tq = inf.two_questions(
+        [0.3, 0.4], [rep, rep + 0.1], [jk, jk], {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]}
+    )
+    T = (rep + rep + 0.1) / 2
+    loo = np.array([0.25, 0.45, 0.3])
+    var_enc = 2 / 3 * np.sum((loo - loo.mean()) ** 2)
+    se = np.sqrt(np.var(T, ddof=1) + var_enc)
+    assert tq["random"]["se"] == pytest.approx(se)
+    assert tq["random"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, 2) * se)
+    assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.norm.ppf(0.975) * np.std(T, ddof=1))
+    with pytest.raises(InputError, match="undefined replicates"):
+        inf.bca_interval(0.3, np.array([0.1, np.nan, 0.2]), jk)
 
 
 def test_bad_inputs_are_named():

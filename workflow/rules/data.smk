@@ -43,7 +43,7 @@ rule prepare_corpus:
         CONDA_ENV
     params:
         rerun_trigger=lambda wc: rerun_on(corpus_section(wc.corpus)),
-        languages=config["languages"],
+        languages=lambda wc: corpus_languages(wc.corpus),
         content=lambda wc: byo_content(corpus_section(wc.corpus)),
         spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
         source=source_flag,

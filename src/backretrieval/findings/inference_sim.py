@@ -1,23 +1,30 @@
 """SIMULATED worlds where the pooled BkR − CORR difference is known: the coverage check of
-:mod:`backretrieval.findings.inference`'s joint bootstrap (benchmarks/bench_inference_coverage.py,
+:mod:`backretrieval.findings.inference`'s two questions (benchmarks/bench_inference_coverage.py,
 tests/test_findings_inference.py). Nothing here is evidence about real encoders.
 
-A world has the dependence of the real cells built in:
+A world has the dependence of the real cells built in, in a :class:`Layout` (the cells, their
+image pools, the encoders and their families, as the verdict's configurations have them):
 
 * **encoders** are a sample from a population: encoder e has latent quality q_e and metric
-  specific traits b_e, c_e (standard normal), *shared by every cell*; in cell c its expected
+  specific traits b_e, c_e and item sensitivities f_e, *shared by every cell*. Encoders of one
+  **family** (like the 9 fastText variants: one base model, several alignments) share most of
+  them: trait = √κ·v_family + √(1 − κ)·u_e, every term standard normal, so each encoder's
+  traits are still standard normal, but a family is close to one draw. In cell c the expected
   metrics are X = q_e + γ g^x_ec, BkR = ρ_b,c q_e + √(1 − ρ_b,c²) b_e + γ g^b_ec and
   CORR = ρ_c,c q_e + √(1 − ρ_c,c²) c_e + γ g^c_ec (g: encoder × cell interactions);
 * **items** are a sample from a population: item i has a loading λ_i, *shared by every cell
-  that uses its image pool* (two configurations share pool ``A``; every direction of a
-  configuration uses the same items); a query's outcome is the encoder's expected metric plus
-  λ_i f^m_e (an encoder × item interaction: f^m_e is encoder e's sensitivity, also shared by
-  the cells) plus independent noise;
+  that uses its image pool* (configurations on the same images share the pool; every direction
+  of a configuration uses the same items); a query's outcome is the encoder's expected metric
+  plus λ_i f^m_e plus independent noise;
 * every seed draws N queries from its pool's items (the seeds re-split the same items).
 
-The population (infinitely many encoders and items) correlation across encoders of BkR with XLR
-in cell c is ρ_b,c / (1 + γ²) (Pearson) and (6/π)·asin(r/2) of it (Spearman, bivariate normal),
-likewise for CORR; the true pooled difference is the mean over the cells.
+The two truths (per statistic, the mean over the cells):
+
+* **encoders random**: the population correlation across encoders of BkR with XLR in cell c is
+  ρ_b,c / (1 + γ²) (Pearson) and (6/π)·asin(r/2) of it (Spearman, bivariate normal), likewise for
+  CORR;
+* **encoders fixed**: the correlation across *these* encoders of their expected metrics
+  (infinitely many items: λ and the noise average out), BkR's minus CORR's.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.stats as st
 
-from .inference import STATS, SeedOutcomes, crossed_bootstrap, pool_replicates
+from .inference import INTERVAL_QUESTIONS, JACKKNIFE_GROUPS, STATS, SeedOutcomes, crossed_bootstrap, two_questions
 
 
 @dataclass(frozen=True)
@@ -39,8 +47,31 @@ class SimCell:
     seeds: list[SeedOutcomes]
 
 
-#: (configuration, image pool, directions, number of encoders used: the first n)
-LAYOUT = (("cfg1", "A", 4, None), ("cfg2", "A", 2, 10), ("cfg3", "B", 4, None))
+@dataclass(frozen=True)
+class Layout:
+    """The shape of a pooled result: ``cells`` (configuration, image pool, directions) and the
+    encoders every cell shares, as family sizes (a family of 1: an independent encoder)."""
+
+    name: str
+    cells: tuple[tuple[str, str, int], ...]
+    families: tuple[int, ...]
+
+    @property
+    def n_encoders(self) -> int:
+        return int(sum(self.families))
+
+    def signature(self) -> str:
+        """One line that names the layout: cells per image pool, encoders, families."""
+        pools: dict[str, int] = {}
+        for _, pool, n in self.cells:
+            pools[pool] = pools.get(pool, 0) + n
+        cells = " + ".join(f"{n}" for n in pools.values())
+        fams = "+".join(str(f) for f in sorted(self.families, reverse=True))
+        return f"{sum(pools.values())} cells ({cells} per image pool), {self.n_encoders} encoders in families {fams}"
+
+
+#: a default for tests: two configurations on one image pool and one on another, 14 encoders
+LAYOUT = Layout("example", (("cfg1", "A", 2), ("cfg2", "A", 2), ("cfg3", "B", 2)), (6, 1, 1, 1, 1, 1, 1, 1, 1))
 
 
 def _truth(rho: float, gamma: float, stat: str) -> float:
@@ -48,33 +79,61 @@ def _truth(rho: float, gamma: float, stat: str) -> float:
     return float(r if stat == "pearson" else 6.0 / np.pi * np.arcsin(r / 2.0))
 
 
+def _corr(x: np.ndarray, y: np.ndarray, stat: str) -> float:
+    return float(st.pearsonr(x, y)[0] if stat == "pearson" else st.spearmanr(x, y)[0])
+
+
+def _expected_at_n(
+    mean: np.ndarray, f: np.ndarray, sigma: float, n: int, stat: str, rng: np.random.Generator, draws: int = 400
+) -> float:
+    """E over samples of n fresh items of one seed's BkR − CORR correlation difference, for these
+    encoders (Monte Carlo, ``draws`` samples): the "encoders fixed" truth at the design's sample
+    size (a correlation of noisy per-encoder means is attenuated; the metrics themselves, e.g. a
+    recall among n candidates, are defined at n)."""
+    lam = rng.normal(size=(draws, 1, 1, n))
+    out = mean[None, :, :, None] + f[None, :, :, None] * lam + sigma * rng.normal(size=(draws, *mean.shape, n))
+    m = out.mean(axis=-1)  # (draws, 3, E)
+    if stat == "spearman":
+        m = st.rankdata(m, axis=-1)
+    m = m - m.mean(axis=-1, keepdims=True)
+    r = np.sum(m[:, 1:] * m[:, :1], axis=-1) / np.sqrt(np.sum(m[:, 1:] ** 2, axis=-1) * np.sum(m[:, :1] ** 2, axis=-1))
+    return float(np.mean(r[:, 0] - r[:, 1]))
+
+
 def simulated_world(
     world: int,
-    n_encoders: int = 14,
+    layout: Layout = LAYOUT,
     n_items: int = 300,
     n_queries: int = 100,
     n_seeds: int = 3,
     gamma: float = 0.3,
     tau: float = 1.0,
     sigma: float = 1.0,
-    layout=LAYOUT,
-) -> tuple[list[SimCell], dict[str, float]]:
-    """SIMULATED cells of world ``world`` (seeded by it) and the true pooled BkR − CORR
-    difference per statistic (mean over the cells of the population differences)."""
+    kappa: float = 0.9,
+) -> tuple[list[SimCell], dict[str, dict[str, float]], dict[str, str]]:
+    """SIMULATED cells of world ``world`` (seeded by it), the truths ``{question: {stat: value}}``
+    and the encoders' families."""
     rng = np.random.default_rng([20251, world])
-    names = [f"enc{e:02d}" for e in range(n_encoders)]
-    q, b, c = rng.normal(size=(3, n_encoders))
-    f = tau * rng.normal(size=(3, n_encoders))  # sensitivity to the item loading: xlr, bkr, corr
-    pools = {p: rng.normal(size=n_items) for p in sorted({p for _, p, _, _ in layout})}
+    E = layout.n_encoders
+    names = [f"enc{e:02d}" for e in range(E)]
+    fam_idx = np.repeat(np.arange(len(layout.families)), layout.families)
+    families = {n: f"fam{k}" for n, k in zip(names, fam_idx)}
+    shared = np.array([layout.families[k] > 1 for k in fam_idx])
+    v = rng.normal(size=(6, len(layout.families)))[:, fam_idx]
+    u = rng.normal(size=(6, E))
+    traits = np.where(shared, np.sqrt(kappa) * v + np.sqrt(1 - kappa) * u, u)
+    q, b, c = traits[:3]
+    f = tau * traits[3:]  # sensitivity to the item loading: xlr, bkr, corr
+    pools = {p: rng.normal(size=n_items) for p in sorted({p for _, p, _ in layout.cells})}
     cells: list[SimCell] = []
-    truth = {s: [] for s in STATS}
-    for cfg, pool, n_dir, n_enc in layout:
+    truth: dict[str, dict[str, list[float]]] = {qn: {s: [] for s in STATS} for qn in INTERVAL_QUESTIONS}
+    for cfg, pool, n_dir in layout.cells:
         lam = pools[pool]
         keys = [f"{pool}:{i}" for i in range(n_items)]
         splits = [np.sort(rng.choice(n_items, n_queries, replace=False)) for _ in range(n_seeds)]
         for d in range(n_dir):
             rho_b, rho_c = rng.uniform(0.6, 0.95), rng.uniform(0.6, 0.95)
-            g = gamma * rng.normal(size=(3, n_encoders))
+            g = gamma * rng.normal(size=(3, E))
             mean = np.stack(
                 [
                     q + g[0],
@@ -82,45 +141,72 @@ def simulated_world(
                     rho_c * q + np.sqrt(1 - rho_c**2) * c + g[2],
                 ]
             )  # (3, E)
-            E = n_enc or n_encoders
             seeds = []
             for s, idx in enumerate(splits):
-                out = mean[:, :E, None] + f[:, :E, None] * lam[idx] + sigma * rng.normal(size=(3, E, n_queries))
+                out = mean[:, :, None] + f[:, :, None] * lam[idx] + sigma * rng.normal(size=(3, E, n_queries))
                 seeds.append(
                     SeedOutcomes(seed=s, query_items=idx, xlr=out[0], per_query={"bkr": out[1], "corr": out[2]})
                 )
-            cells.append(SimCell(f"{cfg}:d{d}", names[:E], keys, seeds))
+            cells.append(SimCell(f"{cfg}:d{d}", names, keys, seeds))
             for stat in STATS:
-                truth[stat].append(_truth(rho_b, gamma, stat) - _truth(rho_c, gamma, stat))
-    return cells, {s: float(np.mean(v)) for s, v in truth.items()}
+                truth["random"][stat].append(_truth(rho_b, gamma, stat) - _truth(rho_c, gamma, stat))
+                truth["fixed"][stat].append(_expected_at_n(mean, f, sigma, n_queries, stat, rng))
+    return cells, {qn: {s: float(np.mean(v)) for s, v in t.items()} for qn, t in truth.items()}, families
 
 
-def world_interval(cells: list[SimCell], B: int, seed: int, stat: str) -> dict:
-    """The pooled interval of one world (each cell bootstrapped on its own, the keyed weights
-    making the draws joint)."""
-    pts, reps = [], []
+def world_intervals(
+    cells: list[SimCell], families: dict[str, str], B: int, seed: int, groups: int = JACKKNIFE_GROUPS
+) -> dict[str, dict]:
+    """Both questions' pooled intervals of one world, per statistic (each cell bootstrapped on
+    its own; the keyed weights and groups make the draws joint)."""
+    per: dict[str, dict[str, list]] = {s: {"pts": [], "reps": [], "jack": [], "fam": []} for s in STATS}
     for cell in cells:
-        res = crossed_bootstrap(cell.seeds, cell.encoders, {"all": cell.encoders}, cell.item_keys, B, seed, None)
-        pts.append(res.point[("all", "rho_diff", stat)])
-        reps.append(res.replicates[("all", "rho_diff", stat)])
-    return pool_replicates(pts, reps)
+        res = crossed_bootstrap(
+            cell.seeds,
+            cell.encoders,
+            {"all": cell.encoders},
+            cell.item_keys,
+            B,
+            seed,
+            None,
+            resample_encoders=False,
+            jackknife_groups=groups,
+            families=families,
+        )
+        for stat in STATS:
+            key = ("all", "rho_diff", stat)
+            per[stat]["pts"].append(res.point[key])
+            per[stat]["reps"].append(res.replicates[key])
+            per[stat]["jack"].append(res.jackknife[key])
+            per[stat]["fam"].append({k[1]: v for k, v in res.family_loo.items() if k[2:] == ("rho_diff", stat)})
+    out = {}
+    for stat, p in per.items():
+        fams = sorted(p["fam"][0])
+        loo = {fam: [d[fam] for d in p["fam"]] for fam in fams}
+        out[stat] = two_questions(p["pts"], p["reps"], p["jack"], loo)
+    return out
 
 
-def coverage(n_worlds: int, B: int = 500, seed: int = 0, stat: str = "pearson", **world_kw) -> dict:
-    """Share of ``n_worlds`` SIMULATED worlds whose 95% pooled interval covers the true pooled
-    difference, with the mean interval width and the replicates dropped."""
-    hits, widths, dropped = 0, [], 0
+def coverage(
+    n_worlds: int, layout: Layout = LAYOUT, B: int = 500, seed: int = 0, unit: str = "family", **world_kw
+) -> dict:
+    """Per question and statistic: the share of ``n_worlds`` SIMULATED worlds whose 95% interval
+    covers the truth, and the mean interval width."""
+    hits = {(qn, s): 0 for qn in INTERVAL_QUESTIONS for s in STATS}
+    widths: dict[tuple[str, str], list[float]] = {k: [] for k in hits}
     for w in range(n_worlds):
-        cells, truth = simulated_world(w, **world_kw)
-        p = world_interval(cells, B, seed + w, stat)
-        hits += int(p["low"] <= truth[stat] <= p["high"])
-        widths.append(p["high"] - p["low"])
-        dropped += p["n_dropped"]
+        cells, truth, families = simulated_world(w, layout, **world_kw)
+        if unit == "encoder":
+            families = {e: e for e in families}
+        iv = world_intervals(cells, families, B, seed + w)
+        for qn, s in hits:
+            r = iv[s][qn]
+            hits[(qn, s)] += int(r["low"] <= truth[qn][s] <= r["high"])
+            widths[(qn, s)].append(r["high"] - r["low"])
     return {
         "worlds": n_worlds,
-        "coverage": hits / n_worlds,
-        "mean_width": float(np.mean(widths)),
-        "dropped_replicates": int(dropped),
         "B": B,
-        "stat": stat,
+        "layout": layout.signature(),
+        "coverage": {f"{qn}/{s}": hits[(qn, s)] / n_worlds for qn, s in hits},
+        "mean_width": {f"{qn}/{s}": float(np.mean(widths[(qn, s)])) for qn, s in hits},
     }

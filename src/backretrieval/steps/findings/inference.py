@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...findings.document import RunInfo, markdown_table
+from ...findings.inference import cell_key, read_replicate_table, replicate_table  # noqa: F401 (re-exported)
 from .artifacts import RunArtifacts
 from .step import Csv, Plugin, Result, query_outcomes, synthetic_note
 
@@ -101,13 +102,19 @@ REPLICATES_FILE = "inference_replicates.csv"
 POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
 
 
-def cell_key(direction: str, set_name: str, quantity: str, stat: str) -> str:
-    return f"{direction}|{set_name}|{quantity}|{stat}"
+
+
+def encoder_families(encoders: Sequence[str], family: Sequence[str], family_name: str) -> dict[str, str]:
+    """encoder → family: the ``family`` encoders (the word-vector models, which share their
+    base vectors) are one family, every other encoder its own."""
+    fam = set(family)
+    return {e: (family_name if e in fam else e) for e in encoders}
 
 
 def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     """Every direction → inference.{csv,md,json}, inference_replicates.csv (the pooled
-    quantities' replicates, for the cross-configuration verdict) + figures/inference_ci.*"""
+    quantities' item bootstrap replicates, item jackknife values and leave-one-family-out
+    estimates, for the cross-configuration verdict) + figures/inference_ci.*"""
     from ...findings import inference as inf
 
     B, boot_seed, n_seeds = s["B"], s["bootstrap_seed"], s["n_seeds"]
@@ -117,49 +124,83 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     frames = []
     n_items_by_dir = {}
     reps: dict[str, np.ndarray] = {}
+    jack: dict[str, np.ndarray] = {}
+    fam_loo: dict[str, dict[str, float]] = {}
     points: dict[str, float] = {}
-    degenerate: dict[str, dict[str, int]] = {}
     sets: dict[str, list[str]] = {}
+    families: dict[str, str] = {}
     n_used = 0
     for d in art.directions:
         seeds, keys, encoders = inference_outcomes(art, d, n_seeds)
         n_used = len(seeds)
         sets = encoder_sets(encoders, random_encoders, family, english_only)
-        res = inf.crossed_bootstrap(seeds, encoders, sets, keys, B=B, seed=boot_seed, leave_one_out="all")
+        families = encoder_families(encoders, family, family_name)
+        res = inf.crossed_bootstrap(
+            seeds,
+            encoders,
+            sets,
+            keys,
+            B=B,
+            seed=boot_seed,
+            leave_one_out="all",
+            resample_encoders=False,
+            jackknife_groups=inf.JACKKNIFE_GROUPS,
+            families=families,
+        )
         f = res.frame()
         f.insert(0, "direction", d)
         frames.append(f)
         n_items_by_dir[d] = len(keys)
-        degenerate[d] = dict(res.degenerate)
         for (set_name, quantity, stat), r in sorted(res.replicates.items()):
             if quantity in POOLED_QUANTITIES:
-                reps[cell_key(d, set_name, quantity, stat)] = r
-                points[cell_key(d, set_name, quantity, stat)] = res.point[(set_name, quantity, stat)]
+                k = cell_key(d, set_name, quantity, stat)
+                reps[k] = r
+                jack[k] = res.jackknife[(set_name, quantity, stat)]
+                points[k] = res.point[(set_name, quantity, stat)]
+                fam_loo[k] = {
+                    fam: v
+                    for (sn, fam, q, st_), v in res.family_loo.items()
+                    if (sn, q, st_) == (set_name, quantity, stat)
+                }
         log.info("findings inference %s: %d seeds, %d items, B=%d", d, len(seeds), len(keys), B)
     frame = pd.concat(frames, ignore_index=True)
     settings = {
         "B": B,
         "bootstrap_seed": boot_seed,
         "n_seeds_used": n_used,
-        "method": "joint Poisson bootstrap of encoders and items, weights keyed by encoder name and image id",
+        "method": (
+            "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± z·SE, z0 and "
+            "acceleration reported; encoders random: plus a leave-one-family-out jackknife over the encoders, "
+            "Student t with families − 1 degrees of freedom"
+        ),
         "item_key": "image_id",
+        "jackknife_groups": inf.JACKKNIFE_GROUPS,
+        "min_pool_encoders": inf.MIN_POOL_ENCODERS,
         "random_encoders": list(random_encoders),
         "english_only": list(english_only),
         "family": list(family),
         "family_name": family_name,
+        "encoder_families": families,
         "encoder_sets": sets,
         "confidence": 0.95,
         "items_per_direction": n_items_by_dir,
         "replicates_file": REPLICATES_FILE,
     }
-    pooled = {}
-    for stat in inf.STATS:
-        ks = [cell_key(d, "all", "rho_diff", stat) for d in info.directions]
-        if all(k in reps for k in ks):
-            pooled[stat] = inf.pool_replicates([points[k] for k in ks], [reps[k] for k in ks])
-    numbers = inference_numbers(frame, info.directions, pooled)
+    pooled: dict[str, dict[str, Any]] = {}
+    for set_name in sets:
+        for stat in inf.STATS:
+            ks = [cell_key(d, set_name, "rho_diff", stat) for d in info.directions]
+            if all(k in reps for k in ks):
+                loo = {fam: [fam_loo[k].get(fam, np.nan) for k in ks] for fam in sorted(fam_loo[ks[0]])}
+                pooled.setdefault(set_name, {})[stat] = inf.two_questions(
+                    [points[k] for k in ks], [reps[k] for k in ks], [jack[k] for k in ks], loo
+                )
+    numbers = inference_numbers(frame, info.directions, pooled.get("all"))
+    numbers["configuration"] = {
+        set_name: {"n_encoders": len(sets[set_name]), "n_families": len(set(families[e] for e in sets[set_name])), **v}
+        for set_name, v in pooled.items()
+    }
     numbers["cell_points"] = points
-    numbers["degenerate_replicates"] = degenerate
     md = inference_markdown(frame, info, settings)
     title = f"{info.figure_label}: correlation with XLR, 95% CIs"
     answer, verdict = inference_answer(numbers, info, settings)
@@ -172,7 +213,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         files={
             "inference.md": md,
             "inference.csv": frame,
-            REPLICATES_FILE: Csv(pd.DataFrame(reps), float_format="%.6g"),
+            REPLICATES_FILE: Csv(replicate_table(reps, jack, fam_loo), float_format="%.6g"),
         },
         figures={"inference_ci": lambda p: inf.plot_intervals(frame, p, title)},
     )
@@ -190,7 +231,21 @@ def _row(frame: pd.DataFrame, direction: str, set_name: str, quantity: str, stat
     r = g.iloc[0]
     return {
         k: (float(r[k]) if isinstance(r[k], (float, np.floating)) else r[k])
-        for k in ("estimate", "low", "high", "se", "naive_low", "naive_high", "seed_sd", "n_valid")
+        for k in (
+            "estimate",
+            "low",
+            "high",
+            "se",
+            "low_random",
+            "high_random",
+            "se_random",
+            "z0",
+            "naive_low",
+            "naive_high",
+            "seed_sd",
+            "n_valid",
+        )
+        if k in r.index
     }
 
 
@@ -304,12 +359,14 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
     from ...findings.inference import STATS
 
     head = (
-        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Joint bootstrap over encoders and "
-        f"items (Poisson weights keyed by encoder name and image id, B={settings['B']}, seed "
-        f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all "
-        "reweight their per-query outcomes). 95% percentile CIs over the valid replicates (a replicate "
-        "whose encoder draw has fewer than 3 distinct encoders is dropped); 'seeds CI' treats the seeds as "
-        "independent replicates (Table 1's view).\n\n"
+        f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
+        f"encoders): an item-only Poisson bootstrap (weights keyed by image id, B={settings['B']}, seed "
+        f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all reweight "
+        "their per-query outcomes), 95% CI = estimate ± 1.96 SE; nothing is dropped. **Encoders random** (for "
+        "encoders like these): the same item variance plus a leave-one-family-out jackknife over the encoders "
+        f"(the {settings['family_name']} encoders count as one family), Student t with families − 1 degrees of "
+        "freedom. 'seeds CI' treats the seeds as independent replicates (Table 1's view; too narrow: every seed "
+        "re-splits the same items).\n\n"
     )
     parts = [head]
     set_names = [s for s in ("all", "no_random", "core", "family") if s in set(frame["set"])]
@@ -335,6 +392,9 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
                         "CORR ρ [CI]": fmt_ci(c["estimate"], c["low"], c["high"]),
                         "CORR seeds CI": fmt_ci(c["estimate"], c["naive_low"], c["naive_high"]),
                         "BkR − CORR [CI]": fmt_ci(df_["estimate"], df_["low"], df_["high"]),
+                        "BkR − CORR [CI, encoders random]": fmt_ci(
+                            df_["estimate"], df_.get("low_random", np.nan), df_.get("high_random", np.nan)
+                        ),
                     }
                 )
         parts.append(f"### Correlation with XLR, {title}\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
@@ -382,15 +442,48 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
     return "".join(parts)
 
 
+def configuration_verdict(label: str, conf: Mapping[str, Any], n_directions: int) -> str:
+    """One configuration's sentence: BkR − CORR (Pearson, mean over its directions) for both
+    questions where it has at least MIN_POOL_ENCODERS encoders, else descriptive."""
+    from ...findings.document import fmt_ci
+    from ...findings.inference import MIN_POOL_ENCODERS
+
+    p = conf.get("pearson")
+    if not p:
+        return ""
+    fx, rn = p["fixed"], p["random"]
+    n_enc = conf["n_encoders"]
+    if n_enc < MIN_POOL_ENCODERS:
+        return (
+            f"On {label} ({n_enc} encoders, descriptive only: fewer than {MIN_POOL_ENCODERS}), Pearson BkR − CORR "
+            f"is {fx['estimate']:.3f} (mean over {n_directions} directions)."
+        )
+    return (
+        f"On {label} ({n_enc} encoders in {conf['n_families']} families), Pearson BkR − CORR (mean over "
+        f"{n_directions} directions) is {fmt_ci(fx['estimate'], fx['low'], fx['high'])} for these encoders: "
+        f"{lean_text(fx)}; for encoders like these {fmt_ci(rn['estimate'], rn['low'], rn['high'])}: {lean_text(rn)}."
+    )
+
+
+def lean_text(q: Mapping[str, Any]) -> str:
+    if not np.isfinite(q.get("low", np.nan)):
+        return "undetermined"
+    if q["low"] > 0:
+        return "BkR tracks XLR better than CORR"
+    if q["high"] < 0:
+        return "CORR tracks XLR better than BkR"
+    return "neither detectably better"
+
+
 def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str, Any]) -> tuple[str, str]:
     """The generated paragraph and one-sentence verdict of section 1 for one configuration."""
     from ...findings.document import fmt_ci
 
     pd_rows = numbers["per_direction"]
     parts = [
-        f"Joint bootstrap over the {len(info.encoders)} encoders and the items (B={settings['B']}, first "
-        f"{settings['n_seeds_used']} of {len(info.seeds)} seeds, N={info.sample_size}; XLR, BkR and CORR all "
-        "reweight their per-query outcomes)."
+        f"Item bootstrap (B={settings['B']}, first {settings['n_seeds_used']} of {len(info.seeds)} seeds, "
+        f"N={info.sample_size}; XLR, BkR and CORR all reweight their per-query outcomes) for the {len(info.encoders)} "
+        "encoders as they are, plus a leave-one-family-out jackknife over the encoders for encoders like these."
     ]
     ratio = numbers.get("ci_width_ratio_median")
     if ratio is not None:
@@ -411,18 +504,15 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
         )
         p = numbers["pooled_diff"].get(stat)
         if p:
+            fx, rn = p["fixed"], p["random"]
             txt += (
-                f"; mean over directions {fmt_ci(p['estimate'], p['low'], p['high'])} (pooled within each joint "
-                f"replicate, {p['n_dropped']} of {p['B']} replicates dropped)"
+                f"; mean over directions {fmt_ci(fx['estimate'], fx['low'], fx['high'])} for these encoders "
+                f"(z0 = {fx['z0']:.2f}), {fmt_ci(rn['estimate'], rn['low'], rn['high'])} for encoders like these "
+                f"({rn['n_families']} families)"
             )
         parts.append(txt + ".")
-        if stat == "pearson":
-            if p:
-                lean = "BkR" if p["low"] > 0 else "CORR" if p["high"] < 0 else "neither metric"
-                verdict = (
-                    f"On {info.label()}, {lean} tracks XLR better (Pearson BkR − CORR "
-                    f"{fmt_ci(p['estimate'], p['low'], p['high'])}, mean over {len(diffs)} directions)."
-                )
+        if stat == "pearson" and p:
+            verdict = configuration_verdict(info.label(), numbers["configuration"].get("all", {}), len(diffs))
     acc = numbers["order_accuracy"]
     if acc and all(a["order_acc_bkr"] for a in acc):
         mb = float(np.mean([a["order_acc_bkr"]["estimate"] for a in acc]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     inf_recs, inf_reps, stale = [], [], []
     for path, rec in recs:
         if rec.analysis == "inference" and rec.status == "ok" and rec.run is not None:
-            if "replicates_file" not in rec.settings:  # a record from before the joint bootstrap
+            if "jackknife_groups" not in rec.settings:  # a record from before the two questions
                 stale.append(rec.run.run_name)
                 continue
             rp = path.parent / str(rec.settings["replicates_file"])
@@ -43,8 +44,15 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
             inf_recs.append(rec)
             inf_reps.append(pd.read_csv(rp))
     cells = cells[~cells["run_name"].isin(stale)].reset_index(drop=True)
-    pooled = inf.joint_pooled(inf_recs, inf_reps)
-    answer, verdict = inf.overall_text(cells, pooled)
+    numbers = inf.verdict_pooled(inf_recs, inf_reps)
+    numbers["layouts"] = {
+        sn: [{"name": lay.name, "signature": lay.signature()} for lay in lays]
+        for sn, lays in inf.verdict_layouts(inf_recs).items()
+    }
+    pooled = numbers["pooled"]
+    cov_path = Path(summary_dir).resolve().parents[1] / inf.COVERAGE_FILE
+    coverage = json.loads(cov_path.read_text(encoding="utf-8")) if cov_path.is_file() else None
+    answer, verdict = inf.overall_text(numbers, coverage)
     if stale:
         note = (
             f" Left out: the inference records of {', '.join(sorted(stale))}, made before the joint bootstrap "
@@ -75,9 +83,10 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
             analysis="overall",
             run=None,
             settings={
-                "method": "joint Poisson bootstrap (weights keyed by encoder name and image id), mean over cells"
+                "method": "per configuration first; pooled over configurations sharing >= 8 encoders; encoders fixed "
+                "(item bootstrap) and encoders random (plus a leave-one-family-out jackknife)"
             },
-            numbers={"pooled": pooled, "n_cells": int(len(cells[cells["stat"] == "pearson"])) if len(cells) else 0},
+            numbers={**numbers, "n_cells": int(len(cells[cells["stat"] == "pearson"])) if len(cells) else 0},
             answer=answer,
             verdict=verdict,
             outputs=tuple(outputs),
