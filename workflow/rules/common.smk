@@ -146,7 +146,7 @@ def dataset_spec(spec, name):
     """A dataset/corpus section for `backretrieval prepare`: locations absolute (downloads are
     kept between runs in data/downloads, outside the job's shadow directory); a bring-your-own
     folder (source: prepared) is not in it but the rule's declared input."""
-    spec = {**spec, "name": name}
+    spec = {**{k: v for k, v in spec.items() if k != "languages"}, "name": name}
     opts = _job_options(spec.get("options"))
     if spec["source"] == "prepared":
         opts.pop("path", None)
@@ -177,6 +177,12 @@ def source_flag(wildcards, input):
 
 def corpus_section(name):
     return (config.get("corpora") or {})[name]
+
+
+def corpus_languages(name):
+    """The languages a corpus is prepared in: its own ``languages`` (e.g. a word-vector family
+    trained on more languages than the run evaluates), else the run's."""
+    return corpus_section(name).get("languages") or config["languages"]
 
 
 # ---- encoders --------------------------------------------------------------------------------
