@@ -1,4 +1,6 @@
-"""Load and validate ``params.yaml`` (the one config of Snakemake and DVC).
+"""Load and validate ``params.yaml`` (the one config of Snakemake and DVC), and a config file
+laid over it (:func:`layered_config`, by the rule of :func:`overlay`): the workflow and
+``validate-config`` build the same config the same way.
 
 The JSON schema is one file shipped inside the package (:data:`SCHEMA_PATH`,
 ``src/backretrieval/data/config.schema.yaml``). Cross-field checks (:func:`check_relations`)
@@ -91,22 +93,46 @@ def overrides_from(values: dict[str, Any], flag: str = "--config", prefix: str =
 
 
 def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
+    problems = schema_problems(cfg)
+    if len(problems) == 1:
+        _fail(source, *problems[0])
+    if problems:  # every missing, unknown or invalid key at once, not one per run
+        exc = ConfigError(f"{source}: {len(problems)} problems: " + "; ".join(f"field '{f}': {m}" for f, m in problems))
+        exc.fields = tuple(f for f, _ in problems)  # type: ignore[attr-defined]
+        raise exc
+    check_relations(cfg, source)
+    return cfg
+
+
+def schema_problems(cfg: Any) -> list[tuple[str, str]]:
+    """``(field, message)`` for every way ``cfg`` breaks the schema (empty when it does not): a
+    missing key named by itself, an unknown key with the closest known one, a wrong value with
+    what the schema expects."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+    sch = schema()
+    validator = jsonschema.Draft202012Validator(sch)
+    out: list[tuple[str, str]] = []
+    for e in sorted(validator.iter_errors(cfg), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(str(p) for p in e.absolute_path)
         msg = e.message
+        if e.validator == "required" and isinstance(e.instance, dict):
+            missing = [k for k in e.validator_value if k not in e.instance]
+            out += [(f"{where}.{k}" if where else k, f"{k!r} is a required property") for k in missing]
+            continue
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict) and isinstance(e.schema, dict):
+            known = sorted(e.schema.get("properties") or {})
+            for k in sorted(set(e.instance) - set(known)):
+                field = f"{where}.{k}" if where else str(k)
+                out.append((field, f"unknown key ({k!r} was unexpected){did_you_mean(str(k), known)}"))
+            continue
         if e.validator == "pattern" and isinstance(e.schema, dict) and e.schema.get("description"):
             # the schema's $defs say what a name, a language or a path may hold
             msg = f"{msg}: {e.schema['description']}"
         if "propertyNames" in e.relative_schema_path:  # a map's key (an encoder's name, ...)
             msg = f"key {msg}"
-        _fail(source, where, msg)
-    check_relations(cfg, source)
-    return cfg
+        out.append((where or "(top level)", msg))
+    return list(dict.fromkeys(out))  # a missing key is in each of its mapping's `required` errors
 
 
 #: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
@@ -481,15 +507,110 @@ def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
         _fail(source, "human_study.ratings", f"{hs['ratings']}: file not found")
 
 
-def load_config(path: str | Path = "params.yaml", overrides: list[str] | None = None) -> dict[str, Any]:
-    """Read a YAML config, apply ``key.sub=value`` overrides (YAML-parsed), validate."""
+# -------------------------------------------------------------------------------------------
+# a config file laid over params.yaml
+
+#: The defaults a config file is laid over: the checkout's ``params.yaml`` (in the working
+#: directory, where Snakemake and DVC run). A config file names only what differs from it.
+BASE_CONFIG = "params.yaml"
+#: Top-level mappings that a config file's value replaces whole instead of merging into: their
+#: keys are names the run picks (``encoders``, ``backbones``, ``corpora``), or, for
+#: ``dataset``, keys that mean something only for one source.
+REPLACED_WHOLE = ("dataset", "encoders", "backbones", "corpora")
+#: Keys of the base that belong to its own run and never pass to a config laid over it: the
+#: run's name and reports folder (``reports_dir`` defaults to ``reports/<run_name>``) and its
+#: studies, which study its dataset and encoders (a config has them only if it names them).
+NOT_INHERITED = ("run_name", "reports_dir", "case_study", "human_study")
+
+
+def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` laid over ``base`` (neither changed): a key of ``top`` replaces ``base``'s value,
+    except that where both values are mappings they are merged key by key, recursively, by the
+    same rule; a top-level mapping of :data:`REPLACED_WHOLE` replaces ``base``'s whole. Lists,
+    scalars and ``null`` replace."""
+    import copy
+
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        if key not in REPLACED_WHOLE and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merge(out[key], value) if both else copy.deepcopy(value)
+    return out
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A config file's mapping (ConfigError naming the file when it is missing, not YAML or not
+    a mapping)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    if cfg is None:
+        return {}
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys, got a YAML {type(cfg).__name__}")
+    return cfg
+
+
+def layered_config(files: list[str | Path], base: str | Path | None = BASE_CONFIG) -> tuple[dict[str, Any], str]:
+    """The config of ``files`` laid over ``base`` (each file over the ones before it, by
+    :func:`overlay`), and the name of its source for error messages. Not validated.
+
+    The base contributes every key but :data:`NOT_INHERITED`; ``reports_dir``, when no file
+    names it, is ``reports/<run_name>``. Without ``files`` the config is ``base`` itself; where
+    ``base`` is None, missing, or one of ``files``, the files alone are the config (the first
+    one complete, as before config files were laid over params.yaml)."""
+    paths = [Path(f) for f in files]
+    if not paths:
+        if base is None:
+            raise ConfigError("no config file given")
+        if not Path(base).is_file():
+            raise ConfigError(f"{base}: config file not found (the workflow's config; or pass --configfile FILE)")
+        return read_config_file(base), str(base)
+    layers = [read_config_file(p) for p in paths]
+    names = " + ".join(str(p) for p in paths)
+    under = base is not None and Path(base).is_file() and not any(_same_file(p, Path(base)) for p in paths)
+    cfg: dict[str, Any] = {}
+    if under:
+        assert base is not None
+        cfg = {k: v for k, v in read_config_file(base).items() if k not in NOT_INHERITED}
+    for layer in layers:
+        cfg = overlay(cfg, layer)
+    if not under:
+        return cfg, names
+    if "reports_dir" not in cfg and isinstance(cfg.get("run_name"), str):
+        cfg["reports_dir"] = f"{REPORTS_ROOT}/{cfg['run_name']}"
+    return cfg, f"{names} (over {base})"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def load_config(
+    path: str | Path = "params.yaml", overrides: list[str] | None = None, base: str | Path | None = None
+) -> dict[str, Any]:
+    """Read a YAML config (laid over ``base``, e.g. :data:`BASE_CONFIG`, as the workflow lays a
+    ``--configfile`` over params.yaml: :func:`layered_config`), apply ``key.sub=value``
+    overrides (YAML-parsed), validate."""
+    cfg, source = layered_config([path], base)
     given: dict[str, str] = {}
     for ov in overrides or []:
         if "=" not in ov:
@@ -501,7 +622,7 @@ def load_config(path: str | Path = "params.yaml", overrides: list[str] | None = 
             node = node.setdefault(p, {})
         node[parts[-1]] = yaml.safe_load(value)
         given[key] = f"--set {ov}"
-    return validate_config(cfg, str(path), given)
+    return validate_config(cfg, source, given)
 
 
 def all_directions(languages: list[str]) -> list[str]:

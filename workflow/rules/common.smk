@@ -30,21 +30,23 @@ from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.results_doc import listed_configs
 from backretrieval.steps.settings import fit_requirements, report_settings, seed_groups
 
-# The schema (backretrieval.config.SCHEMA_PATH, its one copy), then every cross-field relation
-# (backretrieval.config.check_relations): the same checks as `backretrieval validate-config` and
-# DVC (whose stages run this workflow), before any job runs, with the config file and field
-# named. The relations that need the prepared dataset are the rule check_dataset, which every
-# embedding and sampling job waits for. An override is a value given with `--config`
+# The config as the Snakefile layered it (params.yaml, the --configfile, the --config values;
+# CONFIG_SOURCE names the files), validated once: the schema (backretrieval.config.SCHEMA_PATH,
+# its one copy; every missing, unknown or invalid key in one error), then every cross-field
+# relation (backretrieval.config.check_relations): the same checks as `backretrieval
+# validate-config` and DVC (whose stages run this workflow), before any job runs, with the config
+# file and field named. The relations that need the prepared dataset are the rule check_dataset,
+# which every embedding and sampling job waits for. An override is a value given with `--config`
 # (config_settings.config), never one from a `--configfile` (Snakemake 9 merges those into
 # overwrite_config too): the file is named then.
 validate_config(
     config,
-    " + ".join(str(p) for p in workflow.configfiles) or "config",
+    CONFIG_SOURCE,
     overrides_from(dict(getattr(getattr(workflow, "config_settings", None), "config", None) or {})),
 )
 # A reports folder belongs to the run (run_name) that made it: another run naming it is refused
 # (backretrieval.steps.owner); this run claims its folder before its first job (onstart).
-check_reports_owner(config, " + ".join(str(p) for p in workflow.configfiles) or "config")
+check_reports_owner(config, CONFIG_SOURCE)
 
 # Every job with a command runs in a minimal shadow directory (only its declared inputs linked),
 # so an undeclared read fails; `sandbox: false` skips it (Snakemake spawns one process per

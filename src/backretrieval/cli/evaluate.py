@@ -160,12 +160,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_config(args: argparse.Namespace) -> int:
-    from ..config import code_notice, load_config
+    from ..config import BASE_CONFIG, code_notice, load_config
     from ..steps import layout
     from ..steps.owner import check_reports_owner
     from ..steps.prepare import check_dataset_fits
 
-    cfg = load_config(args.config, args.set)
+    cfg = load_config(args.config, args.set, base=BASE_CONFIG)  # laid over ./params.yaml, as Snakemake does
     check_reports_owner(cfg, str(args.config))  # another run's reports folder is refused
     root = layout.dataset_root(cfg)
     prepared = (root / "dataset.json").is_file()
@@ -343,7 +343,13 @@ def register(add) -> None:
         cmd_validate_config,
         "validate a config: schema, cross-field relations, and the prepared dataset if it exists",
     )
-    opt(sp, "--config", "params.yaml or a named config", default="params.yaml", metavar="FILE")
+    opt(
+        sp,
+        "--config",
+        "params.yaml, or a config file laid over ./params.yaml as snakemake --configfile lays it",
+        default="params.yaml",
+        metavar="FILE",
+    )
     opt(
         sp,
         "--set",
