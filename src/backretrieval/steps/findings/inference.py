@@ -102,8 +102,6 @@ REPLICATES_FILE = "inference_replicates.csv"
 POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
 
 
-
-
 def encoder_families(encoders: Sequence[str], family: Sequence[str], family_name: str) -> dict[str, str]:
     """encoder → family: the ``family`` encoders (the word-vector models, which share their
     base vectors) are one family, every other encoder its own."""
@@ -171,7 +169,7 @@ def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         "method": (
             "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± z·SE, z0 and "
             "acceleration reported; encoders random: plus a leave-one-family-out jackknife over the encoders, "
-            "Student t with families − 1 degrees of freedom"
+            "normal interval"
         ),
         "item_key": "image_id",
         "jackknife_groups": inf.JACKKNIFE_GROUPS,
@@ -364,8 +362,8 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
         f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all reweight "
         "their per-query outcomes), 95% CI = estimate ± 1.96 SE; nothing is dropped. **Encoders random** (for "
         "encoders like these): the same item variance plus a leave-one-family-out jackknife over the encoders "
-        f"(the {settings['family_name']} encoders count as one family), Student t with families − 1 degrees of "
-        "freedom. 'seeds CI' treats the seeds as independent replicates (Table 1's view; too narrow: every seed "
+        f"(the {settings['family_name']} encoders count as one family), normal interval; at least 3 families. "
+        "'seeds CI' treats the seeds as independent replicates (Table 1's view; too narrow: every seed "
         "re-splits the same items).\n\n"
     )
     parts = [head]
