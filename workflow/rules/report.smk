@@ -1,6 +1,6 @@
 # Parallel data (every generated or downloaded dataset; a bring-your-own one that says so):
 # correlations with XLR, their significance, Table 1, Figure 2. Table 1's marks test BkR − CORR
-# with items and encoders as units, so the step reads the per-query ranks, the samples and the
+# with items and encoder families as units, so the step reads the per-query ranks, the samples and the
 # image features (CORR's per-query contributions) besides the metrics.
 if PARALLEL:
 

@@ -4,6 +4,8 @@ and LaTeX, bootstrap CIs over seeds, per-encoder means and the DVC metrics file.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,30 +42,46 @@ def _method_cells(t: pd.DataFrame, direction: str, stat: str) -> tuple[dict[str,
     return vals, best
 
 
-def table1_markdown(correlations: pd.DataFrame, title: str, caption: str, marks: dict | None = None) -> str:
-    """Table 1 layout: rows = directions; columns = Pearson/Spearman of BkR and CORR vs XLR.
+@dataclass(frozen=True)
+class Table1Block:
+    """One block of Table 1's rows: every direction's correlations across one set of encoders.
+    ``name``: the set (``all``, ``core``: the key of the marks); ``label``: the block's heading
+    row (e.g. ``all 14 encoders``); ``correlations``: :func:`backretrieval.stats.correlate` of
+    the set's metrics."""
 
-    Best (higher mean) of BkR vs CORR per statistic in bold. ``marks[(direction, stat)]`` may
-    hold a significance marker appended to the better cell.
+    name: str
+    label: str
+    correlations: pd.DataFrame
+
+
+def table1_markdown(blocks: Sequence[Table1Block], title: str, caption: str, marks: dict | None = None) -> str:
+    """Table 1 layout: per block (all encoders, core encoders) a heading row and one row per
+    direction; columns = Pearson/Spearman of BkR and CORR vs XLR.
+
+    Best (higher mean) of BkR vs CORR per statistic in bold. ``marks[(block, direction, stat)]``
+    may hold a significance marker appended to the better cell.
     """
-    t = table1_frame(correlations)
     lines = [f"### {title}", "", caption, ""]
     header = ["direction"] + [
         f"{METHOD_LABEL[m]} {STAT_LABEL[s]}" for s in ("pearson", "spearman") for m in ("bkr_recall", "corr")
     ]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
-    for d in direction_order(t["direction"].unique().tolist()):
-        cells = [d.replace("-", "→")]
-        for s in ("pearson", "spearman"):
-            vals, best = _method_cells(t, d, s)
-            for m in ("bkr_recall", "corr"):
-                txt = _fmt(*vals[m])
-                if m == best and not math.isnan(vals[m][0]):
-                    txt = f"**{txt}**" + ((marks or {}).get((d, s), ""))
-                cells.append(txt)
-        lines.append("| " + " | ".join(cells) + " |")
-    n_seeds = int(t["n_seeds"].max()) if len(t) else 0
+    n_seeds = 0
+    for block in blocks:
+        t = table1_frame(block.correlations)
+        n_seeds = max(n_seeds, int(t["n_seeds"].max()) if len(t) else 0)
+        lines.append("| " + " | ".join([f"*{block.label}*"] + [""] * (len(header) - 1)) + " |")
+        for d in direction_order(t["direction"].unique().tolist()):
+            cells = [d.replace("-", "→")]
+            for s in ("pearson", "spearman"):
+                vals, best = _method_cells(t, d, s)
+                for m in ("bkr_recall", "corr"):
+                    txt = _fmt(*vals[m])
+                    if m == best and not math.isnan(vals[m][0]):
+                        txt = f"**{txt}**" + ((marks or {}).get((block.name, d, s), ""))
+                    cells.append(txt)
+            lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"Mean ± sd over {n_seeds} seeds; bold = better of BkR and CORR."]
     return "\n".join(lines) + "\n"
 
@@ -95,11 +113,11 @@ def latex_text(text: str) -> str:
 
 
 def table1_latex(
-    correlations: pd.DataFrame, caption: str, label: str = "tab:bkr-vs-corr", marks: dict | None = None
+    blocks: Sequence[Table1Block], caption: str, label: str = "tab:bkr-vs-corr", marks: dict | None = None
 ) -> str:
-    """Table 1 as a booktabs LaTeX table (best of BkR/CORR per statistic in bold), with the same
-    ``marks[(direction, stat)]`` as :func:`table1_markdown` after the better cell (``$^{***}$``)."""
-    t = table1_frame(correlations)
+    """Table 1 as a booktabs LaTeX table: the same blocks and rows as :func:`table1_markdown`
+    (best of BkR/CORR per statistic in bold), with the same ``marks[(block, direction, stat)]``
+    after the better cell (``$^{***}$``)."""
     out = [
         "\\begin{table}[t]",
         "\\centering",
@@ -109,20 +127,22 @@ def table1_latex(
         " & \\multicolumn{2}{c}{Pearson} & \\multicolumn{2}{c}{Spearman} \\\\",
         "\\cmidrule(lr){2-3}\\cmidrule(lr){4-5}",
         "Direction & BkR & CORR & BkR & CORR \\\\",
-        "\\midrule",
     ]
-    for d in direction_order(t["direction"].unique().tolist()):
-        cells = [d.replace("-", "$\\to$")]
-        for s_ in ("pearson", "spearman"):
-            vals, best = _method_cells(t, d, s_)
-            for m in ("bkr_recall", "corr"):
-                mean, sd = vals[m]
-                txt = "n/a" if math.isnan(mean) else f"{mean:.3f} $\\pm$ {sd:.3f}"
-                if m == best and not math.isnan(mean):
-                    mark = (marks or {}).get((d, s_), "")
-                    txt = f"\\textbf{{{txt}}}" + (f"$^{{{mark}}}$" if mark else "")
-                cells.append(txt)
-        out.append(" & ".join(cells) + " \\\\")
+    for block in blocks:
+        t = table1_frame(block.correlations)
+        out += ["\\midrule", f"\\multicolumn{{5}}{{l}}{{\\textit{{{latex_text(block.label)}}}}} \\\\"]
+        for d in direction_order(t["direction"].unique().tolist()):
+            cells = [d.replace("-", "$\\to$")]
+            for s_ in ("pearson", "spearman"):
+                vals, best = _method_cells(t, d, s_)
+                for m in ("bkr_recall", "corr"):
+                    mean, sd = vals[m]
+                    txt = "n/a" if math.isnan(mean) else f"{mean:.3f} $\\pm$ {sd:.3f}"
+                    if m == best and not math.isnan(mean):
+                        mark = (marks or {}).get((block.name, d, s_), "")
+                        txt = f"\\textbf{{{txt}}}" + (f"$^{{{mark}}}$" if mark else "")
+                    cells.append(txt)
+            out.append(" & ".join(cells) + " \\\\")
     esc = latex_text(caption)
     out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{esc}}}", f"\\label{{{label}}}", "\\end{table}"]
     return "\n".join(out) + "\n"

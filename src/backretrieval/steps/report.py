@@ -3,9 +3,11 @@ on data without parallel texts, BkR per encoder with CIs, a ranking with pairwis
 random baseline instead (no XLR).
 
 Reads only artifacts (no embeddings are computed), so "regenerate the paper's tables and
-figures" is ``backretrieval report`` on cached artifacts. Table 1's significance marks need the
-per-query outcomes: the ranks beside each metrics CSV, the samples, the image features and the
-text embeddings (:func:`table1_outcomes`).
+figures" is ``backretrieval report`` on cached artifacts. Table 1 has a block of all encoders
+and one of the core encoders (without the random and the English-only ones: the findings'
+``core`` set, :func:`table1_sets`). Its significance marks need the per-query outcomes: the
+ranks beside each metrics CSV, the samples, the image features and the text embeddings
+(:func:`table1_outcomes`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from .. import stats
 from .._util import io
 from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
-from ..findings.inference import MIN_JACKKNIFE_ENCODERS, table1_tests
+from ..findings.inference import table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
 from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 from ..reporting.significance import significance_table, table1_marks
 from . import layout
 from .metrics import read_metrics, require_full_ranks
+from .settings import WORDVEC_FAMILY
 
 #: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``).
 REPORT_SETTINGS = (
@@ -38,6 +41,10 @@ REPORT_SETTINGS = (
     "figure_seed",
     "bootstrap_B",
     "bootstrap_seed",
+    # Table 1's core block and its test's encoder families (steps.settings.encoder_roles)
+    "random_encoders",
+    "english_only",
+    "family",
 )
 # optional: ``model_threads`` (recorded in metrics.json's environment block)
 
@@ -111,23 +118,35 @@ def build_report(
     io.write_csv(correlations_out, correlations)
 
     B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
+    encoders = [str(e) for e in metrics["encoder"].unique()]
+    sets, labels, no_core = table1_sets(encoders, s)
+    families = _families(encoders, s)
     tests = pd.DataFrame()
     if samples_files is not None and image_file is not None:
         outcomes = table1_outcomes(metrics_files, dataset, samples_files, image_file, text_files, int(s["recall_k"]))
-        tests = table1_tests(outcomes, B=B, seed=bseed)
+        tests = table1_tests(outcomes, B=B, seed=bseed, encoder_sets=sets, families=families)
     sig = significance_table(correlations, metrics)
+    if len(sig):
+        sig.insert(1, "set", "all")
     io.write_csv(out["significance"], pd.concat([tests, sig], ignore_index=True) if len(tests) else sig)
     marks = table1_marks(tests)
+    blocks = [
+        tables.Table1Block(name, labels[name], stats.correlate(metrics[metrics["encoder"].isin(members)]))
+        for name, members in sets.items()
+    ]
 
     label = "SYNTHETIC dataset — " if meta.synthetic else ""
-    n_enc = len(metrics["encoder"].unique())
+    n_enc = len(encoders)
     caption = (
         f"{label}{meta.name}, image backbone {s['image_backbone']}, text field '{s['text_field']}', "
         f"N={s['sample_size']}, {s['n_seeds']} seeds, {n_enc} encoders. Correlation across encoders "
-        f"between each metric and XLR (Recall@{s['recall_k']}). " + table1_marks_note(tests, B)
+        f"between each metric and XLR (Recall@{s['recall_k']}). " + table1_marks_note(tests, B, labels, families)
     )
-    io.write_text(out["table1"], tables.table1_markdown(correlations, f"Table 1 — {s['run_name']}", caption, marks))
-    io.write_text(out["table1_tex"], tables.table1_latex(correlations, caption, marks=marks))
+    if no_core:
+        caption += " " + no_core
+    caption += " " + SEEDS_NOTE
+    io.write_text(out["table1"], tables.table1_markdown(blocks, f"Table 1 — {s['run_name']}", caption, marks))
+    io.write_text(out["table1_tex"], tables.table1_latex(blocks, caption, marks=marks))
     io.write_csv(out["corr_ci"], tables.seed_cis(correlations, ["direction", "method", "stat"], "value", B, bseed))
     recall = metrics[metrics["metric"].isin(["xlr_recall", "bkr_recall", "corr"])]
     io.write_csv(out["recall_ci"], tables.seed_cis(recall, ["direction", "encoder", "metric"], "value", B, bseed))
@@ -163,29 +182,90 @@ def build_report(
     io.write_json(out["metrics"], mj)
 
 
-def table1_marks_note(tests: pd.DataFrame, B: int) -> str:
-    """The caption's sentence on Table 1's marks: what the test resamples and why the seeds are
-    not its unit (or that no test was run)."""
-    seeds_note = (
-        "The Wilcoxon and paired t-tests over seeds in significance.csv (unit: seeds, not independent: "
-        "re-splits of the same items) are kept for comparison only."
-    )
-    if not len(tests):
-        return (
-            "No significance marks: the per-query outcomes (ranks, samples, image features) were not given. "
-            + seeds_note
-        )
-    if tests["p"].isna().all():
-        return (
-            f"No significance marks: the test needs >= {MIN_JACKKNIFE_ENCODERS} encoders for its leave-one-encoder-out part. "
-            + seeds_note
-        )
+#: the caption's sentence on the over-seeds tests
+SEEDS_NOTE = (
+    "The Wilcoxon and paired t-tests over seeds in significance.csv (unit: seeds, not independent: "
+    "re-splits of the same items; all encoders) are kept for comparison only."
+)
+
+
+def table1_sets(encoders: list[str], settings: dict) -> tuple[dict[str, list[str]], dict[str, str], str]:
+    """Table 1's encoder sets: ``all``, and ``core`` (without the random and the English-only
+    encoders: :func:`backretrieval.findings.inference.encoder_sets`, the findings'
+    definition, on the roles of :func:`backretrieval.steps.settings.encoder_roles`) where it
+    differs from all and has >= 3 encoders; the block labels; and the caption's sentence on
+    why there is no core block ('' where there is one)."""
+    from .findings.inference import encoder_sets
+
+    random_, english = set(settings["random_encoders"]), set(settings["english_only"])
+    found = encoder_sets(encoders, sorted(random_), settings["family"], sorted(english))
+    removed_random = [e for e in encoders if e in random_]
+    removed_english = [e for e in encoders if e in english and e not in random_]
+    removed = removed_random + removed_english
+    kinds = " and ".join(k for k, r in (("random", removed_random), ("English-only", removed_english)) if r)
+    sets = {"all": found["all"]}
+    labels = {"all": f"all {len(encoders)} encoders"}
+    if "core" in found:
+        sets["core"] = found["core"]
+        labels["core"] = f"core: {len(found['core'])} encoders, without {kinds} ({', '.join(removed)})"
+        return sets, labels, ""
+    if not removed:
+        return sets, labels, "No core block: the run has no random or English-only encoder (core = all encoders)."
+    left = len(encoders) - len(removed)
     return (
-        "Marks on the better cell: BkR − CORR (mean over seeds of the per-seed difference of the correlations with "
-        f"XLR) tested with items and encoders as the units: SE² = item bootstrap (B={B}, image ids resampled, shared "
-        "by every seed) + leave-one-encoder-out jackknife; two-sided z test, Holm-adjusted across directions "
-        "(* p<.05, ** p<.01, *** p<.001). " + seeds_note
+        sets,
+        labels,
+        f"No core block: without the {kinds} encoders ({', '.join(removed)}) {left} encoder"
+        f"{'' if left == 1 else 's'} {'is' if left == 1 else 'are'} left; a correlation across encoders needs >= 3.",
     )
+
+
+def _families(encoders: list[str], settings: dict) -> dict[str, str]:
+    """encoder → family, as the findings group them
+    (:func:`backretrieval.findings.inference.encoder_families`)."""
+    from .findings.inference import encoder_families
+
+    return encoder_families(encoders, settings["family"], WORDVEC_FAMILY)
+
+
+def table1_marks_note(tests: pd.DataFrame, B: int, labels: dict[str, str], families: dict[str, str]) -> str:
+    """The caption's sentences on Table 1's marks: what the test resamples, per block its
+    families and degrees of freedom or why it has no marks (or that no test was run)."""
+    if not len(tests):
+        return "No significance marks: the per-query outcomes (ranks, samples, image features) were not given."
+    members: dict[str, list[str]] = {}
+    for e, f in families.items():
+        members.setdefault(f, []).append(e)
+    grouped = [f"the {len(m)} {f} encoders ({', '.join(m)})" for f, m in members.items() if len(m) > 1]
+    if grouped:
+        unit = f"{' and '.join(grouped)} {'are one family' if len(grouped) == 1 else 'one family each'}"
+        unit += ", every other encoder its own"
+    else:
+        unit = "every encoder its own family"
+    parts = [
+        "Marks on the better cell: BkR − CORR (mean over seeds of the per-seed difference of the correlations with "
+        "XLR) tested with the items and the encoder families as the units (a family: encoders built from the same "
+        f"base vectors; here {unit}): the findings' encoders-random question, SE² = item bootstrap (B={B}, image "
+        "ids resampled, shared by every seed) + leave-one-family-out jackknife over the block's families; two-sided "
+        "z test (z = estimate / SE), Holm-adjusted across directions within each block (* p<.05, ** p<.01, "
+        "*** p<.001)."
+    ]
+    for name, label in labels.items():
+        g = tests[tests["set"] == name]
+        if not len(g):
+            continue
+        n_fam = int(g["n_families"].iloc[0])
+        bad = g[g["why"] != ""]
+        whys = list(dict.fromkeys(bad["why"]))
+        if len(bad) == len(g):
+            parts.append(f"{label[0].upper()}{label[1:]}: no marks ({'; '.join(whys)}).")
+            continue
+        text = f"{label[0].upper()}{label[1:]}: {n_fam} families"
+        for why in whys:
+            where = ", ".join(f"{r.direction} {r.stat}" for r in bad[bad["why"] == why].itertuples())
+            text += f"; no mark for {where}: {why}"
+        parts.append(text + ".")
+    return " ".join(parts)
 
 
 def table1_outcomes(
@@ -197,7 +277,7 @@ def table1_outcomes(
     k: int,
 ) -> dict[str, tuple]:
     """``{direction: (seed outcomes, item keys, encoders)}`` for :func:`table1_tests`: the
-    findings' own reader (:func:`~backretrieval.steps.findings.inference.inference_outcomes`)
+    findings' own reader (:func:`~backretrieval.findings.inference.inference_outcomes`)
     on the run's artifacts: XLR and BkR hits from the ranks beside each metrics CSV and CORR's
     per-query contributions, checked against the metrics CSV."""
     from .findings.artifacts import load_run, text_keys

@@ -17,7 +17,9 @@ __all__ = [
     "ANALYSES",
     "FINDINGS_DEFAULTS",
     "LITE_VARIANTS",
+    "WORDVEC_FAMILY",
     "check_findings",
+    "encoder_roles",
     "english_only_encoders",
     "findings_keys",
     "findings_settings",
@@ -87,6 +89,8 @@ def report_settings(cfg: dict) -> dict:
         "figure_seed": int(cfg.get("figure_seed", cfg["seeds"][0])),
         "bootstrap_B": int(boot.get("bootstrap_B", 1000)),
         "bootstrap_seed": int(boot.get("bootstrap_seed", 0)),
+        # Table 1's core block and its test's encoder families (the findings' definitions)
+        **encoder_roles(cfg),
         # not a setting of the report's numbers: recorded in metrics.json's environment block
         "model_threads": int(cfg.get("model_threads", DEFAULT_MODEL_THREADS)),
     }
@@ -138,6 +142,25 @@ def english_only_encoders(cfg: dict) -> list[str]:
         for e, s in cfg["encoders"].items()
         if s.get("type") == "sentence-transformers" and str(s.get("model", "")).lower() in ENGLISH_ONLY_MODELS
     )
+
+
+#: the name of the family of the word-vector encoders (one family: they share their base vectors)
+WORDVEC_FAMILY = "word-vector"
+
+
+def encoder_roles(cfg: dict) -> dict[str, list[str]]:
+    """The configured encoders by role, as the findings and Table 1 both use them:
+    ``random_encoders`` (type ``random``: chance level), ``english_only``
+    (:func:`english_only_encoders`) and ``family`` (type ``wordvec``: built from the same base
+    vectors, one encoder family, named :data:`WORDVEC_FAMILY`). The findings' ``core`` set is
+    the encoders without the random and English-only ones
+    (:func:`backretrieval.steps.findings.inference.encoder_sets`)."""
+    enc = cfg["encoders"]
+    return {
+        "random_encoders": sorted(e for e, s in enc.items() if s.get("type") == "random"),
+        "english_only": english_only_encoders(cfg),
+        "family": sorted(e for e, s in enc.items() if s.get("type") == "wordvec"),
+    }
 
 
 def findings_settings(cfg: dict) -> dict:
