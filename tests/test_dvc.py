@@ -91,6 +91,11 @@ def _tree(repo: Path) -> dict[str, str]:
     return out
 
 
+def _artifacts(clone: Path) -> list[str]:
+    """The files of the tiny run's artifacts in ``clone``."""
+    return sorted(p.relative_to(clone).as_posix() for p in (clone / "artifacts/tiny").rglob("*") if p.is_file())
+
+
 def _dvc(repo: Path, *args: str) -> str:
     return _ok(["dvc", *args], repo)
 
@@ -148,11 +153,14 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         # desc: the job's `backretrieval <step>` command line, in the repository root
         rule = name.split("-")[1]
         assert stage["cmd"].startswith(
-            f"snakemake --cores all --quiet --force --force-use-threads --allowed-rules {rule} -- "
+            f"snakemake --cores all --quiet --forcerun {rule} --force-use-threads --allowed-rules {rule} -- "
         ), name
         assert re.sub(r"^(\w+=\S+ )*", "", stage["desc"]).startswith("backretrieval "), name  # env settings first
         assert " > logs/" not in stage["desc"] and "/work" not in stage["desc"], name
-        assert stage["deps"][:3] == ["Snakefile", "workflow", "src/backretrieval"], name
+        # the code the job runs, file by file: the workflow's shared files, the rule's, the modules
+        # (tests/test_dvc_deps.py)
+        assert stage["deps"][:2] == ["Snakefile", "workflow/rules/common.smk"], name
+        assert "src/backretrieval/cli/__init__.py" in stage["deps"] and "src/backretrieval" not in stage["deps"], name
     sample = stages["default-sample"]
     assert sample["params"] == [{"params.yaml": ["sample_size", "seeds", "directions"]}]
     assert "data/prepared/synthetic" in sample["deps"]
@@ -175,7 +183,8 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
     report_outs = [o for o in stages["default-report"]["outs"] if isinstance(o, dict)]
     assert {"reports/default/table1.md": {"cache": False}} in report_outs
     assert not any("logs/" in str(o) for s in stages.values() for o in s.get("outs", []))
-    # the heads' training curves: plot data (per-epoch losses) in the case_train stages' outs
+    # the heads' training curves: plot data (per-epoch losses) in the case_train stages' outs, git
+    # files (not cached), so that the plots render in a clone without the DVC cache
     curves = {next(iter(p)): next(iter(p.values())) for p in doc["plots"] if next(iter(p)).startswith("default ")}
     assert {c["x"] for c in curves.values()} == {"epoch"}
     histories = {f for c in curves.values() for f in c["y"]}
@@ -183,7 +192,11 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         f"artifacts/default/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in range(5)
     }
     assert all(
-        any(h in stages[f"default-case_train-{x}-{s}"]["outs"] for x in ("triplet", "tripletxl") for s in range(5))
+        any(
+            {h: {"cache": False}} in stages[f"default-case_train-{x}-{s}"]["outs"]
+            for x in ("triplet", "tripletxl")
+            for s in range(5)
+        )
         for h in histories
     )
 
@@ -427,7 +440,9 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
     owner = {name: max((r for r in runs if name.startswith(f"{r}-")), key=len, default=None) for name in stages}
     assert set(owner.values()) >= set(runs)
     for run, cfg in runs.items():
-        want = "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --quiet --force "
+        want = (
+            "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --quiet --forcerun "
+        )
         own = [s for name, s in stages.items() if owner[name] == run]
         assert own and all(s["cmd"].startswith(want) for s in own), run
         assert all(next(iter(p)) == cfg for s in own for p in s.get("params", [])), run
@@ -465,8 +480,14 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     assert len(expected) > 60 and any(k.startswith("reports/tiny/case_study/") for k in expected)
     assert _tree(reference) == expected
 
-    # the lock and the committed reports (cache: false outs live in git) + the cached outs pushed
-    _git(c1, "add", "dvc.lock", "reports/tiny")
+    # the lock, the committed reports and the training curves' data (cache: false outs live in
+    # git; .gitignore lets only those in from artifacts/) + the cached outs pushed
+    _git(c1, "add", "dvc.lock", "reports/tiny", "artifacts/tiny")
+    seeds = yaml.safe_load((c1 / TINY).read_text())["case_study"]["training_seeds"]
+    curves = sorted(
+        f"artifacts/tiny/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in seeds
+    )
+    assert _ok(["git", "ls-files", "artifacts/tiny"], c1).split() == curves
     _git(c1, "commit", "-qm", "dvc.lock + reports")
     _dvc(c1, "push")
     assert list((tmp_path / "backretrieval-dvc-storage").rglob("*"))  # the default remote, beside the clones
@@ -474,7 +495,7 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     # a second clone restores the cached outputs from the remote
     _git(tmp_path, "clone", "-q", str(c1), "c2")
     c2 = tmp_path / "c2"
-    assert not (c2 / "artifacts").exists()
+    assert _artifacts(c2) == curves  # before the pull: the plot data only (git files)
     _dvc(c2, "pull")
     assert _status(c2) == {}
     assert _tree(c2) == expected
@@ -554,7 +575,7 @@ def _push_to_s3_and_pull_into_a_fresh_clone(c1: Path, tmp_path: Path, endpoint: 
 
     _git(tmp_path, "clone", "-q", str(c1), "c4")
     c4 = tmp_path / "c4"
-    assert not (c4 / "artifacts").exists()
+    assert all(p.endswith(".history.csv") for p in _artifacts(c4))  # the plot data only (git files)
     _dvc(c4, "pull")
     assert _tree(c4) == expected
     assert _status(c4) == {}
