@@ -89,7 +89,7 @@ def pairs(tmp: Path) -> dict[str, tuple[object, object]]:
     }
     _cpu(
         [sys.executable, "-m", "backretrieval", "prepare", "--spec", json.dumps(spec), "--languages", "en", "de"]
-        + ["--out", str(tmp / "syn")],
+        + ["--out-dir", str(tmp / "syn")],
         tmp,
         env,
     )
@@ -98,7 +98,8 @@ def pairs(tmp: Path) -> dict[str, tuple[object, object]]:
     def embed(program: list[str], tag: str):
         def go(i: int) -> tuple[float, str]:
             out = tmp / f"{tag}-{i}.npz"
-            argv = ["embed-images", "--dataset", str(tmp / "syn"), "--backbone", "effnet-lite0", "--spec", backbone]
+            argv = ["embed-images", "--dataset", str(tmp / "syn"), "--image-backbone", "effnet-lite0"]
+            argv += ["--spec", backbone]
             argv += ["--out", str(out), "--cache-dir", str(tmp / f"cache-{tag}-{i}"), "--threads", "1"]
             cpu, _ = _cpu([*program, *argv], tmp, env)
             return cpu, out.read_bytes().hex()

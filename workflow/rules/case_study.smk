@@ -36,7 +36,7 @@ if CASE:
             cache=lambda wc, input: absolute(config["cache_dir"]),
         shell:
             "backretrieval case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --fields {output.fields:q} --repr {output.reprs:q}"
+            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --out-fields {output.fields:q} --out-repr {output.reprs:q}"
             " --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_select:
@@ -59,11 +59,11 @@ if CASE:
         params:
             case=CASE_JSON,
             corpus=corpus_flag,
-            models=list(CASE["base_encoders"]),
+            encoders=list(CASE["base_encoders"]),
         shell:
             "backretrieval case-select --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
-            " --out-json {output.chosen:q} --out-csv {output.csv:q} > {log:q} 2>&1"
+            " --image-emb {input.images:q} --encoders {params.encoders:q} --repr {input.reprs:q}"
+            " --out-chosen {output.chosen:q} --out-bkr {output.csv:q} > {log:q} 2>&1"
 
     # one job per (head, training seed): the {tseed} wildcard is one of case_study.training_seeds
     HEAD_FILES = layout.head_paths(config, "{head}", "{tseed}")
@@ -102,8 +102,8 @@ if CASE:
         shell:
             "backretrieval case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --head {wildcards.head:q} --training-seed {wildcards.tseed:q} --chosen {input.chosen:q} --encoders {params.encoders:q} --fields {input.fields:q}"
-            " --head-out {output.head:q} --meta-out {output.meta:q} --history-out {output.history:q}"
-            " --curve-out {output.curve:q} --repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
+            " --out-head {output.head:q} --out-meta {output.meta:q} --out-history {output.history:q}"
+            " --out-curve {output.curve:q} --out-repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_evaluate:
         input:
@@ -128,8 +128,8 @@ if CASE:
             models=CASE_RUNS,
         shell:
             "backretrieval case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --images {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
-            " --out-csv {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1"
+            " --image-emb {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
+            " --out-bkr {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1"
 
     rule case_report:
         input:
@@ -162,10 +162,10 @@ if CASE:
             threads=MODEL_THREADS,
         shell:
             "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --table2 {output.table2:q}"
-            " --table2-tex {output.table2_tex:q} --table2-csv {output.table2_csv:q} --sig {output.sig:q}"
-            " --fig3-png {output.fig3_png:q} --fig3-svg {output.fig3_svg:q} --fig3-pdf {output.fig3_pdf:q}"
-            " --metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1"
+            " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --out-table2 {output.table2:q}"
+            " --out-table2-tex {output.table2_tex:q} --out-table2-csv {output.table2_csv:q} --out-sig {output.sig:q}"
+            " --out-fig3-png {output.fig3_png:q} --out-fig3-svg {output.fig3_svg:q} --out-fig3-pdf {output.fig3_pdf:q}"
+            " --out-metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule human_sheets:
         input:
@@ -195,8 +195,8 @@ if CASE:
         shell:
             "backretrieval human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --human {params.human:q} --chosen {input.chosen:q} --models {params.models:q}"
-            " --languages {params.languages:q} --repr {input.reprs:q} --template {output.template:q}"
-            " --html {output.html:q} --key {output.key:q} --page {output.page:q} > {log:q} 2>&1"
+            " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
+            " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1"
 
     rule human_simulate:
         input:
@@ -242,4 +242,4 @@ if CASE:
             simulated=[] if HUMAN.get("ratings") else ["--simulated"],
         shell:
             "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
-            " {params.simulated:q} --out-md {output.md:q} --out-json {output.json:q} > {log:q} 2>&1"
+            " {params.simulated:q} --out-tally-md {output.md:q} --out-tally-json {output.json:q} > {log:q} 2>&1"

@@ -276,7 +276,7 @@ def metrics_part_file(direction, group):
 
 
 def metrics_parts(wildcards):
-    """The seed groups' metrics CSVs of a direction, in group order (metrics-gather --parts)."""
+    """The seed groups' metrics CSVs of a direction, in group order (metrics-gather --metrics)."""
     return [metrics_part_file(wildcards.direction, g) for g in range(len(SEED_GROUPS))]
 
 
@@ -285,7 +285,7 @@ def metrics_part_ranks(wildcards):
 
 
 def direction_text_inputs(wildcards):
-    """Per encoder (config order) its source- then target-language embedding (metrics --text)."""
+    """Per encoder (config order) its source- then target-language embedding (metrics --text-emb)."""
     src, tgt = wildcards.direction.split("-")
     return [text_emb(e, lang) for e in config["encoders"] for lang in (src, tgt)]
 
@@ -356,7 +356,7 @@ if config.get("case_study"):
         return str(layout.field_path(config, encoder, lang, field))
 
     def case_fields(encoder):
-        """Per case-study language its title then body embedding (case-embed --fields)."""
+        """Per case-study language its title then body embedding (case-embed --out-fields, case-train --fields)."""
         return [case_field(encoder, lang, f) for lang in CASE_LANGS for f in ("title", "body")]
 
     def case_repr(model, lang):

@@ -19,7 +19,7 @@ rule prepare_dataset:
         source=source_flag,
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        " --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule prepare_corpus:
@@ -49,7 +49,7 @@ rule prepare_corpus:
         source=source_flag,
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        " --out-dir {output:q} > {log:q} 2>&1"
 
 
 # The relations between the config and its data (item counts per direction, images or features

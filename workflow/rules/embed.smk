@@ -56,5 +56,5 @@ rule embed_images:
         threads=IMAGE_THREADS,
         cache=lambda wc, input: absolute(config["cache_dir"]),
     shell:
-        "backretrieval embed-images --dataset {input.dataset:q} --backbone {params.backbone:q} --spec {params.spec:q}"
+        "backretrieval embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q} --spec {params.spec:q}"
         " --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"

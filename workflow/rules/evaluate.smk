@@ -19,7 +19,7 @@ rule sample:
         seeds=config["seeds"],
         directions=config["directions"],
     shell:
-        "backretrieval sample --dataset {input.dataset:q} --direction {params.directions:q} --sample-size {params.n:q}"
+        "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.n:q}"
         " --seeds {params.seeds:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -58,8 +58,8 @@ rule metrics:
     shell:
         "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
         "backretrieval metrics --dataset {input.dataset:q} --dataset-name {params.name:q} --direction {wildcards.direction:q}"
-        " --samples {input.samples:q} --images {input.images:q} --backbone {params.backbone:q}"
-        " --encoders {params.encoders:q} --text {input.text:q} --text-field {params.field:q} --recall-k {params.k:q}"
+        " --samples {input.samples:q} --image-emb {input.images:q} --image-backbone {params.backbone:q}"
+        " --encoders {params.encoders:q} --text-emb {input.text:q} --text-field {params.field:q} --recall-k {params.k:q}"
         " {params.corr:q} {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
@@ -98,7 +98,7 @@ if SEED_GROUP_SIZE is not None:
             CONDA_ENV
         threads: 1
         shell:
-            "backretrieval metrics-gather --parts {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
+            "backretrieval metrics-gather --metrics {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
 
     # the joined parts, not the whole-direction job, make a direction's metrics
     ruleorder: metrics_gather > metrics

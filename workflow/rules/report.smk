@@ -39,13 +39,13 @@ if PARALLEL:
             languages=config["languages"],
             settings=as_json(report_settings(config)),
         shell:
-            "backretrieval report --metrics-csv {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
-            " --languages {params.languages:q} --text {input.text:q} --settings {params.settings:q}"
+            "backretrieval report --metrics {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
+            " --languages {params.languages:q} --text-emb {input.text:q} --settings {params.settings:q}"
             " --samples {input.samples:q} --image-emb {input.image:q}"
-            " --correlations {output.correlations:q} --table1 {output.table1:q} --table1-tex {output.table1_tex:q}"
-            " --corr-ci {output.corr_ci:q} --recall-ci {output.recall_ci:q} --metrics {output.metrics:q}"
-            " --significance {output.significance:q} --fig2-png {output.fig2_png:q} --fig2-svg {output.fig2_svg:q}"
-            " --fig2-pdf {output.fig2_pdf:q} --fig2-csv {output.fig2_csv:q} --means {output.means:q} > {log:q} 2>&1"
+            " --out-correlations {output.correlations:q} --out-table1 {output.table1:q} --out-table1-tex {output.table1_tex:q}"
+            " --out-corr-ci {output.corr_ci:q} --out-recall-ci {output.recall_ci:q} --out-metrics {output.metrics:q}"
+            " --out-significance {output.significance:q} --out-fig2-png {output.fig2_png:q} --out-fig2-svg {output.fig2_svg:q}"
+            " --out-fig2-pdf {output.fig2_pdf:q} --out-fig2-csv {output.fig2_csv:q} --out-means {output.means:q} > {log:q} 2>&1"
 
 
 # A dataset without parallel texts (PARALLEL false: the method's main use): BkR only. No Table 1,
@@ -84,8 +84,8 @@ if not PARALLEL:
             languages=config["languages"],
             settings=as_json(report_settings(config)),
         shell:
-            "backretrieval report --metrics-csv {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
-            " --languages {params.languages:q} --text {input.text:q} --settings {params.settings:q}"
-            " --bkr-report {output.bkr_report:q} --bkr-ci {output.bkr_ci:q} --ranking {output.ranking:q}"
-            " --pairwise {output.pairwise:q} --metrics {output.metrics:q} --bkr-png {output.bkr_png:q}"
-            " --bkr-svg {output.bkr_svg:q} --bkr-pdf {output.bkr_pdf:q} --means {output.means:q} > {log:q} 2>&1"
+            "backretrieval report --metrics {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
+            " --languages {params.languages:q} --text-emb {input.text:q} --settings {params.settings:q}"
+            " --out-bkr-report {output.bkr_report:q} --out-bkr-ci {output.bkr_ci:q} --out-ranking {output.ranking:q}"
+            " --out-pairwise {output.pairwise:q} --out-metrics {output.metrics:q} --out-bkr-png {output.bkr_png:q}"
+            " --out-bkr-svg {output.bkr_svg:q} --out-bkr-pdf {output.bkr_pdf:q} --out-means {output.means:q} > {log:q} 2>&1"

@@ -1,16 +1,34 @@
-"""The one helper set every subcommand's parser is built with, and the argument parsers
-(JSON flags, file grids, ``NAME=PATH`` lists) the commands share.
+"""The one helper set every subcommand's parser is built with, the flag vocabulary they share,
+and the argument parsers (JSON flags, file grids, ``NAME=PATH`` lists) the commands share.
 
 Every flag goes through :func:`req` (required), :func:`opt` (optional, with its default
-stated where one exists), :func:`switch` (on/off) or one of the named flag sets below, so each
-flag has help text and one spelling across commands: ``--recall-k`` (k of Recall@k),
-``--sample-size`` (N), ``--seeds SEED ...`` (seed values) and ``--n-seeds S`` (a count).
+stated where one exists), :func:`switch` (on/off), :func:`noun` (a :data:`VOCABULARY` flag) or
+one of the named flag sets below, so each flag has help text and one spelling across commands.
+
+The vocabulary (:data:`VOCABULARY`, checked over every command by ``tests/test_cli_help.py``):
+
+* one flag per noun: the dataset is ``--dataset``, the translation directions ``--directions
+  A B ...`` (a space-separated list; ``--direction`` where a command takes exactly one), the
+  image embedding ``--image-emb``, the text embeddings ``--text-emb``, the metrics CSVs
+  ``--metrics``, the bootstrap count ``--bootstrap``; seeds are ``--seeds SEED ...`` (values),
+  ``--n-seeds S`` (the seeds 0..S-1), ``--max-seeds N`` (the first N seeds of a run's samples)
+  and ``--seed`` (the seed of a command's own random draws);
+* a plural flag takes a space-separated list, its singular exactly one value;
+* outputs have one shape: ``--out FILE`` (a command's output file, or its list of output files
+  in a stated order), ``--out-dir DIR`` (an output folder) and ``--out-<what> FILE`` (one of
+  several named outputs); no input flag starts with ``--out``, so inputs and outputs never
+  share a name;
+* a renamed user-command flag stays as a hidden, deprecated alias (:class:`Deprecated`) that
+  prints a one-line note; pipeline steps are renamed outright (the workflow is their one caller).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +38,237 @@ from ..errors import InputError
 TEXT_FIELDS = ("title", "body", "title_body")
 #: the fields of a case-study item embedded separately (``case-embed`` / ``case-train``)
 CASE_FIELDS = ("title", "body")
+
+
+# ------------------------------------------------------------------------------ vocabulary
+
+
+@dataclass(frozen=True)
+class Noun:
+    """One noun of the command line: the one flag that names it in every command.
+
+    ``term``: words the help of every use of the flag contains (:func:`noun` puts ``meaning``
+    first where the given help lacks them), so a flag that means something else in one command
+    shows. ``role``: input (a file or folder read), output (written) or setting. ``many``: True
+    for a space-separated list (``nargs="+"``), False for one value, None where a command may
+    take either (e.g. one samples file or one per direction). ``retired``: earlier spellings; a
+    user command keeps them as :class:`Deprecated` aliases, nothing else may use them."""
+
+    flag: str
+    term: str
+    meaning: str
+    role: str
+    many: bool | None = False
+    type: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    retired: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+
+#: noun (the flag's dest) -> its one flag, across every command (user commands, pipeline steps,
+#: findings). A command that needs one of these nouns uses this flag with this meaning, and no
+#: other flag for it (tests/test_cli_help.py reads every parser and fails on a clash).
+VOCABULARY: dict[str, Noun] = {
+    n.dest: n
+    for n in (
+        # --- what a command reads
+        Noun(
+            "--dataset",
+            "dataset",
+            "the dataset: a prepared dataset folder (dataset.json, items.csv, ...); evaluate, compare "
+            "and rank also take a named dataset",
+            "input",
+            metavar="DIR",
+            retired=("--data",),
+        ),
+        Noun(
+            "--image-emb",
+            "image embedding",
+            "image embedding: the image-feature npz of the run's image backbone",
+            "input",
+            metavar="FILE",
+            retired=("--images", "--image"),
+        ),
+        Noun(
+            "--text-emb",
+            "text embeddings",
+            "text embeddings: npz files, per encoder and language (each command states their order)",
+            "input",
+            many=True,
+            metavar="FILE",
+            retired=("--text",),
+        ),
+        Noun(
+            "--metrics",
+            "metrics CSVs",
+            "metrics CSVs of the run (tidy, one per direction or seed group; the per-query ranks npz beside each)",
+            "input",
+            many=True,
+            metavar="FILE",
+            retired=("--metrics-csv", "--parts"),
+        ),
+        Noun(
+            "--samples",
+            "samples",
+            "samples JSON of `backretrieval sample` (one per direction)",
+            "input",
+            many=None,
+            metavar="FILE",
+        ),
+        # --- the protocol
+        Noun("--direction", "direction", "one translation direction src-tgt, e.g. en-de", "setting", metavar="SRC-TGT"),
+        Noun(
+            "--directions",
+            "directions",
+            "translation directions src-tgt, space-separated, e.g. en-de de-en",
+            "setting",
+            many=True,
+            metavar="SRC-TGT",
+        ),
+        Noun("--encoder", "encoder", "one encoder id (a key of params.yaml encoders)", "setting", metavar="ENC"),
+        Noun(
+            "--encoders", "encoder", "encoder ids (keys of params.yaml encoders)", "setting", many=True, metavar="ENC"
+        ),
+        Noun(
+            "--image-backbone",
+            "image backbone",
+            "the image backbone (a key of params.yaml backbones)",
+            "setting",
+            metavar="NAME",
+            retired=("--backbone",),
+        ),
+        Noun("--sample-size", "sample size N", "sample size N (queries per seed)", "setting", type=int, metavar="N"),
+        Noun("--recall-k", "k of Recall@k", "k of Recall@k (params.yaml recall_k)", "setting", type=int, metavar="K"),
+        Noun(
+            "--bootstrap",
+            "bootstrap resamples",
+            "bootstrap resamples B of the CIs and tests",
+            "setting",
+            type=int,
+            metavar="B",
+            retired=("--B",),
+        ),
+        # --- seeds: values, a count from 0, the first N of a run's, one random draw's
+        Noun("--seeds", "seed values", "seed values, one sample each", "setting", many=True, type=int, metavar="SEED"),
+        Noun(
+            "--n-seeds",
+            "number of seeds",
+            "number of seeds S: the samples of seeds 0..S-1",
+            "setting",
+            type=int,
+            metavar="S",
+        ),
+        Noun(
+            "--max-seeds",
+            "first seeds",
+            "only the first seeds of each samples file (default: all)",
+            "setting",
+            type=int,
+            metavar="N",
+        ),
+        Noun("--seed", "seed", "the seed of the command's own random draws (its help says which)", "setting", type=int),
+        # --- what a command writes
+        Noun(
+            "--out",
+            "output",
+            "output: the command's output file, or its output files in a stated order",
+            "output",
+            many=None,
+            metavar="FILE",
+        ),
+        Noun("--out-dir", "output folder", "output folder", "output", metavar="DIR"),
+    )
+}
+
+
+class Deprecated(argparse.Action):
+    """A retired spelling of a flag, hidden from ``--help``: stores into the flag's dest and
+    prints a one-line note naming the flag to use instead."""
+
+    def __init__(self, option_strings, dest, canonical: str, **kw) -> None:
+        kw["help"] = argparse.SUPPRESS  # hidden whatever the caller gave
+        super().__init__(option_strings, dest, **kw)
+        self.canonical = canonical
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"backretrieval: note: {option_string} is deprecated; use {self.canonical}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+class DirectionList(argparse.Action):
+    """``--directions A B ...``; the earlier comma-separated form (``en-de,de-en``) is still
+    split, with a one-line deprecation note."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        values = [values] if isinstance(values, str) else list(values)
+        if any("," in v for v in values):
+            values = [d for v in values for d in v.split(",") if d]
+            print(
+                f"backretrieval: note: comma-separated {option_string} is deprecated; separate the directions "
+                f"with spaces: {option_string} {' '.join(values)}",
+                file=sys.stderr,
+            )
+        setattr(namespace, self.dest, values)
+
+
+def _with_term(name: str, help_: str | None) -> str:
+    """``help_`` as given when it contains the noun's term, else the noun's meaning first."""
+    n = VOCABULARY[name]
+    if not help_:
+        return n.meaning
+    return help_ if n.term.lower() in help_.lower() else f"{n.meaning}; {help_}"
+
+
+def noun(
+    sp: argparse.ArgumentParser | argparse._ActionsContainer,
+    name: str,
+    help_: str | None = None,
+    *,
+    required: bool | None = None,
+    many: bool | None = None,
+    **kw,
+) -> argparse.Action:
+    """The :data:`VOCABULARY` flag of ``name``, with the noun's dest, type, list form and
+    metavar; ``help_`` adds the command's detail. Required unless given a ``default`` or
+    ``required=False``. ``many`` picks one value or a list where the noun allows either."""
+    n = VOCABULARY[name]
+    if required is None:
+        required = "default" not in kw
+    is_list = n.many if n.many is not None else bool(many)
+    if is_list:
+        kw.setdefault("nargs", "+")
+    if n.type is not None:
+        kw.setdefault("type", n.type)
+    if n.metavar is not None:
+        kw.setdefault("metavar", n.metavar)
+    if name == "directions":
+        kw.setdefault("action", DirectionList)
+    help_ = _with_term(name, help_)
+    if kw.get("default") not in (None, [], False):
+        help_ = f"{help_} (default {kw['default']})"
+    return sp.add_argument(n.flag, dest=n.dest, required=required, help=help_, **kw)
+
+
+def noun_with_alias(
+    sp: argparse.ArgumentParser, name: str, old: str, help_: str | None = None, *, required: bool, **kw
+):
+    """:func:`noun` of a user command plus its retired spelling ``old`` as a :class:`Deprecated`
+    alias (the two are exclusive; a required flag is required as either spelling)."""
+    group = sp.add_mutually_exclusive_group(required=required)
+    action = noun(group, name, help_, required=False, **kw)
+    group.add_argument(
+        old,
+        action=Deprecated,
+        canonical=action.option_strings[0],
+        dest=action.dest,
+        nargs=action.nargs,
+        type=action.type,
+        metavar=action.metavar,
+    )
+    return action
 
 
 # ------------------------------------------------------------------------------ argument types
@@ -85,8 +334,13 @@ def optional_path(value: str | None) -> Path | None:
 
 
 def outputs(args: argparse.Namespace, names) -> dict[str, Path]:
-    """{name: Path(args.<name>)} of the named output flags."""
-    return {name: Path(getattr(args, name)) for name in names}
+    """{name: path} of the named output flags ``--out-<name>`` (:func:`named_outputs`) given."""
+    return {name: Path(getattr(args, out_dest(name))) for name in names}
+
+
+def out_dest(name: str) -> str:
+    """The dest of the named output flag ``--out-<name>``."""
+    return "out_" + name
 
 
 # ------------------------------------------------------------------------------ flags
@@ -119,14 +373,24 @@ def files(sp: argparse.ArgumentParser, flag: str, help_: str, required: bool = T
     sp.add_argument(flag, nargs="+", required=required, metavar="FILE", help=help_)
 
 
-def named_outputs(sp: argparse.ArgumentParser, names, what: str) -> None:
-    """One required output flag per name (``--<name>``, dest ``name``)."""
+def out_flag(sp: argparse.ArgumentParser, name: str, help_: str, required: bool = True, **kw) -> None:
+    """One named output ``--out-<name>`` (dest ``out_<name>``): ``help_`` says what is written."""
+    kw.setdefault("metavar", "FILE")
+    sp.add_argument(
+        "--out-" + name.replace("_", "-"), dest=out_dest(name), required=required, help=f"output: {help_}", **kw
+    )
+
+
+def named_outputs(sp: argparse.ArgumentParser, names, what: str, required: bool = True) -> None:
+    """One output flag per name (``--out-<name>``, dest ``out_<name>``)."""
     for name in names:
-        req(sp, "--" + name.replace("_", "-"), f"output: {what} '{name}'", dest=name, metavar="FILE")
+        out_flag(sp, name, f"{what} '{name}'", required=required)
 
 
-def dataset(sp: argparse.ArgumentParser, help_: str = "prepared dataset folder (dataset.json, items.csv, ...)") -> None:
-    req(sp, "--dataset", help_, metavar="DIR")
+def dataset(
+    sp: argparse.ArgumentParser, help_: str = "a prepared dataset folder (dataset.json, items.csv, ...)"
+) -> None:
+    noun(sp, "dataset", help_)
 
 
 def spec(sp: argparse.ArgumentParser, what: str) -> None:
@@ -134,12 +398,12 @@ def spec(sp: argparse.ArgumentParser, what: str) -> None:
 
 
 def recall_k(sp: argparse.ArgumentParser, help_: str = "k of Recall@k (params.yaml recall_k)") -> None:
-    req(sp, "--recall-k", help_, type=int, metavar="K")
+    noun(sp, "recall_k", help_)
 
 
 def seeds(sp: argparse.ArgumentParser, help_: str, required: bool = True) -> None:
     """``--seeds SEED ...``: seed values (never a count; a count is ``--n-seeds``)."""
-    sp.add_argument("--seeds", type=int, nargs="+", required=required, metavar="SEED", help=help_)
+    noun(sp, "seeds", help_, required=required)
 
 
 def text_field(sp: argparse.ArgumentParser, help_: str = "title | body | title_body", **kw) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .._util import io
 from ..errors import InputError
 from ..evaluation import defaults as D
-from ._args import opt, positional, switch, text_field
+from ._args import noun, noun_with_alias, opt, positional, switch, text_field
 
 # ------------------------------------------------------------------------------ commands
 
@@ -38,7 +38,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).is_dir():
         raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
-    ev = evaluate_model(args.model, args.data, args.directions, name=args.name, **_eval_kwargs(args))
+    ev = evaluate_model(args.model, args.dataset, args.directions, name=args.name, **_eval_kwargs(args))
     res = R.result_dict(ev, B=args.bootstrap)
     out = R.write_result(args.out, res) if args.out else R.write_result_to_cache(res)
     print(R.format_table(res))
@@ -62,9 +62,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if labels[0] == labels[1]:
             labels = [str(p) for p in args.results]
     else:
-        if not args.model or len(args.model) != 2 or not args.data or not args.directions:
-            raise InputError("compare: pass two result JSONs, or --model A --model B with --data and --directions")
-        evs = evaluate_models(args.model, args.data, args.directions, **_eval_kwargs(args))
+        if not args.model or len(args.model) != 2 or not args.dataset or not args.directions:
+            raise InputError("compare: pass two result JSONs, or --model A --model B with --dataset and --directions")
+        evs = evaluate_models(args.model, args.dataset, args.directions, **_eval_kwargs(args))
         a, b = (R.result_dict(ev, B=args.bootstrap) for ev in evs)
         labels = [ev.model["name"] for ev in evs]
     comps = compare_results(a, b, label_a=labels[0], label_b=labels[1], B=args.bootstrap)
@@ -78,7 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the files ``backretrieval rank`` writes into its --out folder
+#: the files ``backretrieval rank`` writes into its --out-dir folder
 RANK_FILES = ("ranking.md", "ranking.json", "ranking.csv", "pairwise.csv", "bkr_ci.csv")
 
 
@@ -92,11 +92,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
     models = args.model or []
     if len(models) < 2:
         raise InputError(f"rank: expected at least two --model (the encoders to rank), got {len(models)}")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+    if args.out_dir and Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
         raise InputError(
-            f"--out {args.out}: is a file; name the folder for the ranking's files ({', '.join(RANK_FILES)})"
+            f"--out-dir {args.out_dir}: is a file; name the folder for the ranking's files ({', '.join(RANK_FILES)})"
         )
-    evs = evaluate_models(models, args.data, args.directions, **_eval_kwargs(args))
+    evs = evaluate_models(models, args.dataset, args.directions, **_eval_kwargs(args))
     import pandas as pd
 
     first = evs[0]
@@ -117,7 +117,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         n_encoders=len(evs),
     )
     text = ranking.markdown(title=f"BkR ranking — {dataset['name']}", caption=caption)
-    out = Path(args.out) if args.out else Path("results") / "rankings" / task_name(str(dataset["name"]))
+    out = Path(args.out_dir) if args.out_dir else Path("results") / "rankings" / task_name(str(dataset["name"]))
     io.write_text(out / "ranking.md", text)
     io.write_json(
         out / "ranking.json",
@@ -228,32 +228,28 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
-    """The protocol and run options evaluate and compare share."""
-    opt(
+    """The protocol and run options evaluate, compare and rank share (``--data`` and the
+    comma-separated ``--directions`` of earlier versions still work, with a deprecation note)."""
+    noun_with_alias(
         sp,
+        "dataset",
         "--data",
         "a prepared dataset folder, or a named dataset: synthetic, multi30k-test2016",
         required=required,
+        metavar="DIR|NAME",
     )
-    opt(sp, "--directions", "comma-separated <src>-<tgt>, e.g. en-de,de-en", required=required)
-    opt(sp, "--sample-size", "sample size N (queries per seed)", type=int, default=D.DEFAULT_N, metavar="N")
+    noun(sp, "directions", required=required)
+    noun(sp, "sample_size", default=D.DEFAULT_N)
     seed_flags = sp.add_mutually_exclusive_group()
-    seed_flags.add_argument(
-        "--n-seeds",
-        type=int,
-        default=D.DEFAULT_SEEDS,
-        metavar="S",
-        help=f"number of seeds: samples with seeds 0..S-1 (default {D.DEFAULT_SEEDS})",
-    )
-    seed_flags.add_argument(
-        "--seeds", type=int, nargs="+", metavar="SEED", help="these seed values instead of 0..S-1 (one sample each)"
-    )
-    opt(sp, "--recall-k", "k of Recall@k", type=int, default=D.DEFAULT_K, metavar="K")
-    opt(
+    noun(seed_flags, "n_seeds", required=False, default=D.DEFAULT_SEEDS)
+    noun(seed_flags, "seeds", "these seed values instead of 0..S-1 (one sample each)", required=False)
+    noun(sp, "recall_k", "k of Recall@k", default=D.DEFAULT_K)
+    noun(
         sp,
-        "--image-backbone",
-        "effnet-lite0 (default for image files), effnet-lite2, resnet50, resnext101, "
+        "image_backbone",
+        "the image backbone: effnet-lite0 (default for image files), effnet-lite2, resnet50, resnext101, "
         "or the name of the dataset's precomputed features",
+        required=False,
     )
     text_field(sp, "the item text that is embedded", default="title")
     switch(sp, "--no-corr", "skip the CORR baseline (N*N pairs per seed)")
@@ -268,14 +264,7 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
         default=str(D.DEFAULT_SHARED_DIR),
         metavar="DIR",
     )
-    opt(
-        sp,
-        "--bootstrap",
-        "bootstrap resamples of the CIs and tests",
-        type=int,
-        default=D.DEFAULT_BOOTSTRAP,
-        metavar="B",
-    )
+    noun(sp, "bootstrap", default=D.DEFAULT_BOOTSTRAP)
     switch(sp, "--quiet", "no progress bars")
     switch(
         sp,
@@ -296,18 +285,19 @@ def register(add) -> None:
         required=True,
     )
     opt(sp, "--name", "label of the model in the result (default: from --model)")
-    opt(
+    noun(
         sp,
-        "--out",
-        "result JSON (default results/<model>/<revision>/Backretrieval-<dataset>.json, mteb's cache layout)",
-        metavar="FILE",
+        "out",
+        "output: the result JSON (default results/<model>/<revision>/Backretrieval-<dataset>.json, "
+        "mteb's cache layout)",
+        required=False,
     )
     _eval_opts(sp, required=True)
 
     sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)")
     positional(sp, "results", "two result JSONs of `backretrieval evaluate`", nargs="*")
     opt(sp, "--model", "instead of JSONs: evaluate two models (give --model twice)", action="append")
-    opt(sp, "--out", "write the comparison as JSON too", metavar="FILE")
+    noun(sp, "out", "output: the comparison as JSON too (optional)", required=False)
     _eval_opts(sp, required=False)
 
     sp = add(
@@ -323,12 +313,13 @@ def register(add) -> None:
         action="append",
         required=True,
     )
-    opt(
+    noun_with_alias(
         sp,
+        "out_dir",
         "--out",
-        "folder for ranking.md, ranking.json and the CSVs ranking, pairwise, bkr_ci "
+        "output folder for ranking.md, ranking.json and the CSVs ranking, pairwise, bkr_ci "
         "(default results/rankings/Backretrieval-<dataset>)",
-        metavar="DIR",
+        required=False,
     )
     _eval_opts(sp, required=True)
 

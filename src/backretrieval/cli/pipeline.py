@@ -21,8 +21,12 @@ from ._args import (
     json_object,
     model_job,
     named_outputs,
+    noun,
+    noun_with_alias,
     opt,
     optional_path,
+    out_dest,
+    out_flag,
     outputs,
     recall_k,
     req,
@@ -41,7 +45,7 @@ log = logging.getLogger("backretrieval")
 def cmd_prepare(args: argparse.Namespace) -> int:
     from ..steps.prepare import prepare_step
 
-    prepare_step(args.spec, args.languages, Path(args.out), optional_path(args.source_dir))
+    prepare_step(args.spec, args.languages, Path(args.out_dir), optional_path(args.source_dir))
     return 0
 
 
@@ -55,7 +59,7 @@ def cmd_check_dataset(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     from ..steps.sample import sample_step
 
-    sample_step(Path(args.dataset), args.direction, args.sample_size, args.seeds, [Path(p) for p in args.out])
+    sample_step(Path(args.dataset), args.directions, args.sample_size, args.seeds, [Path(p) for p in args.out])
     return 0
 
 
@@ -84,7 +88,7 @@ def cmd_embed_images(args: argparse.Namespace) -> int:
 
     embed_dataset_images(
         Path(args.dataset),
-        args.backbone,
+        args.image_backbone,
         args.spec,
         Path(args.out),
         optional_path(args.cache_dir),
@@ -99,15 +103,15 @@ def cmd_embed_images(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ..steps.metrics import metrics_step
 
-    text = grid(args.text, "--text", ("--encoders", args.encoders), ("source/target", ["src", "tgt"]))
+    text = grid(args.text_emb, "--text-emb", ("--encoders", args.encoders), ("source/target", ["src", "tgt"]))
     t0 = time.perf_counter()
     metrics_step(
         dataset=Path(args.dataset),
         dataset_name=args.dataset_name,
         direction=args.direction,
         samples_file=Path(args.samples),
-        image_file=Path(args.images),
-        backbone=args.backbone,
+        image_file=Path(args.image_emb),
+        backbone=args.image_backbone,
         text_files={e: (text[e]["src"], text[e]["tgt"]) for e in args.encoders},
         text_field=args.text_field,
         k=args.recall_k,
@@ -122,7 +126,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 def cmd_metrics_gather(args: argparse.Namespace) -> int:
     from ..steps.metrics import gather_metrics
 
-    gather_metrics([Path(p) for p in args.parts], Path(args.out))
+    gather_metrics([Path(p) for p in args.metrics], Path(args.out))
     return 0
 
 
@@ -132,14 +136,14 @@ def cmd_metrics_gather(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ..steps.report import build_report
 
-    text = grid(args.text, "--text", ("--encoders", args.encoders), ("--languages", args.languages))
-    names = [n for n in {**REPORT_FILES, **BKR_REPORT_FILES} if getattr(args, n) is not None]
+    text = grid(args.text_emb, "--text-emb", ("--encoders", args.encoders), ("--languages", args.languages))
+    names = [n for n in {**REPORT_FILES, **BKR_REPORT_FILES} if getattr(args, out_dest(n)) is not None]
     build_report(
-        metrics_files=[Path(p) for p in args.metrics_csv],
+        metrics_files=[Path(p) for p in args.metrics],
         dataset=Path(args.dataset),
         text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
         settings=args.settings,
-        correlations_out=optional_path(args.correlations),
+        correlations_out=optional_path(args.out_correlations),
         out=outputs(args, names),
         samples_files=[Path(p) for p in args.samples] if args.samples else None,
         image_file=optional_path(args.image_emb),
@@ -162,9 +166,9 @@ def cmd_case_embed(args: argparse.Namespace) -> int:
 
     c = case_section(args)
     fields = grid(
-        args.fields, "--fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS))
+        args.out_fields, "--out-fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS))
     )
-    reprs = grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
+    reprs = grid(args.out_repr, "--out-repr", ("case_study.languages", list(c["languages"])))
     cs.embed_step(
         Path(args.dataset), c, args.encoder, args.spec, optional_path(args.cache_dir), fields, reprs, args.threads
     )
@@ -175,8 +179,10 @@ def cmd_case_select(args: argparse.Namespace) -> int:
     from ..steps import case_study as cs
 
     c = case_section(args)
-    reprs = grid(args.repr, "--repr", ("--models", args.models), ("case_study.languages", list(c["languages"])))
-    chosen = cs.select_step(Path(args.dataset), c, Path(args.images), reprs, Path(args.out_json), Path(args.out_csv))
+    reprs = grid(args.repr, "--repr", ("--encoders", args.encoders), ("case_study.languages", list(c["languages"])))
+    chosen = cs.select_step(
+        Path(args.dataset), c, Path(args.image_emb), reprs, Path(args.out_chosen), Path(args.out_bkr)
+    )
     log.info("case study: heads will be trained on %s", chosen)
     return 0
 
@@ -192,13 +198,8 @@ def cmd_case_train(args: argparse.Namespace) -> int:
         ("case_study.languages", list(c["languages"])),
         ("fields", list(CASE_FIELDS)),
     )
-    reprs = grid(args.repr, "--repr", ("case_study.languages", list(c["languages"])))
-    out = {
-        "head": Path(args.head_out),
-        "meta": Path(args.meta_out),
-        "history": Path(args.history_out),
-        "curve": Path(args.curve_out),
-    }
+    reprs = grid(args.out_repr, "--out-repr", ("case_study.languages", list(c["languages"])))
+    out = {name: Path(getattr(args, out_dest(name))) for name in ("head", "meta", "history", "curve")}
     cs.train_step(
         Path(args.dataset), c, args.head, args.training_seed, Path(args.chosen), fields, out, reprs, args.threads
     )
@@ -210,7 +211,7 @@ def cmd_case_evaluate(args: argparse.Namespace) -> int:
 
     c = case_section(args)
     reprs = grid(args.repr, "--repr", ("--models", args.models), ("case_study.languages", list(c["languages"])))
-    cs.evaluate_step(Path(args.dataset), c, Path(args.images), reprs, Path(args.out_csv), Path(args.out_hits))
+    cs.evaluate_step(Path(args.dataset), c, Path(args.image_emb), reprs, Path(args.out_bkr), Path(args.out_hits))
     return 0
 
 
@@ -236,7 +237,7 @@ def cmd_human_sheets(args: argparse.Namespace) -> int:
     from ..steps import human_study as hs
 
     reprs = grid(args.repr, "--repr", ("--models", args.models), ("--languages", args.languages))
-    out = {"template": Path(args.template), "html": Path(args.html), "key": Path(args.key), "page": Path(args.page)}
+    out = {name: Path(getattr(args, out_dest(name))) for name in ("template", "html", "key", "page")}
     hs.sheets_step(Path(args.dataset), case_section(args), args.human, Path(args.chosen), reprs, out)
     return 0
 
@@ -256,8 +257,8 @@ def cmd_human_tally(args: argparse.Namespace) -> int:
         Path(args.key),
         args.allow_unverified_key,
         args.simulated,
-        Path(args.out_md),
-        Path(args.out_json),
+        Path(args.out_tally_md),
+        Path(args.out_tally_json),
     )
     return 0
 
@@ -269,7 +270,8 @@ def register_data(add) -> None:
     sp = add("prepare", cmd_prepare, "generate (synthetic), copy (source: prepared) or download + prepare a dataset")
     spec(sp, "dataset (or corpora.<name>, with its name)")
     req(sp, "--languages", "languages to prepare", nargs="+", metavar="LANG")
-    req(sp, "--out", "output: the prepared dataset folder", metavar="DIR")
+    # --out: the earlier spelling, still written by the findings workflow's own prepare rule
+    noun_with_alias(sp, "out_dir", "--out", "output folder: the prepared dataset", required=True)
     opt(sp, "--source-dir", "input for source 'prepared': the folder to validate and copy", metavar="DIR")
 
     sp = add(
@@ -285,32 +287,32 @@ def register_data(add) -> None:
         type=json_object,
         metavar="JSON",
     )
-    req(sp, "--out", "output: a record of the passed check", metavar="FILE")
+    noun(sp, "out", "output: a record of the passed check")
 
     sp = add("sample", cmd_sample, "draw the seeded samples of one or more directions")
     dataset(sp)
-    req(sp, "--direction", "src-tgt, e.g. en-de (several: one --out each, in the same order)", nargs="+")
-    req(sp, "--sample-size", "sample size N (queries per seed)", type=int, metavar="N")
+    noun(sp, "directions", "translation directions src-tgt, space-separated (one --out file each, in the same order)")
+    noun(sp, "sample_size")
     seeds(sp, "seed values, one sample each")
-    files(sp, "--out", "output: samples JSON per direction")
+    noun(sp, "out", "outputs: samples JSON per direction, in the order of --directions", many=True)
 
 
 def register_embedding(add) -> None:
     sp = add("embed-text", cmd_embed_text, "embed the dataset's texts with one encoder, one file per language")
     dataset(sp)
-    req(sp, "--encoder", "encoder id (a key of params.yaml encoders)")
+    noun(sp, "encoder")
     spec(sp, "encoder")
     text_field(sp)
     req(sp, "--languages", "languages to embed", nargs="+", metavar="LANG")
-    files(sp, "--out", "outputs: one npz per language, in the order of --languages")
+    noun(sp, "out", "outputs: one npz per language, in the order of --languages", many=True)
     switch(sp, "--skip-unavailable", "write 'skipped' markers instead of failing when the model cannot be had")
     model_job(sp)
 
     sp = add("embed-images", cmd_embed_images, "image features of the dataset with one backbone")
     dataset(sp)
-    req(sp, "--backbone", "backbone id (a key of params.yaml backbones)")
+    noun(sp, "image_backbone")
     spec(sp, "backbone")
-    req(sp, "--out", "output: the image-feature npz", metavar="FILE")
+    noun(sp, "out", "output: the image-feature npz")
     model_job(sp)
 
 
@@ -323,25 +325,33 @@ def register_metrics(add) -> None:
     )
     dataset(sp)
     req(sp, "--dataset-name", "dataset name written into the CSV (params.yaml dataset.name)")
-    req(sp, "--direction", "src-tgt, e.g. en-de")
-    req(sp, "--samples", "input: samples JSON of the direction", metavar="FILE")
-    req(sp, "--images", "input: image-feature npz", metavar="FILE")
-    req(sp, "--backbone", "image backbone id (written into the CSV)")
-    req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
-    files(sp, "--text", "inputs: per encoder (order of --encoders) its source- then target-language npz")
+    noun(sp, "direction")
+    noun(sp, "samples", "input: the samples JSON of the direction")
+    noun(sp, "image_emb")
+    noun(sp, "image_backbone", "the image backbone id (written into the CSV)")
+    noun(sp, "encoders")
+    noun(
+        sp,
+        "text_emb",
+        "inputs: text embeddings, per encoder (order of --encoders) its source- then target-language npz",
+    )
     text_field(sp, "title | body | title_body (written into the CSV)")
     recall_k(sp)
     opt(sp, "--corr-max-pairs", "CORR on a seeded subsample of N pairs (omit: all pairs)", type=int, metavar="N")
-    seeds(sp, "only these seeds' samples (one seed group; metrics-gather joins the groups)", required=False)
-    req(sp, "--out", "output: tidy metrics CSV (the ranks npz is written beside it)", metavar="FILE")
+    seeds(
+        sp,
+        "seed values whose samples are read (one seed group; metrics-gather joins the groups); default: all",
+        required=False,
+    )
+    noun(sp, "out", "output: tidy metrics CSV (the ranks npz is written beside it)")
 
     sp = add(
         "metrics-gather",
         cmd_metrics_gather,
         "join the metric files of one direction's seed groups into the direction's files",
     )
-    files(sp, "--parts", "inputs: the seed groups' metrics CSVs, in seed-group order (ranks npz beside each)")
-    req(sp, "--out", "output: tidy metrics CSV (the ranks npz is written beside it)", metavar="FILE")
+    noun(sp, "metrics", "inputs: the seed groups' metrics CSVs, in seed-group order (ranks npz beside each)")
+    noun(sp, "out", "output: tidy metrics CSV (the ranks npz is written beside it)")
 
 
 def register_reports(add) -> None:
@@ -351,26 +361,24 @@ def register_reports(add) -> None:
         "correlations, significance, Table 1, Figure 2, metrics.json; on a dataset without parallel "
         "texts: BkR with CIs, ranking, pairwise tests, random baseline (no XLR)",
     )
-    files(sp, "--metrics-csv", "inputs: the tidy metrics CSVs of every direction (ranks npz beside each)")
+    noun(sp, "metrics", "inputs: the tidy metrics CSVs of every direction (ranks npz beside each)")
     dataset(sp)
-    req(sp, "--encoders", "encoder ids", nargs="+", metavar="ENC")
+    noun(sp, "encoders")
     req(sp, "--languages", "languages", nargs="+", metavar="LANG")
-    files(sp, "--text", "inputs: per encoder the text npz of every language (read to list skipped encoders)")
+    noun(
+        sp, "text_emb", "inputs: text embeddings, per encoder the npz of every language (read to list skipped encoders)"
+    )
     req(sp, "--settings", "report settings (steps.settings.report_settings) as JSON", type=json_object, metavar="JSON")
-    files(
+    noun(
         sp,
-        "--samples",
+        "samples",
         "inputs (parallel data): the samples of every direction, for Table 1's per-query test (with --image-emb)",
         required=False,
+        many=True,
     )
-    opt(
-        sp,
-        "--image-emb",
-        "input (parallel data): the image features, for CORR's per-query contributions",
-        metavar="FILE",
-    )
+    noun(sp, "image_emb", "input (parallel data): image embedding, for CORR's per-query contributions", required=False)
     # which outputs are needed depends on the dataset (parallel or not): the step checks them
-    opt(sp, "--correlations", "output (parallel data): correlations CSV (per direction and seed)", metavar="FILE")
+    out_flag(sp, "correlations", "(parallel data) correlations CSV (per direction and seed)", required=False)
     for name in {**REPORT_FILES, **BKR_REPORT_FILES}:
         kind = (
             "parallel data"
@@ -379,7 +387,7 @@ def register_reports(add) -> None:
             if name not in REPORT_FILES
             else "both"
         )
-        opt(sp, "--" + name.replace("_", "-"), f"output ({kind}): report file '{name}'", dest=name, metavar="FILE")
+        out_flag(sp, name, f"({kind}) report file '{name}'", required=False)
 
     sp = add("results-doc", cmd_results_doc, "docs/RESULTS.md from the committed reports of every run configuration")
     files(
@@ -389,43 +397,43 @@ def register_reports(add) -> None:
     )
     req(sp, "--reports", "the reports folder of each --run-configs entry, in the same order", nargs="+", metavar="DIR")
     req(sp, "--dvc-runs", "the run list (scripts/dvc_runs.yaml): DVC stages and why the others are not", metavar="FILE")
-    req(sp, "--out", "output: the Markdown document", metavar="FILE")
+    noun(sp, "out", "output: the Markdown document")
 
 
 def register_case_study(add) -> None:
     sp = add("case-embed", cmd_case_embed, "case study: title/body embeddings of one encoder")
     case(sp)
-    req(sp, "--encoder", "encoder id")
+    noun(sp, "encoder")
     spec(sp, "encoder")
-    files(sp, "--fields", "outputs: per case-study language its title then body npz")
-    files(sp, "--repr", "outputs: per case-study language the evaluated representation npz")
+    out_flag(sp, "fields", "per case-study language its title then body npz", nargs="+")
+    out_flag(sp, "repr", "per case-study language the evaluated representation npz", nargs="+")
     model_job(sp)
 
     sp = add("case-select", cmd_case_select, "case study: choose the base encoder by BkR")
     case(sp)
-    req(sp, "--images", "input: image-feature npz", metavar="FILE")
-    req(sp, "--models", "the base encoders", nargs="+", metavar="ENC")
-    files(sp, "--repr", "inputs: per model (order of --models) its representation per case-study language")
-    req(sp, "--out-json", "output: the chosen base encoder", metavar="FILE")
-    req(sp, "--out-csv", "output: BkR of each base encoder", metavar="FILE")
+    noun(sp, "image_emb")
+    noun(sp, "encoders", "the base encoders (case_study.base_encoders)")
+    files(sp, "--repr", "inputs: per base encoder (order of --encoders) its representation per case-study language")
+    out_flag(sp, "chosen", "the chosen base encoder (JSON)")
+    out_flag(sp, "bkr", "BkR of each base encoder (CSV)")
 
     sp = add("case-train", cmd_case_train, "case study: train a TRIPLET / TRIPLETXL head")
     case(sp)
     req(sp, "--head", "triplet | tripletxl", choices=["triplet", "tripletxl"])
     req(sp, "--training-seed", "the head's training seed (one of case_study.training_seeds)", type=int, metavar="SEED")
     req(sp, "--chosen", "input: the chosen base encoder (case-select)", metavar="FILE")
-    req(sp, "--encoders", "the base encoders", nargs="+", metavar="ENC")
+    noun(sp, "encoders", "the base encoders (case_study.base_encoders)")
     files(sp, "--fields", "inputs: per base encoder, per case-study language, its title then body npz")
-    req(sp, "--head-out", "output: head weights (.pt)", metavar="FILE")
-    req(sp, "--meta-out", "output: head metadata (the .pt path with .json)", metavar="FILE")
-    req(sp, "--history-out", "output: training history CSV", metavar="FILE")
-    req(sp, "--curve-out", "output: loss curve PNG", metavar="FILE")
-    files(sp, "--repr", "outputs: per case-study language the head's representation npz")
+    out_flag(sp, "head", "head weights (.pt)")
+    out_flag(sp, "meta", "head metadata (the .pt path with .json)")
+    out_flag(sp, "history", "training history CSV")
+    out_flag(sp, "curve", "loss curve PNG")
+    out_flag(sp, "repr", "per case-study language the head's representation npz", nargs="+")
     threads(sp)
 
     sp = add("case-evaluate", cmd_case_evaluate, "case study: BkR of every model for every ordered language pair")
     case(sp)
-    req(sp, "--images", "input: image-feature npz", metavar="FILE")
+    noun(sp, "image_emb")
     req(
         sp,
         "--models",
@@ -434,8 +442,8 @@ def register_case_study(add) -> None:
         metavar="RUN",
     )
     files(sp, "--repr", "inputs: per model its representation per case-study language")
-    req(sp, "--out-csv", "output: BkR per model, direction, seed", metavar="FILE")
-    req(sp, "--out-hits", "output: per-query hits npz", metavar="FILE")
+    out_flag(sp, "bkr", "BkR per model, direction, seed (CSV)")
+    out_flag(sp, "hits", "per-query hits npz")
 
     sp = add("case-report", cmd_case_report, "case study: Table 2, Figure 3")
     case(sp)
@@ -460,23 +468,23 @@ def register_human_study(add) -> None:
     req(
         sp,
         "--models",
-        "models whose representations are given (a head as <head>@<training seed>, one seed per head)",
+        "case-study runs whose representations are given (a head as <head>@<training seed>, one seed per head)",
         nargs="+",
         metavar="RUN",
     )
     req(sp, "--languages", "languages of the given representations", nargs="+", metavar="LANG")
     files(sp, "--repr", "inputs: per model, per language its representation npz")
-    req(sp, "--template", "output: ratings template CSV", metavar="FILE")
-    req(sp, "--html", "output: rating page", metavar="FILE")
-    req(sp, "--key", "output: sealed key JSON", metavar="FILE")
-    req(sp, "--page", "output: the rating page beside the reports", metavar="FILE")
+    out_flag(sp, "template", "ratings template CSV")
+    out_flag(sp, "html", "rating page")
+    out_flag(sp, "key", "sealed key JSON")
+    out_flag(sp, "page", "the rating page beside the reports")
 
     sp = add("human-simulate", cmd_human_simulate, "human study: SIMULATED ratings from the synthetic ground truth")
     dataset(sp)
     req(sp, "--template", "input: ratings template CSV", metavar="FILE")
     req(sp, "--key", "input: sealed key JSON", metavar="FILE")
-    req(sp, "--seed", "rater seed (human_study.seed)", type=int)
-    req(sp, "--out", "output: SIMULATED ratings CSV", metavar="FILE")
+    noun(sp, "seed", "seed of the simulated rater (human_study.seed)")
+    noun(sp, "out", "output: SIMULATED ratings CSV")
 
     sp = add("human-tally", cmd_human_tally, "human study: unblind and tally a ratings CSV against its sealed key")
     req(sp, "--ratings", "input: ratings CSV (human or SIMULATED)", metavar="FILE")
@@ -487,5 +495,5 @@ def register_human_study(add) -> None:
         "tally even if the ratings file does not carry the key's sha256 on every row (a wrong sha256 is always refused)",
     )
     switch(sp, "--simulated", "label the tally SIMULATED (simulated rater)")
-    req(sp, "--out-md", "output: tally Markdown", metavar="FILE")
-    req(sp, "--out-json", "output: tally JSON", metavar="FILE")
+    out_flag(sp, "tally_md", "tally Markdown")
+    out_flag(sp, "tally_json", "tally JSON")

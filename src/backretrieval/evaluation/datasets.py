@@ -1,4 +1,4 @@
-"""What ``--data`` and ``--image-backbone`` name: a prepared folder or a named dataset (prepared
+"""What ``--dataset`` and ``--image-backbone`` name: a prepared folder or a named dataset (prepared
 on first use and reused), and where its image features come from.
 
 Named datasets (folder ``<prepared_dir>/<name>``, reused when it holds a ``dataset.json``):
@@ -63,10 +63,10 @@ def _multi30k_features(shared: Path) -> Path:
     npy = shared / MULTI30K_FEATURES
     if not npy.is_file():
         raise InputError(
-            f"--data multi30k-test2016 needs the ResNet-50 features of test_2016_flickr at {npy} "
+            f"--dataset multi30k-test2016 needs the ResNet-50 features of test_2016_flickr at {npy} "
             "(github.com/koninik/multimodal_machine_translation @ 8409006; they are not downloaded "
             "automatically): put the file there, or prepare Multi30K yourself (docs/DATASETS.md) and pass "
-            "the prepared folder to --data"
+            "the prepared folder to --dataset"
         )
     return npy
 
@@ -106,7 +106,7 @@ NAMED_DATASETS: dict[str, NamedDataset] = {
 
 @dataclass(frozen=True)
 class DatasetRef:
-    """A dataset ``--data`` resolved to its folder (``named``: the named dataset, if one)."""
+    """A dataset ``--dataset`` resolved to its folder (``named``: the named dataset, if one)."""
 
     root: Path
     named: NamedDataset | None = None
@@ -126,11 +126,11 @@ def locate_dataset(data: str | Path, prepared_dir: Path = DEFAULT_PREPARED_DIR) 
         return DatasetRef(Path(prepared_dir) / str(data), NAMED_DATASETS[str(data)])
     if p.exists():
         raise InputError(
-            f"--data {str(data)!r}: not a folder (expected a prepared dataset folder or a named "
+            f"--dataset {str(data)!r}: not a folder (expected a prepared dataset folder or a named "
             f"dataset: {', '.join(sorted(NAMED_DATASETS))})"
         )
     raise InputError(
-        f"--data {str(data)!r}: no such folder and not a named dataset (named: "
+        f"--dataset {str(data)!r}: no such folder and not a named dataset (named: "
         f"{', '.join(sorted(NAMED_DATASETS))}); pass a prepared dataset folder (docs/DATASETS.md)"
     )
 

@@ -67,7 +67,7 @@ def parse_directions(directions: str | Sequence[str]) -> list[str]:
     )
     parts = [d for d in parts if d]
     if not parts:
-        raise InputError("--directions: none given; pass e.g. --directions en-de,de-en")
+        raise InputError("--directions: none given; pass e.g. --directions en-de de-en")
     for d in parts:
         if not _DIRECTION_RE.match(d):
             raise InputError(f"--directions: {d!r} is not <src>-<tgt> with ISO codes, e.g. en-de")

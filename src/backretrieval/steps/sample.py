@@ -22,7 +22,7 @@ def sample_step(
     directions = [directions] if isinstance(directions, str) else list(directions)
     outs = [outs] if isinstance(outs, (str, Path)) else list(outs)
     if len(outs) != len(directions):
-        raise InputError(f"sample: {len(directions)} --direction value(s) but {len(outs)} --out file(s); one each")
+        raise InputError(f"sample: {len(directions)} --directions value(s) but {len(outs)} --out file(s); one each")
     items = load_items(dataset)
     meta = read_meta(dataset)
     for direction, out in zip(directions, outs, strict=True):
