@@ -25,7 +25,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_option_of_every_command_has_help():
     parser = build_parser()
     missing = [f"backretrieval {a.dest}" for a in parser._actions if not (a.help or "").strip()]
-    for name, sp in _subparsers(parser).items():
+    for name, sp in _commands().items():
         missing += [f"{name} {a.option_strings or a.dest}" for a in sp._actions if not (a.help or "").strip()]
     assert not missing, missing
 
@@ -58,27 +58,6 @@ def test_help_lists_user_commands_first_then_grouped_steps(capsys):
 #                  or the other way round
 #   "output shape" an output flag that is not --out FILE, --out-dir DIR or --out-<what> FILE
 #   "differs"      the same flag with another dest, type or role than in most other commands
-
-#: The findings commands' clashes, exactly (the test fails if one disappears, so fixing one means
-#: deleting its line). Their flags predate the vocabulary and their engineer is replacing them
-#: with one `backretrieval findings --analysis NAME` that takes the vocabulary's spellings: the
-#: bootstrap count --bootstrap, the first seeds of a run --max-seeds, the image embedding(s)
-#: --image-emb, the text embeddings --text-emb, named output flags --out-<what>.
-FINDINGS_EXCEPTIONS = {
-    ("findings-inference", "--B", "retired"),  # bootstrap count: --bootstrap
-    ("findings-agreement", "--B", "retired"),
-    ("findings-inference", "--n-seeds", "meaning"),  # the first n seeds of the run: --max-seeds
-    ("findings-calibration", "--n-seeds", "meaning"),
-    ("findings-image-quality", "--image", "retired"),  # image embedding(s): --image-emb
-    ("findings-sample-size", "--image", "retired"),
-    ("findings-hubness", "--image", "retired"),
-    ("findings-image-quality", "--text", "retired"),  # text embeddings: --text-emb
-    ("findings-sample-size", "--text", "retired"),
-    ("findings-hubness", "--text", "retired"),
-    ("findings-bli", "--spec", "differs"),  # ENCODER=JSON (repeated) vs a JSON object elsewhere
-    ("findings-document", "--doc", "output shape"),  # outputs named --out-<what>
-    ("findings-document", "--summary-dir", "output shape"),
-}
 
 
 def _flags(sp: argparse.ArgumentParser):
@@ -152,13 +131,22 @@ def test_one_flag_vocabulary():
     assert "tally" not in _subparsers(build_parser())
 
 
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser: the subcommands, and `findings --analysis NAME` of each analysis
+    (the flags after --analysis are the analysis's own parser's)."""
+    from backretrieval.cli.findings import analysis_parser
+    from backretrieval.findings.analysis import registry
+
+    return {
+        **_subparsers(build_parser()),
+        **{f"findings --analysis {name}": analysis_parser(cls) for name, cls in registry().items()},
+    }
+
+
 def test_every_command_speaks_the_vocabulary():
     """One flag per noun and one meaning per flag across every command (user commands, pipeline
-    steps, findings), outputs spelled --out / --out-dir / --out-<what>; the findings commands'
-    known clashes are FINDINGS_EXCEPTIONS, exactly."""
-    found = clashes(_subparsers(build_parser()))
-    assert {c for c in found if not c[0].startswith("findings")} == set()
-    assert {c for c in found if c[0].startswith("findings")} == FINDINGS_EXCEPTIONS
+    steps, each findings analysis), outputs spelled --out / --out-dir / --out-<what>."""
+    assert clashes(_commands()) == set()
 
 
 def test_the_clash_check_finds_each_kind_of_clash():

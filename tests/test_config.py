@@ -56,21 +56,25 @@ def test_misspelt_keys_are_refused_naming_the_key(override, field, hint):
 
 
 def test_findings_keys_are_the_settings_of_each_analysis():
-    """A config's findings section may set exactly what findings_settings gives each analysis:
-    every FINDINGS_DEFAULTS key and the config-dependent ones; each is accepted and used."""
-    from backretrieval.steps.settings import ANALYSES, FINDINGS_DEFAULTS, findings_keys, findings_settings
+    """A config's findings section may set exactly the settings each analysis declares but those
+    that follow from the config (its encoders' roles, its image backbone); each is accepted and
+    used, and one that follows from the config is refused by name."""
+    from backretrieval.findings.analysis import registry
+    from backretrieval.steps.settings import findings_keys, findings_settings
 
     cfg = load_config(ROOT / "params.yaml")
     keys = findings_keys(cfg)
-    assert list(keys) == list(ANALYSES)
-    for name, defaults in FINDINGS_DEFAULTS.items():
-        assert set(defaults) <= set(keys[name])
+    assert list(keys) == list(registry())
+    for name, cls in registry().items():
+        assert keys[name] == sorted(s.name for s in cls.settings if s.config)
     assert {"n_grid", "directions", "encoders", "baseline", "synthetic"} <= set(keys["sample_size"])
-    assert "backbones" in keys["image_quality"]
+    assert "backbones" in keys["image_quality"] and "base" not in keys["image_quality"]
     given = {"hubness": {"hub_fraction": 0.5}, "sample_size": {"n_grid": [100, 200]}}
     cfg = load_config(ROOT / "params.yaml", [f"findings={given}"])
     s = findings_settings(cfg)
     assert s["hubness"]["hub_fraction"] == 0.5 and s["sample_size"]["n_grid"] == [100, 200]
+    with pytest.raises(ConfigError, match=r"field 'findings\.image_quality\.base': analysis 'image_quality' has no"):
+        load_config(ROOT / "params.yaml", ["findings={'image_quality': {'base': 'x'}}"])
 
 
 def test_corpus_options_are_checked_per_source():

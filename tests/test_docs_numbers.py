@@ -1,11 +1,11 @@
 """Numbers the hand-written docs state about the code are the code's: the dropped-draw
 probability of the crossed bootstrap (FINDINGS_METHODS) and the findings' bootstrap settings
-(DEVIATIONS, steps.settings)."""
+(DEVIATIONS, the inference analysis's defaults)."""
 
 from pathlib import Path
 
+from backretrieval.findings import inference
 from backretrieval.findings.inference import degenerate_probability
-from backretrieval.steps import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,16 +21,16 @@ def test_degenerate_probabilities_in_findings_methods_are_computed():
     assert f"{_sci(degenerate_probability(14))} with 14 encoders" in text
     assert f"{degenerate_probability(5):.2f} with 5" in text
     assert "1 in 10^4" not in text
-    doc = Path(settings.__file__).parent.parent / "findings" / "inference.py"
+    doc = Path(inference.__file__).parent / "statistics.py"
     assert f"{_sci(degenerate_probability(14))} for 14 encoders" in doc.read_text()
 
 
 def test_findings_bootstrap_settings_in_deviations_are_the_defaults():
-    d = settings.FINDINGS_DEFAULTS["inference"]
+    d = inference.Inference.defaults()
     row = next(
         line for line in (ROOT / "docs/DEVIATIONS.md").read_text().splitlines() if line.startswith("| findings |")
     )
-    assert f"B = {d['B']}" in row and d["n_seeds"] is None and "every seed of the run" in row
+    assert f"B = {d['bootstrap']}" in row and d["max_seeds"] is None and "every seed of the run" in row
     assert "first 3 seeds" not in row and "20,000 sampled pairs" not in row
-    assert "first 3 seeds" not in (settings.findings_settings.__doc__ or "")
-    assert f"B = {d['B']}" in (settings.findings_settings.__doc__ or "")
+    assert "first 3 seeds" not in (inference.Inference.__doc__ or "")
+    assert f"B = {d['bootstrap']}" in (inference.Inference.__doc__ or "")

@@ -11,6 +11,7 @@ import pytest
 
 from backretrieval.errors import InputError
 from backretrieval.findings import document as doc
+from backretrieval.findings.analysis import summary_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +34,7 @@ def _run(name="default", synthetic=True, reports_dir="reports"):
 def _rec(analysis="inference", run=None, **kw):
     base = dict(
         analysis=analysis,
-        run=run if run is not None or analysis in doc.CROSS_CONFIG else _run(),
+        run=run if run is not None or analysis in summary_names() else _run(),
         settings={"B": 10},
         numbers={"x": 0.5, "nan": float("nan")},
         answer=f"answer of {analysis}",

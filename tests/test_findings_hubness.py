@@ -87,16 +87,18 @@ def test_injected_hubs_raise_skewness_and_csls_margin_release_them():
 def test_cli_outputs_are_deterministic(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w", n_items=300, n=60, seeds=(0, 1))
     args = [
-        "findings-hubness",
+        "findings",
+        "--analysis",
+        "hubness",
         "--recall-k",
         "10",
         "--dataset",
         str(ds),
         "--samples",
         str(samples[0]),
-        "--text",
+        "--text-emb",
         *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
-        "--image",
+        "--image-emb",
         str(img),
         "--max-seeds",
         "1",

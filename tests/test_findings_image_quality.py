@@ -90,17 +90,19 @@ def test_good_images_agree_shuffled_images_score_chance():
 def test_step_and_cli_write_outputs_deterministically(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     args = [
-        "findings-image-quality",
+        "findings",
+        "--analysis",
+        "image_quality",
         "--recall-k",
         "10",
         "--dataset",
         str(ds),
         "--samples",
         *map(str, samples),
-        "--text",
+        "--text-emb",
         *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
-        "--image",
-        f"bb={img}",
+        "--image-emb",
+        str(img),
         "--base",
         "bb",
         "--noise",
@@ -150,15 +152,17 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     out = tmp_path / "out"
     base = [
-        "findings-image-quality",
+        "findings",
+        "--analysis",
+        "image_quality",
         "--recall-k",
         "10",
         "--dataset",
         str(ds),
         "--samples",
         *map(str, samples),
-        "--image",
-        f"bb={img}",
+        "--image-emb",
+        str(img),
         "--metrics",
         *metrics_files(tmp_path / "w"),
         "--run-name",
@@ -167,10 +171,11 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
         str(out),
     ]
     texts = [f"{e}:{lang}={p}" for (e, lang), p in text_files.items()]
-    assert main(base + ["--text", *texts, "--base", "nope"]) == 2
-    assert "base backbone 'nope'" in capsys.readouterr().err
-    assert main(base + ["--text", "good-en.npz", "--base", "bb"]) == 2
+    # --image-emb is the base backbone's features (named by --base); the others are --backbone-emb
+    assert main(base + ["--text-emb", *texts, "--base", "bb", "--backbone-emb", f"bb={img}"]) == 2
+    assert "--backbone-emb bb: the backbone of --image-emb" in capsys.readouterr().err
+    assert main(base + ["--text-emb", "good-en.npz", "--base", "bb"]) == 2
     assert "ENCODER:LANG=PATH" in capsys.readouterr().err
-    assert main(base + ["--text", *texts[:2], "--base", "bb"]) == 2  # one encoder only
+    assert main(base + ["--text-emb", *texts[:2], "--base", "bb"]) == 2  # one encoder only
     assert ">= 3 encoders" in capsys.readouterr().err
     assert not out.exists()

@@ -76,14 +76,16 @@ def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
     ds, text_files, img, _ = write_world(tmp_path / "w", n_items=300)
     out = tmp_path / "out"
     args = [
-        "findings-sample-size",
+        "findings",
+        "--analysis",
+        "sample_size",
         "--recall-k",
         "10",
         "--dataset",
         str(ds),
-        "--text",
+        "--text-emb",
         *[f"{e}:{lang}={p}" for (e, lang), p in text_files.items()],
-        "--image",
+        "--image-emb",
         str(img),
         "--directions",
         "en-de",

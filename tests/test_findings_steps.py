@@ -1,9 +1,12 @@
-"""The findings steps through the CLI on a small constructed run (prepared dataset, embeddings,
-samples and metrics made here; SYNTHETIC vectors): files written, deterministic bytes, soft
-BkR's m=1 column equal to the metrics' BkR, clear errors for missing inputs."""
+"""The findings steps through the CLI (`backretrieval findings --analysis NAME`) on a small
+constructed run (prepared dataset, embeddings, samples and metrics made here; SYNTHETIC
+vectors): files written, deterministic bytes, soft BkR's m=1 column equal to the metrics' BkR,
+clear errors for missing inputs; and the analyses as classes: everything derived from them,
+and a new analysis that is one module and nothing else."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
@@ -15,11 +18,14 @@ import pytest
 
 from backretrieval._util import io
 from backretrieval.cli import main
-from backretrieval.errors import InputError
+from backretrieval.errors import ConfigError, InputError
 from backretrieval.steps.metrics import metrics_step
 from backretrieval.steps.sample import sample_step
 
 NOISE = {"good": 0.3, "mid": 0.8, "weak": 1.6, "poor": 3.0, "random": None}
+INFERENCE, CALIBRATION, BLI, AGREEMENT = (
+    ["findings", "--analysis", a] for a in ("inference", "calibration", "bli", "agreement")
+)
 
 
 def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> dict:
@@ -78,6 +84,11 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
     return files
 
 
+def _text_args(paths) -> list[str]:
+    """ENCODER:LANG=FILE of the run's text embeddings (``<encoder>/<lang>.title.npz``)."""
+    return [f"{Path(p).parent.name}:{Path(p).name.split('.')[0]}={p}" for p in paths]
+
+
 def _run_args(f, out_dir, run_name="toy"):
     return [
         "--dataset",
@@ -89,7 +100,7 @@ def _run_args(f, out_dir, run_name="toy"):
         "--image-emb",
         str(f["image"]),
         "--text-emb",
-        *f["text"],
+        *_text_args(f["text"]),
         "--recall-k",
         "5",
         "--run-name",
@@ -115,13 +126,13 @@ def run(tmp_path_factory):
 
 def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None:
     assert (
-        main(["findings-inference", *_run_args(f, out), "--B", "20", "--n-seeds", "2", "--english-only", "weak"]) == 0
+        main([*INFERENCE, *_run_args(f, out), "--bootstrap", "20", "--max-seeds", "2", "--english-only", "weak"]) == 0
     )
-    assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "3"]) == 0
+    assert main([*CALIBRATION, *_run_args(f, out), "--soft-m", "1", "3"]) == 0
     assert (
         main(
             [
-                "findings-bli",
+                *BLI,
                 "--dataset",
                 str(f["dataset"]),
                 "--metrics",
@@ -139,7 +150,7 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
     assert (
         main(
             [
-                "findings-agreement",
+                *AGREEMENT,
                 "--dataset",
                 str(f["dataset"]),
                 "--metrics",
@@ -150,11 +161,11 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
                 "toy",
                 "--out-dir",
                 str(out),
-                "--points",
+                "--findings-files",
                 str(out / "calibration_points.csv"),
                 "--soft-m",
                 "3",
-                "--B",
+                "--bootstrap",
                 "50",
             ]
         )
@@ -166,9 +177,9 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
                 "findings-document",
                 "--records",
                 *sorted(str(p) for p in out.glob("*.json")),
-                "--doc",
+                "--out-doc",
                 str(doc),
-                "--summary-dir",
+                "--out-dir",
                 str(summary),
             ]
         )
@@ -245,7 +256,7 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
 def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):
     root, f = run
     out = tmp_path / "findings"
-    assert main(["findings-calibration", *_run_args(f, out), "--soft-m", "1", "2"]) == 0
+    assert main([*CALIBRATION, *_run_args(f, out), "--soft-m", "1", "2"]) == 0
     pts = pd.read_csv(out / "calibration_points.csv")
     assert (pts["soft_bkr_m1"] == pts["bkr"]).all()
     means = pts.groupby("encoder")["xlr_r1"].mean()
@@ -256,7 +267,7 @@ def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):
 def test_inference_finds_wider_intervals_than_seeds(run, tmp_path):
     root, f = run
     out = tmp_path / "findings"
-    assert main(["findings-inference", *_run_args(f, out), "--B", "30", "--n-seeds", "3"]) == 0
+    assert main([*INFERENCE, *_run_args(f, out), "--bootstrap", "30", "--max-seeds", "3"]) == 0
     frame = pd.read_csv(out / "inference.csv")
     row = frame[(frame["set"] == "all") & (frame["quantity"] == "rho_bkr") & (frame["stat"] == "pearson")]
     assert (row["n_valid"] > 0).all()
@@ -267,30 +278,17 @@ def test_missing_input_fails_before_work(run, tmp_path, capsys):
     root, f = run
     args = _run_args(f, tmp_path / "findings")
     args[args.index("--image-emb") + 1] = str(tmp_path / "nope.npz")
-    assert main(["findings-inference", *args]) == 2
+    assert main([*INFERENCE, *args]) == 2
     assert "nope.npz: input file not found" in capsys.readouterr().err
     assert not (tmp_path / "findings").exists()
-    assert (
-        main(
-            [
-                "findings-bli",
-                "--dataset",
-                str(f["dataset"]),
-                "--metrics",
-                *f["metrics"],
-                "--recall-k",
-                "5",
-                "--run-name",
-                "t",
-                "--out-dir",
-                str(tmp_path / "b"),
-                "--spec",
-                "ft=notjson",
-            ]
-        )
-        == 2
-    )
-    assert "--spec 'ft=notjson'" in capsys.readouterr().err
+    bli = [*BLI, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5"]
+    bli += ["--run-name", "t", "--out-dir", str(tmp_path / "b")]
+    with pytest.raises(SystemExit):
+        main([*bli, "--specs", "notjson"])
+    assert "argument --specs: not valid JSON" in capsys.readouterr().err
+    assert main([*bli, "--settings", '{"test_sise": 5}']) == 2  # checked before any input is read
+    assert "unknown setting(s) ['test_sise'] (did you mean 'test_size'?)" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
 
 
 def _write_dictd(folder: Path, stem: str, articles: list[tuple[str, str]]) -> None:
@@ -365,7 +363,7 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
     }
     out = tmp_path / "findings"
     args = [
-        "findings-bli",
+        *BLI,
         "--dataset",
         str(f["dataset"]),
         "--metrics",
@@ -379,9 +377,7 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
         "--min-count",
         "1",
     ]
-    for e, s in specs.items():
-        args += ["--spec", f"{e}={json.dumps(s)}"]
-    assert main(args) == 0
+    assert main([*args, "--specs", json.dumps(specs)]) == 0
     res = pd.read_csv(out / "bli.csv")
     assert set(res["encoder"]) == set(specs) and set(res["retrieval"]) == {"nn", "csls"}
     assert (res["n_test"] == n_words - 20).all()
@@ -398,39 +394,165 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
 def test_findings_settings_defaults_overrides_and_unknown_analysis():
     from backretrieval.config import load_config
     from backretrieval.errors import ConfigError
-    from backretrieval.steps.settings import ANALYSES, findings_settings
+    from backretrieval.steps.settings import findings_settings
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
     s = findings_settings(cfg)
-    assert set(s) == set(ANALYSES)
-    assert s["inference"]["B"] == 1000 and s["sample_size"]["synthetic"]["n_items"] == 10000
+    assert list(s) == ANALYSES
+    assert s["inference"]["bootstrap"] == 1000 and s["sample_size"]["synthetic"]["n_items"] == 10000
     assert s["image_quality"]["backbones"] == {"effnet-lite2": {"type": "efficientnet-lite", "variant": "lite2"}}
-    s = findings_settings({**cfg, "findings": {"inference": {"B": 50}, "hubness": {"max_seeds": 1}}})
-    assert s["inference"] == {"B": 50, "bootstrap_seed": 0, "n_seeds": None, "english_only": None}
+    assert s["image_quality"]["base"] == cfg["image_backbone"] and s["bli"]["specs"] == {}
+    s = findings_settings({**cfg, "findings": {"inference": {"bootstrap": 50}, "hubness": {"max_seeds": 1}}})
+    assert {k: s["inference"][k] for k in ("bootstrap", "bootstrap_seed", "max_seeds")} == {
+        "bootstrap": 50,
+        "bootstrap_seed": 0,
+        "max_seeds": None,
+    }
+    assert s["inference"]["random_encoders"] == sorted(e for e, x in cfg["encoders"].items() if x["type"] == "random")
     assert s["hubness"]["max_seeds"] == 1 and s["hubness"]["retrievals"] == ["cosine", "csls", "margin"]
     with pytest.raises(ConfigError, match="unknown analysis 'infrence'"):
         findings_settings({**cfg, "findings": {"infrence": {}}})
     with pytest.raises(ConfigError, match="analysis 'hubness' has no setting 'max_seed'"):
         findings_settings({**cfg, "findings": {"hubness": {"max_seed": 1}}})
+    with pytest.raises(ConfigError, match="analysis 'inference' has no setting 'random_encoders'"):
+        findings_settings({**cfg, "findings": {"inference": {"random_encoders": []}}})  # follows from the config
 
 
-def test_registry_one_plugin_per_analysis_with_its_command():
+#: the analyses, in document order (section, then order in it)
+ANALYSES = ["inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement"]
+
+
+def test_everything_about_an_analysis_comes_from_its_class():
+    """The registry is the analyses' classes; their settings (declared once: defaults, the
+    config's keys, the command's flags), their questions (docs/FINDINGS.md) and the one
+    command `findings --analysis NAME` are derived from them, and each declares every setting
+    it gets for a config."""
     from backretrieval.cli import build_parser
-    from backretrieval.findings.document import QUESTION_BY_ANALYSIS
-    from backretrieval.steps.findings import REGISTRY
-    from backretrieval.steps.settings import ANALYSES
+    from backretrieval.cli.findings import analysis_parser
+    from backretrieval.config import load_config
+    from backretrieval.findings.analysis import questions, registry
+    from backretrieval.steps.settings import findings_keys, findings_settings
 
-    assert sorted(REGISTRY) == sorted(ANALYSES)
-    commands = set(build_parser()._subparsers._group_actions[0].choices)
-    for name, analysis in REGISTRY.items():
-        assert analysis.name == name and name in QUESTION_BY_ANALYSIS
-        assert f"findings-{name.replace('_', '-')}" in commands
+    reg = registry()
+    assert list(reg) == ANALYSES
+    assert [q.analysis for q in questions()] == [
+        "inference",
+        "overall",
+        "image_quality",
+        "sample_size",
+        "hubness",
+        "calibration",
+        "calibration_lodo",
+        "bli",
+        "agreement",
+    ]
+    cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
+    settings = findings_settings(cfg)
+    keys = findings_keys(cfg)
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list({a.dest: a for a in sub.choices["findings"]._actions}["analysis"].choices) == ANALYSES
+    for name, cls in reg.items():
+        declared = {s.name for s in cls.settings}
+        assert cls.name == name and set(settings[name]) == declared, name
+        assert set(keys[name]) == {s.name for s in cls.settings if s.config}, name
+        flags = {a.dest for a in analysis_parser(cls)._actions}
+        assert {s.name for s in cls.settings if s.command} <= flags, name
+        required = {s.name: settings[name][s.name] for s in cls.settings if s.required}
+        assert cls.settings_of(required) == {**cls.defaults(), **required}, name
+        if required:  # a required setting without a value is refused
+            with pytest.raises(InputError, match="is required"):
+                cls.settings_of({})
+    with pytest.raises(InputError, match="unknown analysis 'hubnes'"):
+        from backretrieval.findings.analysis import get
+
+        get("hubnes")
+
+
+TRIVIAL = """\"\"\"A trivial analysis: the run's encoders, counted (one module: the whole analysis).\"\"\"
+
+from backretrieval.findings.analysis import Analysis, Question, Setting
+from backretrieval.findings.result import Result
+
+
+class Trivial(Analysis):
+    \"\"\"trivial.{md,json}: the number of encoders times ``scale``.\"\"\"
+
+    name = "trivial"
+    question = Question(7, "A trivial question", "How many encoders does the run have, times a scale?")
+    settings = (Setting("scale", 2, "the factor", type=int),)
+    files = ("trivial.md",)
+
+    def run(self, art, settings):
+        info = art.info()
+        n = len(info.encoders) * settings["scale"]
+        return Result(
+            run=info, settings=dict(settings), numbers={"n": n}, answer=f"{n} encoders.", files={"trivial.md": str(n)}
+        )
+"""
+
+
+def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatch, capsys):
+    """A module `trivial.py` dropped into the findings package (here: a folder added to the
+    package's path) is an analysis: in the registry, the command line (`findings --analysis
+    trivial`, its flag from its setting), the config's `findings:` section and its checks, the
+    questions of docs/FINDINGS.md (a new section), and it runs through the one step into a
+    record the document renders."""
+    import sys
+
+    import backretrieval.findings as package
+    from backretrieval.config import load_config
+    from backretrieval.findings import analysis
+    from backretrieval.findings.document import read_record, render_findings
+    from backretrieval.steps.settings import findings_keys, findings_settings
+
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "trivial.py").write_text(TRIVIAL, encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path / "plugin")])
+    monkeypatch.setattr(analysis, "_CLASSES", dict(analysis._CLASSES))  # the registration ends with the test
+    # the registry imports the module below; it leaves sys.modules with the test
+    monkeypatch.setitem(sys.modules, "backretrieval.findings.trivial", None)
+    del sys.modules["backretrieval.findings.trivial"]
+
+    assert list(analysis.registry()) == [*ANALYSES, "trivial"]
+    assert analysis.questions()[-1] == analysis.Question(
+        7, "A trivial question", "How many encoders does the run have, times a scale?", "trivial"
+    )
+    cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
+    assert findings_keys(cfg)["trivial"] == ["scale"]
+    assert findings_settings({**cfg, "findings": {"trivial": {"scale": 3}}})["trivial"] == {"scale": 3}
+    with pytest.raises(ConfigError, match="analysis 'trivial' has no setting 'scal' \\(did you mean 'scale'\\?\\)"):
+        findings_settings({**cfg, "findings": {"trivial": {"scal": 3}}})
+
+    assert main(["findings", "--analysis", "trivial", "--help"]) == 0
+    assert re.search(r"--scale SCALE +the factor \(default 2\)", capsys.readouterr().out)
+    root, f = run
+    out = tmp_path / "findings"
+    args = ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5", "--run-name", "toy"]
+    assert main(["findings", "--analysis", "trivial", *args, "--out-dir", str(out), "--scale", "3"]) == 0
+    rec = read_record(out / "trivial.json")
+    assert rec.numbers == {"n": 15} and rec.outputs == ("trivial.md",) and (out / "trivial.md").read_text() == "15"
+    assert "## 7. A trivial question" in render_findings([rec]) and "15 encoders." in render_findings([rec])
+
+
+def test_the_step_writes_exactly_what_an_analysis_declares(run, tmp_path, monkeypatch):
+    """The workflow declares an analysis's outputs from its class; a result with another file
+    is refused before anything is written."""
+    from backretrieval.findings.agreement import Agreement
+
+    root, f = run
+    out = tmp_path / "findings"
+    assert main([*CALIBRATION, *_run_args(f, out), "--soft-m", "1", "5"]) == 0
+    monkeypatch.setattr(Agreement, "files", ("agreement.md",))
+    args = [*AGREEMENT, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5"]
+    args += ["--run-name", "toy", "--out-dir", str(out), "--findings-files", str(out / "calibration_points.csv")]
+    with pytest.raises(RuntimeError, match="declares \\['agreement.md'\\]"):
+        main([*args, "--bootstrap", "20"])
+    assert not (out / "agreement.json").exists()
 
 
 def test_one_writer_writes_files_figures_and_record_in_order(tmp_path):
     from backretrieval.findings.document import RunInfo, read_record
-    from backretrieval.steps.findings import Result, write_result
-    from backretrieval.steps.findings.step import Csv
+    from backretrieval.findings.result import Csv, Result, write_result
 
     info = RunInfo("toy", "toy", True, "reports", 30, (0,), ("en-de",), ("a", "b", "c"), "img", 10)
     drawn = []
@@ -488,18 +610,18 @@ def test_hits_only_metrics_fail_naming_the_file(run, tmp_path, capsys):
     first = hits["metrics"][0]
     expected = f"{first}: BkR Recall@k without bkr_mrr"
     points = tmp_path / "full" / "calibration_points.csv"
-    assert main(["findings-calibration", *_run_args(f, points.parent), "--soft-m", "1", "3"]) == 0
+    assert main([*CALIBRATION, *_run_args(f, points.parent), "--soft-m", "1", "3"]) == 0
     capsys.readouterr()
     steps = {
-        "findings-inference": [*_run_args(hits, tmp_path / "i"), "--B", "20", "--n-seeds", "2"],
-        "findings-calibration": [*_run_args(hits, tmp_path / "c"), "--soft-m", "1", "3"],
-        "findings-agreement": [
+        "inference": [*_run_args(hits, tmp_path / "i"), "--bootstrap", "20", "--max-seeds", "2"],
+        "calibration": [*_run_args(hits, tmp_path / "c"), "--soft-m", "1", "3"],
+        "agreement": [
             *["--dataset", str(f["dataset"]), "--metrics", *hits["metrics"], "--recall-k", "5"],
-            *["--run-name", "toy", "--out-dir", str(tmp_path / "a"), "--points", str(points), "--soft-m", "3"],
+            *["--run-name", "toy", "--out-dir", str(tmp_path / "a"), "--findings-files", str(points), "--soft-m", "3"],
         ],
     }
     for step, args in steps.items():
-        assert main([step, *args]) == 2, step
+        assert main(["findings", "--analysis", step, *args]) == 2, step
         err = capsys.readouterr().err
         assert expected in err and "expected full BkR ranks: rerun the metrics step" in err, (step, err)
         assert not (tmp_path / args[args.index("--out-dir") + 1]).exists(), step

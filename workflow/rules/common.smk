@@ -384,37 +384,13 @@ def findings_file(name):
     return str(layout.findings_root(config) / name)
 
 
-def findings_figure(name):
-    return [str(p) for p in layout.findings_figure_paths(config, name)]
-
-
-def findings_tables(name, samples=False):
-    return [str(p) for p in layout.findings_table_paths(config, name, samples)]
-
-
 def findings_dir(wildcards, output):
     """<reports_dir>/findings, the folder of the rule's declared JSON record."""
     return str(Path(output.json).parent)
 
 
-def findings_run_inputs(wildcards=None):
-    """The main pipeline's artifacts an analysis of this config reads (every direction)."""
-    return {
-        "dataset": DATASET,
-        "metrics": METRICS_FILES,
-        "ranks": [ranks_file(d) for d in config["directions"]],
-        "samples": [samples_file(d) for d in config["directions"]],
-        "image": image_emb(),
-        "text": [text_emb(e, lang) for e in config["encoders"] for lang in config["languages"]],
-    }
-
-
-def text_flags(encoders, langs, path_of):
-    """ENCODER:LANG=PATH of every encoder and language (the --text of the image-quality, sample-size and hubness steps)."""
-    return [f"{e}:{lang}={path_of(e, lang)}" for e in encoders for lang in langs]
-
-
 def iq_image(backbone):
+    """Image features of another backbone on the config's dataset (an analysis's `backbones`)."""
     return str(layout.findings_backbone_image_path(config, backbone))
 
 
@@ -428,8 +404,70 @@ def wordvec_inputs(wildcards):
     ]
 
 
-def wordvec_spec_args(wildcards, input):
-    return [arg for e in WORDVEC_ENCODERS for arg in ("--spec", f"{e}={encoder_spec(e)}")]
+def findings_run(analysis):
+    """(input files by name, their flags of `backretrieval findings`) of one analysis of this
+    config: the run's dataset and metrics, and what its `inputs` name (backretrieval.findings.
+    analysis.INPUTS) and its `reads` of the files the other analyses write here."""
+    cls = FINDINGS_CLASSES[analysis]
+    run = {
+        "dataset": DATASET,
+        "samples": [samples_file(d) for d in config["directions"]],
+        "ranks": [ranks_file(d) for d in config["directions"]],
+        "image": image_emb(),
+        "backbones": {b: iq_image(b) for b in FS[analysis].get("backbones", {})},
+        "text": {(e, lang): text_emb(e, lang) for e in config["encoders"] for lang in DIRECTION_LANGS},
+        "wordvec": wordvec_inputs(None),
+        **FINDINGS_OWN_INPUTS.get(analysis, {}),
+    }
+    files = {"dataset": run["dataset"], "metrics": METRICS_FILES}
+    flags = ["--dataset", run["dataset"], "--metrics", *METRICS_FILES]
+    if "run_dataset" in run:
+        files["run_dataset"] = run["run_dataset"]
+        flags += ["--run-dataset", run["run_dataset"]]
+    for name in cls.inputs:
+        if name in ("samples", "ranks", "wordvec"):
+            files[name] = run[name]
+        elif name == "image":
+            files[name] = run[name]
+            flags += ["--image-emb", run[name]]
+        elif name == "backbones" and run[name]:
+            files[name] = list(run[name].values())
+            flags += ["--backbone-emb", *(f"{b}={p}" for b, p in run[name].items())]
+        elif name == "text":
+            files[name] = list(run[name].values())
+            flags += ["--text-emb", *(f"{e}:{lang}={p}" for (e, lang), p in run[name].items())]
+    if "samples" in cls.inputs:
+        flags += ["--samples", *run["samples"]]
+    reads = [str(Path(FINDINGS) / f) for f in cls.reads if f in FINDINGS_OUTPUTS]
+    if reads:
+        files["reads"] = reads
+        flags += ["--findings-files", *reads]
+    return files, flags
+
+
+def findings_outputs(analysis):
+    """What one analysis of this config writes besides its record (its files and figures)."""
+    record = findings_record(analysis)
+    paths = [str(Path(FINDINGS) / p) for p in FINDINGS_CLASSES[analysis].output_paths(FS[analysis])]
+    return [p for p in paths if p != record]
+
+
+def findings_command_settings(analysis):
+    """The settings `backretrieval findings --analysis <analysis>` gets as one JSON; the
+    word-vector encoders' specs, machine-dependent (absolute stores), are flags of their own."""
+    cls = FINDINGS_CLASSES[analysis]
+    settings = cls.command_settings(FS[analysis])
+    if "wordvec" in cls.inputs:
+        settings.pop("specs")
+    return as_json(settings)
+
+
+def findings_job_flags(analysis):
+    """The flags of one job that are derived from the machine (params of `input`, so Snakemake
+    does not compare them: see rerun_on): the word-vector encoders' resolved specs."""
+    if "wordvec" not in FINDINGS_CLASSES[analysis].inputs or not WORDVEC_ENCODERS:
+        return []
+    return ["--specs", as_json({e: json.loads(encoder_spec(e)) for e in WORDVEC_ENCODERS})]
 
 
 def other_configs_findings():

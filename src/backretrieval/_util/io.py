@@ -139,6 +139,23 @@ def load_npz_mapped(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     return out
 
 
+def load_embedding(path: str | os.PathLike[str], mapped: bool = False) -> tuple[dict[str, int], np.ndarray] | None:
+    """(id → row, matrix) of an embedding artifact (``emb`` and ``ids``); None if the model was
+    skipped (the artifact holds ``skipped``: the reason). ``mapped``: the matrix memory-mapped
+    read-only (:func:`load_npz_mapped`), for a step that gathers rows of many large artifacts."""
+    z = load_npz_mapped(path) if mapped else load_npz(path)
+    if "skipped" in z:
+        return None
+    ids = [str(x) for x in z["ids"]]
+    return {x: i for i, x in enumerate(ids)}, z["emb"]
+
+
+def skipped_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why the model of an embedding artifact was skipped; None if it was not."""
+    z = load_npz(path)
+    return str(z["skipped"]) if "skipped" in z else None
+
+
 def _mapped_member(path: str | os.PathLike[str], fh: Any, info: zipfile.ZipInfo) -> np.ndarray | None:
     """The ``.npy`` stored as ``info`` mapped read-only; None where it cannot be mapped."""
     fh.seek(info.header_offset)

@@ -19,7 +19,7 @@ import logging
 import sys
 import textwrap
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import __version__
 from .._util import io
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="`backretrieval COMMAND --help`: its options",
     )
 
-    def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
+    def add(name: str, fn: Callable, help_: str, **parser_kw: Any) -> argparse.ArgumentParser:
         groups[-1][1].append((name, help_))
-        sp = sub.add_parser(name, description=help_)  # no help=: listed by group in the description
+        sp = sub.add_parser(name, description=help_, **parser_kw)  # no help=: listed by group in the description
         sp.set_defaults(func=fn)
         return sp
 
@@ -86,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # only a command that parses its own flags (``extra_args``) takes them
+        if not hasattr(args, "extra_args"):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra_args = extra
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

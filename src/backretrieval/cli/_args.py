@@ -324,7 +324,7 @@ def text_files(specs: list[str]) -> dict[tuple[str, str], Path]:
         key, sep, path = spec.partition("=")
         enc, sep2, lang = key.rpartition(":")
         if not sep or not sep2 or not enc or not lang or not path:
-            raise InputError(f"--text {spec!r}: expected ENCODER:LANG=PATH")
+            raise InputError(f"--text-emb {spec!r}: expected ENCODER:LANG=PATH")
         out[(enc, lang)] = Path(path)
     return out
 

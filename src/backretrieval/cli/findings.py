@@ -1,86 +1,77 @@
 """The findings steps (when BkR works and how far to trust it): explicit input files, output
-folder and settings, no config. Flag defaults are ``steps.settings.FINDINGS_DEFAULTS``."""
+folder and settings, no config.
+
+``backretrieval findings --analysis NAME``: one analysis of one run. Its flags come from the
+analysis's class (:mod:`backretrieval.findings.analysis`): the run's files that its ``inputs``
+name, one flag per setting (defaults: the analysis's) and ``--settings JSON`` (every setting at
+once, as the workflow passes them; a flag overrides its entry). ``backretrieval findings
+--analysis NAME --help`` lists them. ``findings-document``: docs/FINDINGS.md and the overall
+verdict from every configuration's records.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Callable
+import textwrap
 from pathlib import Path
+from typing import Any
 
-from ..errors import ConfigError
-from ..steps.layout import ranks_path
-from ..steps.settings import FINDINGS_DEFAULTS
-from ._args import dataset, files, named_files, opt, optional_path, recall_k, req, seeds, switch, text_files
-
-D = FINDINGS_DEFAULTS
+from ..errors import InputError
+from ..findings.analysis import Analysis, get, registry
+from ._args import files, json_object, named_files, noun, opt, optional_path, req, text_files
 
 # ------------------------------------------------------------------------------ commands
 
 
-def _artifacts(args: argparse.Namespace):
-    """The run's artifacts named by the command's flags (the one loader,
-    :func:`backretrieval.steps.findings.load_run`); the per-query ranks are read beside each
-    metrics CSV when the text embeddings come as ``--text-emb``."""
-    from ..steps.findings import load_run, text_keys
+def cmd_findings(args: argparse.Namespace) -> int:
+    """``backretrieval findings --analysis NAME FLAGS``: the flags after ``--analysis`` parsed
+    by the analysis's own parser (:func:`analysis_parser`), then the one step."""
+    from ..steps.findings import analysis_step
 
-    metrics = [Path(p) for p in args.metrics]
-    text_emb = getattr(args, "text_emb", None)
-    image = getattr(args, "image_emb", None) or getattr(args, "image", None)
-    if isinstance(image, list):
-        images = named_files(image, "--image")
-    else:
-        images = {"image": Path(image)} if image else {}
-    if text_emb is not None:
-        texts = text_keys([Path(p) for p in text_emb])
-    else:
-        texts = text_files(args.text) if getattr(args, "text", None) else {}
-    return load_run(
-        dataset=Path(args.dataset),
-        metrics_files=metrics,
-        k=args.recall_k,
-        run_dataset=optional_path(getattr(args, "run_dataset", None)),
-        samples_files=[Path(p) for p in getattr(args, "samples", None) or []],
-        ranks_files=[ranks_path(p) for p in metrics] if text_emb is not None else [],
-        image_files=images,
-        text_files=texts,
-        run_name=args.run_name,
-        reports_dir=str(Path(args.out_dir).parent),
-    )
-
-
-def _bli_specs(settings: dict) -> None:
-    specs = {}
-    for item in settings["spec"] or []:
-        enc, sep, raw = item.partition("=")
-        try:
-            spec = json.loads(raw) if sep else None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--spec {item!r}: the part after '=' is not JSON ({exc})") from exc
-        if not isinstance(spec, dict):
-            raise ConfigError(f"--spec {item!r}: expected ENCODER={{JSON object of its params entry}}")
-        specs[enc] = spec
-    settings["specs"] = specs
-
-
-def _agreement_inputs(settings: dict) -> None:
-    settings["bli"] = optional_path(settings["bli"])
-
-
-def _command(analysis: str, prepare: Callable[[dict], None] | None = None) -> Callable[[argparse.Namespace], int]:
-    """``backretrieval findings-<analysis>``: the registered analysis on the flags' run, its
-    settings the flags (``prepare`` converts the ones that need it)."""
-
-    def cmd(args: argparse.Namespace) -> int:
-        from ..steps.findings import run_analysis
-
-        settings = dict(vars(args))
-        if prepare is not None:
-            prepare(settings)
-        run_analysis(analysis, _artifacts(args), settings, Path(args.out_dir))
+    if args.analysis is None:
+        if args.help:
+            print(overview())
+            return 0
+        raise InputError(f"findings: --analysis NAME is required, one of {list(registry())}")
+    cls = get(args.analysis)
+    parser = analysis_parser(cls)
+    if args.help:
+        parser.print_help()
         return 0
+    ns = parser.parse_args(args.extra_args)
+    given = {**(ns.settings or {}), **{s.name: getattr(ns, s.name) for s in cls.settings if hasattr(ns, s.name)}}
+    settings = cls.settings_of(given)  # refused before any file is read
+    analysis_step(cls.name, _artifacts(ns, cls, settings), settings, Path(ns.out_dir))
+    return 0
 
-    return cmd
+
+def _artifacts(ns: argparse.Namespace, cls: type[Analysis], settings: dict[str, Any]) -> Any:
+    """The run's artifacts named by the flags (the one loader,
+    :func:`backretrieval.findings.artifacts.load_run`); the per-query ranks are read beside each
+    metrics CSV when the analysis reads them. The image embedding is named by the setting
+    ``base`` where the analysis has one (the backbone it degrades), else ``image``."""
+    from ..findings.artifacts import load_run
+    from ..steps.layout import ranks_path
+
+    metrics = [Path(p) for p in ns.metrics]
+    images = {settings.get("base") or "image": Path(ns.image_emb)} if getattr(ns, "image_emb", None) else {}
+    for name, path in named_files(getattr(ns, "backbone_emb", None) or [], "--backbone-emb").items():
+        if name in images:
+            raise InputError(f"--backbone-emb {name}: the backbone of --image-emb (each name once)")
+        images[name] = path
+    return load_run(
+        dataset=Path(ns.dataset),
+        metrics_files=metrics,
+        k=ns.recall_k,
+        run_dataset=optional_path(ns.run_dataset),
+        samples_files=[Path(p) for p in getattr(ns, "samples", None) or []],
+        ranks_files=[ranks_path(p) for p in metrics] if "ranks" in cls.inputs else [],
+        image_files=images,
+        text_files=text_files(ns.text_emb) if getattr(ns, "text_emb", None) else {},
+        findings_files=[Path(p) for p in getattr(ns, "findings_files", None) or []],
+        run_name=ns.run_name,
+        reports_dir=str(Path(ns.out_dir).parent),
+    )
 
 
 def cmd_findings_document(args: argparse.Namespace) -> int:
@@ -88,8 +79,8 @@ def cmd_findings_document(args: argparse.Namespace) -> int:
 
     document_step(
         [Path(p) for p in args.records],
-        doc=Path(args.doc),
-        summary_dir=Path(args.summary_dir),
+        doc=Path(args.out_doc),
+        summary_dir=Path(args.out_dir),
         readme=optional_path(args.readme),
     )
     return 0
@@ -98,131 +89,91 @@ def cmd_findings_document(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ parsers
 
 
-def _run_flags(sp: argparse.ArgumentParser) -> None:
-    """The run an analysis reads: its dataset, metrics CSVs, Recall@k, name and output folder."""
-    dataset(sp, "the run's prepared dataset folder (data/prepared/<name>)")
-    files(sp, "--metrics", "the run's metrics CSVs of every direction")
-    recall_k(sp, "k of Recall@k of the run (params.yaml recall_k)")
-    req(sp, "--run-name", "run name written into the outputs")
-    req(sp, "--out-dir", "output folder: <reports_dir>/findings", metavar="DIR")
+def analysis_parser(cls: type[Analysis]) -> argparse.ArgumentParser:
+    """The flags of ``backretrieval findings --analysis <cls.name>``: the run's files its
+    ``inputs`` name, then its settings."""
+    p = argparse.ArgumentParser(
+        prog=f"backretrieval findings --analysis {cls.name}",
+        description=f"{cls.question.title}: {cls.question.question}",
+        allow_abbrev=False,
+    )
+    run = p.add_argument_group("the run")
+    noun(run, "dataset", "the prepared dataset folder the analysis evaluates (data/prepared/<name>)")
+    opt(run, "--run-dataset", "the run's prepared dataset when --dataset is another one", metavar="DIR")
+    noun(run, "metrics", "the run's metrics CSVs of every direction")
+    if "samples" in cls.inputs:
+        noun(run, "samples", "the run's samples, one <direction>.json per direction", many=True)
+    if "image" in cls.inputs:
+        noun(run, "image_emb", "the image embedding of the run's image backbone (named by the setting base, if any)")
+    if "backbones" in cls.inputs:
+        opt(
+            run, "--backbone-emb", "the image embedding of each other backbone compared", nargs="+", metavar="NAME=FILE"
+        )
+    if "text" in cls.inputs:
+        noun(run, "text_emb", "text embeddings, one per encoder and language", metavar="ENCODER:LANG=FILE")
+    if cls.reads:
+        files(run, "--findings-files", f"files of the run's other analyses: {', '.join(cls.reads)}", required=False)
+    noun(run, "recall_k", "k of Recall@k of the run (params.yaml recall_k)")
+    req(run, "--run-name", "run name written into the outputs")
+    noun(run, "out_dir", "output folder: <reports_dir>/findings")
+    settings = p.add_argument_group("settings (a config's findings." + cls.name + " section sets them in the workflow)")
+    opt(
+        settings,
+        "--settings",
+        "every setting as a JSON object (what the workflow passes); a flag below overrides its entry",
+        type=json_object,
+        metavar="JSON",
+    )
+    for s in cls.settings:
+        if s.command:
+            s.add_to(settings)
+    return p
 
 
-def _embedding_flags(sp: argparse.ArgumentParser) -> None:
-    """The run's samples and embeddings (the per-query ranks are read beside each --metrics CSV)."""
-    files(sp, "--samples", "<direction>.json samples of every direction")
-    req(sp, "--image-emb", "image embedding of the run's backbone", metavar="FILE")
-    files(sp, "--text-emb", "text embeddings <encoder>/<lang>.<field>.npz")
-
-
-def _analysis_flags(sp: argparse.ArgumentParser, samples: bool = True) -> None:
-    """The flags of the analyses that re-evaluate embeddings (image quality, sample size, hubness)."""
-    dataset(sp, "prepared dataset folder of the evaluated items")
-    if samples:
-        files(sp, "--samples", "samples JSON files (one per direction)")
-    req(sp, "--text", "text embeddings", nargs="+", metavar="ENCODER:LANG=NPZ")
-    recall_k(sp, "k of Recall@k of the run (params.yaml recall_k)")
-    files(sp, "--metrics", "the run's metrics CSVs (every direction)")
-    opt(sp, "--run-dataset", "the run's prepared dataset when --dataset is another one", metavar="DIR")
-    req(sp, "--run-name", "run name written into the outputs")
-    req(sp, "--out-dir", "output folder: <reports_dir>/findings", metavar="DIR")
+def overview() -> str:
+    """``backretrieval findings --help``: the analyses and how to see one's flags."""
+    lines = [
+        "usage: backretrieval findings --analysis NAME [FLAGS]",
+        "",
+        "One findings analysis of one run; `backretrieval findings --analysis NAME --help`: its flags.",
+        "",
+        "analyses:",
+    ]
+    reg = registry()
+    width = max(map(len, reg)) + 2
+    for name, cls in reg.items():
+        lines.append(
+            textwrap.fill(
+                f"  {name:<{width}}{cls.question.question}",
+                100,
+                subsequent_indent=" " * (width + 2),
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(lines)
 
 
 def register(add) -> None:
+    names = list(registry())
     sp = add(
-        "findings-inference", _command("inference"), "findings: encoder x item bootstrap, order accuracy, sensitivity"
+        "findings",
+        cmd_findings,
+        "findings: one analysis of one run (--analysis NAME; `--analysis NAME --help`: its flags)",
+        add_help=False,
+        allow_abbrev=False,
     )
-    _run_flags(sp)
-    _embedding_flags(sp)
-    opt(sp, "--B", "bootstrap replicates", type=int, default=D["inference"]["B"])
-    opt(sp, "--bootstrap-seed", "seed of the bootstrap", type=int, default=D["inference"]["bootstrap_seed"])
-    opt(sp, "--n-seeds", "the first n seeds of each direction (default: all)", type=int, metavar="N")
-    opt(
-        sp,
-        "--random-encoders",
-        "chance-level encoders (left out in one sensitivity set)",
-        nargs="*",
-        default=["random"],
-        metavar="ENC",
-    )
-    opt(
-        sp,
-        "--english-only",
-        "English-only encoders (left out, with the random ones, in 'core')",
-        nargs="*",
-        default=[],
-        metavar="ENC",
-    )
-    opt(sp, "--family", "encoders of one model family (a sensitivity set)", nargs="*", metavar="ENC")
-    opt(sp, "--family-name", "name of the --family set", default="word-vector")
-
-    sp = add("findings-calibration", _command("calibration"), "findings: BkR -> XLR calibration, soft BkR")
-    _run_flags(sp)
-    _embedding_flags(sp)
-    opt(sp, "--soft-m", "m of soft BkR (1 = BkR)", type=int, nargs="+", default=D["calibration"]["soft_m"])
-    opt(sp, "--n-seeds", "the first n seeds of each direction (default: all)", type=int, metavar="N")
-
-    sp = add("findings-bli", _command("bli", _bli_specs), "findings: BLI of the word-vector family")
-    _run_flags(sp)
-    opt(sp, "--spec", "a wordvec encoder's params entry as JSON", action="append", metavar="ENCODER=JSON")
-    opt(sp, "--test-size", "held-out dictionary pairs", type=int, default=D["bli"]["test_size"])
-    opt(sp, "--min-count", "minimum word count of a dictionary pair", type=int, default=D["bli"]["min_count"])
-    opt(sp, "--seed", "random seed (held-out dictionary split)", type=int, default=D["bli"]["seed"])
-    opt(sp, "--csls-k", "neighbourhood size of CSLS", type=int, default=D["bli"]["csls_k"])
-
-    sp = add(
-        "findings-agreement", _command("agreement", _agreement_inputs), "findings: agreement matrix of every metric"
-    )
-    _run_flags(sp)
-    req(sp, "--points", "input: calibration_points.csv of the run", metavar="FILE")
-    opt(sp, "--bli", "input: bli.csv of the run (optional)", metavar="FILE")
-    opt(sp, "--soft-m", "m of the soft BkR in the matrix", type=int, default=D["agreement"]["soft_m"])
-    opt(sp, "--B", "bootstrap replicates", type=int, default=D["agreement"]["B"])
-    opt(sp, "--bootstrap-seed", "seed of the bootstrap", type=int, default=D["agreement"]["bootstrap_seed"])
-
-    sp = add("findings-image-quality", _command("image_quality"), "findings: image quality vs BkR's agreement with XLR")
-    _analysis_flags(sp)
-    req(sp, "--image", "image features per backbone", nargs="+", metavar="BACKBONE=NPZ")
-    req(sp, "--base", "the backbone whose features are degraded")
-    opt(sp, "--noise", "Gaussian noise levels (noise/signal norm)", nargs="*", type=float, default=[])
-    opt(sp, "--project", "random projections to these dimensions", nargs="*", type=int, default=[])
-    switch(sp, "--shuffle", "add shuffled features (the floor)")
-    opt(sp, "--max-seeds", "the first seeds of each samples file (default: all)", type=int, metavar="N")
-    opt(sp, "--seed", "seed of the degradations", type=int, default=D["image_quality"]["seed"])
-
-    sp = add("findings-sample-size", _command("sample_size"), "findings: BkR's ranking stability vs N")
-    _analysis_flags(sp, samples=False)
-    req(sp, "--image", "image features (npz)", metavar="FILE")
-    req(sp, "--directions", "directions to sample, e.g. en-de de-en", nargs="+")
-    req(sp, "--n-grid", "sample sizes N to evaluate", nargs="+", type=int, metavar="N")
-    seeds(sp, "seed values of the samples at each N")
-    opt(sp, "--baseline", "the random encoder (its BkR is compared with k/N)", metavar="ENC")
-    opt(
-        sp,
-        "--min-agreement",
-        "criterion: least share of encoder pairs ordered as at the largest N",
-        type=float,
-        default=D["sample_size"]["min_agreement"],
-    )
-    opt(
-        sp,
-        "--min-share",
-        "criterion: least share of samples (direction x seed) meeting --min-agreement",
-        type=float,
-        default=D["sample_size"]["min_share"],
-    )
-
-    sp = add("findings-hubness", _command("hubness"), "findings: hubness, CSLS / margin, injected hubs")
-    _analysis_flags(sp)
-    req(sp, "--image", "image features (npz)", metavar="FILE")
-    retrievals = D["hubness"]["retrievals"]
-    opt(sp, "--retrievals", "retrieval rules", nargs="+", default=list(retrievals), choices=list(retrievals))
-    opt(sp, "--hub-fraction", "injected hubs per target", type=float, default=D["hubness"]["hub_fraction"])
-    opt(sp, "--hub-noise", "noise of the injected hubs", type=float, default=D["hubness"]["hub_noise"])
-    opt(sp, "--max-seeds", "the first seeds of each samples file (default: all)", type=int, metavar="N")
-    opt(sp, "--seed", "seed of the injected hubs", type=int, default=D["hubness"]["seed"])
+    sp.add_argument("--analysis", choices=names, metavar="NAME", help=f"the analysis: {', '.join(names)}")
+    sp.add_argument("-h", "--help", action="store_true", help="the flags of --analysis NAME (without it: the analyses)")
+    sp.set_defaults(extra_args=[])
 
     sp = add("findings-document", cmd_findings_document, "docs/FINDINGS.md + overall verdict from every findings JSON")
     files(sp, "--records", "every configuration's <reports_dir>/findings/*.json")
-    opt(sp, "--doc", "output: the findings document", default="docs/FINDINGS.md", metavar="FILE")
-    opt(sp, "--summary-dir", "output: the cross-configuration summary", default="reports/findings_summary")
+    opt(sp, "--out-doc", "output: the findings document", default="docs/FINDINGS.md", metavar="FILE")
+    opt(
+        sp,
+        "--out-dir",
+        "output folder: the cross-configuration summary",
+        default="reports/findings_summary",
+        metavar="DIR",
+    )
     opt(sp, "--readme", "README whose findings-verdict block is regenerated", metavar="FILE")

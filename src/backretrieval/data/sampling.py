@@ -15,7 +15,9 @@ the sorted eligible ids, so the same seed and data give the same indices on any 
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -127,3 +129,9 @@ def draw_samples(
                 f"expected N < {n} (at most {n - 1}, so that the seeds draw different items) or a single seed"
             )
     return [draw_sample(items, src_lang, tgt_lang, n, s, parallel) for s in seeds]
+
+
+def read_samples(path: str | Path) -> list[Sample]:
+    """The samples of one direction's samples file (``{"samples": [...]}``, the sample step's output)."""
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [Sample.from_dict(s) for s in raw["samples"]]

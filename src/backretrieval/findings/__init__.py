@@ -1,13 +1,18 @@
 """Beyond the paper: when does Backretrieval work, and how far can it be trusted?
 
-One module per question; each analysis is a library function over cached artifacts of the
-main pipeline (explicit arguments, no config, no artifact layout). The step functions in
-:mod:`backretrieval.steps.findings` call them and write
-``<reports_dir>/findings/<analysis>.{csv,md,json}`` (+ figures), and :mod:`.document`
-assembles ``docs/FINDINGS.md`` from every configuration's ``<analysis>.json``.
+One analysis in one place: each is a class in its own module (:mod:`.analysis` describes the
+contract; the registry, the settings' defaults, the config's ``findings:`` keys, the command
+``backretrieval findings --analysis NAME``, the workflow's rules and the questions of
+docs/FINDINGS.md are derived from the classes). An analysis reads one run's cached artifacts
+(:mod:`.artifacts`) and returns a :class:`~.result.Result`; the one step
+(:func:`backretrieval.steps.findings.analysis_step`) writes
+``<reports_dir>/findings/<analysis>.{csv,md,json}`` (+ figures), and :mod:`.document` assembles
+docs/FINDINGS.md from every configuration's records.
 
-* :mod:`.inference` (1): the unit of inference — crossed encoder × item bootstrap,
-  pairwise-order accuracy, sensitivity, one verdict across datasets × directions.
+* :mod:`.inference` (1): the unit of inference — item bootstrap, pairwise-order accuracy,
+  sensitivity, one verdict across datasets × directions (a package: :mod:`.inference.statistics`
+  is the method, :mod:`.inference.per_run` the analysis on one run; :mod:`.inference_sim` its
+  simulated worlds).
 * :mod:`.image_quality` (2: image features vs BkR's agreement with XLR), :mod:`.sample_size`
   (3: ranking stability vs N), :mod:`.hubness` (4: k-occurrence, CSLS / margin, injected hubs),
   with :mod:`.views` (one seed's sample of one direction as arrays) shared by them.

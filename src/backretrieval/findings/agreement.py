@@ -1,5 +1,5 @@
-"""Section 6b: the agreement matrix — do the metrics we compute rank the encoders alike?
-(the benchmark-disagreement view of Bakarov et al. 2018).
+"""Analysis ``agreement`` (section 6b): the agreement matrix — do the metrics we compute rank
+the encoders alike? (the benchmark-disagreement view of Bakarov et al. 2018).
 
 Every metric is reduced to one value per encoder (its mean over directions and seeds; BLI: over
 languages), then every pair of metrics is compared by Spearman's rho across the encoders that
@@ -10,13 +10,132 @@ matrix is drawn as a seaborn clustermap (average-linkage on 1 − rho).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError
-from ..stats import bootstrap_corr_ci
+from .analysis import Analysis, Question, Setting
+from .result import Result, synthetic_note
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .artifacts import RunArtifacts
+    from .document import RunInfo
+
+
+AGREEMENT_METRICS = {
+    "XLR R@1": "xlr_r1",
+    "XLR R@k": "xlr_rk",
+    "XLR MRR": "xlr_mrr",
+    "BkR": "bkr",
+    "BkR MRR": "bkr_mrr",
+    "CORR": "corr",
+}
+
+
+class Agreement(Analysis):
+    """agreement.{csv,md,json} + figures/agreement_clustermap.* . Per-encoder values come from
+    calibration_points.csv (XLR R@1/R@k/MRR, BkR, soft BkR, CORR), the metrics CSVs (BkR MRR)
+    and bli.csv (MAP, nearest neighbour; where the run has word-vector encoders), each averaged
+    over directions and seeds."""
+
+    name = "agreement"
+    question = Question(
+        6, "Benchmark disagreement: the agreement matrix", "Do the metrics we compute rank the encoders alike?", order=2
+    )
+    reads = ("calibration_points.csv", "bli.csv")
+    settings = (
+        Setting("soft_m", 5, "m of the soft BkR in the matrix", type=int),
+        Setting("bootstrap", 1000, "bootstrap resamples B", type=int, metavar="B"),
+        Setting("bootstrap_seed", 0, "seed of the bootstrap", type=int),
+    )
+    files = ("agreement.md", "agreement.csv")
+    figures = ("agreement_clustermap",)
+
+    def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+        import pandas as pd
+
+        from .document import markdown_table
+
+        art.require_full_ranks()
+        points_file, bli_file = art.findings_file("calibration_points.csv"), art.findings_files.get("bli.csv")
+        soft_m, B, boot_seed = s["soft_m"], s["bootstrap"], s["bootstrap_seed"]
+        info = art.info()
+        points = pd.read_csv(points_file)
+        soft_col = f"soft_bkr_m{soft_m}"
+        if soft_col not in points.columns:
+            raise InputError(f"{points_file}: no column {soft_col!r} (soft BkR with m={soft_m} was not computed)")
+        per = points.groupby("encoder")[["xlr_r1", "xlr_rk", "xlr_mrr", "bkr", "corr", soft_col]].mean()
+        per["bkr_mrr"] = art.metrics[art.metrics["metric"] == "bkr_mrr"].groupby("encoder")["value"].mean()
+        names = {
+            **{k.replace("R@k", f"R@{art.k}"): v for k, v in AGREEMENT_METRICS.items()},
+            f"soft BkR (m={soft_m})": soft_col,
+        }
+        if bli_file is not None and bli_file.is_file() and bli_file.stat().st_size > 1:
+            bli = pd.read_csv(bli_file)
+            if len(bli):
+                nn = bli[bli["retrieval"] == "nn"].groupby("encoder")["map"].mean()
+                per["bli_map"] = nn
+                names["BLI MAP"] = "bli_map"
+        names = {k: v for k, v in names.items() if v in per.columns}
+        wide = per.rename(columns={v: k for k, v in names.items()})[list(names)]
+        table = agreement_table(wide, list(names), B=B, seed=boot_seed)
+        matrix = agreement_matrix(table, list(names))
+        md = (
+            f"## Agreement matrix — {info.label()}\n\nSpearman ρ across encoders between per-encoder means "
+            f"(over directions and seeds; BLI over languages, word-vector encoders only) with 95% bootstrap CIs over encoders "
+            f"(B={B}).\n\n"
+            + markdown_table(table.drop(columns=["encoders"]), 3)
+            + "\n### Matrix\n\n"
+            + markdown_table(matrix.reset_index().rename(columns={"index": "metric"}), 2)
+            + "\n### Per-encoder values\n\n"
+            + markdown_table(wide.reset_index(), 4)
+        )
+        title = f"{info.figure_label}: agreement across encoders (Spearman)"
+        numbers = {
+            "pairs": {
+                f"{r.metric_a} ~ {r.metric_b}": {
+                    "spearman": r.spearman,
+                    "low": r.low,
+                    "high": r.high,
+                    "n": r.n_encoders,
+                }
+                for r in table.itertuples()
+            },
+            "metrics": list(names),
+        }
+        answer = agreement_answer(table, info, f"XLR R@{art.k}")
+        return Result(
+            run=info,
+            settings={"B": B, "bootstrap_seed": boot_seed, "soft_m": soft_m},
+            numbers=numbers,
+            answer=answer,
+            files={"agreement.md": md, "agreement.csv": table},
+            figures={"agreement_clustermap": lambda p: plot_clustermap(matrix, p, title)},
+        )
+
+
+def agreement_answer(table: pd.DataFrame, info: RunInfo, xlr: str) -> str:
+    from .document import fmt_ci
+
+    ref = table[(table["metric_a"] == xlr) | (table["metric_b"] == xlr)].copy()
+    ref["other"] = np.where(ref["metric_a"] == xlr, ref["metric_b"], ref["metric_a"])
+    ref = ref[~ref["other"].str.startswith("XLR")].sort_values("spearman", ascending=False)
+    parts = [
+        f"Agreement with {xlr} across encoders (Spearman, 95% CI over encoders): "
+        + "; ".join(f"{r.other} {fmt_ci(r.spearman, r.low, r.high, 2)} (n={r.n_encoders})" for r in ref.itertuples())
+        + "."
+    ]
+    valid = table.dropna(subset=["spearman"])
+    if len(valid):
+        lo = valid.sort_values("spearman").iloc[0]
+        parts.append(
+            f"The least agreeing pair is {lo.metric_a} vs {lo.metric_b} (ρ = {lo.spearman:.2f}, n={lo.n_encoders})."
+        )
+    return " ".join(parts) + synthetic_note(info)
 
 
 def agreement_table(
@@ -25,6 +144,10 @@ def agreement_table(
     """Rows per metric pair (a < b in ``metrics`` order): n encoders, Spearman rho, CI, and the
     encoders' names. ``per_encoder``: index = encoder, one column per metric (NaN = missing).
     Pairs with fewer than ``min_encoders`` encoders, or a constant metric, get NaN."""
+    import pandas as pd
+
+    from ..stats import bootstrap_corr_ci
+
     missing = [m for m in metrics if m not in per_encoder.columns]
     if missing:
         raise InputError(f"agreement: no column(s) {missing} among {list(per_encoder.columns)}")
@@ -52,6 +175,8 @@ def agreement_table(
 
 def agreement_matrix(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """The symmetric rho matrix (diagonal 1) of :func:`agreement_table`."""
+    import pandas as pd
+
     m = pd.DataFrame(np.eye(len(metrics)), index=list(metrics), columns=list(metrics))
     for r in table.itertuples():
         m.loc[r.metric_a, r.metric_b] = m.loc[r.metric_b, r.metric_a] = r.spearman

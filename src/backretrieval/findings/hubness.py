@@ -1,4 +1,4 @@
-"""Question 4: hubness. Is BkR's step 1 dominated by hubs, does BkR keep its agreement with
+"""Analysis ``hubness`` (question 4). Is BkR's step 1 dominated by hubs, does BkR keep its agreement with
 XLR when hubs are injected, and do CSLS / margin retrieval help?
 
 * k-occurrence (Radovanović et al. 2010): N_k(t) = how many queries have target t among
@@ -15,18 +15,107 @@ XLR when hubs are injected, and do CSLS / margin retrieval help?
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.stats as st
 
 from ..errors import InputError
-from ..evaluation.core import rows_of
 from ..metrics import BkrImageIndex, normalize, retrieval_scores
-from .views import Lookup, SampleView
+from ..metrics.retrieval import CSLS_K, MARGIN_K
+from .analysis import Analysis, Question, Setting
+from .result import Result, question_files, question_result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .artifacts import RunArtifacts
+    from .views import Lookup, SampleView
 
 RETRIEVAL_ORDER = ("cosine", "csls", "margin")
+
+
+class Hubness(Analysis):
+    """hubness.{csv,md,json}, hubness.samples.csv + figures/hubness.* on one config's cached
+    samples and embeddings. Defaults: the first 3 seeds of every direction (a few minutes on
+    2 cores)."""
+
+    name = "hubness"
+    question = Question(
+        4, "Hubness", "Does BkR keep its agreement with XLR under hubs, and do CSLS / margin retrieval help?"
+    )
+    inputs = ("samples", "image", "text")
+    settings = (
+        Setting("max_seeds", 3, "only the first seeds of each samples file (none: every seed)", type=int, metavar="N"),
+        Setting(
+            "retrievals",
+            list(RETRIEVAL_ORDER),
+            "retrieval rules",
+            nargs="+",
+            choices=RETRIEVAL_ORDER,
+        ),
+        Setting("hub_fraction", 0.02, "injected hubs per target", type=float),
+        Setting("hub_noise", 0.1, "noise of the injected hubs", type=float),
+        Setting("seed", 0, "seed of the injected hubs", type=int),
+    )
+    files = question_files("hubness")
+    figures = ("hubness",)
+
+    def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+        from .document import markdown_table
+        from .views import iter_views
+
+        k, max_seeds, retrievals = art.k, s["max_seeds"], s["retrievals"]
+        meta = art.dataset_meta()
+        texts = art.texts()
+        image = art.image_lookup()
+        samples = art.sample_list(max_seeds)
+        df = hubness_metrics(
+            iter_views(samples, art.items(), texts),
+            image,
+            retrievals=retrievals,
+            hub_fraction=s["hub_fraction"],
+            hub_noise=s["hub_noise"],
+            k=k,
+            seed=s["seed"],
+        )
+        per_enc, summary = summarize_hubness(df)
+        n = int(df["n"].iloc[0])
+        n_hubs = int(df.loc[df.condition == "hubs", "n_hubs"].max())
+        text = answer(
+            per_enc,
+            summary,
+            dataset=meta.name,
+            synthetic=meta.synthetic,
+            k=k,
+            n=n,
+            n_hubs=n_hubs,
+            n_encoders=len(texts),
+        )
+        numbers = {
+            "per_setting": {f"{r.condition}/{r.retrieval}": r._asdict() for r in summary.itertuples(index=False)},
+            "per_encoder": {
+                f"{r.condition}/{r.retrieval}/{r.encoder}": r._asdict() for r in per_enc.itertuples(index=False)
+            },
+        }
+        settings = dict(
+            k=k,
+            N=n,
+            samples=len(samples),
+            max_seeds_per_direction=max_seeds,
+            retrievals=list(retrievals),
+            csls_k=CSLS_K,
+            margin_k=MARGIN_K,
+            hub_fraction=s["hub_fraction"],
+            n_hubs=n_hubs,
+            hub_noise=s["hub_noise"],
+            occurrence_k=10,
+            seed=s["seed"],
+            encoders=sorted(texts),
+        )
+        extra = "Per encoder (means over samples):\n\n" + markdown_table(per_enc)
+        figure = ("hubness of BkR step 1", lambda p, title: plot_hubness(per_enc, summary, p, title))
+        return question_result(art, "hubness", text, settings, numbers, summary, df, figure, extra)
 
 
 def top_k_targets(scores: np.ndarray, k: int) -> np.ndarray:
@@ -51,6 +140,8 @@ def hubness_stats(counts: np.ndarray, top_share: float = 0.01) -> dict[str, floa
     Radovanović et al.), the share of all occurrences that fall on the top ``top_share`` of
     targets (at least one target), the largest count relative to the mean, and the share of
     targets that never occur (anti-hubs)."""
+    import scipy.stats as st
+
     c = np.asarray(counts, dtype=np.float64)
     if c.size < 2 or c.sum() == 0:
         raise InputError("hubness stats: need >= 2 targets and >= 1 occurrence")
@@ -103,6 +194,10 @@ def hubness_metrics(
     from ``seed`` + the sample's seed; their images are the images of targets drawn with the
     same generator. ``hub_capture``: share of queries whose step 1 lands on an injected hub.
     """
+    import pandas as pd
+
+    from ..evaluation.core import rows_of
+
     retrievals = list(retrievals)
     if not 0 < hub_fraction <= 1:
         raise InputError(f"hubness: hub_fraction must be in (0, 1], got {hub_fraction}")
@@ -167,6 +262,8 @@ def summarize_hubness(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     per condition × retrieval: agreement of BkR with XLR across encoders — with XLR of the same
     condition and retrieval, and with the clean cosine XLR, the encoders' quality as measured
     without hubs — mean and 2.5–97.5 % spread over the samples)."""
+    import pandas as pd
+
     from .views import agreement_table, mean_interval
 
     cols = ["skew_n1", "top1pct_n1", "antihub_n1", "skew_nk", "top1pct_nk", "hub_capture", "bkr_recall", "xlr_recall"]

@@ -1,4 +1,5 @@
-"""Question 2: how good must the image side be? (the paper's future work)
+"""Analysis ``image_quality`` (question 2): how good must the image side be? (the paper's
+future work)
 
 On the same samples, the image features are varied — other backbones (EfficientNet-Lite0 vs
 Lite2, ResNet-50 where features exist) and seeded, controlled degradations of one backbone
@@ -24,14 +25,138 @@ the N sources about k times each, so it is close to 1 even for shuffled features
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError
-from ..evaluation.core import rows_of
 from ..metrics import BkrImageIndex, backretrieve, normalize, recall_at_k, xlr_ranks
-from .views import Lookup, SampleView, agreement_table, mean_interval
+from .analysis import Analysis, Question, Setting
+from .result import Result, question_files, question_result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .artifacts import RunArtifacts
+    from .views import Lookup, SampleView
+
+#: the offline EfficientNet-Lite variants: a config on one of them compares the other
+LITE_VARIANTS = ("lite0", "lite2")
+
+
+def degradations(s: Mapping[str, Any]) -> list[tuple[str, float | int | None]]:
+    """The degraded variants of the settings' ``noise``, ``project`` and ``shuffle``."""
+    return (
+        [("noise", float(x)) for x in s["noise"]]
+        + [("project", int(x)) for x in s["project"]]
+        + ([("shuffle", None)] if s["shuffle"] else [])
+    )
+
+
+class ImageQuality(Analysis):
+    """image_quality.{csv,md,json}, image_quality.samples.csv + figures/image_quality.*: every
+    backbone of the run plus degraded copies of the ``base`` backbone, on the same samples.
+    Defaults: the first 5 seeds of every direction (a few minutes on 2 cores); a config whose
+    backbone is an offline EfficientNet-Lite compares the other variant (``backbones``)."""
+
+    name = "image_quality"
+    question = Question(
+        2,
+        "How good must the image side be?",
+        "How does BkR's agreement with XLR depend on the quality of the image features?",
+    )
+    inputs = ("samples", "image", "backbones", "text")
+    settings = (
+        Setting("max_seeds", 5, "only the first seeds of each samples file (none: every seed)", type=int, metavar="N"),
+        Setting("noise", [0.5, 1.0, 2.0, 4.0], "Gaussian noise levels (noise/signal norm)", type=float, nargs="*"),
+        Setting("project", [128, 16, 4], "random projections to these dimensions", type=int, nargs="*"),
+        Setting("shuffle", True, "add shuffled features (the floor)"),
+        Setting("seed", 0, "seed of the degradations", type=int),
+        Setting(
+            "base",
+            None,
+            "the backbone whose features are degraded (the config's image_backbone; default: the first --image)",
+            config=False,
+        ),
+        Setting("backbones", {}, "the other backbones compared (their params entries)", command=False),
+    )
+    files = question_files("image_quality")
+    figures = ("image_quality",)
+
+    @classmethod
+    def configure(cls, cfg: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        base_spec = dict(cfg["backbones"][cfg["image_backbone"]])
+        extra: dict[str, dict] = {}
+        if base_spec.get("type") == "efficientnet-lite":  # the other offline EfficientNet-Lite variant
+            for v in LITE_VARIANTS:
+                if v != str(base_spec.get("variant", "lite0")):
+                    extra[f"effnet-{v}"] = {**base_spec, "variant": v}
+        return {**cls.defaults(), "base": cfg["image_backbone"], "backbones": extra, **given}
+
+    def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+        from .views import iter_views
+
+        k, seed, max_seeds = art.k, s["seed"], s["max_seeds"]
+        base = s["base"] if s["base"] is not None else next(iter(art.image_files), None)
+        image_files = art.image_files
+        if base not in image_files:
+            raise InputError(
+                f"findings image quality: base backbone {base!r} is not among the image files {sorted(image_files)}"
+            )
+        meta = art.dataset_meta()
+        items = art.items()
+        texts = art.texts()
+        variants: dict[str, Lookup] = {name: art.image_lookup(name) for name in image_files}
+        base_index, base_emb = variants[base]
+        degr = degradations(s)
+        for i, (kind, level) in enumerate(degr):
+            name = f"{base}:{variant_name(kind, level)}"
+            variants[name] = (base_index, degrade(base_emb, kind, level, seed + i))
+        scenes = None
+        concept = None
+        if meta.synthetic and (Path(art.dataset) / "scenes.jsonl").is_file():
+            from ..data.synthetic import load_scenes
+
+            scenes = load_scenes(art.dataset)
+            concept = _concept_precisions(items, scenes, variants, k)
+        samples = art.sample_list(max_seeds)
+        per_enc, per_sample = image_quality_metrics(iter_views(samples, items, texts), variants, k=k, scenes=scenes)
+        order = [n for n in image_files] + [n for n in variants if n not in image_files]
+        summary = summarize_image_quality(per_enc, per_sample, k, concept, order=order)
+        n = int(per_sample["n"].iloc[0])
+        text = answer(summary, base=base, dataset=meta.name, synthetic=meta.synthetic, k=k, n=n, n_encoders=len(texts))
+        settings = dict(
+            k=k,
+            N=n,
+            samples=len(samples),
+            max_seeds_per_direction=max_seeds,
+            seed=seed,
+            encoders=sorted(texts),
+            backbones=sorted(image_files),
+            base=base,
+            degradations=[variant_name(kd, lv) for kd, lv in degr],
+        )
+        numbers = {"per_variant": summary.set_index("variant").to_dict(orient="index")}
+        samples = per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left")
+        figure = ("image quality vs BkR's agreement with XLR", lambda p, title: plot_image_quality(summary, p, title))
+        return question_result(art, "image_quality", text, settings, numbers, summary, samples, figure)
+
+
+def _concept_precisions(
+    items: pd.DataFrame, scenes: Mapping[str, Mapping], variants: Mapping[str, Lookup], k: int
+) -> dict[str, float]:
+    """Same-concept precision@k of every variant over all images of the dataset (SYNTHETIC:
+    concept = kind of the scene's main object)."""
+    first = items.drop_duplicates("image_id")
+    label_of = {img: scene_main_kind(scenes[item]) for img, item in zip(first["image_id"], first["item_id"])}
+    out = {}
+    for name, (index, emb) in variants.items():
+        ids = [i for i in sorted(index, key=lambda i: index[i]) if i in label_of]
+        feats = emb[[index[i] for i in ids]]
+        out[name] = concept_precision(feats, np.array([label_of[i] for i in ids]), k)
+    return out
+
 
 DEGRADATION_KINDS = ("noise", "project", "shuffle")
 
@@ -193,6 +318,10 @@ def image_quality_metrics(
     is the same for every variant. ``scenes`` (item id → scene, SYNTHETIC data): adds the
     perfect-text-encoder BkR ``bkr_oracle``.
     """
+    import pandas as pd
+
+    from ..evaluation.core import rows_of
+
     if not variants:
         raise InputError("image quality: no image variants given")
     enc_rows, side_rows = [], []
@@ -241,6 +370,10 @@ def summarize_image_quality(
     perfect-encoder BkR where scenes exist, the BkR of the best encoder by mean XLR) and BkR's
     agreement with XLR across encoders per (direction, seed) — mean and 2.5–97.5 % spread over
     the samples — plus the mean BkR per encoder."""
+    import pandas as pd
+
+    from .views import agreement_table, mean_interval
+
     agree = agreement_table(per_encoder, ["variant", "direction", "seed"], "bkr_recall", "xlr_recall")
     best = per_encoder.groupby("encoder")["xlr_recall"].mean().idxmax()
     out = []

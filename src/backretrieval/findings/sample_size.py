@@ -1,4 +1,4 @@
-"""Question 3: how large must N be?
+"""Analysis ``sample_size`` (question 3): how large must N be?
 
 For every N of a grid, seeded samples of the paper's protocol (N queries, their N
 translations for XLR, N disjoint targets for BkR) are drawn and XLR@1, XLR@k and BkR@k of every
@@ -11,25 +11,170 @@ answer under an explicit criterion.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.stats as st
 
-from ..data.sampling import draw_sample
-from ..errors import InputError
-from ..evaluation.core import image_of_items, rows_of
+from ..errors import ConfigError, InputError
 from ..metrics import evaluate_sample
-from .views import (
-    Lookup,
-    agreement,
-    build_view,
-    mean_interval,
-    pairwise_order_agreement,
-)
+from .analysis import Analysis, Question, Setting
+from .result import Result, question_files, question_result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .artifacts import RunArtifacts
+    from .views import Lookup
+
+log = logging.getLogger("backretrieval")
+
+
+class SampleSize(Analysis):
+    """sample_size.{csv,md,json}, sample_size.samples.csv + figures/sample_size.* on one prepared
+    dataset (``--dataset``; ``--run-dataset``: the run's own when it is another). N values above
+    what the dataset allows (2N items with texts in both languages) are dropped with a warning.
+
+    Defaults: on the synthetic config, a SYNTHETIC dataset scaled to 10,000 items (en, de;
+    random, MiniLM, USE-M and 1024-bucket char n-grams: cheap encoders of graded quality; the
+    1024-bucket char n-grams cost a quarter of the config's 4096-bucket ones in every N × N
+    product), prepared and embedded by the workflow; on real data the config's own items and
+    encoders (N up to what the items allow). ``encoders`` is a list of configured ids or, on
+    the synthetic config, a mapping id → spec."""
+
+    name = "sample_size"
+    question = Question(3, "How large must N be?", "From which sample size N does BkR order the encoders reliably?")
+    inputs = ("image", "text")
+    settings = (
+        Setting("seeds", list(range(10)), "seed values of the samples at each N", type=int, nargs="+", metavar="SEED"),
+        Setting(
+            "min_agreement",
+            0.9,
+            "criterion: least share of encoder pairs ordered as at the largest N",
+            type=float,
+        ),
+        Setting(
+            "min_share",
+            0.9,
+            "criterion: least share of samples (direction x seed) meeting --min-agreement",
+            type=float,
+        ),
+        Setting("n_grid", None, "sample sizes N to evaluate", type=int, nargs="+", metavar="N", required=True),
+        Setting("directions", None, "directions to sample, e.g. en-de de-en", nargs="+", required=True),
+        Setting("baseline", None, "the random encoder (its BkR is compared with k/N)", metavar="ENC"),
+        Setting("encoders", {}, "the encoders embedded for the analysis (ids or id → spec)", command=False),
+        Setting("synthetic", None, "the scaled SYNTHETIC dataset (synthetic config only)", command=False),
+    )
+    files = question_files("sample_size")
+    figures = ("sample_size",)
+
+    @classmethod
+    def configure(cls, cfg: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        synthetic = cfg["dataset"]["source"] == "synthetic"
+        own = cfg["dataset"].get("synthetic", {})
+        s = {
+            **cls.defaults(),
+            "n_grid": [100, 200, 500, 1000, 2000, 5000] if synthetic else [100, 200, 300, 400, 500],
+            "directions": ["en-de", "de-en"] if synthetic else list(cfg["directions"]),
+            "encoders": (
+                {
+                    **{e: cfg["encoders"][e] for e in ("random", "minilm-en", "use-m") if e in cfg["encoders"]},
+                    "char-ngram-1k": {"type": "char_ngram", "dim": 1024, "n": [2, 3, 4]},
+                }
+                if synthetic
+                else list(cfg["encoders"])
+            ),
+            "synthetic": {
+                "n_items": 10000,
+                "languages": ["en", "de"],
+                "seed": own.get("seed", 0),
+                "image_size": own.get("image_size", 160),
+            }
+            if synthetic
+            else None,
+            **given,
+        }
+        if not isinstance(s["encoders"], dict):  # a list of the config's encoder ids
+            missing = [e for e in s["encoders"] if e not in cfg["encoders"]]
+            if missing:
+                raise ConfigError(f"findings.sample_size.encoders: {missing} are not configured encoders")
+            s["encoders"] = {e: cfg["encoders"][e] for e in s["encoders"]}
+        if not synthetic and any(spec != cfg["encoders"].get(e) for e, spec in s["encoders"].items()):
+            raise ConfigError(
+                "findings.sample_size.encoders: on a real dataset only configured encoders "
+                "(their cached embeddings) can be used"
+            )
+        if "baseline" not in given:  # the first random encoder among the analysis's
+            random_encoders = [e for e, spec in s["encoders"].items() if spec.get("type") == "random"]
+            s["baseline"] = random_encoders[0] if random_encoders else None
+        return s
+
+    def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+        from .document import markdown_table
+
+        directions, n_grid, seeds, baseline, k = s["directions"], s["n_grid"], s["seeds"], s["baseline"], art.k
+        criterion = Criterion(agreement=s["min_agreement"], share=s["min_share"])
+        meta = art.dataset_meta()
+        items = art.items()
+        texts = art.texts()
+        image = art.image_lookup()
+        if baseline is not None and baseline not in texts:
+            raise InputError(f"findings sample size: baseline encoder {baseline!r} has no embeddings ({sorted(texts)})")
+        max_n = min(_parallel_items(items, d) for d in directions) // 2
+        grid = sorted(n for n in set(n_grid) if n <= max_n)
+        dropped = sorted(n for n in set(n_grid) if n > max_n)
+        if dropped:
+            log.warning("sample size: N %s dropped: %s has at most %d items per side", dropped, meta.name, max_n)
+        if len(grid) < 2:
+            raise InputError(
+                f"findings sample size: {meta.name} allows N <= {max_n}; fewer than 2 values of {sorted(n_grid)} remain"
+            )
+        per_enc = sample_size_metrics(items, texts, image, directions, grid, seeds, k=k, parallel=meta.parallel)
+        stab = ranking_stability(per_enc, k, baseline=baseline, criterion=criterion)
+        text = answer(
+            stab,
+            dataset=meta.name,
+            synthetic=meta.synthetic,
+            k=k,
+            n_encoders=len(texts),
+            n_seeds=len(seeds),
+            directions=list(directions),
+            baseline=baseline,
+            criterion=criterion,
+        )
+        numbers = {
+            "smallest_stable_n": smallest_reliable_n(stab, "stab_reliable_share", criterion),
+            "smallest_valid_n": smallest_reliable_n(stab, "valid_reliable_share", criterion),
+            "criterion": criterion.text(),
+            "per_n": stab.set_index("n").to_dict(orient="index"),
+            "mean_bkr": per_enc.groupby(["n", "encoder"])["bkr_recall"].mean().unstack().to_dict(orient="index"),
+        }
+        settings = dict(
+            k=k,
+            n_grid=grid,
+            n_dropped=dropped,
+            seeds=list(seeds),
+            directions=list(directions),
+            encoders=sorted(texts),
+            baseline=baseline,
+            dataset=meta.name,
+            items_per_side_max=max_n,
+        )
+        means = per_enc.groupby(["n", "encoder"])[["xlr_r1", "xlr_recall", "bkr_recall"]].mean().reset_index()
+        extra = "Mean metrics per N and encoder:\n\n" + markdown_table(means, 4)
+        figure = (
+            "BkR's encoder ranking vs N",
+            lambda p, title: plot_sample_size(stab, per_enc, k, p, title, criterion),
+        )
+        return question_result(art, "sample_size", text, settings, numbers, stab, per_enc, figure, extra)
+
+
+def _parallel_items(items: pd.DataFrame, direction: str) -> int:
+    src, tgt = direction.split("-")
+    return len(set(items.loc[items.lang == src, "item_id"]) & set(items.loc[items.lang == tgt, "item_id"]))
 
 
 def sample_size_metrics(
@@ -48,6 +193,12 @@ def sample_size_metrics(
     sampler) from ``items``; ``texts[encoder][lang]`` and ``images`` are embedding lookups.
     Returns a wide frame: n, direction, seed, encoder, xlr_r1, xlr_recall, xlr_mrr, bkr_recall.
     """
+    import pandas as pd
+
+    from ..data.sampling import draw_sample
+    from ..evaluation.core import image_of_items, rows_of
+    from .views import build_view
+
     if not parallel:
         raise InputError("sample size: XLR needs a parallel dataset (translations of the queries)")
     imgs = image_of_items(items)
@@ -115,6 +266,10 @@ def ranking_stability(
     largest N (BkR mean over seeds: ``stab_*``; XLR@k mean: ``valid_*``), Spearman of BkR with
     XLR@1 and XLR@k on the same sample, the share of samples meeting ``criterion``, and the
     mean BkR of the ``baseline`` (random) encoder next to k/N."""
+    import pandas as pd
+
+    from .views import agreement, mean_interval, pairwise_order_agreement
+
     n_max = int(df["n"].max())
     ref = df[df.n == n_max].groupby(["direction", "encoder"])[["bkr_recall", "xlr_recall"]].mean()
     out = []
@@ -149,6 +304,8 @@ def ranking_stability(
 
 
 def _kendall(x: np.ndarray, y: np.ndarray) -> float:
+    import scipy.stats as st
+
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(st.kendalltau(x, y).statistic)

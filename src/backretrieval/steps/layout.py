@@ -12,6 +12,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# the readers of the artifacts, defined in the layers below (re-exported: the steps read them here)
+from .._util.io import load_embedding as load_embedding
+from .._util.io import skipped_reason as skipped_reason
+from ..evaluation.metric_tables import ranks_path as ranks_path
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -72,11 +77,6 @@ def metrics_path(cfg: dict, direction: str) -> Path:
 def metrics_part_path(cfg: dict, direction: str, group: int) -> Path:
     """The metrics CSV of seed group ``group`` of a direction (``seed_group_size``; ranks beside it)."""
     return artifacts_root(cfg) / "metric_parts" / direction / f"{group}.csv"
-
-
-def ranks_path(metrics_csv: Path) -> Path:
-    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
-    return Path(metrics_csv).with_suffix(".ranks.npz")
 
 
 def correlations_path(cfg: dict) -> Path:
@@ -155,7 +155,6 @@ def report_paths(cfg: dict, parallel: bool = True) -> dict[str, Path]:
 #: Generated from every configuration's findings records (not one configuration's outputs).
 FINDINGS_DOC = Path("docs/FINDINGS.md")
 FINDINGS_SUMMARY = Path("reports/findings_summary")
-FIGURE_EXTS = ("png", "svg", "pdf")
 
 
 def findings_root(cfg: dict) -> Path:
@@ -171,16 +170,6 @@ def findings_artifacts_root(cfg: dict) -> Path:
 
 def findings_record_path(cfg: dict, analysis: str) -> Path:
     return findings_root(cfg) / f"{analysis}.json"
-
-
-def findings_table_paths(cfg: dict, name: str, samples: bool = False) -> list[Path]:
-    """An analysis's tables: ``<name>.csv``, ``.md`` and, with ``samples``, ``.samples.csv``."""
-    exts = ("csv", "md", "samples.csv") if samples else ("csv", "md")
-    return [findings_root(cfg) / f"{name}.{ext}" for ext in exts]
-
-
-def findings_figure_paths(cfg: dict, name: str) -> list[Path]:
-    return [findings_root(cfg) / "figures" / f"{name}.{ext}" for ext in FIGURE_EXTS]
 
 
 def findings_backbone_image_path(cfg: dict, backbone: str) -> Path:
@@ -310,26 +299,6 @@ def ratings_path(cfg: dict) -> Path:
 
 # -------------------------------------------------------------------------------------------
 # readers
-
-
-def load_embedding(path: Path, mapped: bool = False) -> tuple[dict[str, int], np.ndarray] | None:
-    """(id → row, matrix) of an embedding artifact; None if the model was skipped. ``mapped``:
-    the matrix memory-mapped read-only (:func:`~backretrieval._util.io.load_npz_mapped`), for a
-    step that gathers rows of many large artifacts."""
-    from .._util import io
-
-    z = io.load_npz_mapped(path) if mapped else io.load_npz(path)
-    if "skipped" in z:
-        return None
-    ids = [str(x) for x in z["ids"]]
-    return {x: i for i, x in enumerate(ids)}, z["emb"]
-
-
-def skipped_reason(path: Path) -> str | None:
-    from .._util import io
-
-    z = io.load_npz(path)
-    return str(z["skipped"]) if "skipped" in z else None
 
 
 def _load(path: Path) -> tuple[dict[str, int], np.ndarray]:

@@ -4,7 +4,6 @@ a tidy CSV plus per-query ranks (paths follow docs/ARCHITECTURE.md)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,11 @@ import pandas as pd
 
 from .._util import io
 from ..data.prepared import load_items
+from ..data.sampling import read_samples
 from ..errors import InputError
 from ..evaluation.core import METRIC_COLUMNS, evaluate_direction, image_of_items
+from ..evaluation.metric_tables import concat_metrics, read_metric_tables, read_metrics, require_full_ranks
 from .layout import load_embedding, ranks_path, skipped_reason
-from .sample import read_samples
 from .settings import seed_groups
 
 log = logging.getLogger("backretrieval")
@@ -118,34 +118,3 @@ def gather_metrics(parts: list[Path], out: Path) -> None:
     df = df.iloc[df["seed"].astype(int).argsort(kind="stable")]
     io.save_npz(ranks_path(out), **ranks)
     io.write_csv(out, df)
-
-
-def read_metric_tables(paths: Iterable[str | Path]) -> tuple[tuple[Path, pd.DataFrame], ...]:
-    """Each metrics file with its table as read (for checks that name the file, such as
-    :func:`require_full_ranks`, without reading it again)."""
-    return tuple((Path(p), pd.read_csv(p)) for p in paths)
-
-
-def concat_metrics(tables: Iterable[tuple[Path, pd.DataFrame]]) -> pd.DataFrame:
-    """The long table of several metrics files (:func:`read_metric_tables`), empty with the
-    metric columns when there are none."""
-    frames = [frame for _, frame in tables]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
-
-
-def read_metrics(paths: Iterable[str | Path]) -> pd.DataFrame:
-    return concat_metrics(read_metric_tables(paths))
-
-
-def require_full_ranks(frame: pd.DataFrame, source: str | Path) -> None:
-    """Check that the metrics table ``source`` (read as ``frame``) comes with full per-query BkR
-    ranks, as the metrics step writes them: a table with BkR Recall@k has BkR MRR
-    (``bkr_mrr``, computed from the ranks). A table with ``bkr_recall`` but no ``bkr_mrr`` was
-    written by an older metrics step that kept 0/1 BkR hits only (its ``<direction>.ranks.npz``
-    holds hits, not ranks): raise :class:`InputError` naming it, instead of reading hits as ranks."""
-    metrics = set(frame["metric"])
-    if "bkr_recall" in metrics and "bkr_mrr" not in metrics:
-        raise InputError(
-            f"{source}: BkR Recall@k without bkr_mrr, so its per-query BkR ranks ({ranks_path(Path(source)).name}) "
-            "hold hits only (written by an older metrics step); expected full BkR ranks: rerun the metrics step"
-        )

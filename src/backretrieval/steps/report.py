@@ -195,7 +195,7 @@ def table1_sets(encoders: list[str], settings: dict) -> tuple[dict[str, list[str
     definition, on the roles of :func:`backretrieval.steps.settings.encoder_roles`) where it
     differs from all and has >= 3 encoders; the block labels; and the caption's sentence on
     why there is no core block ('' where there is one)."""
-    from .findings.inference import encoder_sets
+    from ..findings.inference import encoder_sets
 
     random_, english = set(settings["random_encoders"]), set(settings["english_only"])
     found = encoder_sets(encoders, sorted(random_), settings["family"], sorted(english))
@@ -223,7 +223,7 @@ def table1_sets(encoders: list[str], settings: dict) -> tuple[dict[str, list[str
 def _families(encoders: list[str], settings: dict) -> dict[str, str]:
     """encoder → family, as the findings group them
     (:func:`backretrieval.findings.inference.encoder_families`)."""
-    from .findings.inference import encoder_families
+    from ..findings.inference import encoder_families
 
     return encoder_families(encoders, settings["family"], WORDVEC_FAMILY)
 
@@ -280,8 +280,8 @@ def table1_outcomes(
     findings' own reader (:func:`~backretrieval.findings.inference.inference_outcomes`)
     on the run's artifacts: XLR and BkR hits from the ranks beside each metrics CSV and CORR's
     per-query contributions, checked against the metrics CSV."""
-    from .findings.artifacts import load_run, text_keys
-    from .findings.inference import inference_outcomes
+    from ..findings.artifacts import load_run, text_keys
+    from ..findings.inference import inference_outcomes
 
     art = load_run(
         dataset=Path(dataset),

@@ -4,13 +4,13 @@ seeds: one job draws every direction, and each file is what a job of its own wou
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from .._util import io
 from ..data.prepared import load_items, read_meta
-from ..data.sampling import Sample, draw_samples
+from ..data.sampling import draw_samples
+from ..data.sampling import read_samples as read_samples  # re-exported: the reader of this step's files
 from ..errors import InputError
 
 
@@ -29,8 +29,3 @@ def sample_step(
         src, tgt = direction.split("-")
         samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
         io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
-
-
-def read_samples(path: Path) -> list[Sample]:
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    return [Sample.from_dict(s) for s in raw["samples"]]

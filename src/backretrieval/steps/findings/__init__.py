@@ -1,41 +1,35 @@
-"""The findings analyses as plug-ins: each module below is one analysis (an
-:class:`~.step.Analysis`, its ``ANALYSIS``) registered in :data:`REGISTRY`; the one step
-(:func:`~.step.run_analysis`) loads a run with the one loader (:func:`~.artifacts.load_run`)
-and writes ``<out_dir>/<analysis>.{csv,md,json}`` and figures with the one writer
-(:func:`~.step.write_result`). ``summary`` assembles the records of every configuration
-(the overall verdict, docs/FINDINGS.md).
-
-Adding an analysis: a module with ``ANALYSIS = Plugin("<name>", run)`` and one line below.
-"""
+"""The findings steps: one analysis of one run (:func:`analysis_step`: the run's artifacts
+read with the one loader, the registered analysis run, its result written with the one
+writer), and the records of every configuration assembled (:mod:`.summary`: the overall
+verdict, docs/FINDINGS.md). The analyses themselves are :mod:`backretrieval.findings`."""
 
 from __future__ import annotations
 
-from . import agreement, bli, calibration, hubness, image_quality, inference, sample_size
-from .artifacts import RunArtifacts, load_run, text_keys
-from .step import Analysis, Plugin, Result, run_analysis, write_result
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...findings.analysis import get
+from ...findings.artifacts import RunArtifacts
+from ...findings.document import FindingsRecord
+from ...findings.result import write_result
 from .summary import document_step, summary_records
 
-#: every analysis of one run, by name (the record's ``analysis``)
-REGISTRY: dict[str, Analysis] = {
-    "inference": inference.ANALYSIS,
-    "image_quality": image_quality.ANALYSIS,
-    "sample_size": sample_size.ANALYSIS,
-    "hubness": hubness.ANALYSIS,
-    "calibration": calibration.ANALYSIS,
-    "bli": bli.ANALYSIS,
-    "agreement": agreement.ANALYSIS,
-}
+__all__ = ["analysis_step", "document_step", "summary_records"]
 
-__all__ = [
-    "REGISTRY",
-    "Analysis",
-    "Plugin",
-    "Result",
-    "RunArtifacts",
-    "document_step",
-    "load_run",
-    "run_analysis",
-    "summary_records",
-    "text_keys",
-    "write_result",
-]
+
+def analysis_step(name: str, artifacts: RunArtifacts, settings: Mapping[str, Any], out_dir: Path) -> FindingsRecord:
+    """Run the analysis ``name`` on ``artifacts`` with ``settings`` (its defaults updated by these,
+    :meth:`~backretrieval.findings.analysis.Analysis.settings_of`) and write its outputs to
+    ``out_dir``: exactly the files it declares (``Analysis.outputs``), else an error before any
+    is written."""
+    cls = get(name)
+    full = cls.settings_of(settings)
+    result = cls().run(artifacts, full)
+    files, figures = cls.outputs(full)
+    if set(result.files) != set(files) or set(result.figures) != set(figures):
+        raise RuntimeError(
+            f"findings {name}: its result has files {sorted(result.files)} and figures {sorted(result.figures)}, "
+            f"but the analysis declares {sorted(files)} and {sorted(figures)} (the workflow's outputs)"
+        )
+    return write_result(Path(out_dir), name, result)

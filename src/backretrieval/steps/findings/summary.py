@@ -11,8 +11,8 @@ import pandas as pd
 
 from ..._util import io
 from ...errors import InputError
+from ...findings.analysis import FIGURE_FORMATS
 from ...findings.document import FindingsRecord, markdown_table, write_record
-from .step import FIGURE_FORMATS
 
 log = logging.getLogger("backretrieval")
 

@@ -60,8 +60,8 @@ import numpy as np
 import pandas as pd
 import scipy.stats as st
 
-from ..errors import InputError
-from ..stats import bootstrap_ci
+from ...errors import InputError
+from ...stats import bootstrap_ci
 
 STATS = ("pearson", "spearman")
 #: the aggregations over seeds: per-seed correlations averaged (``rho_*``), and the correlation
@@ -650,7 +650,7 @@ def corr_contributions(
     rho, ties averaged), so a replicate reweights CORR's queries exactly as it reweights BkR's
     and XLR's. ``texts[e] = (src, tgt)`` rows aligned with ``q_img`` / ``t_img``; distances in
     float32, as the CORR kernel computes them. NaN rows where a side is constant."""
-    from ..metrics import average_ranks, normalize
+    from ...metrics import average_ranks, normalize
 
     def z_ranks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = np.subtract(np.float32(1), normalize(a) @ normalize(b).T, dtype=np.float32)
@@ -674,7 +674,7 @@ def plot_intervals(frame: pd.DataFrame, out_base, title: str, set_name: str = "a
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import finish_figure
+    from ...reporting.figures import finish_figure
 
     f = frame[(frame["set"] == set_name) & frame["quantity"].isin(["rho_bkr", "rho_corr"])]
     directions = list(dict.fromkeys(f["direction"]))
@@ -780,7 +780,7 @@ def verdict_layouts(records: Sequence) -> dict[str, list]:
     that share one encoder set of at least :data:`MIN_POOL_ENCODERS`), as simulation layouts
     (cells per configuration and image pool, encoder families). Configurations on the same
     images (Multi30K task 1 and task 2: test_2016) share a pool."""
-    from .inference_sim import Layout
+    from ..inference_sim import Layout
 
     out: dict[str, list] = {}
     for set_name, groups in _groups(records).items():
@@ -905,7 +905,7 @@ def overall_text(numbers: Mapping[str, Any], coverage: Mapping | None = None) ->
     """(paragraph, verdict): each configuration's BkR − CORR first, then the pooled groups that
     share at least MIN_POOL_ENCODERS encoders, both questions named, with the coverage the
     benchmark measured in the verdict's layout."""
-    from .document import fmt_ci
+    from ..document import fmt_ci
 
     configs = numbers.get("configurations") or []
     if not configs:
@@ -1007,7 +1007,7 @@ def plot_forest(cells: pd.DataFrame, pooled: Mapping[str, list], out_base, stat:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import save_figure
+    from ...reporting.figures import save_figure
 
     g = cells[cells["stat"] == stat].reset_index(drop=True)
     labels = [f"{r.run_name}{' (SYN)' if r.synthetic else ''}: {r.direction.replace('-', '→')}" for r in g.itertuples()]
@@ -1101,11 +1101,11 @@ def table1_tests(
     dual test (:func:`random_question_test`).
 
     ``outcomes[direction] = (seed outcomes, item keys, encoders)`` as
-    :func:`backretrieval.steps.findings.inference.inference_outcomes` returns them (per-query
+    :func:`backretrieval.findings.inference.inference_outcomes` returns them (per-query
     XLR and BkR hits and CORR contributions of every seed). ``encoder_sets``: name → encoders
     (default ``{"all": every encoder}``; e.g. ``all`` and ``core``, each >= 3 encoders);
     ``families``: encoder → family (default: every encoder its own family; the report step uses
-    :func:`backretrieval.steps.findings.inference.encoder_families`, the findings' function).
+    :func:`backretrieval.findings.inference.encoder_families`, the findings' function).
 
     The statistic is Table 1's: per seed, BkR's minus CORR's correlation with XLR across the
     set's encoders, averaged over the seeds. SE² = the variance of the item-only bootstrap
@@ -1122,7 +1122,7 @@ def table1_tests(
     marks are :func:`backretrieval.reporting.significance.table1_marks` of p_holm (not stored:
     verify compares p-values as decisions).
     """
-    from ..stats import adjust_pvalues
+    from ...stats import adjust_pvalues
 
     rows = []
     nan = float("nan")

@@ -1,5 +1,6 @@
 """The one loader of the findings analyses: the cached artifacts of one run (:class:`RunArtifacts`,
-read from explicit files by :func:`load_run`)."""
+read from explicit files by :func:`load_run`) with the readers of the layers below (embeddings:
+``_util.io``, metrics tables: ``evaluation.metric_tables``, samples: ``data.sampling``)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..._util import io
-from ...data.prepared import DatasetMeta, load_items, read_meta
-from ...data.sampling import Sample
-from ...errors import InputError
-from ...evaluation.core import rows_of
-from ...findings.document import RunInfo
-from ...findings.views import Lookup
-from ..layout import load_embedding, skipped_reason
-from ..metrics import concat_metrics, read_metric_tables, require_full_ranks
-from ..sample import read_samples
+from .._util import io
+from .._util.io import load_embedding, skipped_reason
+from ..data.prepared import DatasetMeta, load_items, read_meta
+from ..data.sampling import Sample, read_samples
+from ..errors import InputError
+from ..evaluation.core import rows_of
+from ..evaluation.metric_tables import concat_metrics, read_metric_tables, require_full_ranks
+from .document import RunInfo
+from .views import Lookup
 
 log = logging.getLogger("backretrieval")
 
@@ -47,6 +47,8 @@ class RunArtifacts:
     reports_dir: str = ""
     #: each metrics file with its table as read (``metrics`` is their concatenation)
     metrics_tables: tuple[tuple[Path, pd.DataFrame], ...] = ()
+    #: files of the run's other analyses (an analysis's ``reads``), by name
+    findings_files: dict[str, Path] = field(default_factory=dict)
     _items: pd.DataFrame | None = None
     _image: tuple[dict[str, int], np.ndarray] | None = None
     _text: dict[tuple[str, str], tuple[dict[str, int], np.ndarray] | None] = field(default_factory=dict)
@@ -83,7 +85,7 @@ class RunArtifacts:
 
     def require_full_ranks(self) -> None:
         """Check every metrics file for full per-query BkR ranks (the analyses that read BkR
-        ranks or BkR MRR call it first; :func:`~backretrieval.steps.metrics.require_full_ranks`)."""
+        ranks or BkR MRR call it first; :func:`~backretrieval.evaluation.metric_tables.require_full_ranks`)."""
         for p, table in self.metrics_tables:
             require_full_ranks(table, p)
 
@@ -104,7 +106,7 @@ class RunArtifacts:
         """The image features of backbone ``name`` (default: the first image file)."""
         path = self.image_file if name is None else self.image_files[name]
         if path is None:
-            raise InputError("no image embedding file given (--image-emb / --image)")
+            raise InputError("no image embedding file given (--image)")
         img = load_embedding(path)
         if img is None:
             raise InputError(f"{path}: image backbone was skipped; the analysis needs image features")
@@ -119,7 +121,7 @@ class RunArtifacts:
         key = (encoder, lang)
         if key not in self._text:
             if key not in self.text_files:
-                raise InputError(f"no text embedding of encoder {encoder!r} in {lang!r} among --text-emb")
+                raise InputError(f"no text embedding of encoder {encoder!r} in {lang!r} among --text")
             self._text[key] = load_embedding(self.text_files[key])
         return self._text[key]
 
@@ -152,9 +154,15 @@ class RunArtifacts:
             raise InputError("findings: no samples given")
         return out
 
+    def findings_file(self, name: str) -> Path:
+        """The file ``name`` of another analysis of this run (given with ``--findings-files``)."""
+        if name not in self.findings_files:
+            raise InputError(f"findings: no {name} among --findings-files (run the analysis that writes it first)")
+        return self.findings_files[name]
+
     def ranks(self, direction: str) -> dict[str, np.ndarray]:
         if direction not in self.ranks_files:
-            raise InputError(f"no per-query ranks file for direction {direction} among --ranks")
+            raise InputError(f"no per-query ranks file for direction {direction} (beside its --metrics CSV)")
         return io.load_npz(self.ranks_files[direction])
 
     def sample_embeddings(self, direction: str, sample: Sample, encoders: Sequence[str]) -> dict[str, Any]:
@@ -201,6 +209,7 @@ def load_run(
     ranks_files: Sequence[Path] = (),
     image_files: Mapping[str, Path] | None = None,
     text_files: Mapping[tuple[str, str], Path] | None = None,
+    findings_files: Sequence[Path] = (),
     run_name: str = "",
     reports_dir: str = "",
 ) -> RunArtifacts:
@@ -209,7 +218,15 @@ def load_run(
     when ``dataset`` is another one."""
     image_files = dict(image_files or {})
     text_files = dict(text_files or {})
-    for p in [*metrics_files, *samples_files, *ranks_files, *text_files.values(), *image_files.values()]:
+    inputs = [
+        *metrics_files,
+        *samples_files,
+        *ranks_files,
+        *text_files.values(),
+        *image_files.values(),
+        *findings_files,
+    ]
+    for p in inputs:
         if not Path(p).is_file():
             raise InputError(f"{p}: input file not found (run the main pipeline first)")
     if not metrics_files:
@@ -244,4 +261,5 @@ def load_run(
         run_name=run_name,
         reports_dir=reports_dir,
         metrics_tables=tables,
+        findings_files={Path(p).name: Path(p) for p in findings_files},
     )

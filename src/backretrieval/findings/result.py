@@ -1,33 +1,30 @@
-"""The one findings step: run a registered analysis (:data:`backretrieval.steps.findings.REGISTRY`)
-on one run's artifacts and write what it found with the one writer (:func:`write_result`).
+"""What an analysis returns (:class:`Result`), the one writer of it (:func:`write_result`) and
+the helpers the analyses share.
 
-An analysis is a :class:`Analysis`: a name (the record's ``analysis``, the stem of its files)
-and ``run(artifacts, settings) -> Result``. It computes; it writes nothing. The step writes
-``<out_dir>/<file>`` for each of the result's files (text or CSV), ``figures/<name>.{png,svg,pdf}``
-for each figure, and the record ``<out_dir>/<analysis>.json``, whose ``outputs`` lists them in
-that order.
+An analysis computes; it writes nothing. :func:`write_result` writes ``<out_dir>/<file>`` for
+each of the result's files (text or CSV), ``figures/<name>.{png,svg,pdf}`` for each figure,
+and the record ``<out_dir>/<analysis>.json``, whose ``outputs`` lists them in that order.
+
+Light at import, as the analysis modules that import it (:mod:`.analysis`).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from ..errors import InputError
+from .analysis import FIGURE_FORMATS
 
-from ..._util import io
-from ...errors import InputError
-from ...findings.document import FindingsRecord, RunInfo, markdown_table, write_record
-from .artifacts import RunArtifacts
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
-log = logging.getLogger("backretrieval")
-
-FIGURE_FORMATS = ("png", "svg", "pdf")
+    from .artifacts import RunArtifacts
+    from .document import FindingsRecord, RunInfo
 
 
 @dataclass(frozen=True)
@@ -54,29 +51,11 @@ class Result:
     status: str = "ok"
 
 
-class Analysis(Protocol):
-    """One findings analysis: ``name`` and ``run(artifacts, settings)``; ``settings`` are the
-    analysis's settings (``steps.settings.FINDINGS_DEFAULTS`` and the CLI flags)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result: ...
-
-
-@dataclass(frozen=True)
-class Plugin:
-    """An :class:`Analysis` from a name and a function (how every module registers itself)."""
-
-    name: str
-    fn: Callable[[RunArtifacts, Mapping[str, Any]], Result]
-
-    def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result:
-        return self.fn(artifacts, settings)
-
-
 def write_result(out_dir: Path, name: str, result: Result) -> FindingsRecord:
     """The one writer: the result's files, figures and record ``<name>.json``."""
+    from .._util import io
+    from .document import FindingsRecord, write_record
+
     out_dir = Path(out_dir)
     outputs: list[str] = []
     for fname, content in result.files.items():
@@ -104,22 +83,14 @@ def write_result(out_dir: Path, name: str, result: Result) -> FindingsRecord:
     return rec
 
 
-def run_analysis(name: str, artifacts: RunArtifacts, settings: Mapping[str, Any], out_dir: Path) -> FindingsRecord:
-    """Run the registered analysis ``name`` and write its outputs to ``out_dir``."""
-    from . import REGISTRY
-
-    if name not in REGISTRY:
-        raise InputError(f"findings: unknown analysis {name!r}; registered: {sorted(REGISTRY)}")
-    result = REGISTRY[name].run(artifacts, settings)
-    return write_result(out_dir, name, result)
-
-
 # ---- shared by the analyses ----------------------------------------------------------------
 
 
 def query_outcomes(ranks: dict[str, np.ndarray], enc: str, seed: int, kind: str, k: int) -> np.ndarray:
     """One encoder's per-query outcomes of one seed: hits at ``k`` of its ``kind`` (xlr, bkr)
     ranks (full ranks: :meth:`RunArtifacts.require_full_ranks`)."""
+    import numpy as np
+
     key = f"{enc}/{seed}/{kind}"
     if key not in ranks:
         raise InputError(f"per-query ranks: no entry {key!r} (metrics and ranks files out of step?)")
@@ -145,9 +116,10 @@ def question_markdown(
     analysis: str, run: RunInfo, answer: str, summary: pd.DataFrame, settings: Mapping[str, Any], extra_md: str = ""
 ) -> str:
     """``<analysis>.md`` of a question-style analysis: title, question, settings, answer, table."""
-    from ...findings.document import QUESTION_BY_ANALYSIS
+    from .analysis import get
+    from .document import markdown_table
 
-    q = QUESTION_BY_ANALYSIS[analysis]
+    q = get(analysis).question
     label = "SYNTHETIC data. " if run.synthetic else ""
     md = [
         f"## {q.title}",
@@ -200,3 +172,8 @@ def question_result(
         },
         figures={name: lambda p: plot(p, fig_title)},
     )
+
+
+def question_files(name: str) -> tuple[str, ...]:
+    """The files a question-style analysis ``name`` writes (:func:`question_result`)."""
+    return (f"{name}.md", f"{name}.csv", f"{name}.samples.csv")

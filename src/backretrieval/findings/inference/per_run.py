@@ -1,4 +1,5 @@
-"""Analysis ``inference``: the unit of inference (the joint encoder × image bootstrap of BkR − CORR agreement with XLR) and its answer."""
+"""Analysis ``inference`` on one run: the per-query outcomes of its artifacts, the item bootstrap
+of every direction (:mod:`.statistics`), the record's numbers and its answer."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...findings.document import RunInfo, markdown_table
-from ...findings.inference import cell_key, read_replicate_table, replicate_table  # noqa: F401 (re-exported)
-from .artifacts import RunArtifacts
-from .step import Csv, Plugin, Result, query_outcomes, synthetic_note
+from ..artifacts import RunArtifacts
+from ..document import RunInfo, markdown_table
+from ..result import Csv, Result, query_outcomes, synthetic_note
+from . import REPLICATES_FILE
+from .statistics import cell_key, replicate_table
 
 log = logging.getLogger("backretrieval")
 
@@ -29,7 +31,7 @@ def inference_outcomes(
     contributions), the item keys the queries index (the image id of each query item: items
     that show the same image share a bootstrap weight in every direction and configuration) and
     the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
-    from ...findings.inference import SeedOutcomes, corr_contributions
+    from .statistics import SeedOutcomes, corr_contributions
 
     art.require_full_ranks()
     encoders = art.encoders
@@ -96,8 +98,6 @@ def encoder_sets(
     return sets
 
 
-#: the replicate table beside inference.json: one row per replicate, one column per cell key
-REPLICATES_FILE = "inference_replicates.csv"
 #: the quantities whose replicates are kept for pooling across directions and configurations
 POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
 
@@ -109,14 +109,14 @@ def encoder_families(encoders: Sequence[str], family: Sequence[str], family_name
     return {e: (family_name if e in fam else e) for e in encoders}
 
 
-def run(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
+def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     """Every direction → inference.{csv,md,json}, inference_replicates.csv (the pooled
     quantities' item bootstrap replicates, item jackknife values and leave-one-family-out
     estimates, for the cross-configuration verdict) + figures/inference_ci.*"""
-    from ...findings import inference as inf
+    from . import statistics as inf
 
-    B, boot_seed, n_seeds = s["B"], s["bootstrap_seed"], s["n_seeds"]
-    random_encoders, english_only = s["random_encoders"], s["english_only"]
+    B, boot_seed, n_seeds = s["bootstrap"], s["bootstrap_seed"], s["max_seeds"]
+    random_encoders, english_only = s["random_encoders"], s["english_only"] or []
     family, family_name = s["family"] or [], s["family_name"]
     info = art.info()
     frames = []
@@ -254,7 +254,7 @@ def inference_numbers(
     with XLR, their difference, order accuracies (with CIs); width ratios; ``pooled`` (the
     difference pooled over the directions within each joint replicate, per stat); sensitivity
     (sets, leave-one-out extremes)."""
-    from ...findings.inference import STATS
+    from .statistics import STATS
 
     per_direction = []
     for d in directions:
@@ -353,8 +353,8 @@ def _excl0(r: dict[str, Any]) -> bool:
 
 
 def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, Any]) -> str:
-    from ...findings.document import fmt_ci
-    from ...findings.inference import STATS
+    from ..document import fmt_ci
+    from .statistics import STATS
 
     head = (
         f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
@@ -443,8 +443,8 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
 def configuration_verdict(label: str, conf: Mapping[str, Any], n_directions: int) -> str:
     """One configuration's sentence: BkR − CORR (Pearson, mean over its directions) for both
     questions where it has at least MIN_POOL_ENCODERS encoders, else descriptive."""
-    from ...findings.document import fmt_ci
-    from ...findings.inference import MIN_POOL_ENCODERS
+    from ..document import fmt_ci
+    from .statistics import MIN_POOL_ENCODERS
 
     p = conf.get("pearson")
     if not p:
@@ -475,7 +475,7 @@ def lean_text(q: Mapping[str, Any]) -> str:
 
 def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str, Any]) -> tuple[str, str]:
     """The generated paragraph and one-sentence verdict of section 1 for one configuration."""
-    from ...findings.document import fmt_ci
+    from ..document import fmt_ci
 
     pd_rows = numbers["per_direction"]
     parts = [
@@ -541,6 +541,3 @@ def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str,
             f"{loo['n']} (direction, left-out encoder) cases."
         )
     return " ".join(parts) + synthetic_note(info), verdict
-
-
-ANALYSIS = Plugin("inference", run)

@@ -1,0 +1,58 @@
+"""Readers of the metrics step's tables: the tidy metrics CSVs (``METRIC_COLUMNS``) and the
+per-query ranks beside each (``<stem>.ranks.npz``), as the report and the findings read them.
+
+Light at import (pandas is loaded when a table is read): the artifact layout re-exports
+:func:`ranks_path`, and the command line builds its parser from the layout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def ranks_path(metrics_csv: str | Path) -> Path:
+    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
+    return Path(metrics_csv).with_suffix(".ranks.npz")
+
+
+def read_metric_tables(paths: Iterable[str | Path]) -> tuple[tuple[Path, pd.DataFrame], ...]:
+    """Each metrics file with its table as read (for checks that name the file, such as
+    :func:`require_full_ranks`, without reading it again)."""
+    import pandas as pd
+
+    return tuple((Path(p), pd.read_csv(p)) for p in paths)
+
+
+def concat_metrics(tables: Iterable[tuple[Path, pd.DataFrame]]) -> pd.DataFrame:
+    """The long table of several metrics files (:func:`read_metric_tables`), empty with the
+    metric columns when there are none."""
+    import pandas as pd
+
+    from .core import METRIC_COLUMNS
+
+    frames = [frame for _, frame in tables]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
+
+
+def read_metrics(paths: Iterable[str | Path]) -> pd.DataFrame:
+    return concat_metrics(read_metric_tables(paths))
+
+
+def require_full_ranks(frame: pd.DataFrame, source: str | Path) -> None:
+    """Check that the metrics table ``source`` (read as ``frame``) comes with full per-query BkR
+    ranks, as the metrics step writes them: a table with BkR Recall@k has BkR MRR
+    (``bkr_mrr``, computed from the ranks). A table with ``bkr_recall`` but no ``bkr_mrr`` was
+    written by an older metrics step that kept 0/1 BkR hits only (its ``<direction>.ranks.npz``
+    holds hits, not ranks): raise :class:`InputError` naming it, instead of reading hits as ranks."""
+    metrics = set(frame["metric"])
+    if "bkr_recall" in metrics and "bkr_mrr" not in metrics:
+        raise InputError(
+            f"{source}: BkR Recall@k without bkr_mrr, so its per-query BkR ranks ({ranks_path(Path(source)).name}) "
+            "hold hits only (written by an older metrics step); expected full BkR ranks: rerun the metrics step"
+        )
