@@ -862,6 +862,15 @@ def _collect(configs: list[str], findings: list[str]) -> dict[str, tuple[str, di
         for name, body in group.items():
             if name in stages_:
                 raise SystemExit(f"dvc_stages: {c} and another config share run_name (stage {name!r})")
+            paths = [
+                e if isinstance(e, str) else next(iter(e))
+                for e in body.get("outs", []) + body.get("metrics", []) + body.get("plots", [])
+            ]
+            first = owner.get(paths[0]) if paths else None
+            if first is not None and body.get("desc") and stages_[first][1].get("desc") == body["desc"]:
+                # the same job in two configs (a corpus both prepare with the same spec and
+                # languages): one stage makes it, the other config's stages depend on its output
+                continue
             for entry in body.get("outs", []) + body.get("metrics", []) + body.get("plots", []):
                 path = entry if isinstance(entry, str) else next(iter(entry))
                 if path in owner:

@@ -384,8 +384,8 @@ def test_bad_inputs_are_named():
 
 def test_the_committed_verdicts_layouts_have_a_measured_coverage():
     """The coverage the verdict cites was simulated in the verdict's own layouts: every layout of
-    the committed records is in benchmarks/inference_coverage.json, each within [0.93, 0.97]
-    for encoders fixed (the benchmark's target); a changed layout fails until
+    the committed records is in benchmarks/inference_coverage.json (the values and how far they
+    are from the [0.93, 0.97] target: benchmarks/README.md); a changed layout fails until
     `python benchmarks/bench_inference_coverage.py` is rerun."""
     import json
     import sys

@@ -235,22 +235,20 @@ def test_steps_write_every_output_deterministically(run, tmp_path):
     assert bli["status"] == "not_applicable" and "no word-vector" in bli["answer"]
     overall = json.loads((s1 / "overall.json").read_text())
     assert overall["run"] is None and overall["numbers"]["n_cells"] == 2
-    # the verdict names its scope: encoders, and the set without the random / English-only ones
-    pooled = overall["numbers"]["pooled"]["all"]
-    assert pooled["all"]["rho_diff"]["pearson"]["k"] == 2
-    assert "weak" not in pooled["core"]["rho_diff"]["pearson"]["encoders"]
-    assert "Without the random and English-only encoders (random, weak" in overall["verdict"]
-    core = pooled["core"]["rho_diff"]["pearson"]
-    assert (
-        f"({core['n_dropped']} of {core['B']} replicates dropped" in overall["verdict"].split("Without the random")[1]
-    )
-    assert "averaged over the seeds" in overall["verdict"]
-    # ... and each dataset's N and the seeds its cells used
-    (ds,) = pooled["all"]["rho_diff"]["pearson"]["datasets"]
+    # the verdict: each configuration first (here the one SYNTHETIC run, as no real one exists),
+    # with its encoder counts for all encoders and without the random / English-only ones
+    (conf,) = overall["numbers"]["configurations"]
+    assert conf["synthetic"] is True and conf["all"]["pearson"]["k"] == 2
+    assert conf["core"]["n_encoders"] == conf["all"]["n_encoders"] - 2
+    (core,) = overall["numbers"]["pooled"]["core"]
+    assert "weak" not in core["encoders"] and "random" not in core["encoders"]
+    assert overall["verdict"].startswith("SYNTHETIC data only")
     n = rec["run"]["sample_size"]
-    assert pooled["all"]["rho_diff"]["pearson"]["dataset_sizes"] == {ds: [n, 2]}
-    assert f"{ds} (N={n}, 2 seeds)" in overall["verdict"]
-    assert "toy" in d1.read_text() and "Pooled over 2 " in d1.read_text()
+    assert f"(all, {conf['all']['n_encoders']} encoders, N={n}, 2 seeds)" in overall["verdict"]
+    assert f"(without random/English-only, {conf['core']['n_encoders']} encoders, N={n}, 2 seeds)" in overall["verdict"]
+    # fewer than 8 encoders: descriptive, no interval and nothing pooled
+    assert "descriptive only" in overall["verdict"] and "**Pooled**" not in overall["verdict"]
+    assert "toy" in d1.read_text() and "SYNTHETIC data only" in d1.read_text()
 
 
 def test_calibration_points_reproduce_bkr_and_order_encoders(run, tmp_path):

@@ -198,48 +198,52 @@ if CASE:
             " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
             " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1"
 
-    rule human_simulate:
-        input:
-            dataset=DATASET,
-            template=HUMAN_FILES["template"],
-            key=HUMAN_FILES["key"],
-        output:
-            HUMAN_FILES["simulated"],
-        log:
-            f"{LOGS}/case/human_simulate.log",
-        benchmark:
-            f"{LOGS}/benchmarks/case/human_simulate.tsv"
-        priority: 1
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
-        params:
-            seed=HUMAN["seed"],
-        shell:
-            "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q} --key {input.key:q}"
-            " --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
+    # the simulated rater and the tally exist only where a tally can be made (HUMAN_TALLY), so
+    # `make figures` never forces a rule the run cannot run
+    if HUMAN_TALLY:
 
-    rule human_tally:
-        input:
-            ratings=HUMAN_RATINGS,
-            key=HUMAN_FILES["key"],
-        output:
-            md=report(HUMAN_FILES["tally_md"], category="Case study", caption="../report/human.rst"),
-            json=HUMAN_FILES["tally_json"],
-            done=touch(f"{FLAGS}/human_tally.done"),
-        log:
-            f"{LOGS}/case/human_tally.log",
-        benchmark:
-            f"{LOGS}/benchmarks/case/human_tally.tsv"
-        priority: 1
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
-        params:
-            unverified=["--allow-unverified-key"] if HUMAN["allow_unverified_key"] else [],
-            simulated=[] if HUMAN.get("ratings") else ["--simulated"],
-        shell:
-            "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
-            " {params.simulated:q} --out-tally-md {output.md:q} --out-tally-json {output.json:q} > {log:q} 2>&1"
+        rule human_simulate:
+            input:
+                dataset=DATASET,
+                template=HUMAN_FILES["template"],
+                key=HUMAN_FILES["key"],
+            output:
+                HUMAN_FILES["simulated"],
+            log:
+                f"{LOGS}/case/human_simulate.log",
+            benchmark:
+                f"{LOGS}/benchmarks/case/human_simulate.tsv"
+            priority: 1
+            shadow:
+                SHADOW
+            conda:
+                CONDA_ENV
+            params:
+                seed=HUMAN["seed"],
+            shell:
+                "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q} --key {input.key:q}"
+                " --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
+
+        rule human_tally:
+            input:
+                ratings=HUMAN_RATINGS,
+                key=HUMAN_FILES["key"],
+            output:
+                md=report(HUMAN_FILES["tally_md"], category="Case study", caption="../report/human.rst"),
+                json=HUMAN_FILES["tally_json"],
+                done=touch(f"{FLAGS}/human_tally.done"),
+            log:
+                f"{LOGS}/case/human_tally.log",
+            benchmark:
+                f"{LOGS}/benchmarks/case/human_tally.tsv"
+            priority: 1
+            shadow:
+                SHADOW
+            conda:
+                CONDA_ENV
+            params:
+                unverified=["--allow-unverified-key"] if HUMAN["allow_unverified_key"] else [],
+                simulated=[] if HUMAN.get("ratings") else ["--simulated"],
+            shell:
+                "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
+                " {params.simulated:q} --out-tally-md {output.md:q} --out-tally-json {output.json:q} > {log:q} 2>&1"

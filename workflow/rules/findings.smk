@@ -15,6 +15,7 @@
 # inside, artifacts/<run>: DVC versions the findings as their own stage, see
 # scripts/dvc_stages.py). Paths: steps.layout; helpers: common.smk.
 from backretrieval.findings.analysis import registry as findings_registry
+from backretrieval.findings.inference import COVERAGE_FILE as INFERENCE_COVERAGE
 from backretrieval.steps.settings import findings_settings
 
 FINDINGS_CLASSES = findings_registry()
@@ -175,6 +176,9 @@ rule findings_document:
         own=FINDINGS_JSON,
         points=findings_file("calibration_points.csv"),
         replicates=findings_file("inference_replicates.csv"),
+        # the simulated coverage the verdict cites (benchmarks/bench_inference_coverage.py);
+        # where it is absent the verdict says its layout's coverage was not simulated
+        coverage=lambda wc: [INFERENCE_COVERAGE] if Path(INFERENCE_COVERAGE).is_file() else [],
         others=other_configs_findings(),
     output:
         doc=FINDINGS_DOC,

@@ -21,6 +21,10 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConfigError
 from ..analysis import Analysis, Question, Setting
 
+#: the committed coverage table of benchmarks/bench_inference_coverage.py (per layout signature),
+#: relative to the repository root; the overall verdict cites it by layout
+COVERAGE_FILE = "benchmarks/inference_coverage.json"
+
 if TYPE_CHECKING:
     from ..artifacts import RunArtifacts
     from ..result import Result

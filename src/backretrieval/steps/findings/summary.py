@@ -50,7 +50,7 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
         for sn, lays in inf.verdict_layouts(inf_recs).items()
     }
     pooled = numbers["pooled"]
-    cov_path = Path(summary_dir).resolve().parents[1] / inf.COVERAGE_FILE
+    cov_path = Path(inf.COVERAGE_FILE)  # relative to the working directory (the rule declares it)
     coverage = json.loads(cov_path.read_text(encoding="utf-8")) if cov_path.is_file() else None
     answer, verdict = inf.overall_text(numbers, coverage)
     if stale:
