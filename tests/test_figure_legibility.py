@@ -129,7 +129,7 @@ def test_fig2_text_neither_overlaps_nor_leaves_the_figure(path, captured):
     encoders, directions = list(cfg["encoders"]), list(cfg["directions"])
     metrics = _metrics_like(encoders, directions)
     title = f"SYNTHETIC dataset — {cfg['dataset']['name']}: XLR vs BkR per encoder (seed 0)"
-    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), title)
+    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), title, k=10)
     (fig,) = captured
     assert text_problems(fig) == {"overlapping": [], "outside": []}
 
@@ -139,7 +139,7 @@ def test_fig2_every_encoder_is_named_once_per_figure(captured):
     cfg = load_config(ROOT / "config/multi30k.yaml")
     encoders = list(cfg["encoders"])
     metrics = _metrics_like(encoders, list(cfg["directions"]))
-    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), "t")
+    figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), "t", k=10)
     (fig,) = captured
     shown = [t.get_text() for t, _ in _drawn_texts(fig, 100)]
     assert all(shown.count(e) >= 1 for e in encoders), sorted(set(encoders) - set(shown))
@@ -243,7 +243,7 @@ def test_fig2_files_are_byte_identical_when_redrawn(tmp_path):
     cfg = load_config(ROOT / "config/multi30k_task2.yaml")
     metrics = _metrics_like(list(cfg["encoders"]), list(cfg["directions"]))
     for name in ("one", "two"):
-        figures.fig2_scatter(metrics, correlate(metrics), 0, tmp_path / name, "t")
+        figures.fig2_scatter(metrics, correlate(metrics), 0, tmp_path / name, "t", k=10)
     for ext in ("png", "svg", "pdf"):
         assert (tmp_path / f"one.{ext}").read_bytes() == (tmp_path / f"two.{ext}").read_bytes(), ext
 

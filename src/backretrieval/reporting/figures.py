@@ -69,7 +69,7 @@ def wrap_title(title: str, width_in: float, fontsize: float) -> str:
 
 
 def fig2_scatter(
-    metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str
+    metrics: pd.DataFrame, correlations: pd.DataFrame, seed: int, out_base: Path, title: str, *, k: int
 ) -> list[Path]:
     """XLR vs BkR per encoder for one seed; one panel per direction, Pearson r and Spearman ρ
     in its title. The encoders are told apart by colour and marker and named in one legend
@@ -112,8 +112,8 @@ def fig2_scatter(
         sr = c[c.stat == "spearman"]["value"]
         corr = f" (r={pr.iloc[0]:.2f}, ρ={sr.iloc[0]:.2f})" if len(pr) and len(sr) else ""
         ax.set_title(d.replace("-", "→") + corr, fontsize=9)
-        ax.set_xlabel("XLR (Recall@10)")
-        ax.set_ylabel("BkR (Recall@10)")
+        ax.set_xlabel(f"XLR (Recall@{k})")
+        ax.set_ylabel(f"BkR (Recall@{k})")
     for ax in list(axes.flat)[len(directions) :]:
         ax.set_visible(False)
     handles = [

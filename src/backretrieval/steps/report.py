@@ -158,6 +158,7 @@ def build_report(
         fig_seed,
         figure_base(out, "fig2"),
         f"{label}{meta.name}: XLR vs BkR per encoder (seed {fig_seed})",
+        k=int(s["recall_k"]),
     )
     io.write_csv(out["fig2_csv"], figures.fig2_frame(metrics, fig_seed))
     io.write_csv(out["means"], tables.encoder_means(metrics))
