@@ -263,10 +263,12 @@ def _relative(text: str) -> str:
 #     templates), read by the modules, not imported.
 # Which code of a module counts: its module-level code runs on import (class bodies included,
 # `if TYPE_CHECKING:` blocks not) and any of its functions may run later, so their imports count
-# too, but for two places where the code says statically which part runs:
+# too, but for three places where the code says statically which part runs:
 #   - a module's PEP 562 hooks (`__getattr__`, `__dir__`; `import backretrieval` stays cheap, the
 #     metrics load on first use) run only for a name the module does not bind: their imports
 #     count where an importer asks for such a name (`from M import name`, `M.name`);
+#   - the findings analyses (backretrieval.findings): every workflow parse imports them for their
+#     declarations; their functions count only for the findings commands;
 #   - the console script's package (backretrieval.cli) imports each command's code inside that
 #     command's handler: a function of it counts where named by its module-level code, the console
 #     entry (`run`), the job's command's handler or a function counted so; a registration call
@@ -277,6 +279,11 @@ def _relative(text: str) -> str:
 # Deps are files, not folders: DVC hashes exactly the code that can change the stage's outputs.
 
 HOOKS = ("__getattr__", "__dir__")
+#: the findings analyses' package and the commands that run their code (every other job's
+#: workflow parse imports them for their declarations only: module-level code counts, functions
+#: do not)
+FINDINGS_PACKAGE = "backretrieval.findings"
+FINDINGS_COMMANDS = ("findings", "findings-document")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -384,6 +391,13 @@ class ImportGraph:
         def in_cli(name: str) -> bool:
             return cli is not None and (name == cli or name.startswith(f"{cli}."))
 
+        def declarations_only(name: str) -> bool:
+            # the findings analyses: every workflow parse imports them for their declarations
+            # (settings, inputs, outputs); their functions run only in the findings commands
+            return command not in FINDINGS_COMMANDS and (
+                name == FINDINGS_PACKAGE or name.startswith(f"{FINDINGS_PACKAGE}.")
+            )
+
         found: set[str] = set()
         registered: set[str] = set()
         done: set[tuple] = set()
@@ -403,7 +417,7 @@ class ImportGraph:
                 continue
             elif item[0] == "module":
                 found.add(mod.name)
-                nodes, bodies = [mod.tree], not in_cli(mod.name)
+                nodes, bodies = [mod.tree], not in_cli(mod.name) and not declarations_only(mod.name)
             elif item[0] == "function":
                 nodes, bodies = [mod.functions[item[2]]], True
             else:  # "hooks"

@@ -185,3 +185,9 @@ def write_csv(path: str | os.PathLike[str], df: Any, **kwargs: Any) -> None:
     kwargs.setdefault("lineterminator", "\n")
     with atomic_path(path) as tmp:
         df.to_csv(tmp, **kwargs)
+
+
+def ranks_path(metrics_csv: str | Path) -> Path:
+    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``): a path convention every
+    layer uses (the metrics step writes them, the readers and the layout name them)."""
+    return Path(metrics_csv).with_suffix(".ranks.npz")

@@ -10,15 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._util.io import ranks_path as ranks_path
 from ..errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def ranks_path(metrics_csv: str | Path) -> Path:
-    """Per-query ranks beside a metrics CSV (``<direction>.ranks.npz``)."""
-    return Path(metrics_csv).with_suffix(".ranks.npz")
 
 
 def read_metric_tables(paths: Iterable[str | Path]) -> tuple[tuple[Path, pd.DataFrame], ...]:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 # the readers of the artifacts, defined in the layers below (re-exported: the steps read them here)
 from .._util.io import load_embedding as load_embedding
+from .._util.io import ranks_path as ranks_path
 from .._util.io import skipped_reason as skipped_reason
-from ..evaluation.metric_tables import ranks_path as ranks_path
 
 if TYPE_CHECKING:
     import numpy as np
