@@ -187,17 +187,13 @@ def world_intervals(
     return out
 
 
-def coverage(
-    n_worlds: int, layout: Layout = LAYOUT, B: int = 500, seed: int = 0, unit: str = "family", **world_kw
-) -> dict:
+def coverage(n_worlds: int, layout: Layout = LAYOUT, B: int = 500, seed: int = 0, **world_kw) -> dict:
     """Per question and statistic: the share of ``n_worlds`` SIMULATED worlds whose 95% interval
     covers the truth, and the mean interval width."""
     hits = {(qn, s): 0 for qn in INTERVAL_QUESTIONS for s in STATS}
     widths: dict[tuple[str, str], list[float]] = {k: [] for k in hits}
     for w in range(n_worlds):
         cells, truth, families = simulated_world(w, layout, **world_kw)
-        if unit == "encoder":
-            families = {e: e for e in families}
         iv = world_intervals(cells, families, B, seed + w)
         for qn, s in hits:
             r = iv[s][qn]

@@ -19,7 +19,7 @@ Classes:
   means over R training seeds, from the training spread the reference records itself
   (``case_study/metrics.json``: ``training_spread``); a reference without it fails, named;
 - **decisions** (p-values): compared as decisions at α = 0.05; a flip whose p-values both lie
-  in the band :data:`P_BAND` around α is listed as borderline, not failed; the statistics and
+  in the band :func:`p_band` around α is listed as borderline, not failed; the statistics and
   effect sizes of a test follow its p-value and are not compared by value;
 - **counts and settings**: exact; **anything else**: exact.
 
@@ -71,9 +71,6 @@ def p_band() -> tuple[float, float]:
     times/divided by the largest ratio measured between two CPUs' p-values of one test."""
     ratio = float(measured()["p_value_ratio_max"])
     return ALPHA / ratio, min(1.0, ALPHA * ratio)
-
-
-P_BAND = p_band
 
 
 @dataclass(frozen=True)
