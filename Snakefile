@@ -43,4 +43,4 @@ gc.freeze()
 rule all:
     default_target: True
     input:
-        all_outputs(),
+        plan.all_outputs(),

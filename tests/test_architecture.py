@@ -137,7 +137,7 @@ def test_the_workflow_imports_no_heavy_library_when_it_parses():
             )
         }
     )
-    assert len(imports) >= 8, imports
+    assert any("backretrieval.steps.plan" in i for i in imports), imports  # the rules' plumbing
     heavy = ("pandas", "scipy", "torch", "matplotlib", "statsmodels", "sklearn")
     code = "\n".join(imports) + f"\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -312,6 +312,9 @@ def shell_fields() -> list[tuple[str, int, str]]:
                 out += [(f.name, n, m.group(1)) for m in _FIELD.finditer(s)]
             else:
                 in_shell = False
+    from backretrieval.steps.plan import COMMANDS  # the command lines too long for their rules
+
+    out += [("steps/plan.py", 0, m.group(1)) for cmd in COMMANDS.values() for m in _FIELD.finditer(cmd)]
     return out
 
 

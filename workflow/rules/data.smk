@@ -1,6 +1,7 @@
+# The dataset and the configured text-only corpora, prepared by one command (`prepare`).
 rule prepare_dataset:
     input:
-        unpack(lambda wc: {"source": byo_folder(config["dataset"])} if byo_folder(config["dataset"]) else {}),
+        unpack(plan.dataset_source),
     output:
         directory(DATASET),
     log:
@@ -12,23 +13,15 @@ rule prepare_dataset:
     conda:
         CONDA_ENV
     params:
-        rerun_trigger=rerun_on(config["dataset"]),
-        languages=config["languages"],
-        content=byo_content(config["dataset"]),
-        spec=lambda wc, input: dataset_spec(config["dataset"], config["dataset"]["name"]),
-        source=source_flag,
+        **plan.dataset_params(),
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
         " --out-dir {output:q} > {log:q} 2>&1"
 
 
-rule prepare_corpus:
+use rule prepare_dataset as prepare_corpus with:
     input:
-        unpack(
-            lambda wc: (
-                {"source": byo_folder(corpus_section(wc.corpus))} if byo_folder(corpus_section(wc.corpus)) else {}
-            )
-        ),
+        unpack(plan.corpus_source),
     output:
         directory("data/prepared/{corpus}"),
     log:
@@ -37,25 +30,12 @@ rule prepare_corpus:
         f"{LOGS}/benchmarks/prepare_corpus/{{corpus}}.tsv"
     wildcard_constraints:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
-    shadow:
-        SHADOW
-    conda:
-        CONDA_ENV
     params:
-        rerun_trigger=lambda wc: rerun_on(corpus_section(wc.corpus)),
-        languages=lambda wc: corpus_languages(wc.corpus),
-        content=lambda wc: byo_content(corpus_section(wc.corpus)),
-        spec=lambda wc, input: dataset_spec(corpus_section(wc.corpus), wc.corpus),
-        source=source_flag,
-    shell:
-        "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
-        " --out-dir {output:q} > {log:q} 2>&1"
+        **plan.corpus_params(),
 
 
-# The relations between the config and its data (item counts per direction, images or features
-# for every item, case/human-study sizes): checked once the dataset exists, before any model
-# runs. Consumers take the record as ancient(): a re-check (e.g. after a changed sample_size)
-# does not by itself rerun the embeddings.
+# The relations between the config and its data, checked once the dataset exists, before any
+# model runs (the consumers take the record as ancient(): common.smk's dataset_inputs).
 rule check_dataset:
     input:
         DATASET,
@@ -70,7 +50,7 @@ rule check_dataset:
     conda:
         CONDA_ENV
     params:
-        requirements=as_json(fit_requirements(config)),
+        requirements=plan.requirements,
     shell:
         "backretrieval check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"
         " > {log:q} 2>&1"

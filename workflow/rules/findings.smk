@@ -1,123 +1,55 @@
-# Findings (docs/FINDINGS.md): every analysis of the current config over the main
-# pipeline's artifacts -> <reports_dir>/findings/<analysis>.{csv,md,json} (+ figures/), then
-# docs/FINDINGS.md, reports/findings_summary/* and the README's verdict block from every
-# configuration's committed findings records. Target: `snakemake findings` (--configfile for a
-# named config).
-#
-# One rule per analysis, findings_<name>, all made by the loop below from the analyses' classes
-# (backretrieval.findings.analysis): the files it reads (its `inputs`, mapped to this config's
-# artifacts by findings_run), the files it writes (its outputs), and its settings
-# (findings_settings: its defaults, what follows from the config and the config's optional
-# `findings:` section), passed as one JSON. Adding an analysis adds its rule. As every rule:
-# declared files passed to the file-based CLI, shadow, log; the output folder is passed as
-# --out-dir, derived from the declared outputs. Intermediate artifacts (other backbones'
-# features, the scaled SYNTHETIC set's embeddings) go to artifacts/<run>.findings/ (beside, not
-# inside, artifacts/<run>: DVC versions the findings as their own stage, see
-# scripts/dvc_stages.py). Paths: steps.layout; helpers: common.smk.
-from backretrieval.findings.analysis import registry as findings_registry
-from backretrieval.findings.inference import COVERAGE_FILE as INFERENCE_COVERAGE
-from backretrieval.steps.settings import findings_settings
+# Findings (docs/FINDINGS.md): every analysis of the current config over the main pipeline's
+# artifacts -> <reports_dir>/findings/<analysis>.{csv,md,json} (+ figures/), then docs/FINDINGS.md,
+# reports/findings_summary/* and the README's verdict block from every configuration's committed
+# findings records. Target: `snakemake findings`. One rule per analysis, findings_<name>, made
+# by the loop below (steps.plan.FindingsPlan: its files and settings); adding an analysis adds its rule.
+from backretrieval.steps.plan import FindingsPlan
 
-FINDINGS_CLASSES = findings_registry()
-FS = findings_settings(config)
-FINDINGS = str(layout.findings_root(config))
-FINDINGS_ART = str(layout.findings_artifacts_root(config))
-FINDINGS_SUMMARY = str(layout.FINDINGS_SUMMARY)
-FINDINGS_DOC = str(layout.FINDINGS_DOC)
-FINDINGS_JSON = [str(layout.findings_record_path(config, a)) for a in FINDINGS_CLASSES]
-FINDINGS_SYNTHETIC = config["dataset"]["source"] == "synthetic"
-WORDVEC_ENCODERS = sorted(e for e, s in config["encoders"].items() if s.get("type") == "wordvec")
-DIRECTION_LANGS = sorted({lang for d in config["directions"] for lang in d.split("-")})
-METRICS_FILES = [metrics_file(d) for d in config["directions"]]
-# the other backbones whose features an analysis reads (its setting `backbones`)
-FINDINGS_BACKBONES = {
-    b: spec
-    for a, cls in FINDINGS_CLASSES.items()
-    if "backbones" in cls.inputs
-    for b, spec in FS[a]["backbones"].items()
-}
-# every file the analyses of this config write (an analysis reads those of its `reads` made here)
-FINDINGS_OUTPUTS = {p: a for a, cls in FINDINGS_CLASSES.items() for p in cls.output_paths(FS[a])}
+FP = FindingsPlan(plan)
 
-
-SS = FS["sample_size"]
-SS_LANGS = sorted({lang for d in SS["directions"] for lang in d.split("-")})
-
-if FINDINGS_SYNTHETIC:
-    # the SYNTHETIC generator scaled up (its first items equal the default's), prepared as any dataset
-    _syn = SS["synthetic"]
-    SS_DATASET = str(layout.findings_sample_size_dataset(config, _syn))
-    SS_DATASET_NAME = Path(SS_DATASET).name
-    SS_IMAGE = str(layout.findings_sample_size_image_path(config))
-else:
-    SS_DATASET = DATASET
-    SS_IMAGE = image_emb()
-
-# the analyses that read other artifacts than the run's: input -> files (findings_run)
-FINDINGS_OWN_INPUTS = {
-    "sample_size": {
-        "dataset": SS_DATASET,
-        "run_dataset": DATASET,
-        "image": SS_IMAGE,
-        "text": {(e, lang): ss_text(e, lang) for e in SS["encoders"] for lang in SS_LANGS},
-    },
-}
-
-
-for _name, _cls in FINDINGS_CLASSES.items():
+for _name in FP.classes:
 
     rule:
         name:
             f"findings_{_name}"
         input:
-            **findings_run(_name)[0],
+            **FP.run(_name)[0],
         output:
-            json=findings_record(_name),
-            files=findings_outputs(_name),
+            **FP.outputs_of(_name),
         log:
             f"{LOGS}/findings/{_name}.log",
         shadow:
             SHADOW
         conda:
             CONDA_ENV
-        threads: 1
         params:
-            analysis=_name,
-            run=findings_run(_name)[1],
-            settings=findings_command_settings(_name),
-            job=lambda wc, input, _name=_name: findings_job_flags(_name),
-            k=config["recall_k"],
-            run_name=RUN,
-            out_dir=findings_dir,
+            **FP.params(_name),
         shell:
-            "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q} "
-            "backretrieval findings --analysis {params.analysis:q} {params.run:q} --recall-k {params.k:q}"
-            " --run-name {params.run_name:q} --out-dir {params.out_dir:q} --settings {params.settings:q}"
-            " {params.job:q} > {log:q} 2>&1"
+            COMMANDS["findings"]
 
 
 # ---- the intermediate artifacts of image quality and sample size -------------------------------
 use rule embed_images as findings_embed_backbone with:
     output:
-        iq_image("{backbone}"),
+        FP.iq_image("{backbone}"),
     log:
         f"{LOGS}/findings/embed_backbone/{{backbone}}.log",
     benchmark:
         f"{LOGS}/benchmarks/findings/embed_backbone/{{backbone}}.tsv"
     wildcard_constraints:
-        backbone="|".join(FINDINGS_BACKBONES) or "(?!x)x",
+        backbone="|".join(FP.backbones) or "(?!x)x",
     threads: HEAVY_THREADS
     params:
         backbone=lambda wc: wc.backbone,
-        spec=lambda wc: as_json(FINDINGS_BACKBONES[wc.backbone]),
+        spec=lambda wc: as_json(FP.backbones[wc.backbone]),
         threads=MODEL_THREADS,
 
 
-if FINDINGS_SYNTHETIC:
+if FP.synthetic:
 
     rule findings_sample_size_dataset:
         output:
-            directory(SS_DATASET),
+            directory(FP.ss_dataset),
         log:
             f"{LOGS}/findings/sample_size_dataset.log",
         shadow:
@@ -125,42 +57,35 @@ if FINDINGS_SYNTHETIC:
         conda:
             CONDA_ENV
         params:
-            spec=as_json(
-                {
-                    "name": SS_DATASET_NAME,
-                    "source": "synthetic",
-                    "options": {},
-                    "synthetic": {k: _syn[k] for k in ("n_items", "seed", "image_size")},
-                }
-            ),
-            languages=_syn["languages"],
+            spec=FP.ss_dataset_spec(),
+            languages=FP.ss["synthetic"]["languages"],
         shell:
             "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} --out-dir {output:q} > {log:q} 2>&1"
 
     use rule embed_text as findings_sample_size_embed_text with:
         input:
-            dataset=SS_DATASET,
+            dataset=FP.ss_dataset,
         output:
-            [ss_text("{encoder}", lang) for lang in SS_LANGS],
+            [FP.ss_text("{encoder}", lang) for lang in FP.ss_langs],
         log:
             f"{LOGS}/findings/sample_size_embed/{{encoder}}.log",
         benchmark:
             f"{LOGS}/benchmarks/findings/sample_size_embed/{{encoder}}.tsv"
         wildcard_constraints:
-            encoder="|".join(SS["encoders"]),
+            encoder="|".join(FP.ss["encoders"]),
         priority: 0
         threads: HEAVY_THREADS
         params:
-            rerun_trigger=lambda wc: rerun_on(SS["encoders"][wc.encoder]),
-            spec=lambda wc, input: as_json(SS["encoders"][wc.encoder]),
-            languages=SS_LANGS,
+            rerun_trigger=lambda wc: rerun_on(FP.ss["encoders"][wc.encoder]),
+            spec=lambda wc, input: as_json(FP.ss["encoders"][wc.encoder]),
+            languages=FP.ss_langs,
             skip=[],
 
     use rule embed_images as findings_sample_size_embed_images with:
         input:
-            dataset=SS_DATASET,
+            dataset=FP.ss_dataset,
         output:
-            SS_IMAGE,
+            FP.ss_image,
         log:
             f"{LOGS}/findings/sample_size_embed_images.log",
         benchmark:
@@ -171,19 +96,15 @@ if FINDINGS_SYNTHETIC:
 
 
 # ---- across configurations: docs/FINDINGS.md, the overall verdict ------------------------------
+# readme: README.md's verdict block, rewritten in place (outside the declared files: a failed job
+# must never delete the README)
 rule findings_document:
     input:
-        own=FINDINGS_JSON,
-        points=findings_file("calibration_points.csv"),
-        replicates=findings_file("inference_replicates.csv"),
-        # the simulated coverage the verdict cites (benchmarks/bench_inference_coverage.py);
-        # where it is absent the verdict says its layout's coverage was not simulated
-        coverage=lambda wc: [INFERENCE_COVERAGE] if Path(INFERENCE_COVERAGE).is_file() else [],
-        others=other_configs_findings(),
+        **FP.document_inputs(),
     output:
-        doc=FINDINGS_DOC,
-        summary=directory(FINDINGS_SUMMARY),
-        done=touch(f"{FINDINGS_ART}/findings.done"),
+        doc=FP.doc,
+        summary=directory(FP.summary),
+        done=touch(f"{FP.artifacts}/findings.done"),
     log:
         f"{LOGS}/findings/document.log",
     shadow:
@@ -192,9 +113,7 @@ rule findings_document:
         CONDA_ENV
     params:
         others=lambda wc, input: [p for p in input.others if p.endswith(".json")],
-        # README.md's generated verdict block is rewritten in place: a location outside the
-        # declared files (a failed job must never delete the README)
-        readme=lambda wc, input: absolute("README.md"),
+        readme=lambda wc, input: plan.absolute("README.md"),
     shell:
         "backretrieval findings-document --records {input.own:q} {params.others:q} --out-doc {output.doc:q}"
         " --out-dir {output.summary:q} --readme {params.readme:q} > {log:q} 2>&1"
@@ -204,6 +123,6 @@ rule findings:
     """Every findings analysis of the current config, then
     docs/FINDINGS.md from every configuration's findings records."""
     input:
-        FINDINGS_JSON,
-        FINDINGS_DOC,
-        f"{FINDINGS_ART}/findings.done",
+        FP.records,
+        FP.doc,
+        f"{FP.artifacts}/findings.done",
