@@ -54,7 +54,7 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
         src, tgt, tgt2, s_img, t_img = d["src"], d["tgt"], d["tgt2"], d["src_img"], d["tgt_img"]
         rep = 1 if quick and nn > 10_000 else 3
         w_np, _, (rx_np, rb_np) = measure(lambda: (M.xlr_ranks(src, tgt), M.bkr_ranks(src, tgt2, s_img, t_img)), 1)
-        rows = [["numpy CPU fp32", w_np, 1.0, "reference", M.recall_at_k(rx_np), M.recall_at_k(rb_np)]]
+        rows = [["numpy CPU fp32", w_np, 1.0, "reference", M.recall_at_k(rx_np, 10), M.recall_at_k(rb_np, 10)]]
         ranks = {}
         for prec in ("fp32", "fp16", "bf16"):
 
@@ -73,14 +73,14 @@ def run(quick: bool = False, n: int = 10_000, device: str = "cuda") -> tuple[str
                 acc = f"ranks identical to numpy: XLR {np.mean(rx == rx_np):.4%}, BkR {np.mean(rb == rb_np):.4%}"
             else:
                 r32x, r32b = ranks["fp32"]
-                dx = M.recall_at_k(rx) - M.recall_at_k(r32x)
-                db = M.recall_at_k(rb) - M.recall_at_k(r32b)
+                dx = M.recall_at_k(rx, 10) - M.recall_at_k(r32x, 10)
+                db = M.recall_at_k(rb, 10) - M.recall_at_k(r32b, 10)
                 ok = "OK" if max(abs(dx), abs(db)) <= FP16_TOLERANCE else "EXCEEDS 0.01"
                 acc = (
                     f"vs fp32: rank differs XLR {np.mean(rx != r32x):.2%}, BkR {np.mean(rb != r32b):.2%}; "
                     f"ΔR@10 XLR {dx:+.4f}, BkR {db:+.4f} ({ok})"
                 )
-            rows.append([f"torch {label} {prec}", w, w_np / w, acc, M.recall_at_k(rx), M.recall_at_k(rb)])
+            rows.append([f"torch {label} {prec}", w, w_np / w, acc, M.recall_at_k(rx, 10), M.recall_at_k(rb, 10)])
             units[f"n{nn}_{prec}_s"] = w
         units[f"n{nn}_numpy_s"] = w_np
         # kernels only: inputs normalised and resident on the device before the clock starts

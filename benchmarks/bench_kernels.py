@@ -31,8 +31,8 @@ def run(quick: bool = False, n: int = 10_000) -> tuple[str, dict]:
         ("bare_x", lambda: src @ tgt.T),
         ("bare_t", lambda: src @ tgt2.T),
         ("bare_i", lambda: t_img @ s_img.T),
-        ("xlr", lambda: M.xlr(src, tgt)),
-        ("bkr", lambda: M.bkr(src, tgt2, s_img, t_img)),
+        ("xlr", lambda: M.xlr(src, tgt, k=10)),
+        ("bkr", lambda: M.bkr(src, tgt2, s_img, t_img, k=10)),
         ("bt", lambda: M.backretrieve(src, tgt2)),
         ("build", lambda: M.BkrImageIndex.build(s_img, t_img, k=10)),
     ]:

@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from backretrieval.config import load_config  # noqa: E402
 from backretrieval.data.prepared import load_items  # noqa: E402
 from backretrieval.evaluation.core import evaluate_direction, image_of_items  # noqa: E402
+from backretrieval.evaluation.protocol import Protocol  # noqa: E402
 from backretrieval.reporting.environment import cpu_info  # noqa: E402
 from backretrieval.steps import layout  # noqa: E402
 from backretrieval.steps.sample import read_samples  # noqa: E402
@@ -214,11 +215,14 @@ def _inputs(cfg: dict, direction: str, seeds: list[int] | None):
     samples = read_samples(layout.samples_path(cfg, direction))
     if seeds is not None:
         samples = [s for s in samples if s.seed in seeds]
-    kw = dict(
-        labels=dict(dataset="d", backbone=cfg["image_backbone"], text_field="title", direction=direction),
+    protocol = Protocol(
+        n=int(cfg["sample_size"]),
+        seeds=cfg["seeds"],
         k=int(cfg["recall_k"]),
+        image_backbone=cfg["image_backbone"],
         corr_max_pairs=cfg.get("corr_max_pairs"),
     )
+    kw = dict(labels=dict(dataset="d", backbone=cfg["image_backbone"], direction=direction), protocol=protocol)
     return samples, texts, kw
 
 

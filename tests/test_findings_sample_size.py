@@ -69,7 +69,7 @@ def test_random_encoder_scores_chance_and_graded_encoders_are_ordered():
     stab = ss.ranking_stability(df, k=10, baseline="random").set_index("n")
     assert stab.loc[200, "valid_pairwise_mean"] >= 0.8
     with pytest.raises(InputError):
-        ss.sample_size_metrics(items, texts, img, ["en-de"], [1], seeds=[0])
+        ss.sample_size_metrics(items, texts, img, ["en-de"], [1], seeds=[0], k=10)
 
 
 def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):

@@ -119,7 +119,7 @@ def test_xlr_queries_normalised_once_give_the_same_bits():
     assert all(np.array_equal(shared["e"][x], copied["e"][x]) for x in ("xlr", "bkr"))
     with pytest.raises(ValueError, match="e xlr text: dimension mismatch"):
         K.evaluate_sample(
-            {"e": {"bkr_src": src, "bkr_tgt": tgt2, "xlr_src": src, "xlr_tgt": tgt[:, :10]}}, None, s_img, t_img
+            {"e": {"bkr_src": src, "bkr_tgt": tgt2, "xlr_src": src, "xlr_tgt": tgt[:, :10]}}, None, s_img, t_img, k=5
         )
 
 

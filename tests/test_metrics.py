@@ -115,13 +115,13 @@ def test_corr_hand_computed():
 def test_zero_rows_and_bad_input():
     assert np.allclose(M.normalize(np.zeros((2, 3))), 0)
     with pytest.raises(ValueError, match="NaN"):
-        M.xlr(np.array([[np.nan, 1.0]]), np.array([[1.0, 0.0]]))
+        M.xlr(np.array([[np.nan, 1.0]]), np.array([[1.0, 0.0]]), k=1)
     with pytest.raises(ValueError, match="dimension"):
-        M.xlr(np.ones((2, 3)), np.ones((2, 4)))
+        M.xlr(np.ones((2, 3)), np.ones((2, 4)), k=1)
     with pytest.raises(ValueError, match="aligned"):
-        M.xlr(np.ones((2, 3)), np.ones((3, 3)))
+        M.xlr(np.ones((2, 3)), np.ones((3, 3)), k=1)
     with pytest.raises(ValueError, match="src_img"):
-        M.bkr(np.ones((2, 3)), np.ones((2, 3)), np.ones((3, 3)), np.ones((2, 3)))
+        M.bkr(np.ones((2, 3)), np.ones((2, 3)), np.ones((3, 3)), np.ones((2, 3)), k=1)
 
 
 # ---------------------------------------------------------------------------------------------

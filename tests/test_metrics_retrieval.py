@@ -184,12 +184,15 @@ def test_default_is_cosine_bit_for_bit():
     src, tgt, tgt2, simg, timg = _data(seed=6)
     src, tgt, tgt2 = (x.astype(np.float32) for x in (src, tgt, tgt2))
     assert M.xlr_ranks(src, tgt).tolist() == M.xlr_ranks(src, tgt, retrieval="cosine").tolist()
-    a = M.evaluate_sample({"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}}, None, simg, timg)
+    a = M.evaluate_sample(
+        {"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}}, None, simg, timg, k=10
+    )
     b = M.evaluate_sample(
         {"e": {"xlr_src": src, "xlr_tgt": tgt, "bkr_src": src, "bkr_tgt": tgt2}},
         None,
         simg,
         timg,
+        k=10,
         retrieval="cosine",
         retrieval_k=7,
     )
@@ -203,7 +206,7 @@ def test_bad_options_are_clear_errors():
     with pytest.raises(ValueError, match="retrieval_k must be a positive integer"):
         M.backretrieve(src, tgt, retrieval="csls", retrieval_k=0)
     with pytest.raises(ValueError, match="retrieval must be one of"):
-        M.evaluate_sample({}, None, src, tgt, retrieval="nope")
+        M.evaluate_sample({}, None, src, tgt, k=10, retrieval="nope")
     # all cosines negative: the ratio margin's denominator is negative -> refused, not inverted
     q = np.array([[1.0, 0.0], [0.9, 0.1]])
     c = np.array([[-1.0, 0.05], [-0.9, -0.1]])

@@ -134,7 +134,7 @@ def test_float32_generic_equal_except_near_ties():
     assert robust.mean() > 0.9
     np.testing.assert_array_equal(r_t[robust], r_np[robust])
     assert 0.05 < M.recall_at_k(r_np, 10) < 0.95  # a non-trivial difficulty level
-    assert T.xlr(src, tgt, device=CPU) == pytest.approx(M.xlr(src, tgt), abs=1 / 400)
+    assert T.xlr(src, tgt, k=10, device=CPU) == pytest.approx(M.xlr(src, tgt, k=10), abs=1 / 400)
 
 
 def test_fp16_within_stated_tolerance():
@@ -143,7 +143,7 @@ def test_fp16_within_stated_tolerance():
     rep = T.precision_check(src, tgt, "fp16", k=10, device=CPU)
     assert rep.n_queries == 600
     assert 0.05 < rep.recall_ref < 0.95
-    assert rep.recall_ref == M.xlr(src, tgt)
+    assert rep.recall_ref == M.xlr(src, tgt, k=10)
     # stated tolerance: |dRecall@10| <= 0.01; rank changes are few and small (rounding only)
     assert abs(rep.recall_diff) <= 0.01
     assert 0 < rep.frac_rank_differs < 0.1
@@ -211,7 +211,7 @@ def test_fp32_kernels_are_ieee_whatever_the_global_matmul_precision(mode, monkey
     ref = (
         T.xlr_ranks(src, tgt, device=CPU),
         T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
-        T.build_image_index(s_img, t_img, device=CPU).codes,
+        T.build_image_index(s_img, t_img, k=10, device=CPU).codes,
     )
     seen: list[tuple[str, ...]] = []
     matmul = torch.Tensor.__matmul__
@@ -228,7 +228,7 @@ def test_fp32_kernels_are_ieee_whatever_the_global_matmul_precision(mode, monkey
         got = (
             T.xlr_ranks(src, tgt, device=CPU),
             T.bkr_ranks(src, tgt, s_img, t_img, device=CPU),
-            T.build_image_index(s_img, t_img, device=CPU).codes,
+            T.build_image_index(s_img, t_img, k=10, device=CPU).codes,
         )
         after = _fp32_knobs()
     finally:

@@ -179,9 +179,9 @@ def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
     files = []
     for d, sub in metrics.groupby("direction"):
         f = tmp_path / f"{d}.csv"
-        sub = sub.assign(dataset="x", backbone="pixels", text_field="title")
+        sub = sub.assign(dataset="x", backbone="pixels", text_field="title", k=3)
         io.write_csv(
-            f, sub[["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]]
+            f, sub[["dataset", "backbone", "text_field", "direction", "seed", "n", "k", "encoder", "metric", "value"]]
         )
         ranks = {
             f"{e}/{s}/bkr": np.where(hits[e][d][s * 30 : (s + 1) * 30], 1, 30).astype(np.int32)
@@ -195,7 +195,7 @@ def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
     names |= {f"bkr_{e}": f"fig.{e}" for e in ("png", "svg", "pdf")}
     out = {key: tmp_path / "out" / v for key, v in names.items()}
     settings = dict(
-        run_name="t", sample_size=30, n_seeds=3, recall_k=3, image_backbone="pixels", text_field="title",
+        run_name="t", n_seeds=3, image_backbone="pixels", text_field="title",
         figure_seed=0, bootstrap_B=200, bootstrap_seed=0,
     )  # fmt: skip
     meta = DatasetMeta(name="byo", synthetic=False, parallel=False, languages=LANGS)

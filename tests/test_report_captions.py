@@ -44,8 +44,14 @@ def shown(body: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", body))
 
 
+def _want(cfg: dict) -> dict:
+    """The values the report states: its settings, and N and k as the metrics files record them
+    (the sample and metrics steps get the config's sample_size and recall_k)."""
+    return {**report_settings(cfg), "sample_size": cfg["sample_size"], "recall_k": cfg["recall_k"]}
+
+
 def _check(cfg: dict) -> dict[str, str]:
-    want = report_settings(cfg)
+    want = _want(cfg)
     out = {}
     for cap in CAPTIONS:
         text = render(cap, cfg)
@@ -68,7 +74,7 @@ def _check(cfg: dict) -> dict[str, str]:
 def test_captions_render_every_shipped_config(path):
     cfg = load_config(path)
     out = _check(cfg)
-    want = report_settings(cfg)
+    want = _want(cfg)
     assert f"Recall\\@{want['recall_k']}" in out["workflow.rst"] and f"Recall\\@{want['recall_k']}" in out["table1.rst"]
     assert f"N={want['sample_size']}," in out["workflow.rst"] and f"N={want['sample_size']})" in out["table1.rst"]
     assert f"{want['n_seeds']} seeds" in out["table1.rst"]

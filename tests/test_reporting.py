@@ -32,6 +32,7 @@ def _metrics(seed_count=4, encoders=("a", "b", "c", "d", "e"), directions=("en-d
                             direction=d,
                             seed=s,
                             n=10,
+                            k=5,
                             encoder=e,
                             metric=m,
                             value=v,
@@ -368,9 +369,7 @@ def _report(tmp_path, roles: dict) -> dict:
         text.setdefault(Path(p).parent.name, []).append(Path(p))
     settings = {
         "run_name": "r",
-        "sample_size": 30,
         "n_seeds": 4,
-        "recall_k": 5,
         "image_backbone": "bb",
         "text_field": "title",
         "figure_seed": 0,

@@ -15,13 +15,19 @@ from ._args import noun, noun_with_alias, opt, positional, switch, text_field
 
 
 def _eval_kwargs(args: argparse.Namespace) -> dict:
+    """The keywords of :func:`~backretrieval.evaluation.run.evaluate_models`: one protocol
+    (checked once, when it is made) and the run's options."""
+    from ..evaluation.protocol import Protocol
+
     return dict(
-        n=args.sample_size,
-        seeds=args.seeds if args.seeds is not None else args.n_seeds,
-        k=args.recall_k,
-        text_field=args.text_field,
-        image_backbone=args.image_backbone,
-        with_corr=not args.no_corr,
+        protocol=Protocol(
+            n=args.sample_size,
+            seeds=args.seeds if args.seeds is not None else args.n_seeds,
+            k=args.recall_k,
+            text_field=args.text_field,
+            image_backbone=args.image_backbone,
+            with_corr=not args.no_corr,
+        ),
         cache_dir=None if args.no_cache else Path(args.cache_dir),
         prepared_dir=Path(args.prepared_dir),
         shared_dir=Path(args.shared_dir),
@@ -251,7 +257,7 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
         "or the name of the dataset's precomputed features",
         required=False,
     )
-    text_field(sp, "the item text that is embedded", default="title")
+    text_field(sp, "the item text that is embedded", default=D.DEFAULT_TEXT_FIELD)
     switch(sp, "--no-corr", "skip the CORR baseline (N*N pairs per seed)")
     opt(sp, "--batch-size", "texts per encode call", type=int, default=D.DEFAULT_BATCH_SIZE)
     opt(sp, "--cache-dir", "embedding cache", default=str(D.DEFAULT_CACHE_DIR), metavar="DIR")

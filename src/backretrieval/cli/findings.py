@@ -62,7 +62,6 @@ def _artifacts(ns: argparse.Namespace, cls: type[Analysis], settings: dict[str, 
     return load_run(
         dataset=Path(ns.dataset),
         metrics_files=metrics,
-        k=ns.recall_k,
         run_dataset=optional_path(ns.run_dataset),
         samples_files=[Path(p) for p in getattr(ns, "samples", None) or []],
         ranks_files=[ranks_path(p) for p in metrics] if "ranks" in cls.inputs else [],

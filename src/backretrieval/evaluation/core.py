@@ -19,9 +19,12 @@ import pandas as pd
 from ..data.sampling import Sample
 from ..errors import InputError
 from ..metrics import evaluate_sample
+from .protocol import Protocol
 
-#: columns of the tidy metric table (the metrics step's CSV, ``evaluate()``'s DataFrame)
-METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "encoder", "metric", "value"]
+#: columns of the tidy metric table (the metrics step's CSV, ``evaluate()``'s DataFrame); ``n``
+#: and ``k`` are the protocol's N and the k of Recall@k, which the report and the findings read
+#: from here
+METRIC_COLUMNS = ["dataset", "backbone", "text_field", "direction", "seed", "n", "k", "encoder", "metric", "value"]
 
 #: an embedding table: (id → row, float matrix)
 Lookup = tuple[dict[str, int], np.ndarray]
@@ -53,10 +56,8 @@ def evaluate_direction(
     texts: Mapping[str, tuple[Lookup, Lookup]],
     *,
     labels: Mapping[str, Any],
-    k: int,
-    corr_max_pairs: int | None = None,
+    protocol: Protocol,
     full_bkr_ranks: bool = True,
-    with_corr: bool = True,
     images_what: str = "image features",
     progress: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -64,7 +65,8 @@ def evaluate_direction(
 
     ``texts[encoder] = (source-language lookup, target-language lookup)`` by item id;
     ``images`` by image id; ``image_of[lang][item_id]`` is an item's image. ``labels`` gives
-    the ``dataset``, ``backbone``, ``text_field`` and ``direction`` columns.
+    the ``dataset``, ``backbone`` and ``direction`` columns; ``protocol`` the k of Recall@k,
+    the text field and CORR's settings (the samples are drawn by its N and seeds).
 
     Returns the tidy table (:data:`METRIC_COLUMNS`, sorted by seed, encoder, metric) and the
     per-query ranks under keys ``<encoder>/<seed>/<xlr|bkr>`` (int32; BkR ranks, or 0/1 hits
@@ -93,12 +95,12 @@ def evaluate_direction(
             None,
             q_img,
             t_img,
-            k=k,
-            corr_max_pairs=corr_max_pairs,
+            k=protocol.k,
+            corr_max_pairs=protocol.corr_max_pairs,
             corr_seed=sample.seed,
             full_bkr_ranks=full_bkr_ranks,
             ranks_out=kept,
-            with_corr=with_corr,
+            with_corr=protocol.with_corr,
         )
         for enc, d in kept.items():
             for kind, arr in d.items():
@@ -109,10 +111,11 @@ def evaluate_direction(
                     dict(
                         dataset=labels["dataset"],
                         backbone=labels["backbone"],
-                        text_field=labels["text_field"],
+                        text_field=protocol.text_field,
                         direction=direction,
                         seed=sample.seed,
                         n=len(sample.queries),
+                        k=protocol.k,
                         encoder=enc,
                         metric=metric,
                         value=value,

@@ -15,6 +15,12 @@ DEFAULT_SHARED_DIR = Path("../shared/datasets")
 DEFAULT_N = 1000
 DEFAULT_SEEDS = 25
 DEFAULT_K = 10
+#: the item text that is embedded
+DEFAULT_TEXT_FIELD = "title"
+#: the sentence-transformers evaluator's lighter protocol (it runs during training): N, seeds,
+#: no CORR
+EVALUATOR_N = 200
+EVALUATOR_SEEDS = 5
 #: the embedding cache, and texts per encoder batch
 DEFAULT_CACHE_DIR = Path(".cache/embeddings")
 DEFAULT_BATCH_SIZE = 64

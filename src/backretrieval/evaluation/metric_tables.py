@@ -40,6 +40,44 @@ def read_metrics(paths: Iterable[str | Path]) -> pd.DataFrame:
     return concat_metrics(read_metric_tables(paths))
 
 
+def metrics_protocol(tables: Iterable[tuple[Path, pd.DataFrame]]) -> tuple[int, int]:
+    """The N and the k of Recall@k that the metrics files (:func:`read_metric_tables`) record in
+    their ``n`` and ``k`` columns, which every file must have and on which they must agree:
+    InputError naming the file without the column, or the files of each value. A file without
+    ``k`` was written by an older metrics step: rerun it (k is never guessed)."""
+    tables = tuple(tables)
+    if not tables:
+        raise InputError("no metrics CSV given (--metrics)")
+    found: dict[str, dict[int, list[str]]] = {"n": {}, "k": {}}
+    for path, frame in tables:
+        for col, values in found.items():
+            if col not in frame.columns:
+                raise InputError(
+                    f"{path}: no {col!r} column (the metric columns are {list(_columns())}); written by an "
+                    "older metrics step: rerun the metrics step"
+                )
+            for v in sorted({int(x) for x in frame[col]}):
+                values.setdefault(v, []).append(str(path))
+    for col, values in found.items():
+        if len(values) > 1:
+            what = "N" if col == "n" else "k of Recall@k"
+            raise InputError(
+                f"metrics files with different {what} ({col!r} column): "
+                + "; ".join(f"{col}={v}: {', '.join(files)}" for v, files in sorted(values.items()))
+                + " (one report or analysis reads the metrics of one protocol)"
+            )
+        if not values:
+            raise InputError(f"{tables[0][0]}: no rows, so no {col!r}")
+    (n,), (k,) = found["n"], found["k"]
+    return n, k
+
+
+def _columns() -> list[str]:
+    from .core import METRIC_COLUMNS
+
+    return METRIC_COLUMNS
+
+
 def require_full_ranks(frame: pd.DataFrame, source: str | Path) -> None:
     """Check that the metrics table ``source`` (read as ``frame``) comes with full per-query BkR
     ranks, as the metrics step writes them: a table with BkR Recall@k has BkR MRR

@@ -40,9 +40,10 @@ from mteb.models import EncoderProtocol
 
 from .core import evaluate_direction, lookup_from
 from .datasets import dataset_content_sha256
-from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_N, DEFAULT_PREPARED_DIR, DEFAULT_SEEDS, DEFAULT_SHARED_DIR
+from .defaults import DEFAULT_BOOTSTRAP, DEFAULT_CACHE_DIR, DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
+from .protocol import Protocol
 from .results import MAIN_METRIC, SPLIT, TASK_NAME, direction_entry, language_script, metric_key, task_name
-from .run import Evaluation, EvaluationPlan, open_plan
+from .run import Evaluation, EvaluationPlan, open_plan, parse_directions
 
 PAPER = "https://doi.org/10.1145/3404835.3463027"
 BIBTEX = """@inproceedings{fain2021backretrieval,
@@ -133,13 +134,9 @@ class BackretrievalTask(AbsTask):
             image_of,
             lookup_from(list(images), np.stack(list(images.values()))),
             {"model": (texts[src], texts[tgt])},
-            labels=dict(
-                dataset=plan.meta.name, backbone=plan.image.backbone_id, text_field=plan.text_field, direction=d
-            ),
-            k=plan.k,
-            corr_max_pairs=opt["corr_max_pairs"],
+            labels=dict(dataset=plan.meta.name, backbone=plan.image.backbone_id, direction=d),
+            protocol=plan.protocol,
             full_bkr_ranks=True,
-            with_corr=opt["with_corr"],
             images_what=f"image features ({plan.image.backbone_id})",
         )
         per_seed: dict[int, dict[str, np.ndarray]] = {}
@@ -230,32 +227,24 @@ def _as_float32(vec: Any, n: int) -> np.ndarray:
 def backretrieval_task(
     data: str | Path,
     directions: str | Sequence[str],
+    protocol: Protocol | None = None,
     *,
-    n: int = DEFAULT_N,
-    seeds: int | Sequence[int] = DEFAULT_SEEDS,
-    k: int = DEFAULT_K,
-    text_field: str = "title",
-    image_backbone: str | None = None,
-    with_corr: bool = True,
-    corr_max_pairs: int | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
     shared_dir: str | Path = DEFAULT_SHARED_DIR,
-    B: int = 1000,
+    B: int = DEFAULT_BOOTSTRAP,
     name: str | None = None,
     progress: bool = False,
+    **protocol_fields: Any,
 ) -> BackretrievalTask:
     """The Backretrieval MTEB task on ``data`` (a prepared folder or a named dataset, prepared
     here if needed) for ``directions``, with the protocol of ``backretrieval evaluate`` (same
-    checks and errors, same seeded samples). ``B``: bootstrap resamples of the CIs."""
+    checks and errors, same seeded samples): a :class:`~.protocol.Protocol`, or its fields as
+    keywords (``n=100, seeds=3``). ``B``: bootstrap resamples of the CIs."""
     plan = open_plan(
         data,
-        directions,
-        n=n,
-        seeds=seeds,
-        k=k,
-        text_field=text_field,
-        image_backbone=image_backbone,
+        parse_directions(directions),
+        Protocol.of(protocol, **protocol_fields),
         prepared_dir=prepared_dir,
         shared_dir=shared_dir,
     )
@@ -278,6 +267,6 @@ def backretrieval_task(
         bibtex_citation=BIBTEX,
         **_descriptive_metadata(plan),
     )
-    options = dict(cache_dir=cache_dir, with_corr=with_corr, corr_max_pairs=corr_max_pairs, B=B, progress=progress)
+    options = dict(cache_dir=cache_dir, B=B, progress=progress)
     cls = type(f"{name}Task", (BackretrievalTask,), {"metadata": metadata, "plan": plan, "options": options})
     return cls()

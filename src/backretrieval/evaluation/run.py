@@ -22,7 +22,6 @@ import pandas as pd
 
 from .._util.hashing import json_sha256
 from ..data.prepared import (
-    TEXT_FIELDS,
     DatasetMeta,
     load_image_table,
     load_items,
@@ -45,14 +44,13 @@ from .datasets import (
 )
 from .defaults import (
     DEFAULT_BATCH_SIZE,
+    DEFAULT_BOOTSTRAP,
     DEFAULT_CACHE_DIR,
-    DEFAULT_K,
-    DEFAULT_N,
     DEFAULT_PREPARED_DIR,
-    DEFAULT_SEEDS,
     DEFAULT_SHARED_DIR,
 )
 from .models import model_fingerprint, resolve_model
+from .protocol import Protocol
 from .results import language_script
 
 _DIRECTION_RE = re.compile(r"^[a-z]{2,3}-[a-z]{2,3}$")
@@ -85,50 +83,35 @@ def parse_directions(directions: str | Sequence[str]) -> list[str]:
     return parts
 
 
-def parse_seeds(seeds: int | Sequence[int]) -> list[int]:
-    """A count ``S`` (seeds 0..S-1) or an explicit list of distinct non-negative seeds."""
-    if isinstance(seeds, (int, np.integer)):
-        if seeds < 1:
-            raise InputError(f"--n-seeds {seeds}: need at least 1 seed")
-        return list(range(int(seeds)))
-    out = [int(s) for s in seeds]
-    if not out or min(out) < 0 or len(set(out)) != len(out):
-        raise InputError(f"--seeds: {out}; expected distinct non-negative integers")
-    return out
-
-
-def check_protocol(
-    directions: str | Sequence[str], n: int, seeds: int | Sequence[int], k: int, text_field: str
-) -> tuple[list[str], int, list[int], int]:
-    """The checks that need no data: directions, N >= 2, 1 <= k < N, seeds, the text field."""
-    dirs = parse_directions(directions)
-    seed_list = parse_seeds(seeds)
-    n, k = int(n), int(k)
-    if n < 2:
-        raise InputError(f"--sample-size {n}: the sample size N must be at least 2")
-    if not 1 <= k < n:
-        raise InputError(f"--recall-k {k}: Recall@k needs 1 <= k < N (N={n}); with k >= N every query is a hit")
-    if text_field not in TEXT_FIELDS:
-        raise InputError(f"--text-field {text_field!r}: expected one of {', '.join(TEXT_FIELDS)}")
-    return dirs, n, seed_list, k
-
-
 @dataclass
 class EvaluationPlan:
-    """Everything fixed before any model runs: dataset, directions, N, seeds, k, the seeded
-    samples and the image source (all checked by :func:`plan_evaluation`)."""
+    """Everything fixed before any model runs: dataset, directions, the :class:`Protocol`, the
+    seeded samples and the image source (all checked by :func:`plan_evaluation`)."""
 
     root: Path
     meta: DatasetMeta
     items: pd.DataFrame
     directions: list[str]
-    n: int
-    seeds: list[int]
-    k: int
-    text_field: str
+    protocol: Protocol
     image: ImageSource
     samples: dict[str, list[Sample]]
     named: str | None = None
+
+    @property
+    def n(self) -> int:
+        return self.protocol.n
+
+    @property
+    def seeds(self) -> list[int]:
+        return list(self.protocol.seeds)
+
+    @property
+    def k(self) -> int:
+        return self.protocol.k
+
+    @property
+    def text_field(self) -> str:
+        return self.protocol.text_field
 
     def needed_items(self) -> dict[str, list[str]]:
         """Per language, the item ids whose texts the samples use (items-file order)."""
@@ -204,12 +187,11 @@ class EvaluationPlan:
         images: Lookup,
         *,
         backbone: str,
-        with_corr: bool = True,
-        corr_max_pairs: int | None = None,
         progress: bool = False,
     ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]]]:
         """Metrics of every encoder (``texts[encoder][lang]``: lookups by item id) on every
-        direction: the tidy table and the per-query ranks ``{direction: {<enc>/<seed>/<kind>: ranks}}``."""
+        direction, by the plan's protocol: the tidy table and the per-query ranks
+        ``{direction: {<enc>/<seed>/<kind>: ranks}}``."""
         image_of = self.image_of()
         frames, ranks = [], {}
         for d in self.directions:
@@ -219,11 +201,9 @@ class EvaluationPlan:
                 image_of,
                 images,
                 {e: (t[src], t[tgt]) for e, t in texts.items()},
-                labels=dict(dataset=self.meta.name, backbone=backbone, text_field=self.text_field, direction=d),
-                k=self.k,
-                corr_max_pairs=corr_max_pairs,
+                labels=dict(dataset=self.meta.name, backbone=backbone, direction=d),
+                protocol=self.protocol,
                 full_bkr_ranks=True,
-                with_corr=with_corr,
                 images_what=f"image features ({self.image.backbone_id})",
                 progress=progress,
             )
@@ -235,22 +215,24 @@ class EvaluationPlan:
 def plan_evaluation(
     root: Path,
     directions: str | Sequence[str],
+    protocol: Protocol | None = None,
     *,
-    n: int = DEFAULT_N,
-    seeds: int | Sequence[int] = DEFAULT_SEEDS,
-    k: int = DEFAULT_K,
-    text_field: str = "title",
-    image_backbone: str | None = None,
     named: str | None = None,
+    **protocol_fields: Any,
 ) -> EvaluationPlan:
     """Check that the prepared dataset at ``root`` can serve the evaluation and draw the samples.
 
+    ``protocol``: a :class:`Protocol`, or its fields as keywords (``n=500, k=10``).
     InputError (naming the problem and the fix) for: a dataset with texts in fewer than two
     languages or without a direction's language, fewer items than N queries + N disjoint
     targets need, no images / features (or none for a sampled item), k >= N, a bad text field.
     """
-    root = Path(root)
-    dirs, n, seed_list, k = check_protocol(directions, n, seeds, k, text_field)
+    return _plan(Path(root), parse_directions(directions), Protocol.of(protocol, **protocol_fields), named)
+
+
+def _plan(root: Path, dirs: list[str], protocol: Protocol, named: str | None) -> EvaluationPlan:
+    """:func:`plan_evaluation` of checked directions and a protocol (checked when it was made)."""
+    n = protocol.n
     meta = read_meta(root)
     items = load_items(root)
     present = sorted(set(items["lang"]))
@@ -266,9 +248,10 @@ def plan_evaluation(
             if lang not in by_lang:
                 raise InputError(f"--directions {d}: {root} has no {lang!r} texts (languages: {', '.join(present)})")
         _check_n(by_lang, d, n, meta.parallel, root)
-    image = resolve_image_source(root, image_backbone)
+    image = resolve_image_source(root, protocol.image_backbone)
+    seed_list = list(protocol.seeds)
     samples = {d: draw_samples(items, *d.split("-"), n, seed_list, parallel=meta.parallel) for d in dirs}
-    plan = EvaluationPlan(root, meta, items, dirs, n, seed_list, k, text_field, image, samples, named)
+    plan = EvaluationPlan(root, meta, items, dirs, protocol, image, samples, named)
     have, listed_in = available_image_ids(root, image)
     lacking = [i for i in plan.needed_images() if i not in have]
     if lacking:
@@ -281,28 +264,27 @@ def plan_evaluation(
 
 def open_plan(
     data: str | Path,
-    directions: str | Sequence[str],
+    dirs: list[str],
+    protocol: Protocol,
     *,
     prepared_dir: str | Path,
     shared_dir: str | Path,
     before_preparing: Callable[[], object] | None = None,
-    **protocol: Any,
 ) -> EvaluationPlan:
     """The plan of an evaluation of ``data`` (a prepared folder or a named dataset), as every
-    door opens one: the checks that need no data, the dataset located, a named dataset's checks
-    of directions and N, then :func:`plan_evaluation` with ``protocol`` (its keywords ``n``,
-    ``seeds``, ``k``, ``text_field``, ``image_backbone``). A ready folder is planned (and
-    checked) at once; a named dataset not prepared yet is prepared only after
-    ``before_preparing`` (the models' availability, in :func:`evaluate_models`), which runs in
-    either case."""
-    dirs = check_protocol(directions, protocol["n"], protocol["seeds"], protocol["k"], protocol["text_field"])[0]
+    door opens one, with the directions it checked (:func:`parse_directions`) and its
+    ``protocol`` (checked when it was made): the dataset located, a named dataset's checks of
+    directions and N, then the plan's checks and samples (:func:`plan_evaluation`). A ready
+    folder is planned (and checked) at once; a named dataset not prepared yet is prepared only
+    after ``before_preparing`` (the models' availability, in :func:`evaluate_models`), which
+    runs in either case."""
     ref = locate_dataset(data, Path(prepared_dir))
-    precheck_named(ref, dirs, int(protocol["n"]), Path(shared_dir))
-    kw = {**protocol, "named": ref.named.name if ref.named else None}
-    plan = plan_evaluation(ref.root, dirs, **kw) if ref.ready else None
+    precheck_named(ref, dirs, protocol.n, Path(shared_dir))
+    named = ref.named.name if ref.named else None
+    plan = _plan(ref.root, dirs, protocol, named) if ref.ready else None
     if before_preparing is not None:
         before_preparing()
-    return plan if plan is not None else plan_evaluation(prepare_named(ref, Path(shared_dir)), dirs, **kw)
+    return plan if plan is not None else _plan(prepare_named(ref, Path(shared_dir)), dirs, protocol, named)
 
 
 def _max_n(by_lang: dict[str, set], src: str, tgt: str, parallel: bool) -> int:
@@ -354,7 +336,7 @@ class Evaluation:
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def summary(self, *, B: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    def summary(self, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
         """Mean, sd and 95% CI per direction and metric (see :func:`.results.summarize`)."""
         from .results import summarize
 
@@ -374,14 +356,8 @@ def evaluate_models(
     models: Sequence[Any],
     data: str | Path,
     directions: str | Sequence[str],
+    protocol: Protocol | None = None,
     *,
-    n: int = DEFAULT_N,
-    seeds: int | Sequence[int] = DEFAULT_SEEDS,
-    k: int = DEFAULT_K,
-    text_field: str = "title",
-    image_backbone: str | None = None,
-    with_corr: bool = True,
-    corr_max_pairs: int | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
     shared_dir: str | Path = DEFAULT_SHARED_DIR,
@@ -389,13 +365,18 @@ def evaluate_models(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = True,
     allow_code: bool = False,
+    **protocol_fields: Any,
 ) -> list[Evaluation]:
     """Evaluate several models on the same samples (image work shared); one :class:`Evaluation`
-    each. Order of work: cheap checks, model availability, dataset preparation (named
-    datasets), the plan's checks, text embeddings, image features, metrics. ``allow_code``: accept
-    models given as ``module:callable`` or ``{type: callable}`` (they import and run that code)."""
+    each. ``protocol``: a :class:`Protocol`, or its fields as keywords (``n``, ``seeds``, ``k``,
+    ``text_field``, ``image_backbone``, ``with_corr``, ``corr_max_pairs``; the others at the
+    defaults of :mod:`.defaults`). Order of work: cheap checks (the protocol, the directions),
+    model availability, dataset preparation (named datasets), the plan's checks, text
+    embeddings, image features, metrics. ``allow_code``: accept models given as
+    ``module:callable`` or ``{type: callable}`` (they import and run that code)."""
     t0 = time.perf_counter()
-    dirs = check_protocol(directions, n, seeds, k, text_field)[0]
+    protocol = Protocol.of(protocol, **protocol_fields)
+    dirs = parse_directions(directions)
     names = list(names) if names is not None else [None] * len(models)
     resolved = [resolve_model(m, nm, allow_code=allow_code) for m, nm in zip(models, names)]
     labels = [d["name"] for _, d in resolved]
@@ -407,11 +388,7 @@ def evaluate_models(
     plan = open_plan(
         data,
         dirs,
-        n=n,
-        seeds=seeds,
-        k=k,
-        text_field=text_field,
-        image_backbone=image_backbone,
+        protocol,
         prepared_dir=prepared_dir,
         shared_dir=shared_dir,
         before_preparing=lambda: fingerprints.extend(
@@ -432,14 +409,7 @@ def evaluate_models(
             )
             texts[label][lang] = lookup_from(ids, emb)
     images, image_desc = plan.image_features(Path(cache_dir) if cache_dir is not None else None, progress=progress)
-    scores, ranks = plan.run(
-        texts,
-        images,
-        backbone=plan.image.backbone_id,
-        with_corr=with_corr,
-        corr_max_pairs=corr_max_pairs,
-        progress=progress,
-    )
+    scores, ranks = plan.run(texts, images, backbone=plan.image.backbone_id, progress=progress)
     seconds = time.perf_counter() - t0
     dataset = {
         "name": plan.meta.name,
@@ -450,15 +420,7 @@ def evaluate_models(
         "languages": sorted(set(plan.items["lang"])),
         "path": str(root),
     }
-    protocol = {
-        "directions": plan.directions,
-        "n": plan.n,
-        "seeds": plan.seeds,
-        "k": plan.k,
-        "text_field": plan.text_field,
-        "corr": with_corr,
-        "corr_max_pairs": corr_max_pairs,
-    }
+    record = {"directions": plan.directions, **protocol.record()}
     out = []
     for (_enc, desc), label, fp in zip(resolved, labels, fingerprints):
         per_dir: dict[str, dict[int, dict[str, np.ndarray]]] = {}
@@ -474,7 +436,7 @@ def evaluate_models(
                 model={"name": label, "spec": desc["spec"], "fingerprint": fp},
                 dataset=dataset,
                 image_backbone=image_desc,
-                protocol=protocol,
+                protocol=record,
                 samples_sha256=plan.samples_sha256(),
                 seconds=seconds,
             )
@@ -482,20 +444,19 @@ def evaluate_models(
     return out
 
 
-def evaluate_model(model: Any, data: str | Path, directions: str | Sequence[str], **kw: Any) -> Evaluation:
+def evaluate_model(
+    model: Any, data: str | Path, directions: str | Sequence[str], protocol: Protocol | None = None, **kw: Any
+) -> Evaluation:
     """:func:`evaluate_models` for one model (``name=`` sets its label)."""
     name = kw.pop("name", None)
-    return evaluate_models([model], data, directions, names=[name], **kw)[0]
+    return evaluate_models([model], data, directions, protocol, names=[name], **kw)[0]
 
 
 def evaluate(
     model: Any,
     dataset: str | Path,
     directions: str | Sequence[str],
-    *,
-    n: int = DEFAULT_N,
-    seeds: int | Sequence[int] = DEFAULT_SEEDS,
-    k: int = DEFAULT_K,
+    protocol: Protocol | None = None,
     **kw: Any,
 ) -> pd.DataFrame:
     """XLR (parallel data), BkR, CORR and MRR of ``model`` on ``dataset``: the tidy per-seed table.
@@ -503,9 +464,10 @@ def evaluate(
     ``model``: a sentence-transformers name or folder, ``"module:callable"``,
     ``"precomputed:<npy>,<ids.txt>"``, a registry spec dict, or an object (a registry encoder, a
     SentenceTransformer, a callable ``list[str] -> (n, d)``). ``dataset``: a prepared folder or
-    a named dataset (``synthetic``, ``multi30k-test2016``). ``seeds``: a count or a list.
-    Columns: dataset, backbone, text_field, direction, seed, n, encoder, metric, value
+    a named dataset (``synthetic``, ``multi30k-test2016``). ``protocol``: a :class:`Protocol`,
+    or its fields as keywords (``n=500, seeds=5, k=10``; ``seeds``: a count or a list).
+    Columns: dataset, backbone, text_field, direction, seed, n, k, encoder, metric, value
     (the pipeline's metric CSV). Other keywords: see :func:`evaluate_models`; for CIs and the
     result JSON use :func:`evaluate_model` (``.summary()``, :func:`.results.result_dict`).
     """
-    return evaluate_model(model, dataset, directions, n=n, seeds=seeds, k=k, **kw).scores
+    return evaluate_model(model, dataset, directions, protocol, **kw).scores

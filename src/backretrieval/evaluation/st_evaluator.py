@@ -22,8 +22,9 @@ except ImportError:  # pragma: no cover - sentence-transformers 3 to 5
     from sentence_transformers.evaluation import SentenceEvaluator
 
 from .core import lookup_from
-from .defaults import DEFAULT_CACHE_DIR, DEFAULT_K, DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
-from .run import open_plan
+from .defaults import DEFAULT_CACHE_DIR, DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR, EVALUATOR_N, EVALUATOR_SEEDS
+from .protocol import Protocol
+from .run import open_plan, parse_directions
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,12 @@ class BackretrievalEvaluator(SentenceEvaluator):
     Args:
         dataset: a prepared dataset folder or a named dataset (``synthetic``, ``multi30k-test2016``).
         directions: ``"en-de,de-en"`` or a list of ``src-tgt``.
-        n: queries per seed (N); ``seeds``: a count or a list; ``k``: Recall@k.
-        image_backbone: as ``--image-backbone`` (default: effnet-lite0 for image files, or the
-            dataset's one precomputed feature set).
-        with_corr: also CORR (N*N pairs per seed; off by default for speed).
+        protocol: a :class:`~.protocol.Protocol`, or its fields as keywords: ``n`` (queries per
+            seed, N), ``seeds`` (a count or a list), ``k`` (Recall@k), ``text_field``,
+            ``image_backbone`` (default: effnet-lite0 for image files, or the dataset's one
+            precomputed feature set), ``with_corr`` (CORR: N*N pairs per seed),
+            ``corr_max_pairs``. Lighter than the library's defaults, for speed during training:
+            N = ``EVALUATOR_N``, ``EVALUATOR_SEEDS`` seeds, no CORR (:mod:`.defaults`).
         name: prefix of the metric keys and part of the CSV name (like the library's evaluators).
         write_csv: append one row per call to ``backretrieval_evaluation[_<name>]_results.csv``
             under ``output_path``.
@@ -52,13 +55,8 @@ class BackretrievalEvaluator(SentenceEvaluator):
         self,
         dataset: str | Path,
         directions: str | Sequence[str],
+        protocol: Protocol | None = None,
         *,
-        n: int = 200,
-        seeds: int | Sequence[int] = 5,
-        k: int = DEFAULT_K,
-        text_field: str = "title",
-        image_backbone: str | None = None,
-        with_corr: bool = False,
         batch_size: int = 32,
         name: str = "",
         write_csv: bool = True,
@@ -66,16 +64,16 @@ class BackretrievalEvaluator(SentenceEvaluator):
         cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
         prepared_dir: str | Path = DEFAULT_PREPARED_DIR,
         shared_dir: str | Path = DEFAULT_SHARED_DIR,
+        **protocol_fields: Any,
     ) -> None:
         super().__init__()
+        if protocol is None:
+            protocol_fields = {"n": EVALUATOR_N, "seeds": EVALUATOR_SEEDS, "with_corr": False, **protocol_fields}
+        self.protocol = Protocol.of(protocol, **protocol_fields)
         self.plan = open_plan(
             dataset,
-            directions,
-            n=n,
-            seeds=seeds,
-            k=k,
-            text_field=text_field,
-            image_backbone=image_backbone,
+            parse_directions(directions),
+            self.protocol,
             prepared_dir=prepared_dir,
             shared_dir=shared_dir,
         )
@@ -84,8 +82,8 @@ class BackretrievalEvaluator(SentenceEvaluator):
         )
         self.needed = self.plan.needed_items()
         self.texts = {lang: self.plan.texts(lang, ids) for lang, ids in self.needed.items()}
-        self.k = int(k)
-        self.with_corr = with_corr
+        self.k = self.protocol.k
+        self.with_corr = self.protocol.with_corr
         self.batch_size = batch_size
         self.name = name
         self.write_csv = write_csv
@@ -128,9 +126,7 @@ class BackretrievalEvaluator(SentenceEvaluator):
                 show_progress_bar=self.show_progress_bar,
             )
             lookups[lang] = lookup_from(ids, emb)
-        scores, _ = self.plan.run(
-            {"model": lookups}, self.images, backbone=self.image_info["id"], with_corr=self.with_corr
-        )
+        scores, _ = self.plan.run({"model": lookups}, self.images, backbone=self.image_info["id"])
         means = scores.groupby(["direction", "metric"])["value"].mean()
         metrics: dict[str, float] = {}
         for d in self.plan.directions:

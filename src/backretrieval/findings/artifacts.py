@@ -20,7 +20,7 @@ from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..data.sampling import Sample, read_samples
 from ..errors import InputError
 from ..evaluation.core import rows_of
-from ..evaluation.metric_tables import concat_metrics, read_metric_tables, require_full_ranks
+from ..evaluation.metric_tables import concat_metrics, metrics_protocol, read_metric_tables, require_full_ranks
 from .document import RunInfo
 from .views import Lookup
 
@@ -42,6 +42,7 @@ class RunArtifacts:
     ranks_files: dict[str, Path]
     image_files: dict[str, Path]
     text_files: dict[tuple[str, str], Path]
+    #: the k of Recall@k the metrics files record (their ``k`` column)
     k: int
     run_name: str = ""
     reports_dir: str = ""
@@ -203,7 +204,6 @@ def load_run(
     *,
     dataset: Path,
     metrics_files: Sequence[Path],
-    k: int,
     run_dataset: Path | None = None,
     samples_files: Sequence[Path] = (),
     ranks_files: Sequence[Path] = (),
@@ -213,9 +213,10 @@ def load_run(
     run_name: str = "",
     reports_dir: str = "",
 ) -> RunArtifacts:
-    """Read the artifacts (checks before any work: every file exists; with per-query ranks,
-    every direction of the metrics has its samples). ``run_dataset``: the run's own dataset
-    when ``dataset`` is another one."""
+    """Read the artifacts (checks before any work: every file exists; the metrics files record
+    one N and one k of Recall@k, :func:`~backretrieval.evaluation.metric_tables.metrics_protocol`,
+    which is the run's ``k``; with per-query ranks, every direction of the metrics has its
+    samples). ``run_dataset``: the run's own dataset when ``dataset`` is another one."""
     image_files = dict(image_files or {})
     text_files = dict(text_files or {})
     inputs = [
@@ -232,6 +233,7 @@ def load_run(
     if not metrics_files:
         raise InputError("no metrics CSV given (--metrics)")
     tables = read_metric_tables(metrics_files)
+    _n, k = metrics_protocol(tables)
     metrics = concat_metrics(tables)
     samples: dict[str, list[Sample]] = {}
     for p in samples_files:

@@ -184,7 +184,7 @@ def hubness_metrics(
     *,
     hub_fraction: float,
     hub_noise: float,
-    k: int = 10,
+    k: int,
     occurrence_k: int = 10,
     seed: int = 0,
 ) -> pd.DataFrame:

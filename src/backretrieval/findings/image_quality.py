@@ -307,7 +307,7 @@ def scene_oracle_targets(query_scenes: list[Mapping], target_scenes: list[Mappin
 def image_quality_metrics(
     views: Iterable[SampleView],
     variants: Mapping[str, Lookup],
-    k: int = 10,
+    k: int,
     scenes: Mapping[str, Mapping] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """BkR of every encoder under every image variant, on the same samples.

@@ -184,7 +184,7 @@ def sample_size_metrics(
     directions: Iterable[str],
     n_grid: Iterable[int],
     seeds: Iterable[int],
-    k: int = 10,
+    k: int,
     parallel: bool = True,
 ) -> pd.DataFrame:
     """XLR@1, XLR@k, XLR MRR and BkR@k of every encoder for every (N, direction, seed).

@@ -92,7 +92,7 @@ def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
     return max(1, min(n_rows, block_elems // max(1, n_cols)))
 
 
-def recall_at_k(ranks: np.ndarray, k: int = 10) -> float:
+def recall_at_k(ranks: np.ndarray, k: int) -> float:
     """Fraction of queries whose rank is <= k."""
     ranks = np.asarray(ranks)
     if ranks.size == 0:

@@ -89,7 +89,7 @@ def xlr_ranks(
 def xlr(
     src_text: np.ndarray,
     tgt_text: np.ndarray,
-    k: int = 10,
+    k: int,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
     *,
@@ -151,7 +151,7 @@ def bkr(
     tgt_text: np.ndarray,
     src_img: np.ndarray,
     tgt_img: np.ndarray,
-    k: int = 10,
+    k: int,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
     top_m: int = 1,
@@ -200,7 +200,7 @@ class BkrImageIndex:
         cls,
         src_img: np.ndarray,
         tgt_img: np.ndarray,
-        k: int = 10,
+        k: int,
         block_elems: int = DEFAULT_BLOCK_ELEMS,
         assume_normalized: bool = False,
     ) -> BkrImageIndex:
@@ -251,7 +251,7 @@ def bkr_image_pass(
     src_img: np.ndarray,
     tgt_img: np.ndarray,
     t_stars: Sequence[np.ndarray],
-    k: int = 10,
+    k: int | None = None,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     gather_elems: int = GATHER_BLOCK_ELEMS,
     *,
@@ -269,14 +269,14 @@ def bkr_image_pass(
         rank[q] = 1 + #{j : <t_img[t], s_img[j]> > <t_img[t], s_img[q]>}
 
     (gathered, compared and counted ``gather_elems`` entries at a time, in the CPU cache).
-    Returns ``(index or None, [ranks per t_star])``. A rank depends only on the sample's
+    ``k``: the k of Recall@k the index answers (needed only ``with_index``). Returns ``(index or None, [ranks per t_star])``. A rank depends only on the sample's
     images and the block size (a function of N), never on the other encoders; its hit
     ``rank <= k`` equals the index's membership, both being read from the same scores.
     """
     s_img, t_img = (src_img, tgt_img) if assume_normalized else _as_pair(src_img, tgt_img, "bkr image")
     n_src, n_tgt = s_img.shape[0], t_img.shape[0]
-    if k < 1:
-        raise ValueError("k must be >= 1")
+    if with_index and (k is None or k < 1):
+        raise ValueError(f"k must be >= 1 for the index (got {k})")
     stars = []
     for t_star in t_stars:
         t_star = np.asarray(t_star, dtype=np.int64)
@@ -287,7 +287,7 @@ def bkr_image_pass(
         order = np.argsort(t_star, kind="stable")  # queries grouped by their target's block
         stars.append((t_star, order, t_star[order]))
     ranks = [np.empty(n_src, dtype=np.int64) for _ in stars]
-    kk = min(k, n_src)
+    kk = min(k, n_src) if with_index and k is not None else 0
     step = _block_rows(n_tgt, n_src, block_elems)
     qstep = _block_rows(n_src, n_src, gather_elems)
     dtype = np.result_type(t_img.dtype, s_img.dtype)
@@ -381,7 +381,7 @@ def soft_bkr_hits(
     tgt_text: np.ndarray,
     src_img: np.ndarray,
     tgt_img: np.ndarray,
-    k: int = 10,
+    k: int,
     m: int = 1,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     inplace: bool = False,
@@ -410,7 +410,7 @@ def evaluate_sample(
     xlr_img: np.ndarray | None,
     bkr_src_img: np.ndarray,
     bkr_tgt_img: np.ndarray,
-    k: int = 10,
+    k: int,
     corr_max_pairs: int | None = None,
     corr_seed: int = 0,
     full_bkr_ranks: bool = True,

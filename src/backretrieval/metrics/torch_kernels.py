@@ -273,7 +273,7 @@ def xlr_ranks(
 def xlr(
     src_text,
     tgt_text,
-    k: int = 10,
+    k: int,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     device: str | torch.device = "auto",
     precision: Precision = "fp32",
@@ -324,7 +324,7 @@ def bkr(
     tgt_text,
     src_img,
     tgt_img,
-    k: int = 10,
+    k: int,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     device: str | torch.device = "auto",
     precision: Precision = "fp32",
@@ -337,7 +337,7 @@ def bkr(
 def build_image_index(
     src_img,
     tgt_img,
-    k: int = 10,
+    k: int,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     device: str | torch.device = "auto",
     precision: Precision = "fp32",
@@ -406,7 +406,8 @@ def precision_check(
     src,
     tgt,
     precision: Precision = "fp16",
-    k: int = 10,
+    *,
+    k: int,
     device: str | torch.device = "auto",
     block_elems: int = DEFAULT_BLOCK_ELEMS,
 ) -> PrecisionReport:

@@ -15,6 +15,7 @@ from ..data.sampling import read_samples
 from ..errors import InputError
 from ..evaluation.core import METRIC_COLUMNS, evaluate_direction, image_of_items
 from ..evaluation.metric_tables import concat_metrics, read_metric_tables, read_metrics, require_full_ranks
+from ..evaluation.protocol import Protocol
 from .layout import load_embedding, ranks_path, skipped_reason
 from .settings import seed_groups
 
@@ -57,7 +58,30 @@ def metrics_step(
 
     ``seeds``: only the samples of these seeds (one seed group of a direction, in the order of
     the samples file; :func:`gather_metrics` joins the groups); None: every sample.
+
+    The job's :class:`~backretrieval.evaluation.protocol.Protocol` (N of the samples, their
+    seeds, ``k``, ``text_field``, ``backbone``, CORR's settings) is made, and so checked, once,
+    before any embedding is read; the CSV records its ``n`` and ``k`` in every row.
     """
+    samples = read_samples(samples_file)
+    if seeds is not None:
+        by_seed = {s.seed: s for s in samples}
+        missing = [x for x in seeds if x not in by_seed]
+        if missing:
+            raise InputError(f"{samples_file}: no sample for seed(s) {missing} (has {sorted(by_seed)})")
+        wanted = set(seeds)
+        samples = [s for s in samples if s.seed in wanted]
+    if not samples:
+        raise InputError(f"{samples_file}: no samples")
+    protocol = Protocol(
+        n=len(samples[0].queries),
+        seeds=[s.seed for s in samples],
+        k=k,
+        text_field=text_field,
+        image_backbone=backbone,
+        with_corr=with_corr,
+        corr_max_pairs=corr_max_pairs,
+    )
     items = load_items(dataset)
     img = load_embedding(image_file, mapped=True)
     if img is None:
@@ -69,23 +93,13 @@ def metrics_step(
             log.warning("encoder %s skipped: %s", enc, skipped_reason(sp) or skipped_reason(tp))
             continue
         texts[enc] = (s, t)
-    samples = read_samples(samples_file)
-    if seeds is not None:
-        by_seed = {s.seed: s for s in samples}
-        missing = [x for x in seeds if x not in by_seed]
-        if missing:
-            raise InputError(f"{samples_file}: no sample for seed(s) {missing} (has {sorted(by_seed)})")
-        wanted = set(seeds)
-        samples = [s for s in samples if s.seed in wanted]
     df, per_query = evaluate_direction(
         samples,
         image_of_items(items),
         img,
         texts,
-        labels=dict(dataset=dataset_name, backbone=backbone, text_field=text_field, direction=direction),
-        k=k,
-        corr_max_pairs=corr_max_pairs,
-        with_corr=with_corr,
+        labels=dict(dataset=dataset_name, backbone=backbone, direction=direction),
+        protocol=protocol,
         images_what=str(image_file),
     )
     io.save_npz(ranks_path(out), **per_query)

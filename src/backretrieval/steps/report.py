@@ -21,21 +21,22 @@ from .. import stats
 from .._util import io
 from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
+from ..evaluation.metric_tables import metrics_protocol
 from ..findings.inference import table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
 from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 from ..reporting.significance import significance_table, table1_marks
 from . import layout
-from .metrics import read_metrics, require_full_ranks
+from .metrics import concat_metrics, read_metric_tables, require_full_ranks
 from .settings import WORDVEC_FAMILY
 
-#: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``).
+#: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``). N and the
+#: k of Recall@k are not among them: the report reads them from the metrics files (their ``n``
+#: and ``k`` columns, :func:`~backretrieval.evaluation.metric_tables.metrics_protocol`).
 REPORT_SETTINGS = (
     "run_name",
-    "sample_size",
     "n_seeds",
-    "recall_k",
     "image_backbone",
     "text_field",
     "figure_seed",
@@ -113,7 +114,9 @@ def build_report(
         build_bkr_report(metrics_files=metrics_files, meta=meta, text_files=text_files, settings=s, out=out)
         return
     assert correlations_out is not None
-    metrics = read_metrics(list(metrics_files))
+    tables_read = read_metric_tables(metrics_files)
+    n, k = metrics_protocol(tables_read)
+    metrics = concat_metrics(tables_read)
     correlations = stats.correlate(metrics)
     io.write_csv(correlations_out, correlations)
 
@@ -123,7 +126,7 @@ def build_report(
     families = _families(encoders, s)
     tests = pd.DataFrame()
     if samples_files is not None and image_file is not None:
-        outcomes = table1_outcomes(metrics_files, dataset, samples_files, image_file, text_files, int(s["recall_k"]))
+        outcomes = table1_outcomes(metrics_files, dataset, samples_files, image_file, text_files)
         tests = table1_tests(outcomes, B=B, seed=bseed, encoder_sets=sets, families=families)
     sig = significance_table(correlations, metrics)
     if len(sig):
@@ -139,8 +142,8 @@ def build_report(
     n_enc = len(encoders)
     caption = (
         f"{label}{meta.name}, image backbone {s['image_backbone']}, text field '{s['text_field']}', "
-        f"N={s['sample_size']}, {s['n_seeds']} seeds, {n_enc} encoders. Correlation across encoders "
-        f"between each metric and XLR (Recall@{s['recall_k']}). " + table1_marks_note(tests, B, labels, families)
+        f"N={n}, {s['n_seeds']} seeds, {n_enc} encoders. Correlation across encoders "
+        f"between each metric and XLR (Recall@{k}). " + table1_marks_note(tests, B, labels, families)
     )
     if no_core:
         caption += " " + no_core
@@ -158,7 +161,7 @@ def build_report(
         fig_seed,
         figure_base(out, "fig2"),
         f"{label}{meta.name}: XLR vs BkR per encoder (seed {fig_seed})",
-        k=int(s["recall_k"]),
+        k=k,
     )
     io.write_csv(out["fig2_csv"], figures.fig2_frame(metrics, fig_seed))
     io.write_csv(out["means"], tables.encoder_means(metrics))
@@ -171,9 +174,9 @@ def build_report(
             "run_name": s["run_name"],
             "dataset": meta.name,
             "synthetic": meta.synthetic,
-            "sample_size": s["sample_size"],
+            "sample_size": n,
             "n_seeds": s["n_seeds"],
-            "k": s["recall_k"],
+            "k": k,
             "image_backbone": s["image_backbone"],
             "text_field": s["text_field"],
             "skipped_encoders": skipped,
@@ -275,7 +278,6 @@ def table1_outcomes(
     samples_files: list[Path],
     image_file: Path,
     text_files: dict[str, list[Path]],
-    k: int,
 ) -> dict[str, tuple]:
     """``{direction: (seed outcomes, item keys, encoders)}`` for :func:`table1_tests`: the
     findings' own reader (:func:`~backretrieval.findings.inference.inference_outcomes`)
@@ -287,7 +289,6 @@ def table1_outcomes(
     art = load_run(
         dataset=Path(dataset),
         metrics_files=[Path(p) for p in metrics_files],
-        k=k,
         samples_files=[Path(p) for p in samples_files],
         ranks_files=[layout.ranks_path(Path(p)) for p in metrics_files],
         image_files={"image": Path(image_file)},
@@ -349,15 +350,17 @@ def build_bkr_report(
     is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
     """
     s = settings
-    k, B, bseed = int(s["recall_k"]), int(s["bootstrap_B"]), int(s["bootstrap_seed"])
-    metrics = read_metrics(list(metrics_files))
+    B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
+    tables_read = read_metric_tables(metrics_files)
+    n, k = metrics_protocol(tables_read)
+    metrics = concat_metrics(tables_read)
     if "xlr_recall" in set(metrics["metric"]):
         raise InputError(
             f"report: the metrics files {[str(p) for p in metrics_files]} hold XLR, but the dataset "
             f"{meta.name} is not parallel: recompute the metrics"
         )
     hits = read_bkr_hits(list(metrics_files), k)
-    r = rank_encoders(metrics, hits, k=k, sample_size=int(s["sample_size"]), n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
+    r = rank_encoders(metrics, hits, k=k, sample_size=n, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
     cis, ranking, baseline = r.cis, r.ranking, r.baseline
     io.write_csv(out["bkr_ci"], cis)
     io.write_csv(out["ranking"], ranking)
@@ -368,7 +371,7 @@ def build_bkr_report(
         parallel=False,
         image_backbone=s["image_backbone"],
         text_field=s["text_field"],
-        sample_size=s["sample_size"],
+        sample_size=n,
         n_seeds=s["n_seeds"],
         n_encoders=len(ranking),
     )
@@ -392,9 +395,9 @@ def build_bkr_report(
             "dataset": meta.name,
             "synthetic": meta.synthetic,
             "parallel": False,
-            "sample_size": s["sample_size"],
+            "sample_size": n,
             "n_seeds": s["n_seeds"],
-            "k": s["recall_k"],
+            "k": k,
             "image_backbone": s["image_backbone"],
             "text_field": s["text_field"],
             "skipped_encoders": _skipped(text_files),

@@ -46,13 +46,12 @@ def seed_groups(seeds: list[int], size: int | None) -> list[list[int]]:
 
 
 def report_settings(cfg: dict) -> dict:
-    """The settings :func:`build_report` reads, from a validated config."""
+    """The settings :func:`build_report` reads, from a validated config (N and the k of
+    Recall@k it reads from the metrics files)."""
     boot = cfg.get("stats") or {}
     return {
         "run_name": cfg["run_name"],
-        "sample_size": int(cfg["sample_size"]),
         "n_seeds": len(cfg["seeds"]),
-        "recall_k": int(cfg["recall_k"]),
         "image_backbone": cfg["image_backbone"],
         "text_field": cfg["text_field"],
         "figure_seed": int(cfg.get("figure_seed", cfg["seeds"][0])),
