@@ -167,7 +167,8 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         "bootstrap_seed": boot_seed,
         "n_seeds_used": n_used,
         "method": (
-            "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± z·SE, z0 and "
+            "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± t·SE (Student t on "
+            f"{inf.JACKKNIFE_GROUPS - 1} df), z0 and "
             "acceleration reported; encoders random: plus a leave-one-family-out jackknife over the encoders, "
             "normal interval"
         ),
@@ -360,7 +361,8 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
         f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
         f"encoders): an item-only Poisson bootstrap (weights keyed by image id, B={settings['B']}, seed "
         f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all reweight "
-        "their per-query outcomes), 95% CI = estimate ± 1.96 SE; nothing is dropped. **Encoders random** (for "
+        f"their per-query outcomes), 95% CI = estimate ± t·SE (Student t on {settings['jackknife_groups'] - 1} degrees "
+        "of freedom: the SE is itself estimated); nothing is dropped. **Encoders random** (for "
         "encoders like these): the same item variance plus a leave-one-family-out jackknife over the encoders "
         f"(the {settings['family_name']} encoders count as one family), normal interval; at least 3 families. "
         "'seeds CI' treats the seeds as independent replicates (Table 1's view; too narrow: every seed "

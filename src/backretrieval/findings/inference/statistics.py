@@ -520,11 +520,14 @@ def pool_replicates(
 # A pooled (or per-configuration) BkR − CORR answers one of two questions, named in every text:
 # * **encoders fixed** ("for these encoders"): only the items are a sample. Item-only Poisson
 #   bootstrap (weights keyed by image id, so joint across cells); the interval is the estimate
-#   ± z·SE of the replicates. Nothing is dropped. Reported beside it: BCa's bias correction z0
-#   (from the replicates) and acceleration a (from a delete-a-group item jackknife). BCa's own
-#   interval is not used: on the simulated worlds (below) it covered 0.85–0.89 for Spearman, the
-#   normal interval 0.91–0.94 (the bootstrap's bias of a correlation of noisy means overstates
-#   the estimator's).
+#   ± t·SE of the replicates, t the Student quantile on G − 1 degrees of freedom (G: the groups
+#   of the delete-a-group item jackknife, as for a variance estimated from G replicate groups).
+#   The SE is itself an estimate: on the simulated worlds its coefficient of variation over
+#   samples is 12–15 % and it co-varies with the error, so the normal quantile covered 0.92 in
+#   the 14-encoder layouts (benchmarks/README.md). Nothing is dropped. Reported beside it: BCa's
+#   bias correction z0 (from the replicates) and acceleration a (from the jackknife). BCa's own
+#   interval is not used: on the simulated worlds it covered 0.85–0.89 for Spearman (the
+#   bootstrap's bias of a correlation of noisy means overstates the estimator's).
 # * **encoders random** ("for encoders like these"): the encoders are a sample too. The item
 #   bootstrap's variance plus a leave-one-family-out jackknife variance over the encoders (a
 #   family: encoders built from the same base vectors, e.g. the fastText variants, which are
@@ -606,12 +609,17 @@ def two_questions(
     var_items = float(np.var(T, ddof=1))
     se_items = float(np.sqrt(var_items))
     zq = float(st.norm.ppf(1 - alpha / 2))
+    df_items = int(J.size - 1)
+    if df_items < 1:
+        raise InputError(f"two_questions: the fixed question's interval needs >= 2 jackknife groups, got {J.size}")
+    tq = float(st.t.ppf(1 - alpha / 2, df_items))
     bca = bca_interval(est, T, J, alpha)
     fixed = {
         "estimate": est,
-        "low": est - zq * se_items,
-        "high": est + zq * se_items,
+        "low": est - tq * se_items,
+        "high": est + tq * se_items,
         "se": se_items,
+        "df": df_items,
         "z0": bca["z0"],
         "a": bca["a"],
         "bias": float(T.mean() - est),
@@ -620,7 +628,7 @@ def two_questions(
         else float("nan"),
         "B": int(T.size),
         "G": int(J.size),
-        "method": "item bootstrap SE, normal interval",
+        "method": "item bootstrap SE, Student t on jackknife groups - 1 df",
     }
     fam = {f: float(np.mean(v)) for f, v in sorted(family_loo.items())}
     F = len(fam)
@@ -1004,8 +1012,9 @@ def overall_text(numbers: Mapping[str, Any], coverage: Mapping | None = None) ->
         "Method: per cell (configuration × direction), BkR − CORR is the mean over the seeds of the per-seed "
         "correlations across encoders (the paper's statistic). Encoders fixed: an item-only Poisson bootstrap, "
         "every image keyed by its id so that cells on the same images (both directions; task 1 and task 2 share "
-        "test_2016) get the same weight in a replicate; the interval is the estimate ± 1.96 SE of the replicates "
-        "averaged over the cells, and nothing is dropped; BCa's z0 is reported beside it. Encoders random: the "
+        "test_2016) get the same weight in a replicate; the interval is the estimate ± t·SE of the replicates "
+        f"averaged over the cells (Student t on {JACKKNIFE_GROUPS - 1} degrees of freedom: the SE is itself estimated), "
+        "and nothing is dropped; BCa's z0 is reported beside it. Encoders random: the "
         "same item variance plus a leave-one-family-out jackknife over the shared encoders (the word-vector "
         "variants are one family: they share their base vectors), normal interval (Student t over-covered in the simulated layouts)."
     )
