@@ -343,8 +343,9 @@ def test_the_old_pooled_procedure_fails_and_the_new_passes():
 
 
 def test_bca_and_two_questions_against_slow_formulas():
-    """BCa's z0 and acceleration as Efron (1987) defines them, and the encoders-random SE as the
-    sum of the item variance and the family jackknife variance, checked by hand on small arrays."""
+    """BCa's z0 and acceleration as Efron (1987) defines them, the encoders-random SE as the sum of
+    the item variance and the family jackknife variance, and the encoders-fixed interval as the
+    bootstrap SE times Student t on G - 1 df, checked by hand on small arrays."""
     import scipy.stats as st
 
     rep = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
@@ -362,7 +363,10 @@ def test_bca_and_two_questions_against_slow_formulas():
     se = np.sqrt(np.var(T, ddof=1) + var_enc)
     assert tq["random"]["se"] == pytest.approx(se)
     assert tq["random"]["high"] - 0.35 == pytest.approx(st.norm.ppf(0.975) * se)
-    assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.norm.ppf(0.975) * np.std(T, ddof=1))
+    # encoders fixed: Student t on (jackknife groups - 1) df, here 4 groups -> 3 df
+    assert tq["fixed"]["df"] == 3
+    assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, 3) * np.std(T, ddof=1))
+    assert tq["fixed"]["low"] - 0.35 == pytest.approx(-st.t.ppf(0.975, 3) * np.std(T, ddof=1))
     with pytest.raises(InputError, match="undefined replicates"):
         inf.bca_interval(0.3, np.array([0.1, np.nan, 0.2]), jk)
 
