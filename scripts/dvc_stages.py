@@ -182,12 +182,11 @@ RULE_PARAMS: dict[str, tuple[str, ...]] = {
         "seed_group_size",
     ),
     "metrics_gather": (),
+    # N and the k of Recall@k: read from the metrics files (their n and k columns)
     "report": (
         "run_name",
         "languages",
-        "sample_size",
         "seeds",
-        "recall_k",
         "image_backbone",
         "text_field",
         "figure_seed",

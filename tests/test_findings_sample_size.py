@@ -79,8 +79,6 @@ def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
         "findings",
         "--analysis",
         "sample_size",
-        "--recall-k",
-        "10",
         "--dataset",
         str(ds),
         "--text-emb",

@@ -101,8 +101,6 @@ def _run_args(f, out_dir, run_name="toy"):
         str(f["image"]),
         "--text-emb",
         *_text_args(f["text"]),
-        "--recall-k",
-        "5",
         "--run-name",
         run_name,
         "--out-dir",
@@ -137,8 +135,6 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
                 str(f["dataset"]),
                 "--metrics",
                 *f["metrics"],
-                "--recall-k",
-                "5",
                 "--run-name",
                 "toy",
                 "--out-dir",
@@ -155,8 +151,6 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
                 str(f["dataset"]),
                 "--metrics",
                 *f["metrics"],
-                "--recall-k",
-                "5",
                 "--run-name",
                 "toy",
                 "--out-dir",
@@ -279,7 +273,7 @@ def test_missing_input_fails_before_work(run, tmp_path, capsys):
     assert main([*INFERENCE, *args]) == 2
     assert "nope.npz: input file not found" in capsys.readouterr().err
     assert not (tmp_path / "findings").exists()
-    bli = [*BLI, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5"]
+    bli = [*BLI, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"]]
     bli += ["--run-name", "t", "--out-dir", str(tmp_path / "b")]
     with pytest.raises(SystemExit):
         main([*bli, "--specs", "notjson"])
@@ -366,8 +360,6 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
         str(f["dataset"]),
         "--metrics",
         *f["metrics"],
-        "--recall-k",
-        "5",
         "--run-name",
         "toy",
         "--out-dir",
@@ -525,7 +517,7 @@ def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatc
     assert re.search(r"--scale SCALE +the factor \(default 2\)", capsys.readouterr().out)
     root, f = run
     out = tmp_path / "findings"
-    args = ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5", "--run-name", "toy"]
+    args = ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--run-name", "toy"]
     assert main(["findings", "--analysis", "trivial", *args, "--out-dir", str(out), "--scale", "3"]) == 0
     rec = read_record(out / "trivial.json")
     assert rec.numbers == {"n": 15} and rec.outputs == ("trivial.md",) and (out / "trivial.md").read_text() == "15"
@@ -541,7 +533,7 @@ def test_the_step_writes_exactly_what_an_analysis_declares(run, tmp_path, monkey
     out = tmp_path / "findings"
     assert main([*CALIBRATION, *_run_args(f, out), "--soft-m", "1", "5"]) == 0
     monkeypatch.setattr(Agreement, "files", ("agreement.md",))
-    args = [*AGREEMENT, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--recall-k", "5"]
+    args = [*AGREEMENT, "--dataset", str(f["dataset"]), "--metrics", *f["metrics"]]
     args += ["--run-name", "toy", "--out-dir", str(out), "--findings-files", str(out / "calibration_points.csv")]
     with pytest.raises(RuntimeError, match="declares \\['agreement.md'\\]"):
         main([*args, "--bootstrap", "20"])
@@ -614,7 +606,7 @@ def test_hits_only_metrics_fail_naming_the_file(run, tmp_path, capsys):
         "inference": [*_run_args(hits, tmp_path / "i"), "--bootstrap", "20", "--max-seeds", "2"],
         "calibration": [*_run_args(hits, tmp_path / "c"), "--soft-m", "1", "3"],
         "agreement": [
-            *["--dataset", str(f["dataset"]), "--metrics", *hits["metrics"], "--recall-k", "5"],
+            *["--dataset", str(f["dataset"]), "--metrics", *hits["metrics"]],
             *["--run-name", "toy", "--out-dir", str(tmp_path / "a"), "--findings-files", str(points), "--soft-m", "3"],
         ],
     }

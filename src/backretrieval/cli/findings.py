@@ -112,7 +112,6 @@ def analysis_parser(cls: type[Analysis]) -> argparse.ArgumentParser:
         noun(run, "text_emb", "text embeddings, one per encoder and language", metavar="ENCODER:LANG=FILE")
     if cls.reads:
         files(run, "--findings-files", f"files of the run's other analyses: {', '.join(cls.reads)}", required=False)
-    noun(run, "recall_k", "k of Recall@k of the run (params.yaml recall_k)")
     req(run, "--run-name", "run name written into the outputs")
     noun(run, "out_dir", "output folder: <reports_dir>/findings")
     settings = p.add_argument_group("settings (a config's findings." + cls.name + " section sets them in the workflow)")

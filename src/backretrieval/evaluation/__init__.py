@@ -8,7 +8,8 @@ four doors.
 * training: :class:`BackretrievalEvaluator`, a sentence-transformers evaluator (:mod:`.st_evaluator`);
 * MTEB: :func:`.mteb_task.backretrieval_task`, a task for ``mteb.evaluate`` (needs mteb 2.x).
 
-All of them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
+Each takes one :class:`.protocol.Protocol` (N, seeds, k, text field, image backbone, CORR's
+settings; checked once, when made), or its fields as keywords. All of them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
 checks, the seeded samples of :func:`.run.plan_evaluation`) and compute with
 :func:`.core.evaluate_direction`, the core of the pipeline's metrics step. Named datasets and
 image sources: :mod:`.datasets`; what ``--model`` accepts: :mod:`.models`.
@@ -39,6 +40,7 @@ _HOME = {
     "evaluate_model": "run",
     "evaluate_models": "run",
     "plan_evaluation": "run",
+    "Protocol": "protocol",
     "BackretrievalEvaluator": "st_evaluator",  # imports sentence-transformers
 }
 

@@ -116,7 +116,7 @@ COMMANDS = {
     " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
     " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1",
     "findings": THREAD_ENV + "backretrieval findings --analysis {params.analysis:q} {params.run:q}"
-    " --recall-k {params.k:q} --run-name {params.run_name:q} --out-dir {params.out_dir:q}"
+    " --run-name {params.run_name:q} --out-dir {params.out_dir:q}"
     " --settings {params.settings:q} {params.job:q} > {log:q} 2>&1",
 }
 
@@ -690,7 +690,6 @@ class FindingsPlan:
             "run": self.run(analysis)[1],
             "settings": as_json(settings),
             "job": lambda wc, input: ["--specs", self._specs()] if wordvec else [],
-            "k": self.config["recall_k"],
             "run_name": self.plan.run,
             "out_dir": lambda wc, output: str(Path(output.json).parent),
         }

@@ -5,6 +5,7 @@ Snakemake workflow calls them when it parses (in every job it spawns)."""
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..evaluation.defaults import DEFAULT_K
 
 HEADS = ("triplet", "tripletxl")
 
@@ -87,7 +88,7 @@ def case_cfg(cfg: dict) -> dict:
     cs.setdefault("train_items_seed", 0)
     cs.setdefault("sample_size", 200)
     cs.setdefault("seeds", [0, 1, 2, 3, 4])
-    cs.setdefault("recall_k", cfg.get("recall_k", 10))
+    cs.setdefault("recall_k", cfg.get("recall_k", DEFAULT_K))
     cs.setdefault("triplet", {})
     cs.setdefault("bootstrap", {"B": 1000, "seed": 0})
     return cs

@@ -1,0 +1,167 @@
+"""One protocol value (backretrieval.evaluation.protocol.Protocol): checked once when made, the one
+home of its defaults, handed on by every door and the metrics step; the metrics CSV records k
+beside n, and its consumers (the findings' loader, the report) read both from there, refusing a
+file without k and files of different k."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import backretrieval
+from backretrieval._util import io
+from backretrieval.errors import InputError
+from backretrieval.evaluation import defaults as D
+from backretrieval.evaluation import run as R
+from backretrieval.evaluation.core import METRIC_COLUMNS
+from backretrieval.evaluation.metric_tables import metrics_protocol, read_metric_tables
+from backretrieval.evaluation.protocol import Protocol
+from backretrieval.findings.artifacts import load_run
+from test_evaluate import NGRAM, _scene_features
+from test_findings_steps import _make_run
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "backretrieval"
+
+
+def test_the_protocol_is_checked_when_made_and_frozen():
+    p = Protocol(n=50, seeds=3, k=5)
+    assert p.seeds == (0, 1, 2) and (p.n, p.k, p.text_field, p.with_corr) == (50, 5, D.DEFAULT_TEXT_FIELD, True)
+    assert Protocol() == Protocol(n=D.DEFAULT_N, seeds=D.DEFAULT_SEEDS, k=D.DEFAULT_K)
+    assert Protocol(seeds=[4, 2]).seeds == (4, 2)
+    for bad, match in (
+        (dict(n=1), "--sample-size 1"),
+        (dict(n=10, k=10), "--recall-k 10"),
+        (dict(k=0), "--recall-k 0"),
+        (dict(text_field="caption"), "--text-field 'caption'"),
+        (dict(seeds=0), "--n-seeds 0"),
+        (dict(seeds=[1, 1]), "--seeds"),
+    ):
+        with pytest.raises(InputError, match=match):
+            Protocol(**bad)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.k = 3  # type: ignore[misc]
+    assert Protocol.of(None, n=50, k=5) == Protocol(n=50, k=5) and Protocol.of(p) is p
+    with pytest.raises(TypeError, match="not both"):
+        Protocol.of(p, n=20)
+    assert p.record() == {
+        "n": 50,
+        "seeds": [0, 1, 2],
+        "k": 5,
+        "text_field": "title",
+        "corr": True,
+        "corr_max_pairs": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory, synthetic_dataset) -> Path:
+    root = tmp_path_factory.mktemp("protocol") / "syn"
+    shutil.copytree(synthetic_dataset(240, ["en", "de", "ru"], seed=0, image_size=32), root)
+    _scene_features(root)
+    return root
+
+
+def test_one_evaluate_checks_its_protocol_and_directions_once(syn, monkeypatch):
+    made, parsed = [], []
+    post_init, parse = Protocol.__post_init__, R.parse_directions
+
+    def counted_post_init(self):
+        made.append(self)
+        post_init(self)
+
+    def counted_parse(directions):
+        parsed.append(directions)
+        return parse(directions)
+
+    monkeypatch.setattr(Protocol, "__post_init__", counted_post_init)
+    monkeypatch.setattr(R, "parse_directions", counted_parse)
+    df = backretrieval.evaluate(
+        NGRAM, syn, "en-de,de-en", n=40, seeds=2, k=7, image_backbone="scene", cache_dir=None, progress=False
+    )
+    assert len(made) == 1 and len(parsed) == 1
+    assert list(df.columns) == METRIC_COLUMNS and METRIC_COLUMNS.index("k") == METRIC_COLUMNS.index("n") + 1
+    assert set(df["k"]) == {7} and set(df["n"]) == {40}
+    # a Protocol given is taken as it is: nothing is checked again
+    made.clear()
+    ev = R.evaluate_model(NGRAM, syn, "en-de", Protocol(n=40, seeds=2, k=7, image_backbone="scene"), cache_dir=None)
+    assert len(made) == 1 and ev.protocol["k"] == 7 and ev.scores.equals(df[df["direction"] == "en-de"])
+    with pytest.raises(TypeError, match="not both"):
+        R.evaluate_model(NGRAM, syn, "en-de", Protocol(n=40), k=3)
+
+
+def test_the_metrics_csv_records_k_and_the_consumers_read_it(tmp_path):
+    f = _make_run(tmp_path / "run")  # the metrics step with k=5, N=30
+    metrics = [Path(p) for p in f["metrics"]]
+    for p in metrics:
+        frame = pd.read_csv(p)
+        assert list(frame.columns) == METRIC_COLUMNS and set(frame["k"]) == {5} and set(frame["n"]) == {30}
+    assert metrics_protocol(read_metric_tables(metrics)) == (30, 5)
+    assert load_run(dataset=Path(f["dataset"]), metrics_files=metrics).k == 5
+
+    # an older file without the k column: refused, naming the file and the column (k is never guessed)
+    old = tmp_path / "old" / "en-de.csv"
+    io.write_csv(old, pd.read_csv(metrics[0]).drop(columns="k"))
+    with pytest.raises(InputError, match=rf"{re.escape(str(old))}: no 'k' column.*rerun the metrics step"):
+        load_run(dataset=Path(f["dataset"]), metrics_files=[old, metrics[1]])
+
+    # files of different k: refused, naming the files of each k
+    other = tmp_path / "other" / "de-en.csv"
+    io.write_csv(other, pd.read_csv(metrics[1]).assign(k=10))
+    with pytest.raises(InputError, match="different k of Recall@k") as exc:
+        load_run(dataset=Path(f["dataset"]), metrics_files=[metrics[0], other])
+    assert f"k=5: {metrics[0]}" in str(exc.value) and f"k=10: {other}" in str(exc.value)
+
+    # the report reads them the same way
+    from backretrieval.steps import report
+
+    with pytest.raises(InputError, match="different k of Recall@k"):
+        settings = {"bootstrap_B": 10, "bootstrap_seed": 0}
+        report.build_bkr_report(metrics_files=[metrics[0], other], meta=None, text_files={}, settings=settings, out={})
+
+
+def _literal_defaults(names: set[str]) -> list[str]:
+    """``file:function(param=default)`` of every function parameter in ``names`` with a default."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+            pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if arg.arg in names:
+                    rel = path.relative_to(SRC).as_posix()
+                    found.append(f"{rel}:{node.name}({arg.arg}={ast.unparse(default)})")
+    return found
+
+
+def test_the_protocol_defaults_are_defined_once():
+    """One constant per default (evaluation.defaults), the Protocol's fields their one use: no
+    door repeats the protocol's keywords with defaults, no Recall@k kernel has a default k."""
+    text = {p: p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")}
+    for const in ("DEFAULT_N", "DEFAULT_SEEDS", "DEFAULT_K", "DEFAULT_TEXT_FIELD"):
+        homes = [p.relative_to(SRC).as_posix() for p, t in text.items() if re.search(rf"^{const} = ", t, re.M)]
+        assert homes == ["evaluation/defaults.py"], (const, homes)
+    # k: the k of Recall@k (bkr_image_pass needs it only for the index it may build). The others
+    # named k are other neighbourhoods: concept precision's k nearest images, RCSLS's k nearest
+    # words and the human study's top-k suggestions (their own settings, not the protocol's)
+    other_ks = {
+        "metrics/kernels.py:bkr_image_pass(k=None)",
+        "study/human_study.py:top_k_suggestions(k=5)",
+        "findings/image_quality.py:concept_precision(k=10)",
+        "encoders/wordvec_align.py:rcsls_loss_grad(k=10)",
+        "encoders/wordvec_align.py:align_rcsls(k=10)",
+    }
+    assert set(_literal_defaults({"k"})) <= other_ks, sorted(set(_literal_defaults({"k"})) - other_ks)
+    doors = [
+        f for f in _literal_defaults({"n", "seeds", "k", "text_field", "with_corr"}) if f.startswith("evaluation/")
+    ]
+    assert doors == [], doors
