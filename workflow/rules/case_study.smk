@@ -7,8 +7,7 @@ if CASE:
         input:
             unpack(case_embed_inputs),
         output:
-            fields=plan.case_fields("{encoder}"),
-            reprs=plan.case_reprs(["{encoder}"]),
+            **plan.case_embed_outputs("{encoder}"),
         log:
             f"{LOGS}/case/embed/{{encoder}}.log",
         benchmark:
@@ -30,9 +29,7 @@ if CASE:
 
     rule case_select:
         input:
-            unpack(plan.case_inputs),
-            images=plan.image_emb(),
-            reprs=plan.case_reprs(CASE["base_encoders"]),
+            **case_step_inputs(images=plan.image_emb(), reprs=plan.case_reprs(CASE["base_encoders"])),
         output:
             chosen=plan.chosen,
             csv=plan.select_bkr,
@@ -53,9 +50,7 @@ if CASE:
     # one job per (head, training seed): {tseed} is one of case_study.training_seeds
     rule case_train:
         input:
-            unpack(plan.case_inputs),
-            chosen=plan.chosen,
-            fields=[f for e in CASE["base_encoders"] for f in plan.case_fields(e)],
+            **case_step_inputs(chosen=plan.chosen, fields=plan.case_base_fields),
         output:
             **with_captions(plan.head_outputs()),
         log:
@@ -80,9 +75,7 @@ if CASE:
 
     rule case_evaluate:
         input:
-            unpack(plan.case_inputs),
-            images=plan.image_emb(),
-            reprs=plan.case_reprs(plan.case_runs),
+            **case_step_inputs(images=plan.image_emb(), reprs=plan.case_reprs(plan.case_runs)),
         output:
             csv=plan.case_bkr,
             hits=plan.case_hits,
@@ -102,10 +95,7 @@ if CASE:
 
     rule case_report:
         input:
-            unpack(plan.case_inputs),
-            chosen=plan.chosen,
-            bkr=plan.case_bkr,
-            hits=plan.case_hits,
+            **case_step_inputs(chosen=plan.chosen, bkr=plan.case_bkr, hits=plan.case_hits),
         output:
             **with_captions(plan.case_reports),
             done=touch(f"{FLAGS}/case_report.done"),
@@ -125,9 +115,7 @@ if CASE:
 
     rule human_sheets:
         input:
-            unpack(plan.case_inputs),
-            chosen=plan.chosen,
-            reprs=plan.case_reprs(plan.human_runs, plan.human_langs),
+            **case_step_inputs(chosen=plan.chosen, reprs=plan.case_reprs(plan.human_runs, plan.human_langs)),
         output:
             **{k: plan.human_files[k] for k in ("template", "html", "key", "page")},
         log:
@@ -150,9 +138,7 @@ if CASE:
 
         rule human_simulate:
             input:
-                dataset=DATASET,
-                template=plan.human_files["template"],
-                key=plan.human_files["key"],
+                **{"dataset": DATASET, "template": plan.human_files["template"], "key": plan.human_files["key"]},
             output:
                 plan.human_files["simulated"],
             log:
@@ -167,16 +153,14 @@ if CASE:
             params:
                 seed=HUMAN["seed"],
             shell:
-                "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q} --key {input.key:q}"
-                " --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
+                COMMANDS["human-simulate"]
 
         rule human_tally:
             input:
                 ratings=plan.human_ratings,
                 key=plan.human_files["key"],
             output:
-                md=report(plan.human_files["tally_md"], category="Case study", caption="../report/human.rst"),
-                json=plan.human_files["tally_json"],
+                **with_captions({k: plan.human_files[k] for k in ("tally_md", "tally_json")}),
                 done=touch(f"{FLAGS}/human_tally.done"),
             log:
                 f"{LOGS}/case/human_tally.log",
@@ -190,5 +174,4 @@ if CASE:
             params:
                 **plan.human_tally_params(),
             shell:
-                "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
-                " {params.simulated:q} --out-tally-md {output.md:q} --out-tally-json {output.json:q} > {log:q} 2>&1"
+                COMMANDS["human-tally"]

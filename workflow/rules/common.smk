@@ -56,6 +56,12 @@ def case_embed_inputs(wildcards):
     return {**plan.case_inputs(wildcards), "check": ancient(CHECK), **extra}
 
 
+def case_step_inputs(**more):
+    """A case-study step's inputs: the prepared dataset and, when set, the training corpus
+    (plan.case_inputs), then ``more``."""
+    return {**plan.case_inputs(), **more}
+
+
 def with_captions(files):
     """Outputs by name, those with a caption (steps.plan.CAPTIONS) shown in Snakemake's report."""
     return {

@@ -66,6 +66,7 @@ CAPTIONS = {
     "table2": ("Case study", "../report/table2.rst"),
     "fig3_png": ("Case study", "../report/fig3.rst"),
     "curve": ("Case study", "../report/loss.rst"),
+    "tally_md": ("Case study", "../report/human.rst"),
 }
 
 #: The command lines of the steps whose rules would be too long with them; Snakemake formats
@@ -115,6 +116,10 @@ COMMANDS = {
     " --human {params.human:q} --chosen {input.chosen:q} --models {params.models:q}"
     " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
     " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1",
+    "human-simulate": "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q}"
+    " --key {input.key:q} --seed {params.seed:q} --out {output:q} > {log:q} 2>&1",
+    "human-tally": "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
+    " {params.simulated:q} --out-tally-md {output.tally_md:q} --out-tally-json {output.tally_json:q} > {log:q} 2>&1",
     "findings": THREAD_ENV + "backretrieval findings --analysis {params.analysis:q} {params.run:q}"
     " --run-name {params.run_name:q} --out-dir {params.out_dir:q}"
     " --settings {params.settings:q} {params.job:q} > {log:q} 2>&1",
@@ -459,6 +464,8 @@ class Plan:
         self.human_langs = [human["source_lang"], human["target_lang"]]
         self.case_langs = list(case["languages"])
         self.case_embed_encoders = list(dict.fromkeys([*case["base_encoders"], case["baseline"]]))
+        # what case_train reads: the base encoders' title and body embeddings (case_embed's fields)
+        self.case_base_fields = [f for e in case["base_encoders"] for f in self.case_fields(e)]
         # the section as the steps get it: train_corpus is a declared input instead
         self.case_json = as_json({k: v for k, v in case.items() if k != "train_corpus"})
         self.train_corpus = self.job_path(case["train_corpus"]) if case.get("train_corpus") else None
@@ -496,6 +503,10 @@ class Plan:
             spec=lambda wc, input: self.encoder_spec(wc.encoder),
             cache=self.cache,
         )
+
+    def case_embed_outputs(self, encoder: str) -> dict:
+        """case_embed's outputs: the encoder's fields (case_fields) and its representations."""
+        return {"fields": self.case_fields(encoder), "reprs": self.case_reprs([encoder])}
 
     def head_outputs(self) -> dict:
         """case_train's outputs, per {head} and training seed {tseed}."""
