@@ -310,6 +310,7 @@ def bkr_image_pass(
                 out[q] = _rank_in_rows(rows_q, q, mask_buf)
     index = None
     if with_index:
+        assert k is not None  # checked above
         codes = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
         index = BkrImageIndex(k=k, n_src=n_src, n_tgt=n_tgt, codes=codes)
     return index, ranks

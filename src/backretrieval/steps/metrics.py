@@ -75,7 +75,7 @@ def metrics_step(
         raise InputError(f"{samples_file}: no samples")
     protocol = Protocol(
         n=len(samples[0].queries),
-        seeds=[s.seed for s in samples],
+        seeds=tuple(s.seed for s in samples),
         k=k,
         text_field=text_field,
         image_backbone=backbone,
