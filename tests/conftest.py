@@ -64,35 +64,6 @@ SLURM_OPTS = (
 
 SyntheticFactory = Callable[..., Path]
 
-# The longest test files first (each over 20 s in `pytest --durations=0` on 2 cores), so that
-# under `make test` (`-n 2 --dist loadfile --no-loadscope-reorder`: whole files, in this order)
-# the short files fill the end instead of one worker running the last long files alone while
-# the other has nothing left. Only the order of files changes; an unlisted file keeps its place
-# after these. test_slurm.py is not listed: its run starts with the session (``slurm_run``), so
-# its tests, late, find it finished.
-LONGEST_FIRST = (
-    "test_dvc.py",
-    "test_reliability.py",
-    "test_cluster.py",
-    "test_pipeline_e2e.py",
-    "test_dag.py",
-    "test_wordvec.py",
-    "test_evaluate_example.py",
-    "test_evaluate.py",
-    "test_triplet.py",
-    "test_benchmarks.py",
-    "test_encoder_determinism.py",
-    "test_nonparallel.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    stale = [name for name in LONGEST_FIRST if not (Path(__file__).parent / name).is_file()]
-    if stale:
-        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names files that do not exist: {stale}")
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: tests keep their order
-
 
 @pytest.fixture(scope="session")
 def synthetic_dataset(tmp_path_factory: pytest.TempPathFactory) -> SyntheticFactory:

@@ -1,11 +1,9 @@
 """The one way the tests run Snakemake: ``run_snakemake`` (a finished run, forked from a Snakemake
 imported once per test process: tests/preimported.py), ``start`` (the ``snakemake`` program in
 the background, for concurrent runs, an interruption or a shared run), both built from
-``command`` and ``env``; ``stand_ins``: an environment in which the programs other programs
-start by name (``snakemake`` in a DVC stage, ``dvc``) are forked from that server too;
-``rendered_step``: a step's command line as the workflow itself renders it (a dry run), for
-tests that run one step in-process; ``metric_results``: the digests of what a run wrote
-that runs of one config on different executors must agree on; and ``slurm_local`` /
+``command`` and ``env``; ``rendered_step``: a step's command line as the workflow itself renders
+it (a dry run), for tests that run one step in-process; ``metric_results``: the digests of what a
+run wrote that runs of one config on different executors must agree on; and ``slurm_local`` /
 ``slurm_environ``: the single-host SLURM cluster of scripts/slurm_local.sh.
 
 ``env()`` is the environment of every test run: this interpreter's bin folder first on PATH,
@@ -112,13 +110,6 @@ def run_snakemake(
 
 
 _PREIMPORTED = preimported.Server()
-
-
-def stand_ins(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` with the stand-in ``snakemake`` and ``dvc`` (tests/preimported.py) first on
-    PATH: a program started by name, such as a DVC stage's ``snakemake``, runs forked from the
-    pre-imported server, with the caller's streams, folder and environment."""
-    return {**environ, "PATH": f"{_PREIMPORTED.bin}{os.pathsep}{environ.get('PATH', '')}"}
 
 
 def start(

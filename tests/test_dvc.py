@@ -32,10 +32,8 @@ needs_dvc = pytest.mark.skipif(shutil.which("dvc", path=str(BIN)) is None, reaso
 
 
 def _env(repo: Path) -> dict[str, str]:
-    """The environment of a command in ``repo``: that copy's own source tree; ``dvc`` and the
-    stages' ``snakemake`` started by name run forked from the pre-imported server (tests/snake.py,
-    ``stand_ins``)."""
-    return snake.stand_ins(snake.env(repo / "src"))
+    """The environment of a command in ``repo``: that copy's own source tree."""
+    return snake.env(repo / "src")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:

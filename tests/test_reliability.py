@@ -793,12 +793,10 @@ def test_moved_working_directory_or_other_cache_reruns_nothing(tiny_runs, tmp_pa
 
 
 def _venv(tmp_path: Path) -> Path:
-    """A VENV for the Makefile: this interpreter's bin folder (its ``snakemake`` a stand-in,
-    tests/snake.py) and this checkout's source."""
+    """A VENV for the Makefile: this interpreter's bin folder and this checkout's source."""
     venv = tmp_path / "venv"
     venv.mkdir()
-    path = snake.stand_ins({"PATH": str(BIN)})["PATH"]
-    (venv / "activate").write_text(f'export PATH="{path}:$PATH"\nexport PYTHONPATH="{ROOT / "src"}"\n')
+    (venv / "activate").write_text(f'export PATH="{BIN}:$PATH"\nexport PYTHONPATH="{ROOT / "src"}"\n')
     return venv
 
 

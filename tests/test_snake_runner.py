@@ -2,16 +2,10 @@
 server that imported Snakemake once (``run_snakemake``) behaves as the ``snakemake`` program
 started afresh (what ``start`` runs): the same output and exit code, and the run's own working
 directory, environment, PYTHONPATH, TMPDIR and argv; a timeout ends the run and the processes
-it started. The stand-ins (``stand_ins``: ``snakemake`` and ``dvc`` started by name, as DVC
-starts a stage's command) do the same through the caller's own streams, pass a signal on to the
-run, and take the run with them when they are killed."""
+it started."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -137,71 +131,3 @@ def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
     assert _wait_for(lambda: not _alive(sleeper), 10), "the job the run started outlived the timeout"
     assert not (tmp_path / "done").exists()
     assert run_snakemake(None, "--version", snakefile=None).stdout.strip()
-
-
-# ------------------------------------------------------------- the stand-ins (snake.stand_ins)
-def _shell(line: str, environ: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    """``line`` run by a shell, as DVC runs a stage's command: the program found on PATH."""
-    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=environ, cwd=cwd, timeout=300)
-
-
-def test_a_stand_in_snakemake_started_by_name_is_the_program(tmp_path):
-    snakefile, environ = _world(tmp_path)
-    outputs = {}
-    for how, e in (("program", environ), ("stand-in", snake.stand_ins(environ))):
-        here = tmp_path / f"cwd-{how}"
-        here.mkdir()
-        which = _shell("command -v snakemake", e, here).stdout.strip()
-        assert (which == str(snake.BIN / "snakemake")) == (how == "program"), which
-        res = _shell(f"snakemake -s {snakefile} -d wd --cores 1 --config probe=1 && echo after", e, here)
-        assert res.returncode == 0, res.stderr[-3000:]
-        assert res.stdout.endswith("after\n")  # the run wrote to the shell's own stdout, then ended
-        seen = [line.replace(str(here), "HERE") for line in _seen(res.stdout)]
-        outputs[how] = (seen, (here / "wd" / "done.txt").read_text())
-    assert outputs["stand-in"] == outputs["program"], outputs
-    assert "var from-the-run True" in outputs["program"][0] and "tests False" in outputs["program"][0]
-
-
-def test_a_stand_in_dvc_exits_and_says_what_the_program_does(tmp_path):
-    environ = snake.env()
-    program = _shell("dvc status", environ, tmp_path)  # not a DVC repository
-    stand_in = _shell("dvc status", snake.stand_ins(environ), tmp_path)
-    assert stand_in.returncode == program.returncode != 0
-    assert stand_in.stderr == program.stderr and "not inside of a DVC repository" in program.stderr
-    assert (
-        _shell("dvc --version", snake.stand_ins(environ), tmp_path).stdout
-        == _shell("dvc --version", environ, tmp_path).stdout
-    )
-
-
-def test_a_stand_in_passes_a_signal_on_and_a_killed_one_ends_its_run_and_jobs(tmp_path):
-    """SIGTERM to the program or to the stand-in: Snakemake says it will stop after the running
-    job (it reached the run); SIGKILL to the stand-in then ends the run and the job at once."""
-    (tmp_path / "Snakefile").write_text(SLEEPER, encoding="utf-8")
-    for how, environ in (("program", snake.env()), ("stand-in", snake.stand_ins(snake.env()))):
-        wd = tmp_path / how
-        wd.mkdir()
-        shutil.copy(tmp_path / "Snakefile", wd)
-        (wd / "tmp").mkdir()  # where a killed run leaves its temporary folder
-        with open(wd / "log", "w") as log:
-            proc = subprocess.Popen(
-                ["snakemake", "--cores", "1"],
-                cwd=wd,
-                env={**environ, "TMPDIR": str(wd / "tmp")},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            assert _wait_for((wd / "sleeper.pid").exists, 60), (wd / "log").read_text()[-3000:]
-            sleeper = int((wd / "sleeper.pid").read_text())
-            proc.send_signal(signal.SIGTERM)
-            assert _wait_for(lambda: "Will exit after finishing" in (wd / "log").read_text(), 30), how
-            proc.send_signal(signal.SIGKILL)
-            assert proc.wait(timeout=30) == -signal.SIGKILL
-            if how == "stand-in":
-                assert _wait_for(lambda: not _alive(sleeper), 20), "the job outlived its killed stand-in"
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the program's job (same session)
-    assert not (tmp_path / "stand-in" / "done").exists()
