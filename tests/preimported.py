@@ -31,6 +31,18 @@ from pathlib import Path
 
 
 # ----------------------------------------------------------------------------------- the caller
+def _reply(sock: socket.socket) -> dict:
+    """One JSON line from the server, read a byte at a time: nothing after it leaves the socket
+    (a buffered read could take the exit code with the pid, and the wait for it would not see it)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            raise ConnectionError("the pre-imported server closed the connection")
+        data += chunk
+    return json.loads(data)
+
+
 class Server:
     """One server per test process, started on first use (and again if it died)."""
 
@@ -70,16 +82,15 @@ class Server:
             }
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.connect(address)
-                replies = sock.makefile("rb")
                 sock.sendall(json.dumps(request).encode() + b"\n")
-                pid = json.loads(replies.readline())["pid"]
+                pid = _reply(sock)["pid"]
                 timed_out = not select.select([sock], [], [], timeout)[0]
                 if timed_out:
                     try:
                         os.killpg(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                rc = json.loads(replies.readline())["rc"]
+                rc = _reply(sock)["rc"]
             stdout, stderr = (p.read_text(encoding="utf-8", errors="replace") if p.exists() else "" for p in (out, err))
         if timed_out:
             raise subprocess.TimeoutExpired(argv, timeout, stdout, stderr)
