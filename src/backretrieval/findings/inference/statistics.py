@@ -522,9 +522,8 @@ def pool_replicates(
 #   bootstrap (weights keyed by image id, so joint across cells); the interval is the estimate
 #   ± t·SE of the replicates, t the Student quantile on G − 1 degrees of freedom (G: the groups
 #   of the delete-a-group item jackknife, as for a variance estimated from G replicate groups).
-#   The SE is itself an estimate: on the simulated worlds its coefficient of variation over
-#   samples is 12–15 % and it co-varies with the error, so the normal quantile covered 0.92 in
-#   the 14-encoder layouts (benchmarks/README.md). Nothing is dropped. Reported beside it: BCa's
+#   The SE is itself an estimate, varying from sample to sample and with the error: the normal
+#   quantile covered 0.92 in the simulated 14-encoder layouts (benchmarks/README.md). Nothing is dropped. Reported beside it: BCa's
 #   bias correction z0 (from the replicates) and acceleration a (from the jackknife). BCa's own
 #   interval is not used: on the simulated worlds it covered 0.85–0.89 for Spearman (the
 #   bootstrap's bias of a correlation of noisy means overstates the estimator's).
