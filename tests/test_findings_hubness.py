@@ -90,8 +90,6 @@ def test_cli_outputs_are_deterministic(tmp_path):
         "findings",
         "--analysis",
         "hubness",
-        "--recall-k",
-        "10",
         "--dataset",
         str(ds),
         "--samples",
