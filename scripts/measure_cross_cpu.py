@@ -216,9 +216,9 @@ def _inputs(cfg: dict, direction: str, seeds: list[int] | None):
     if seeds is not None:
         samples = [s for s in samples if s.seed in seeds]
     protocol = Protocol(
-        n=int(cfg["sample_size"]),
+        sample_size=int(cfg["sample_size"]),
         seeds=cfg["seeds"],
-        k=int(cfg["recall_k"]),
+        recall_k=int(cfg["recall_k"]),
         image_backbone=cfg["image_backbone"],
         corr_max_pairs=cfg.get("corr_max_pairs"),
     )

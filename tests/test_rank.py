@@ -71,7 +71,7 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
     means = {}
     for model, name in zip(MODELS, NAMES):
         frame = evaluate(
-            model, byo, p["directions"], n=p["n"], seeds=p["seeds"], k=p["k"], image_backbone="pixels",
+            model, byo, p["directions"], sample_size=p["n"], seeds=p["seeds"], recall_k=p["k"], image_backbone="pixels",
             cache_dir=wd / "cache", progress=False,
         )  # fmt: skip
         means[name] = float(frame.loc[frame["metric"] == "bkr_recall", "value"].mean())

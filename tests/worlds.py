@@ -140,7 +140,7 @@ def write_world(root: Path, n_items: int = 300, n=80, seeds=(0, 1, 2), direction
             backbone="bb",
             text_files={e: (text_files[(e, src)], text_files[(e, tgt)]) for e in texts},
             text_field="title",
-            k=10,
+            recall_k=10,
             corr_max_pairs=None,
             out=root / "metrics" / f"{d}.csv",
         )

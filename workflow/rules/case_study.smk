@@ -1,6 +1,5 @@
-# Case study (paper Section 3.2): only when params.yaml has a `case_study` section. Its rules
-# have priority 1 (scheduling only): the chain case_embed -> select -> train -> evaluate -> report
-# is the longest path of the default DAG, so the metric jobs fill the cores around it.
+# Case study (paper Section 3.2): only when params.yaml has a `case_study` section. Its
+# wildcards ({head}, {tseed}) are constrained with the others in common.smk.
 if CASE:
 
     rule case_embed:
@@ -12,9 +11,6 @@ if CASE:
             f"{LOGS}/case/embed/{{encoder}}.log",
         benchmark:
             f"{LOGS}/benchmarks/case/embed/{{encoder}}.tsv"
-        wildcard_constraints:
-            encoder="|".join(plan.case_embed_encoders),
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -37,7 +33,6 @@ if CASE:
             f"{LOGS}/case/select.log",
         benchmark:
             f"{LOGS}/benchmarks/case/select.tsv"
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -57,10 +52,6 @@ if CASE:
             f"{LOGS}/case/train_{{head}}_seed{{tseed}}.log",
         benchmark:
             f"{LOGS}/benchmarks/case/train_{{head}}_seed{{tseed}}.tsv"
-        wildcard_constraints:
-            head="triplet|tripletxl",
-            tseed="|".join(map(str, plan.case_training_seeds)),
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -83,7 +74,6 @@ if CASE:
             f"{LOGS}/case/evaluate.log",
         benchmark:
             f"{LOGS}/benchmarks/case/evaluate.tsv"
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -103,7 +93,6 @@ if CASE:
             f"{LOGS}/case/report.log",
         benchmark:
             f"{LOGS}/benchmarks/case/report.tsv"
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -122,7 +111,6 @@ if CASE:
             f"{LOGS}/case/human_sheets.log",
         benchmark:
             f"{LOGS}/benchmarks/case/human_sheets.tsv"
-        priority: 1
         shadow:
             SHADOW
         conda:
@@ -145,7 +133,6 @@ if CASE:
                 f"{LOGS}/case/human_simulate.log",
             benchmark:
                 f"{LOGS}/benchmarks/case/human_simulate.tsv"
-            priority: 1
             shadow:
                 SHADOW
             conda:
@@ -166,7 +153,6 @@ if CASE:
                 f"{LOGS}/case/human_tally.log",
             benchmark:
                 f"{LOGS}/benchmarks/case/human_tally.tsv"
-            priority: 1
             shadow:
                 SHADOW
             conda:

@@ -76,3 +76,5 @@ onstart:
 wildcard_constraints:
     encoder="|".join(config["encoders"]),
     direction="|".join(config["directions"]),
+    head="|".join(plan.heads),
+    tseed="|".join(map(str, plan.case_training_seeds)),

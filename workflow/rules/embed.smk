@@ -7,7 +7,6 @@ rule embed_text:
         f"{LOGS}/embed_text/{{encoder}}.log",
     benchmark:
         f"{LOGS}/benchmarks/embed_text/{{encoder}}.tsv"
-    priority: plan.embed_priority
     shadow:
         SHADOW
     conda:

@@ -16,7 +16,7 @@ rule sample:
     params:
         **plan.sample_params(),
     shell:
-        "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.n:q}"
+        "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.sample_size:q}"
         " --seeds {params.seeds:q} --out {output:q} > {log:q} 2>&1"
 
 

@@ -73,7 +73,6 @@ if FP.synthetic:
             f"{LOGS}/benchmarks/findings/sample_size_embed/{{encoder}}.tsv"
         wildcard_constraints:
             encoder="|".join(FP.ss["encoders"]),
-        priority: 0
         threads: HEAVY_THREADS
         params:
             rerun_trigger=lambda wc: rerun_on(FP.ss["encoders"][wc.encoder]),

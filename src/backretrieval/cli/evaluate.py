@@ -21,9 +21,9 @@ def _eval_kwargs(args: argparse.Namespace) -> dict:
 
     return dict(
         protocol=Protocol(
-            n=args.sample_size,
+            sample_size=args.sample_size,
             seeds=args.seeds if args.seeds is not None else args.n_seeds,
-            k=args.recall_k,
+            recall_k=args.recall_k,
             text_field=args.text_field,
             image_backbone=args.image_backbone,
             with_corr=not args.no_corr,

@@ -114,7 +114,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         backbone=args.image_backbone,
         text_files={e: (text[e]["src"], text[e]["tgt"]) for e in args.encoders},
         text_field=args.text_field,
-        k=args.recall_k,
+        recall_k=args.recall_k,
         corr_max_pairs=args.corr_max_pairs,
         out=Path(args.out),
         seeds=args.seeds,

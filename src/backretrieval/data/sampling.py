@@ -42,10 +42,12 @@ class Sample:
         return cls(**d)
 
 
-def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed: int, parallel: bool) -> Sample:
+def draw_sample(
+    items: pd.DataFrame, src_lang: str, tgt_lang: str, sample_size: int, seed: int, parallel: bool
+) -> Sample:
     """Draw one seed's sample from a prepared ``items`` table (see backretrieval.data.prepared)."""
-    if n < 1:
-        raise InputError(f"sample size N must be >= 1, got {n}")
+    if sample_size < 1:
+        raise InputError(f"sample size N must be >= 1, got {sample_size}")
     src = items[items["lang"] == src_lang]
     tgt = items[items["lang"] == tgt_lang]
     image_of = dict(zip(src["item_id"], src["image_id"]))
@@ -53,29 +55,31 @@ def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed:
     rng = np.random.default_rng(seed)
     if parallel:
         common = np.array(sorted(set(src["item_id"]) & set(tgt["item_id"])), dtype=object)
-        if len(common) < 2 * n:
+        if len(common) < 2 * sample_size:
             raise InputError(
                 f"direction {src_lang}->{tgt_lang}: {len(common)} items have texts in both languages, "
-                f"but N={n} needs {2 * n} (N queries + N disjoint targets); lower sample_size"
+                f"but N={sample_size} needs {2 * sample_size} (N queries + N disjoint targets); lower sample_size"
             )
         perm = rng.permutation(len(common))
-        queries = [str(x) for x in common[perm[:n]]]
-        rest = common[perm[n:]]
+        queries = [str(x) for x in common[perm[:sample_size]]]
+        rest = common[perm[sample_size:]]
         xlr_targets: list[str] | None = list(queries)
     else:
         src_ids = np.array(sorted(set(src["item_id"])), dtype=object)
-        if len(src_ids) < n:
-            raise InputError(f"language {src_lang!r} has {len(src_ids)} items, N={n} needs at least {n}")
-        queries = [str(x) for x in src_ids[rng.permutation(len(src_ids))[:n]]]
+        if len(src_ids) < sample_size:
+            raise InputError(
+                f"language {src_lang!r} has {len(src_ids)} items, N={sample_size} needs at least {sample_size}"
+            )
+        queries = [str(x) for x in src_ids[rng.permutation(len(src_ids))[:sample_size]]]
         rest = np.array(sorted(set(tgt["item_id"]) - set(queries)), dtype=object)
         rest = rest[rng.permutation(len(rest))]
         xlr_targets = None
     used_images = {image_of[q] for q in queries}
     eligible = [str(x) for x in rest if image_of[x] not in used_images]
-    if len(eligible) < n:
+    if len(eligible) < sample_size:
         raise InputError(
             f"direction {src_lang}->{tgt_lang}: only {len(eligible)} target items remain whose "
-            f"images are not among the {n} queries' images; N={n} is too large"
+            f"images are not among the {sample_size} queries' images; N={sample_size} is too large"
         )
     return Sample(
         seed=int(seed),
@@ -83,12 +87,12 @@ def draw_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seed:
         tgt_lang=tgt_lang,
         queries=queries,
         xlr_targets=xlr_targets,
-        bkr_targets=eligible[:n],
+        bkr_targets=eligible[:sample_size],
     )
 
 
-def forced_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, parallel: bool) -> str | None:
-    """Why every seed must draw the same sample of N = ``n`` (the same query set and the same
+def forced_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, sample_size: int, parallel: bool) -> str | None:
+    """Why every seed must draw the same sample of N = ``sample_size`` (the same query set and the same
     target set), or None when seeds can differ.
 
     Parallel data: the queries are N of at least 2N common items, so they always vary. Data
@@ -100,13 +104,13 @@ def forced_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, par
     src = items[items["lang"] == src_lang]
     tgt = items[items["lang"] == tgt_lang]
     src_ids = sorted(set(src["item_id"]))
-    if len(src_ids) != n:
+    if len(src_ids) != sample_size:
         return None
     image_of = dict(zip(src["item_id"], src["image_id"]))
     image_of.update(zip(tgt["item_id"], tgt["image_id"]))
     used = {image_of[q] for q in src_ids}
     eligible = [x for x in set(tgt["item_id"]) - set(src_ids) if image_of[x] not in used]
-    if len(eligible) != n:
+    if len(eligible) != sample_size:
         return None
     return (
         f"language {src_lang!r} has exactly {len(src_ids)} items and exactly {len(eligible)} {tgt_lang!r} items "
@@ -115,20 +119,20 @@ def forced_sample(items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, par
 
 
 def draw_samples(
-    items: pd.DataFrame, src_lang: str, tgt_lang: str, n: int, seeds: list[int], parallel: bool
+    items: pd.DataFrame, src_lang: str, tgt_lang: str, sample_size: int, seeds: list[int], parallel: bool
 ) -> list[Sample]:
     """The samples of every seed. Refuses more than one seed when the seeds can only draw one
     sample (:func:`forced_sample`): their spread, and any interval over them, would be zero
     without the data saying so."""
     if len(set(seeds)) > 1:
-        why = forced_sample(items, src_lang, tgt_lang, n, parallel)
+        why = forced_sample(items, src_lang, tgt_lang, sample_size, parallel)
         if why:
             raise InputError(
-                f"sample_size (--sample-size) N={n} for {src_lang}->{tgt_lang}: {why}. The {len(set(seeds))} seeds "
+                f"sample_size (--sample-size) N={sample_size} for {src_lang}->{tgt_lang}: {why}. The {len(set(seeds))} seeds "
                 f"would be {len(set(seeds))} identical samples and every interval over them would have zero width; "
-                f"expected N < {n} (at most {n - 1}, so that the seeds draw different items) or a single seed"
+                f"expected N < {sample_size} (at most {sample_size - 1}, so that the seeds draw different items) or a single seed"
             )
-    return [draw_sample(items, src_lang, tgt_lang, n, s, parallel) for s in seeds]
+    return [draw_sample(items, src_lang, tgt_lang, sample_size, s, parallel) for s in seeds]
 
 
 def read_samples(path: str | Path) -> list[Sample]:

@@ -3,7 +3,7 @@
     import mteb
     from backretrieval.evaluation.mteb_task import backretrieval_task
 
-    task = backretrieval_task("synthetic", "en-de,de-en", n=100, seeds=3)
+    task = backretrieval_task("synthetic", "en-de,de-en", sample_size=100, seeds=3)
     result = mteb.evaluate(model, tasks=[task], cache=None)   # model: a SentenceTransformer, ...
 
 The task is built from a prepared dataset (a folder, or a named dataset: ``synthetic``,
@@ -149,7 +149,7 @@ class BackretrievalTask(AbsTask):
             model={},
             dataset={},
             image_backbone={},
-            protocol={"directions": [d], "n": plan.n, "seeds": plan.seeds, "k": plan.k},
+            protocol={"directions": [d], "n": plan.sample_size, "seeds": plan.seeds, "k": plan.recall_k},
             samples_sha256={d: plan.samples_sha256()[d]},
         )
         entry = direction_entry(ev, d, ev.summary(B=opt["B"]))
@@ -160,7 +160,7 @@ class BackretrievalTask(AbsTask):
         self, split: str, hf_subset: str | None = None, compute_overall: bool = False, **kwargs: Any
     ) -> dict[str, Any]:
         n_dirs = 1 if hf_subset else len(self.plan.directions)
-        return {"num_samples": n_dirs * self.plan.n * len(self.plan.seeds)}
+        return {"num_samples": n_dirs * self.plan.sample_size * len(self.plan.seeds)}
 
 
 def _direction_items(plan: EvaluationPlan, d: str) -> dict[str, list[str]]:
@@ -240,7 +240,7 @@ def backretrieval_task(
     """The Backretrieval MTEB task on ``data`` (a prepared folder or a named dataset, prepared
     here if needed) for ``directions``, with the protocol of ``backretrieval evaluate`` (same
     checks and errors, same seeded samples): a :class:`~.protocol.Protocol`, or its fields as
-    keywords (``n=100, seeds=3``). ``B``: bootstrap resamples of the CIs."""
+    keywords (``sample_size=100, seeds=3``). ``B``: bootstrap resamples of the CIs."""
     plan = open_plan(
         data,
         parse_directions(directions),
@@ -253,7 +253,7 @@ def backretrieval_task(
         name=name or task_name(plan.meta.name),
         description=(
             f"Backretrieval (Fain et al., SIGIR 2021) on {plan.meta.name}:{synthetic} cross-lingual retrieval "
-            f"of texts judged through their images (BkR Recall@{plan.k}), N={plan.n} queries, "
+            f"of texts judged through their images (BkR Recall@{plan.recall_k}), N={plan.sample_size} queries, "
             f"{len(plan.seeds)} seeded samples, image side {plan.image.backbone_id}."
         ),
         reference=PAPER,
@@ -263,7 +263,7 @@ def backretrieval_task(
         modalities=["text"],
         eval_splits=[SPLIT],
         eval_langs={d: [language_script(lang) for lang in d.split("-")] for d in plan.directions},
-        main_score=metric_key(MAIN_METRIC, plan.k),
+        main_score=metric_key(MAIN_METRIC, plan.recall_k),
         bibtex_citation=BIBTEX,
         **_descriptive_metadata(plan),
     )

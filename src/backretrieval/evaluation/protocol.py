@@ -29,12 +29,16 @@ def parse_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
     return out
 
 
+#: the keywords of earlier releases, refused with their new names
+RENAMED = {"n": "sample_size", "k": "recall_k"}
+
+
 @dataclass(frozen=True)
 class Protocol:
     """What an evaluation measures, fixed before any data is read.
 
-    ``n``: queries per seeded sample (N; as many disjoint BkR targets); ``seeds``: a count
-    (seeds 0..S-1) or distinct non-negative seeds, kept as a tuple; ``k``: the k of Recall@k
+    ``sample_size``: queries per seeded sample (N; as many disjoint BkR targets); ``seeds``: a count
+    (seeds 0..S-1) or distinct non-negative seeds, kept as a tuple; ``recall_k``: the k of Recall@k
     (1 <= k < N); ``text_field``: ``title``, ``body`` or ``title_body``; ``image_backbone``:
     as ``--image-backbone`` (None: the dataset's default); ``with_corr``: also CORR;
     ``corr_max_pairs``: CORR on a seeded subsample of pairs (None: all N*N).
@@ -42,16 +46,16 @@ class Protocol:
     Made once per evaluation: the checks run in ``__post_init__`` (InputError naming the flag).
     """
 
-    n: int = DEFAULT_N
+    sample_size: int = DEFAULT_N
     seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
-    k: int = DEFAULT_K
+    recall_k: int = DEFAULT_K
     text_field: str = DEFAULT_TEXT_FIELD
     image_backbone: str | None = None
     with_corr: bool = True
     corr_max_pairs: int | None = None
 
     def __post_init__(self) -> None:
-        n, k = int(self.n), int(self.k)
+        n, k = int(self.sample_size), int(self.recall_k)
         if n < 2:
             raise InputError(f"--sample-size {n}: the sample size N must be at least 2")
         if not 1 <= k < n:
@@ -61,16 +65,19 @@ class Protocol:
         cmp = self.corr_max_pairs
         if cmp is not None and int(cmp) < 1:
             raise InputError(f"--corr-max-pairs {cmp}: expected a positive number of pairs (omit it: all pairs)")
-        object.__setattr__(self, "n", n)
-        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "sample_size", n)
+        object.__setattr__(self, "recall_k", k)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         object.__setattr__(self, "with_corr", bool(self.with_corr))
         object.__setattr__(self, "corr_max_pairs", None if cmp is None else int(cmp))
 
     @classmethod
     def of(cls, protocol: Protocol | None = None, /, **fields_: Any) -> Protocol:
-        """``protocol`` as given, or one made of the keywords (``n=500, k=10``, ...; the others
+        """``protocol`` as given, or one made of the keywords (``sample_size=500, recall_k=10``, ...; the others
         at their defaults); both at once is a TypeError."""
+        renamed = [f"{old}= is now {new}=" for old, new in RENAMED.items() if old in fields_]
+        if renamed:
+            raise TypeError(f"{'; '.join(renamed)} (the names of params.yaml and of the CLI flags)")
         if protocol is None:
             return cls(**fields_)
         if not isinstance(protocol, Protocol):
@@ -83,9 +90,9 @@ class Protocol:
         """The protocol as a result JSON records it (seeds as a list, CORR as ``corr``; the
         image backbone is recorded, resolved, in the result's ``image_backbone`` block)."""
         return {
-            "n": self.n,
+            "n": self.sample_size,
             "seeds": list(self.seeds),
-            "k": self.k,
+            "k": self.recall_k,
             "text_field": self.text_field,
             "corr": self.with_corr,
             "corr_max_pairs": self.corr_max_pairs,

@@ -98,16 +98,16 @@ class EvaluationPlan:
     named: str | None = None
 
     @property
-    def n(self) -> int:
-        return self.protocol.n
+    def sample_size(self) -> int:
+        return self.protocol.sample_size
 
     @property
     def seeds(self) -> list[int]:
         return list(self.protocol.seeds)
 
     @property
-    def k(self) -> int:
-        return self.protocol.k
+    def recall_k(self) -> int:
+        return self.protocol.recall_k
 
     @property
     def text_field(self) -> str:
@@ -222,7 +222,7 @@ def plan_evaluation(
 ) -> EvaluationPlan:
     """Check that the prepared dataset at ``root`` can serve the evaluation and draw the samples.
 
-    ``protocol``: a :class:`Protocol`, or its fields as keywords (``n=500, k=10``).
+    ``protocol``: a :class:`Protocol`, or its fields as keywords (``sample_size=500, recall_k=10``).
     InputError (naming the problem and the fix) for: a dataset with texts in fewer than two
     languages or without a direction's language, fewer items than N queries + N disjoint
     targets need, no images / features (or none for a sampled item), k >= N, a bad text field.
@@ -232,7 +232,7 @@ def plan_evaluation(
 
 def _plan(root: Path, dirs: list[str], protocol: Protocol, named: str | None) -> EvaluationPlan:
     """:func:`plan_evaluation` of checked directions and a protocol (checked when it was made)."""
-    n = protocol.n
+    sample_size = protocol.sample_size
     meta = read_meta(root)
     items = load_items(root)
     present = sorted(set(items["lang"]))
@@ -247,10 +247,10 @@ def _plan(root: Path, dirs: list[str], protocol: Protocol, named: str | None) ->
         for lang in d.split("-"):
             if lang not in by_lang:
                 raise InputError(f"--directions {d}: {root} has no {lang!r} texts (languages: {', '.join(present)})")
-        _check_n(by_lang, d, n, meta.parallel, root)
+        _check_n(by_lang, d, sample_size, meta.parallel, root)
     image = resolve_image_source(root, protocol.image_backbone)
     seed_list = list(protocol.seeds)
-    samples = {d: draw_samples(items, *d.split("-"), n, seed_list, parallel=meta.parallel) for d in dirs}
+    samples = {d: draw_samples(items, *d.split("-"), sample_size, seed_list, parallel=meta.parallel) for d in dirs}
     plan = EvaluationPlan(root, meta, items, dirs, protocol, image, samples, named)
     have, listed_in = available_image_ids(root, image)
     lacking = [i for i in plan.needed_images() if i not in have]
@@ -279,7 +279,7 @@ def open_plan(
     after ``before_preparing`` (the models' availability, in :func:`evaluate_models`), which
     runs in either case."""
     ref = locate_dataset(data, Path(prepared_dir))
-    precheck_named(ref, dirs, protocol.n, Path(shared_dir))
+    precheck_named(ref, dirs, protocol.sample_size, Path(shared_dir))
     named = ref.named.name if ref.named else None
     plan = _plan(ref.root, dirs, protocol, named) if ref.ready else None
     if before_preparing is not None:
@@ -368,7 +368,7 @@ def evaluate_models(
     **protocol_fields: Any,
 ) -> list[Evaluation]:
     """Evaluate several models on the same samples (image work shared); one :class:`Evaluation`
-    each. ``protocol``: a :class:`Protocol`, or its fields as keywords (``n``, ``seeds``, ``k``,
+    each. ``protocol``: a :class:`Protocol`, or its fields as keywords (``sample_size``, ``seeds``, ``recall_k``,
     ``text_field``, ``image_backbone``, ``with_corr``, ``corr_max_pairs``; the others at the
     defaults of :mod:`.defaults`). Order of work: cheap checks (the protocol, the directions),
     model availability, dataset preparation (named datasets), the plan's checks, text
@@ -465,7 +465,7 @@ def evaluate(
     ``"precomputed:<npy>,<ids.txt>"``, a registry spec dict, or an object (a registry encoder, a
     SentenceTransformer, a callable ``list[str] -> (n, d)``). ``dataset``: a prepared folder or
     a named dataset (``synthetic``, ``multi30k-test2016``). ``protocol``: a :class:`Protocol`,
-    or its fields as keywords (``n=500, seeds=5, k=10``; ``seeds``: a count or a list).
+    or its fields as keywords (``sample_size=500, seeds=5, recall_k=10``; ``seeds``: a count or a list).
     Columns: dataset, backbone, text_field, direction, seed, n, k, encoder, metric, value
     (the pipeline's metric CSV). Other keywords: see :func:`evaluate_models`; for CIs and the
     result JSON use :func:`evaluate_model` (``.summary()``, :func:`.results.result_dict`).

@@ -36,8 +36,8 @@ class BackretrievalEvaluator(SentenceEvaluator):
     Args:
         dataset: a prepared dataset folder or a named dataset (``synthetic``, ``multi30k-test2016``).
         directions: ``"en-de,de-en"`` or a list of ``src-tgt``.
-        protocol: a :class:`~.protocol.Protocol`, or its fields as keywords: ``n`` (queries per
-            seed, N), ``seeds`` (a count or a list), ``k`` (Recall@k), ``text_field``,
+        protocol: a :class:`~.protocol.Protocol`, or its fields as keywords: ``sample_size`` (queries per
+            seed, N), ``seeds`` (a count or a list), ``recall_k`` (Recall@k), ``text_field``,
             ``image_backbone`` (default: effnet-lite0 for image files, or the dataset's one
             precomputed feature set), ``with_corr`` (CORR: N*N pairs per seed),
             ``corr_max_pairs``. Lighter than the library's defaults, for speed during training:
@@ -68,7 +68,12 @@ class BackretrievalEvaluator(SentenceEvaluator):
     ) -> None:
         super().__init__()
         if protocol is None:
-            protocol_fields = {"n": EVALUATOR_N, "seeds": EVALUATOR_SEEDS, "with_corr": False, **protocol_fields}
+            protocol_fields = {
+                "sample_size": EVALUATOR_N,
+                "seeds": EVALUATOR_SEEDS,
+                "with_corr": False,
+                **protocol_fields,
+            }
         self.protocol = Protocol.of(protocol, **protocol_fields)
         self.plan = open_plan(
             dataset,
@@ -82,13 +87,13 @@ class BackretrievalEvaluator(SentenceEvaluator):
         )
         self.needed = self.plan.needed_items()
         self.texts = {lang: self.plan.texts(lang, ids) for lang, ids in self.needed.items()}
-        self.k = self.protocol.k
+        self.recall_k = self.protocol.recall_k
         self.with_corr = self.protocol.with_corr
         self.batch_size = batch_size
         self.name = name
         self.write_csv = write_csv
         self.show_progress_bar = show_progress_bar
-        self.primary_metric = f"bkr_recall@{self.k}"
+        self.primary_metric = f"bkr_recall@{self.recall_k}"
         self.greater_is_better = True
         self.csv_file = f"backretrieval_evaluation{'_' + name if name else ''}_results.csv"
         self.metric_names = self._metric_names()
@@ -99,13 +104,13 @@ class BackretrievalEvaluator(SentenceEvaluator):
         parallel = self.plan.meta.parallel
         for d in self.plan.directions:
             if parallel:
-                names += [f"{d}_xlr_recall@{self.k}", f"{d}_xlr_mrr"]
-            names += [f"{d}_bkr_recall@{self.k}", f"{d}_bkr_mrr"]
+                names += [f"{d}_xlr_recall@{self.recall_k}", f"{d}_xlr_mrr"]
+            names += [f"{d}_bkr_recall@{self.recall_k}", f"{d}_bkr_mrr"]
             if self.with_corr:
                 names.append(f"{d}_corr")
         if parallel:
-            names.append(f"xlr_recall@{self.k}")
-        names.append(f"bkr_recall@{self.k}")
+            names.append(f"xlr_recall@{self.recall_k}")
+        names.append(f"bkr_recall@{self.recall_k}")
         return names
 
     def __call__(
@@ -131,15 +136,15 @@ class BackretrievalEvaluator(SentenceEvaluator):
         metrics: dict[str, float] = {}
         for d in self.plan.directions:
             for metric, key in (
-                ("xlr_recall", f"xlr_recall@{self.k}"),
+                ("xlr_recall", f"xlr_recall@{self.recall_k}"),
                 ("xlr_mrr", "xlr_mrr"),
-                ("bkr_recall", f"bkr_recall@{self.k}"),
+                ("bkr_recall", f"bkr_recall@{self.recall_k}"),
                 ("bkr_mrr", "bkr_mrr"),
                 ("corr", "corr"),
             ):
                 if (d, metric) in means.index:
                     metrics[f"{d}_{key}"] = float(means[(d, metric)])
-        for key in (f"xlr_recall@{self.k}", f"bkr_recall@{self.k}"):
+        for key in (f"xlr_recall@{self.recall_k}", f"bkr_recall@{self.recall_k}"):
             vals = [metrics[f"{d}_{key}"] for d in self.plan.directions if f"{d}_{key}" in metrics]
             if vals:
                 metrics[key] = float(sum(vals) / len(vals))
@@ -163,8 +168,8 @@ class BackretrievalEvaluator(SentenceEvaluator):
         return {
             "dataset": self.plan.meta.name,
             "directions": self.plan.directions,
-            "n": self.plan.n,
+            "n": self.plan.sample_size,
             "seeds": self.plan.seeds,
-            "k": self.k,
+            "k": self.recall_k,
             "image_backbone": self.image_info["id"],
         }

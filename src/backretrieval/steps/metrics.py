@@ -43,7 +43,7 @@ def metrics_step(
     backbone: str,
     text_files: dict[str, tuple[Path, Path]],
     text_field: str,
-    k: int,
+    recall_k: int,
     corr_max_pairs: int | None,
     out: Path,
     with_corr: bool = True,
@@ -60,7 +60,7 @@ def metrics_step(
     the samples file; :func:`gather_metrics` joins the groups); None: every sample.
 
     The job's :class:`~backretrieval.evaluation.protocol.Protocol` (N of the samples, their
-    seeds, ``k``, ``text_field``, ``backbone``, CORR's settings) is made, and so checked, once,
+    seeds, ``recall_k``, ``text_field``, ``backbone``, CORR's settings) is made, and so checked, once,
     before any embedding is read; the CSV records its ``n`` and ``k`` in every row.
     """
     samples = read_samples(samples_file)
@@ -74,9 +74,9 @@ def metrics_step(
     if not samples:
         raise InputError(f"{samples_file}: no samples")
     protocol = Protocol(
-        n=len(samples[0].queries),
+        sample_size=len(samples[0].queries),
         seeds=tuple(s.seed for s in samples),
-        k=k,
+        recall_k=recall_k,
         text_field=text_field,
         image_backbone=backbone,
         with_corr=with_corr,

@@ -80,7 +80,7 @@ COMMANDS = {
     "metrics": THREAD_ENV + "backretrieval metrics --dataset {input.dataset:q} --dataset-name {params.name:q}"
     " --direction {wildcards.direction:q} --samples {input.samples:q} --image-emb {input.images:q}"
     " --image-backbone {params.backbone:q} --encoders {params.encoders:q} --text-emb {input.text:q}"
-    " --text-field {params.field:q} --recall-k {params.k:q} {params.corr:q} {params.seeds:q}"
+    " --text-field {params.field:q} --recall-k {params.recall_k:q} {params.corr:q} {params.seeds:q}"
     " --out {output.csv:q} > {log:q} 2>&1",
     "report": "backretrieval report --metrics {input.metrics:q} --dataset {input.dataset:q}"
     " --encoders {params.encoders:q} --languages {params.languages:q} --text-emb {input.text:q}"
@@ -177,7 +177,9 @@ class Plan:
         self.report_settings = as_json(report_settings(config))
         self.case: dict | None = None
         self.human: dict | None = None
-        self.case_embed_encoders: list[str] = []
+        # the case study's wildcards ({head}, {tseed}; constrained in common.smk): none without one
+        self.heads: list[str] = []
+        self.case_training_seeds: list[int] = []
         self.human_tally = False
         if config.get("case_study"):
             self._case_study()
@@ -297,10 +299,6 @@ class Plan:
 
         return inference_threads(self.config["encoders"][wildcards.encoder]) or self.heavy_threads
 
-    def embed_priority(self, wildcards: Any) -> int:
-        """Scheduling only: the case study's encoders first (their chain is the DAG's longest)."""
-        return 1 if wildcards.encoder in self.case_embed_encoders else 0
-
     def embed_text_params(self) -> dict:
         cfg = self.config
         return {
@@ -344,7 +342,7 @@ class Plan:
 
     def sample_params(self) -> dict:
         cfg = self.config
-        return {"n": cfg["sample_size"], "seeds": cfg["seeds"], "directions": cfg["directions"]}
+        return {"sample_size": cfg["sample_size"], "seeds": cfg["seeds"], "directions": cfg["directions"]}
 
     def metrics_file(self, direction: str) -> str:
         return str(layout.metrics_path(self.config, direction))
@@ -384,7 +382,7 @@ class Plan:
             "backbone": cfg["image_backbone"],
             "encoders": list(cfg["encoders"]),
             "field": cfg["text_field"],
-            "k": cfg["recall_k"],
+            "recall_k": cfg["recall_k"],
             "corr": ["--corr-max-pairs", cfg["corr_max_pairs"]] if cfg.get("corr_max_pairs") else [],
             "seeds": [],
         }
@@ -458,12 +456,12 @@ class Plan:
         # the evaluated runs: baseline, base encoders, each head once per training seed (<head>@<seed>)
         self.case_runs = cs.runs(case)
         self.case_training_seeds = list(case["training_seeds"])
+        self.heads = list(cs.HEADS)
         # the human study rates one sheet: the base encoders and the first training seed's heads
         first = cs.first_training_seed(case)
         self.human_runs = [cs.run_id(m, first if m in cs.HEADS else None) for m in cs.models(case)]
         self.human_langs = [human["source_lang"], human["target_lang"]]
         self.case_langs = list(case["languages"])
-        self.case_embed_encoders = list(dict.fromkeys([*case["base_encoders"], case["baseline"]]))
         # what case_train reads: the base encoders' title and body embeddings (case_embed's fields)
         self.case_base_fields = [f for e in case["base_encoders"] for f in self.case_fields(e)]
         # the section as the steps get it: train_corpus is a declared input instead

@@ -15,7 +15,7 @@ from ..errors import InputError
 
 
 def sample_step(
-    dataset: Path, directions: str | Sequence[str], n: int, seeds: list[int], outs: Path | Sequence[Path]
+    dataset: Path, directions: str | Sequence[str], sample_size: int, seeds: list[int], outs: Path | Sequence[Path]
 ) -> None:
     """The samples of every direction of ``directions`` (one, or several) → the JSON file at the
     same position of ``outs``."""
@@ -27,5 +27,5 @@ def sample_step(
     meta = read_meta(dataset)
     for direction, out in zip(directions, outs, strict=True):
         src, tgt = direction.split("-")
-        samples = draw_samples(items, src, tgt, n, seeds, parallel=meta.parallel)
-        io.write_json(out, {"direction": direction, "n": n, "samples": [s.to_dict() for s in samples]})
+        samples = draw_samples(items, src, tgt, sample_size, seeds, parallel=meta.parallel)
+        io.write_json(out, {"direction": direction, "n": sample_size, "samples": [s.to_dict() for s in samples]})
