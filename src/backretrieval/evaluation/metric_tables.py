@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._util.io import ranks_path as ranks_path
 from ..errors import InputError
@@ -36,8 +36,23 @@ def concat_metrics(tables: Iterable[tuple[Path, pd.DataFrame]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
 
 
-def read_metrics(paths: Iterable[str | Path]) -> pd.DataFrame:
-    return concat_metrics(read_metric_tables(paths))
+class MetricsRead(NamedTuple):
+    """Metrics files as the report and the findings read them: ``files``, each with its table
+    (:func:`read_metric_tables`); ``table``, their long table (:func:`concat_metrics`); ``n`` and
+    ``k``, the N and the k of Recall@k they record (:func:`metrics_protocol`)."""
+
+    files: tuple[tuple[Path, pd.DataFrame], ...]
+    table: pd.DataFrame
+    n: int
+    k: int
+
+
+def read_metrics(paths: Iterable[str | Path]) -> MetricsRead:
+    """The metrics files at ``paths``, read once, with their one N and k (InputError as
+    :func:`metrics_protocol`)."""
+    files = read_metric_tables(paths)
+    n, k = metrics_protocol(files)
+    return MetricsRead(files, concat_metrics(files), n, k)
 
 
 def metrics_protocol(tables: Iterable[tuple[Path, pd.DataFrame]]) -> tuple[int, int]:

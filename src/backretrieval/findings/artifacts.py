@@ -20,7 +20,7 @@ from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..data.sampling import Sample, read_samples
 from ..errors import InputError
 from ..evaluation.core import rows_of
-from ..evaluation.metric_tables import concat_metrics, metrics_protocol, read_metric_tables, require_full_ranks
+from ..evaluation.metric_tables import read_metrics, require_full_ranks
 from .document import RunInfo
 from .views import Lookup
 
@@ -232,9 +232,7 @@ def load_run(
             raise InputError(f"{p}: input file not found (run the main pipeline first)")
     if not metrics_files:
         raise InputError("no metrics CSV given (--metrics)")
-    tables = read_metric_tables(metrics_files)
-    _n, k = metrics_protocol(tables)
-    metrics = concat_metrics(tables)
+    tables, metrics, _n, k = read_metrics(metrics_files)
     samples: dict[str, list[Sample]] = {}
     for p in samples_files:
         ss = read_samples(Path(p))

@@ -21,14 +21,14 @@ from .. import stats
 from .._util import io
 from ..data.prepared import DatasetMeta, read_meta
 from ..errors import InputError
-from ..evaluation.metric_tables import metrics_protocol
+from ..evaluation.metric_tables import read_metrics
 from ..findings.inference import table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
 from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 from ..reporting.significance import significance_table, table1_marks
 from . import layout
-from .metrics import concat_metrics, read_metric_tables, require_full_ranks
+from .metrics import require_full_ranks
 from .settings import WORDVEC_FAMILY
 
 #: The settings of the report step (params.yaml keys; ``n_seeds`` = ``len(seeds)``). N and the
@@ -114,9 +114,8 @@ def build_report(
         build_bkr_report(metrics_files=metrics_files, meta=meta, text_files=text_files, settings=s, out=out)
         return
     assert correlations_out is not None
-    tables_read = read_metric_tables(metrics_files)
-    n, k = metrics_protocol(tables_read)
-    metrics = concat_metrics(tables_read)
+    read = read_metrics(metrics_files)
+    metrics, n, k = read.table, read.n, read.k
     correlations = stats.correlate(metrics)
     io.write_csv(correlations_out, correlations)
 
@@ -351,9 +350,8 @@ def build_bkr_report(
     """
     s = settings
     B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
-    tables_read = read_metric_tables(metrics_files)
-    n, k = metrics_protocol(tables_read)
-    metrics = concat_metrics(tables_read)
+    read = read_metrics(metrics_files)
+    metrics, n, k = read.table, read.n, read.k
     if "xlr_recall" in set(metrics["metric"]):
         raise InputError(
             f"report: the metrics files {[str(p) for p in metrics_files]} hold XLR, but the dataset "
