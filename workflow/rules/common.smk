@@ -6,6 +6,7 @@ from pathlib import Path
 from backretrieval.config import overrides_from, validate_config
 from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.plan import CAPTIONS, COMMANDS, Plan, as_json, on_start, rerun_on
+from backretrieval.study.case_config import HEADS
 
 # The config as the Snakefile layered it (CONFIG_SOURCE names its files), validated once before
 # any job runs: the schema (backretrieval.config.SCHEMA_PATH, its one copy), then every
@@ -76,5 +77,5 @@ onstart:
 wildcard_constraints:
     encoder="|".join(config["encoders"]),
     direction="|".join(config["directions"]),
-    head="|".join(plan.heads),
+    head="|".join(HEADS),
     tseed="|".join(map(str, plan.case_training_seeds)),

@@ -8,8 +8,9 @@ four doors.
 * training: :class:`BackretrievalEvaluator`, a sentence-transformers evaluator (:mod:`.st_evaluator`);
 * MTEB: :func:`.mteb_task.backretrieval_task`, a task for ``mteb.evaluate`` (needs mteb 2.x).
 
-Each takes one :class:`.protocol.Protocol` (N, seeds, k, text field, image backbone, CORR's
-settings; checked once, when made), or its fields as keywords. All of them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
+Each takes one :class:`.protocol.Protocol` (``sample_size``, ``seeds``, ``recall_k``, text field,
+image backbone, CORR's settings; checked once, when made), or its fields as keywords. All of
+them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
 checks, the seeded samples of :func:`.run.plan_evaluation`) and compute with
 :func:`.core.evaluate_direction`, the core of the pipeline's metrics step. Named datasets and
 image sources: :mod:`.datasets`; what ``--model`` accepts: :mod:`.models`.

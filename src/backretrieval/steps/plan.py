@@ -177,8 +177,7 @@ class Plan:
         self.report_settings = as_json(report_settings(config))
         self.case: dict | None = None
         self.human: dict | None = None
-        # the case study's wildcards ({head}, {tseed}; constrained in common.smk): none without one
-        self.heads: list[str] = []
+        # the case study's {tseed} values (constrained in common.smk): none without one
         self.case_training_seeds: list[int] = []
         self.human_tally = False
         if config.get("case_study"):
@@ -456,7 +455,6 @@ class Plan:
         # the evaluated runs: baseline, base encoders, each head once per training seed (<head>@<seed>)
         self.case_runs = cs.runs(case)
         self.case_training_seeds = list(case["training_seeds"])
-        self.heads = list(cs.HEADS)
         # the human study rates one sheet: the base encoders and the first training seed's heads
         first = cs.first_training_seed(case)
         self.human_runs = [cs.run_id(m, first if m in cs.HEADS else None) for m in cs.models(case)]

@@ -523,10 +523,11 @@ def pool_replicates(
 #   ± t·SE of the replicates, t the Student quantile on G − 1 degrees of freedom (G: the groups
 #   of the delete-a-group item jackknife, as for a variance estimated from G replicate groups).
 #   The SE is itself an estimate, varying from sample to sample and with the error: the normal
-#   quantile covered 0.92 in the simulated 14-encoder layouts (benchmarks/README.md). Nothing is dropped. Reported beside it: BCa's
-#   bias correction z0 (from the replicates) and acceleration a (from the jackknife). BCa's own
-#   interval is not used: on the simulated worlds it covered 0.85–0.89 for Spearman (the
-#   bootstrap's bias of a correlation of noisy means overstates the estimator's).
+#   quantile covered 0.92 in the simulated 14-encoder layouts (benchmarks/README.md). Nothing is
+#   dropped. Reported beside it: BCa's bias correction z0 (from the replicates) and acceleration
+#   a (from the jackknife). BCa's own interval is not used: on the simulated worlds it covered
+#   0.85–0.89 for Spearman (the bootstrap's bias of a correlation of noisy means overstates the
+#   estimator's).
 # * **encoders random** ("for encoders like these"): the encoders are a sample too. The item
 #   bootstrap's variance plus a leave-one-family-out jackknife variance over the encoders (a
 #   family: encoders built from the same base vectors, e.g. the fastText variants, which are
