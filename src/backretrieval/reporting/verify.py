@@ -15,9 +15,20 @@ Classes:
   through the pipeline's own metric code; a field's tolerance is :data:`MARGIN` × the largest
   propagated change of its encoder (all encoders where the field names none), scaled to the
   run's N;
-- **trained outcomes** (the case study's heads): 3 standard errors of the difference of two
-  means over R training seeds, from the training spread the reference records itself
-  (``case_study/metrics.json``: ``training_spread``); a reference without it fails, named;
+- **trained outcomes** (the case study's heads and the human study rated on them): each
+  trained quantity the reports record per training seed (``training_spread`` of
+  ``case_study/metrics.json`` and ``case_study/human_study.json``; TRIPLETXL − TRIPLET paired by
+  seed, derived from the heads' values) is compared as two samples, the run's R seeds against
+  the reference's: Welch's t test, which uses both runs' spreads and, through its degrees of
+  freedom, the uncertainty of an sd estimated from few seeds. A quantity fails when its p is
+  below :data:`TRAINED_ALPHA` / m (m: the quantities compared), so a run in which nothing but
+  the CPU changed fails with probability at most :data:`TRAINED_ALPHA`
+  (``benchmarks/bench_trained_verify.py`` measures it). Every other field that names a head
+  (CIs, per-seed values, per-pair values, the human study's tallies) is a function of the same
+  draws and follows its quantity's comparison; a decision over trained heads that differs is
+  listed as borderline. A reference or run without a training spread fails, named; a human
+  study rated on one training draw (a single sheet: reports before the multi-seed sheet) has no
+  spread on either side, and its outcomes are listed, not compared;
 - **decisions** (p-values): compared as decisions at α = 0.05; a flip whose p-values both lie
   in the band :func:`p_band` around α is listed as borderline, not failed; the statistics and
   effect sizes of a test follow its p-value and are not compared by value;
@@ -54,8 +65,11 @@ CROSS_CPU = Path(__file__).with_name("cross_cpu.json")
 MARGIN = 2.0
 #: the significance level of the reported tests
 ALPHA = 0.05
-#: trained outcomes: this many standard errors of the difference of two runs' means
-TRAINED_Z = 3.0
+#: trained outcomes: the false-alarm rate of one `make verify` over all trained quantities
+#: together (Bonferroni: each quantity is tested at TRAINED_ALPHA / m)
+TRAINED_ALPHA = 0.01
+#: TRIPLETXL − TRIPLET, paired by training seed (the same seed: the same init, split and batches)
+XL_MINUS_T = "tripletxl-triplet"
 #: text cells that are outcomes, not row keys (the worst language pair of a model)
 OUTCOME_TEXT = ("worst_pair",)
 
@@ -75,12 +89,11 @@ def p_band() -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Context:
-    """What a field's bound depends on: its encoder (None: not named), the run's N, and the
-    reference's training spread (head -> (sd of BkR×1000 over training seeds, R))."""
+    """What a field's bound depends on: its encoder (None: not named), the run's N, the field's
+    descriptor and the number of seeds."""
 
     encoder: str | None
     n: int | None
-    training: dict[str, tuple[float, int]] | None
     descriptor: str = ""
     seeds: int | None = None
 
@@ -180,12 +193,12 @@ TOLERANCES: tuple[Tolerance, ...] = (
     ),
     Tolerance(
         "trained outcomes",
-        r"^case_study/(?!human_study)",
-        why=f"a head trained from last-bit-different inputs is another draw of its training: "
-        f"{TRAINED_Z:g} standard errors of the difference of two means over R training seeds, "
-        f"{TRAINED_Z:g}·sd·√(2/R) (a single seed's value: {TRAINED_Z:g}·sd·√2; the sd itself: "
-        f"{TRAINED_Z:g}·sd/√(R−1))",
-        source="the training spread the reference records (case_study/metrics.json: training_spread)",
+        r"^case_study/",
+        why=f"a head trained from last-bit-different inputs is another draw of its training: each trained "
+        f"quantity's R per-seed values against the reference's by Welch's t test (both spreads; the sd's own "
+        f"uncertainty in its degrees of freedom), failing at p < {TRAINED_ALPHA:g}/m over the m quantities; the "
+        "fields that name a head follow their quantity",
+        source="training_spread of case_study/metrics.json and human_study.json, in both runs",
         kind="trained",
     ),
     Tolerance(
@@ -281,7 +294,7 @@ def tolerance_table() -> str:
     per = m["propagated"]["per_encoder"]
     for enc in sorted(set(m["measured"]) | set(per)):
         v, p = m["measured"].get(enc, {}), per.get(enc)
-        ctx = Context(enc, int(m["propagated"]["sample_size"]), None)
+        ctx = Context(enc, int(m["propagated"]["sample_size"]))
         cells = [
             f"{v[k]:.3g}" if k in v else "not measured" for k in ("max_abs_delta", "rms_delta", "max_abs_delta_cos")
         ]
@@ -412,21 +425,88 @@ def _is_environment(key: str) -> bool:
 
 
 NO_SPREAD = "trained once, no training spread recorded"
+#: a human study rated on one sheet of one training draw (reports before the multi-seed sheet)
+ONE_DRAW = "a human study rated on one training draw on each side: no spread to compare it with, listed"
+HUMAN = "case_study/human_study.json"
 
 
-def _training(files: dict[str, bytes]) -> dict[str, tuple[float, int]] | None:
-    """head -> (sd of BkR×1000 over training seeds, R) as ``case_study/metrics.json`` records it."""
+@dataclass(frozen=True)
+class Trained:
+    """One trained quantity: its values per training seed (in the order of ``seeds``)."""
+
+    values: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / len(self.values)
+
+    @property
+    def sd(self) -> float:
+        r = len(self.values)
+        if r < 2:
+            return math.nan
+        m = self.mean
+        return math.sqrt(sum((v - m) ** 2 for v in self.values) / (r - 1))
+
+
+def _training(files: dict[str, bytes]) -> dict[str, Trained] | None:
+    """Every trained quantity a reports folder records per training seed, by name: each head's
+    BkR×1000 (``case_study/metrics.json``), TRIPLETXL − TRIPLET paired by seed where both heads
+    have the same seeds, and the human study's per-seed quantities (``human_study/<name>``).
+    None where the case study records no spread (a head trained once, or no case study)."""
     raw = files.get("case_study/metrics.json")
     if raw is None:
         return None
     spread = json.loads(raw).get("training_spread")
     if not spread:
         return None
-    return {
-        h: (float(v["sd_bkr_x1000"]), int(v["n_training_seeds"]))
+    out = {
+        h: Trained(tuple(float(x) for x in v["per_seed_bkr_x1000"]), tuple(int(s) for s in v["training_seeds"]))
         for h, v in spread.items()
-        if v.get("sd_bkr_x1000") is not None and int(v["n_training_seeds"]) > 1  # one seed: no spread
+        if int(v["n_training_seeds"]) > 1  # one seed: no spread
     }
+    t, xl = out.get("triplet"), out.get("tripletxl")
+    if t is not None and xl is not None and t.seeds == xl.seeds:
+        out[XL_MINUS_T] = Trained(tuple(b - a for a, b in zip(t.values, xl.values)), t.seeds)
+    human = files.get(HUMAN)
+    if human is not None:
+        for name, v in (json.loads(human).get("training_spread") or {}).items():
+            if len(v["per_seed"]) > 1:
+                out[f"human_study/{name}"] = Trained(
+                    tuple(float(x) for x in v["per_seed"]), tuple(int(s) for s in v["training_seeds"])
+                )
+    return out or None
+
+
+def welch(run: Trained, ref: Trained) -> tuple[float, float, float]:
+    """(t, degrees of freedom, two-sided p) of Welch's t test of two trained samples. Both sds
+    zero: the values are compared exactly (p 1 when the means agree, else 0)."""
+    from scipy import stats
+
+    if run.sd == 0 and ref.sd == 0:
+        same = run.mean == ref.mean
+        return (0.0 if same else math.inf), math.nan, (1.0 if same else 0.0)
+    res = stats.ttest_ind(run.values, ref.values, equal_var=False)
+    return float(res.statistic), float(res.df), float(res.pvalue)
+
+
+def compare_trained(run: dict[str, Trained], ref: dict[str, Trained], rep: Report) -> set[str]:
+    """Each trained quantity in both runs by :func:`welch` at TRAINED_ALPHA / m, into ``rep``;
+    returns the quantities compared (their fields follow them)."""
+    names = sorted(set(run) & set(ref))
+    level = TRAINED_ALPHA / max(len(names), 1)
+    for name in names:
+        a, b = run[name], ref[name]
+        t, df, p = welch(a, b)
+        line = (
+            f"case_study: trained {name}: mean {a.mean:.4g} (sd {a.sd:.3g}, R {len(a.values)}) vs reference "
+            f"{b.mean:.4g} (sd {b.sd:.3g}, R {len(b.values)}): Welch t {t:.3g}, df {df:.3g}, p {p:.3g} "
+            f"(fails below {TRAINED_ALPHA:g}/{len(names)} = {level:.3g}, trained outcomes)"
+        )
+        rep.checked_fields += 1
+        (rep.failures if p < level else rep.within).append(line)
+    return set(names)
 
 
 def _named(descriptor: str, names) -> str | None:
@@ -442,6 +522,18 @@ def _heads() -> tuple[str, ...]:
     from ..study.case_config import HEADS
 
     return HEADS
+
+
+def _quantity(name: str, desc: str, compared: set[str]) -> str | None:
+    """The trained quantity a case-study field follows: the human study's (any outcome of the
+    sheet rated on the heads), TRIPLETXL − TRIPLET for a field naming both heads, else the head
+    it names; None for a field of no trained head."""
+    if name == HUMAN:
+        return next((q for q in sorted(compared) if q.startswith("human_study/")), "human_study")
+    heads = [h for h in _heads() if _named(desc, [h])]
+    if len(heads) > 1:
+        return XL_MINUS_T
+    return heads[0] if heads else None
 
 
 def _decision(where: str, a: object, b: object, rep: Report) -> None:
@@ -460,12 +552,24 @@ def _decision(where: str, a: object, b: object, rep: Report) -> None:
         )
 
 
-def _trained_bound(desc: str, sd: float, r: int) -> float:
-    if "per_seed" in desc:
-        return TRAINED_Z * sd * math.sqrt(2)
-    if "sd_" in desc:
-        return TRAINED_Z * sd / math.sqrt(max(r - 1, 1))
-    return TRAINED_Z * sd * math.sqrt(2 / r)
+def _compare_trained_field(
+    where: str, a: object, b: object, quantity: str, tol: Tolerance | None, compared: set[str], rep: Report
+) -> None:
+    """A field that is a function of trained draws: it follows ``quantity``'s comparison."""
+    if quantity not in compared:
+        rep.failures.append(f"{where}: {a} vs reference {b} ({NO_SPREAD})")
+        return
+    fa, fb = _number(a), _number(b)
+    decided = tol is not None and tol.kind == "decision" and fa is not None and fb is not None
+    if decided and (fa < ALPHA) != (fb < ALPHA):  # type: ignore[operator]
+        rep.borderline.append(
+            f"{where}: {a} vs reference {b} (a decision over trained heads flips at α = {ALPHA:g}; "
+            f"its draws are compared as the trained {quantity})"
+        )
+    elif fa is None and fb is None:  # a text outcome: the worst pair, a comparison's conclusion
+        rep.borderline.append(f"{where}: {a} vs reference {b} (an outcome over trained heads; compared as the trained {quantity})")
+    else:
+        rep.within.append(f"{where}: {a} vs {b} (follows the trained {quantity}, trained outcomes)")
 
 
 def _compare_field(
@@ -474,14 +578,14 @@ def _compare_field(
     a: object,
     b: object,
     sizes: tuple[int | None, int | None],
-    training: dict[str, tuple[float, int]] | None,
+    compared: set[str],
+    one_draw: bool,
     rep: Report,
 ) -> None:
-    """One field's verdict into ``rep``; ``sizes``: the run's (N, number of seeds)."""
+    """One field's verdict into ``rep``; ``sizes``: the run's (N, number of seeds); ``compared``:
+    the trained quantities compared; ``one_draw``: the human study was rated on one training draw."""
     where = f"{name}: {key}"
     desc = f"{name} {key}".lower()
-    head = _named(desc, _heads()) if name.startswith("case_study/") else None
-    single_sheet = name.startswith("case_study/human_study") and not re.search(r"(^| )n_queries$", key)
     fa, fb = _number(a), _number(b)
     if fa is not None and fb is not None:
         rep.checked_fields += 1
@@ -490,37 +594,26 @@ def _compare_field(
     elif a == b:
         return
     tol = tolerance_for(desc) if fa is not None and fb is not None else None
+    exact = tol is not None and tol.kind == "exact"
+    if name == HUMAN and one_draw and not re.search(r"(^| )n_queries$", key):
+        rep.notes.append(f"{where}: {a} vs {b} ({ONE_DRAW})")
+        return
+    quantity = _quantity(name, desc, compared) if name.startswith("case_study/") and not exact else None
+    if quantity is not None:
+        return _compare_trained_field(where, a, b, quantity, tol, compared, rep)
     if tol is not None and tol.kind == "decision":
         return _decision(where, a, b, rep)
-    if tol is not None and tol.kind == "follows" and not single_sheet:
+    if tol is not None and tol.kind == "follows":
         rep.within.append(f"{where}: {a} vs {b} (follows its test's decision, {tol.name})")
-        return
-    if single_sheet:
-        if training is None:
-            rep.failures.append(f"{where}: {a} vs reference {b} ({NO_SPREAD})")
-        else:
-            rep.notes.append(
-                f"{where}: {a} vs {b} (the rated sheet is the first training seed's: one draw of "
-                "the training, compared through its tests' decisions)"
-            )
-        return
-    if head is not None and (tol is None or tol.kind != "exact"):
-        if training is None or head not in training:
-            rep.failures.append(f"{where}: {a} vs reference {b} ({NO_SPREAD})")
-        elif tol is None:  # a text outcome of trained heads (the worst pair)
-            rep.notes.append(f"{where}: {a} vs {b} (an outcome of trained heads; their values are compared)")
-        else:
-            sd, r = training[head]
-            _within(where, a, b, _trained_bound(desc, sd, r), "trained outcomes", rep)
         return
     if fa is None or fb is None:
         rep.failures.append(f"{where}: {a!r} != reference {b!r}")
         return
-    if tol is None or tol.kind == "exact":
+    if tol is None or exact:
         return _within(where, a, b, 0.0, tol.name if tol else "exact", rep)
     assert tol.bound is not None
     enc = _named(desc, measured()["propagated"]["per_encoder"])
-    bound = tol.bound(Context(enc, sizes[0], training, desc, sizes[1]))
+    bound = tol.bound(Context(enc, sizes[0], desc, sizes[1]))
     if "x1000" in desc or name.startswith("case_study/table2"):  # Table 2's BkR and CIs are ×1000
         bound *= 1000
     _within(where, a, b, bound, tol.name, rep)
@@ -535,10 +628,18 @@ def _within(where: str, a: object, b: object, bound: float, label: str, rep: Rep
         rep.failures.append(f"{where}: {a} vs reference {b} (|diff| {diff:.3g} > {bound:.3g}, {label})")
 
 
+def _one_draw(files: dict[str, bytes]) -> bool:
+    """The human study was rated on one training draw (no per-seed spread in its tally)."""
+    raw = files.get(HUMAN)
+    return raw is not None and not json.loads(raw).get("training_spread")
+
+
 def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
     """Field-by-field verdict of ``run`` against ``reference`` (relative path -> bytes)."""
     rep = Report()
-    training = _training(reference)
+    trained_run, trained_ref = _training(run), _training(reference)
+    compared = compare_trained(trained_run, trained_ref, rep) if trained_run and trained_ref else set()
+    one_draw = _one_draw(run) and _one_draw(reference)
     for name in sorted(set(run) | set(reference)):
         rep.files += 1
         if name not in run:
@@ -565,11 +666,11 @@ def compare(run: dict[str, bytes], reference: dict[str, bytes]) -> Report:
             if key not in got or key not in want:
                 where = f"{name}: {key}"
                 side = "missing from the run" if key not in got else "not in the reference"
-                if name.startswith("case_study/") and training is None and _named(key.lower(), _heads()):
+                if name.startswith("case_study/") and not compared and _named(key.lower(), _heads()):
                     side += f" ({NO_SPREAD})"
                 rep.failures.append(f"{where}: {side}")
                 continue
-            _compare_field(name, key, got[key], want[key], (n, seeds), training, rep)
+            _compare_field(name, key, got[key], want[key], (n, seeds), compared, one_draw, rep)
     return rep
 
 
