@@ -47,14 +47,18 @@ run: setup
 
 # data/raw/, the real-data configurations' raw inputs (data.dvc): copied from the local mirror
 # ../shared/datasets where it is here (`dvc update`; data.dvc then shows any change in
-# `git diff`), else restored from the DVC remote (`dvc pull`), never from upstream.
+# `git diff`), else restored from the DVC remote (`dvc pull`), never from upstream. Both replace
+# data/raw/ whole (`dvc update` silently): first refused, naming them, while data/raw/ holds
+# files DVC does not track (a user's own data belongs in data/own/)
 raw-data: setup
-	source $(VENV)/activate && if [ -d ../shared/datasets ]; then dvc update --quiet data.dvc \
+	source $(VENV)/activate && python scripts/dvc_pull.py --check-untracked data.dvc \
+	  && if [ -d ../shared/datasets ]; then dvc update --quiet data.dvc \
 	  && git diff --exit-code --stat data.dvc; else dvc pull data.dvc; fi
 
 # every output the lock files record, from the DVC remote (REMOTE=<name> for another), each
 # object re-hashed after the download: a corrupted one is named by its workspace path, kept out
-# of the cache and the workspace, and the target fails (scripts/dvc_pull.py)
+# of the cache and the workspace, and the target fails (scripts/dvc_pull.py); refused before any
+# download, naming them, while an output's folder holds files DVC does not track
 pull: setup
 	source $(VENV)/activate && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE))
 

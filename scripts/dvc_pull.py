@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,17 +47,130 @@ def _lock_files(repo: Path) -> list[Path]:
     return [repo / f.decode() for f in listed if f]
 
 
-def _outs(repo: Path, lock: Path) -> Iterator[tuple[str, str]]:
-    """(workspace path relative to ``repo``, md5) of each DVC 3 output a lock file records."""
+def _wdirs(lock: Path) -> dict[str, str]:
+    """``{stage: wdir}`` of the dvc.yaml beside a dvc.lock: a stage's output paths are relative to
+    its ``wdir`` (runs/dvc.yaml's stages run in the repository root, ``wdir: ..``)."""
+    spec = lock.with_name("dvc.yaml")
+    if lock.name != "dvc.lock" or not spec.is_file():
+        return {}
+    stages = (yaml.safe_load(spec.read_text(encoding="utf-8")) or {}).get("stages") or {}
+    return {name: st.get("wdir", ".") for name, st in stages.items() if isinstance(st, dict)}
+
+
+def _outs(repo: Path, lock: Path) -> Iterator[tuple[str, str, Path | None]]:
+    """(workspace path relative to ``repo``, md5, the local folder it is a copy of or None) of
+    each DVC 3 output a lock file records; the folder: a ``dvc import-url`` of a local folder
+    (data.dvc: the mirror) with the same md5, whose listing is the output's."""
     data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
     if lock.name == "dvc.lock":
-        outs = [o for st in (data.get("stages") or {}).values() for o in st.get("outs") or []]
+        wdirs = _wdirs(lock)
+        outs = [
+            (wdirs.get(name, "."), o, None)
+            for name, st in (data.get("stages") or {}).items()
+            for o in st.get("outs") or []
+        ]
     else:
-        outs = data.get("outs") or []
-    for out in outs:
+        deps = data.get("deps") or []
+        outs = []
+        for o in data.get("outs") or []:
+            same = [d for d in deps if d.get("md5") == o.get("md5") and "://" not in str(d.get("path", ""))]
+            outs.append((".", o, (lock.parent / same[0]["path"]) if same else None))
+    for wdir, out, origin in outs:
         md5 = out.get("md5")
         if md5 and out.get("hash") == "md5":  # DVC 3 objects (files/md5); older ones are not checked
-            yield str((lock.parent / out["path"]).relative_to(repo)), md5
+            path = Path(os.path.normpath(lock.parent / wdir / out["path"]))
+            yield path.relative_to(repo).as_posix(), md5, origin
+
+
+def _listing(dvc, oid: str, remote: str | None, origin: Path | None) -> dict[str, str] | None:
+    """``{relpath: md5}`` of a folder output (its ``.dir`` object, from the cache, else the
+    remote, else the local folder it was imported from); None when none of them has it."""
+    want = oid.removesuffix(".dir")
+    cached = Path(dvc.cache.local.oid_to_path(oid))
+    raw = cached.read_bytes() if cached.is_file() else None
+    if raw is None:
+        try:
+            odb = dvc.cloud.get_remote_odb(remote)
+            with odb.fs.open(odb.oid_to_path(oid), "rb") as f:
+                raw = f.read()
+        except Exception:  # noqa: BLE001 - no remote, an unreachable one, no object: ask the next source
+            raw = None
+    if raw is not None and hashlib.md5(raw).hexdigest() == want:  # noqa: S324 - DVC's address
+        return {e["relpath"]: e["md5"] for e in json.loads(raw)}
+    if origin is not None and origin.is_dir():
+        return {p.relative_to(origin).as_posix(): "" for p in origin.rglob("*") if p.is_file()}
+    return None
+
+
+def _file_md5(path: Path) -> str:
+    with open(path, "rb") as f:
+        return _md5_stream(f.read)
+
+
+def untracked(repo: Path, remote: str | None = None, locks: list[Path] | None = None) -> list[str]:
+    """What a checkout of the outputs of ``locks`` (default: every lock file) would remove or
+    replace although DVC cannot restore it: inside a folder output, every file or folder its
+    listing does not name (a folder named once, with a trailing /); a file whose bytes differ
+    from the recorded ones and are not in DVC's cache; a folder where a file output belongs.
+    One entry per path, as ``<path> (<why>)``; empty when nothing would be lost."""
+    from dvc.repo import Repo
+
+    dvc = Repo(str(repo))
+    cache = dvc.cache.local
+
+    def lost(path: Path, md5: str) -> bool:
+        """``path`` differs from ``md5`` and its bytes are not in the cache."""
+        if not md5:  # a mirror's listing: the file will be replaced by the mirror's
+            return False
+        got = _file_md5(path)
+        return got != md5 and not Path(cache.oid_to_path(got)).is_file()
+
+    found: list[str] = []
+    for lock in locks if locks is not None else _lock_files(repo):
+        for rel, oid, origin in _outs(repo, lock):
+            ws = repo / rel
+            if not ws.exists() and not ws.is_symlink():
+                continue
+            if not oid.endswith(".dir"):
+                if ws.is_dir() and not ws.is_symlink():
+                    found.append(f"{rel}/ (a folder where DVC tracks a file)")
+                elif ws.is_file() and lost(ws, oid):
+                    found.append(f"{rel} (changed since DVC recorded it, and not in DVC's cache)")
+                continue
+            if not ws.is_dir():
+                found.append(f"{rel} (a file where DVC tracks a folder)")
+                continue
+            listing = _listing(dvc, oid, remote, origin)
+            if listing is None:
+                found.append(f"{rel}/ (DVC's listing of it, {oid}, is in neither the cache nor the remote)")
+                continue
+            folders = {str(Path(r).parent.as_posix()) for r in listing} | {
+                p.as_posix() for r in listing for p in Path(r).parents
+            }
+            for root, dirnames, filenames in os.walk(ws):
+                here = Path(root).relative_to(ws).as_posix()
+                for d in sorted(dirnames):
+                    sub = d if here == "." else f"{here}/{d}"
+                    if sub not in folders:
+                        found.append(f"{rel}/{sub}/ (not tracked by DVC)")
+                dirnames[:] = sorted(d for d in dirnames if (d if here == "." else f"{here}/{d}") in folders)
+                for name in sorted(filenames):
+                    sub = name if here == "." else f"{here}/{name}"
+                    if sub not in listing:
+                        found.append(f"{rel}/{sub} (not tracked by DVC)")
+                    elif lost(Path(root) / name, listing[sub]):
+                        found.append(f"{rel}/{sub} (changed since DVC recorded it, and not in DVC's cache)")
+    return found
+
+
+def refusal(found: list[str], what: str, shown: int = 10) -> str:
+    """One line refusing ``what`` because of ``found`` (:func:`untracked`)."""
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return (
+        f"refused: {what} would remove or replace {len(found)} path(s) that DVC cannot restore: "
+        f"{'; '.join(found[:shown])}{more}. Nothing was changed: move them out of the way (your own "
+        "data belongs in data/own/, which no command writes) and run it again"
+    )
 
 
 def check(repo: Path, remote: str | None) -> list[str]:
@@ -99,7 +213,7 @@ def check(repo: Path, remote: str | None) -> list[str]:
         return False
 
     for lock in _lock_files(repo):
-        for path, oid in _outs(repo, lock):
+        for path, oid, _ in _outs(repo, lock):
             if (path, oid) in seen:
                 continue
             seen.add((path, oid))
@@ -135,10 +249,25 @@ def missing_folder_remote(repo: Path, remote: str | None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-r", "--remote", help="the DVC remote (default: the project's default remote)")
+    ap.add_argument(
+        "--check-untracked",
+        nargs="+",
+        metavar="FILE",
+        help="only check that the outputs of these .dvc/dvc.lock files hold nothing DVC does not track "
+        "(exit 1 naming it; `make raw-data` runs this before `dvc update`/`dvc pull`)",
+    )
     args = ap.parse_args(argv)
     repo = Path.cwd()
+    if args.check_untracked:
+        if found := untracked(repo, args.remote, [repo / f for f in args.check_untracked]):
+            print(f"dvc_pull: {refusal(found, 'updating ' + ' '.join(args.check_untracked))}", file=sys.stderr)
+            return 1
+        return 0
     if no_remote := missing_folder_remote(repo, args.remote):
         print(f"dvc_pull: {no_remote}", file=sys.stderr)
+        return 1
+    if found := untracked(repo, args.remote):
+        print(f"dvc_pull: {refusal(found, 'pulling')}", file=sys.stderr)
         return 1
     remote = ["-r", args.remote] if args.remote else []
     subprocess.run(["dvc", "fetch", *remote], cwd=repo, check=False)  # missing objects are named below
