@@ -79,8 +79,10 @@ def test_broken_dataset_reports_every_problem(tmp_path):
     _find(probs, "images.csv", 8, "image_id", text="duplicate image_id 'img1'")
     # 'xx' is also not declared in dataset.json
     _find(probs, "items.csv", 8, "lang", level="warning", text="not listed in dataset.json")
+    # and the count of repeated titles per language (one line for the file)
+    _find(probs, "items.csv", None, "title", level="warning", text="1 of 9 en items repeat the title")
     # nothing else: exactly the planted problems (each row at most once per field)
-    assert len(probs) == 12, "\n".join(map(str, probs))
+    assert len(probs) == 13, "\n".join(map(str, probs))
     assert str(_find(probs, "items.csv", 5, "title")).startswith("error: items.csv:5 [title]")
 
 

@@ -195,7 +195,7 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
 def cmd_validate_dataset(args: argparse.Namespace) -> int:
     from ..data.byo import validate_dataset
 
-    problems = validate_dataset(Path(args.root))
+    problems = validate_dataset(Path(args.root), text_field=args.text_field)
     for p in problems:
         print(p)
     n_err = sum(1 for p in problems if getattr(p, "level", "error") == "error")
@@ -358,6 +358,7 @@ def register(add) -> None:
 
     sp = add("validate-dataset", cmd_validate_dataset, "check a prepared / bring-your-own dataset folder")
     positional(sp, "root", "the dataset folder (dataset.json, items.csv, ...)")
+    text_field(sp, "the item text the evaluation embeds (its duplicates are reported)", default=D.DEFAULT_TEXT_FIELD)
 
     add("versions", cmd_versions, "print software versions")
     add("models", cmd_models, "list the models --model names without a path: where their weights live, offline or not")

@@ -21,6 +21,7 @@ from ..errors import InputError
 from .prepared import (
     KNOWN_LANGS,
     REQUIRED_ITEM_COLUMNS,
+    TEXT_FIELDS,
     meta_errors,
     nfc,
     nonfinite_rows,
@@ -52,6 +53,15 @@ class Problem:
         where = file + (f":{self.row}" if self.row is not None else "")
         fld = f" [{self.field}]" if self.field else ""
         return f"{where}{fld}: {self.message}"
+
+
+def _field_text(title: str, body: str, text_field: str) -> str:
+    """The text of ``text_field`` as :func:`~.prepared.texts_for` forms it from the NFC title
+    and body (``title_body``: title, newline, body, stripped)."""
+    title, body = nfc(title), nfc(body)
+    if text_field == "title_body":
+        return (title + "\n" + body).strip()
+    return title if text_field == "title" else body
 
 
 def has_errors(problems: list[Problem]) -> bool:
@@ -93,11 +103,18 @@ def refuse_invalid(root: str | Path) -> None:
 _MAX_SHOWN = 50
 
 
-def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Problem]:
+def validate_dataset(root: str | Path, *, check_images: bool = True, text_field: str = "title") -> list[Problem]:
     """All problems of the prepared dataset at ``root`` (empty list = fine).
 
     ``check_images=False`` skips opening image files (existence is still checked).
+    ``text_field``: the text the evaluation embeds (``title``, ``body`` or ``title_body``,
+    formed as the pipeline forms it, in NFC); items of one language that share that text are
+    warned about one by one, and once per language with their count: identical texts get
+    identical vectors, so BkR's step 1 ties between them and takes the first (lowest index),
+    whose image decides the hit.
     """
+    if text_field not in TEXT_FIELDS:
+        raise InputError(f"text field must be one of {TEXT_FIELDS}, got {text_field!r}")
     root = Path(root)
     probs: list[Problem] = []
 
@@ -141,7 +158,9 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
         return probs
 
     seen: dict[tuple[str, str], int] = {}
-    texts: dict[tuple[str, str, str], tuple[int, str]] = {}
+    texts: dict[tuple[str, str], tuple[int, str]] = {}
+    n_dup: dict[str, int] = {}  # per language: items whose text an earlier item has
+    n_lang: dict[str, int] = {}
     for idx, rec in enumerate(items.itertuples(index=False)):
         row = idx + 2
         item_id, lang, image_id = str(rec.item_id).strip(), str(rec.lang).strip(), str(rec.image_id).strip()
@@ -169,18 +188,32 @@ def validate_dataset(root: str | Path, *, check_images: bool = True) -> list[Pro
             )
         else:
             seen[key] = row
-        if title:
-            tkey = (lang, nfc(title), nfc(body))  # the form the pipeline reads (NFC)
+        n_lang[lang] = n_lang.get(lang, 0) + 1
+        text = _field_text(str(rec.title), str(rec.body), text_field)
+        if text.strip():
+            tkey = (lang, text)
             if tkey in texts and texts[tkey][1] != item_id:
+                n_dup[lang] = n_dup.get(lang, 0) + 1
                 add(
                     "warning",
                     iname,
                     row,
-                    "title",
-                    f"duplicate text: same {lang} title+body as item {texts[tkey][1]!r} (row {texts[tkey][0]})",
+                    text_field,
+                    f"duplicate text: same {lang} {text_field} as item {texts[tkey][1]!r} (row {texts[tkey][0]})",
                 )
             else:
                 texts.setdefault(tkey, (row, item_id))
+    for lang, k in sorted(n_dup.items()):
+        add(
+            "warning",
+            iname,
+            None,
+            text_field,
+            f"{k} of {n_lang[lang]} {lang} items repeat the {text_field} of an earlier item "
+            f"({n_lang[lang] - k} distinct texts): identical texts get identical vectors, so a query "
+            "whose nearest text is one of them gets the first such item (lowest index in the sample) "
+            "and its image",
+        )
 
     # images
     item_images = {str(x).strip() for x in items["image_id"]} - {""}

@@ -6,11 +6,20 @@ candidates with a *strictly* higher score; the nearest neighbour is ``argmax`` o
 ties going to the lowest index. Queries are processed in blocks whose score matrix has at most
 ``block_elems`` entries, so no N×N matrix exists beyond one bounded block; the score buffers of
 those blocks are reused per thread (``_scratch``).
+
+Identical candidates tie exactly: a BLAS product gives two identical columns bits that depend on
+where they sit (its blocking and small-matrix paths sum in another order at other positions;
+cosines of equal rows differed by up to 5e-7 on real data). Every score block is therefore
+computed by :class:`Columns`: with the distinct candidate rows only, each copied out to all of
+its duplicates, so equal candidate vectors get bit-equal scores wherever they sit, whatever the
+thread count, and "ties → lowest index" holds as documented. Without duplicates the product is
+the plain one.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,6 +97,99 @@ def _as_pair(a: np.ndarray, b: np.ndarray, what: str, inplace: bool = False) -> 
     return a.astype(dt, copy=False), b.astype(dt, copy=False)
 
 
+def _row_hashes(x: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of every row's values (-0.0 and 0.0 alike): the float bits times fixed odd
+    multipliers, summed modulo 2^64, block by block in the CPU cache. Equal rows get equal
+    hashes; :func:`distinct_rows` checks the rare equal hashes of unequal rows exactly."""
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    n, d = x.shape
+    words = x.dtype.itemsize // 4
+    mult = np.random.default_rng(0x5EED).integers(1, 1 << 63, size=d * words, dtype=np.uint64) | np.uint64(1)
+    out = np.empty(n, dtype=np.uint64)
+    step = _block_rows(n, d * words, NORMALIZE_BLOCK_ELEMS)
+    for start in range(0, n, step):
+        blk = np.add(x[start : start + step], x.dtype.type(0))  # -0.0 + 0 = 0.0: one bit pattern per value
+        bits = np.ascontiguousarray(blk).view(np.uint32).reshape(blk.shape[0], d * words)
+        out[start : start + step] = np.multiply(bits, mult, dtype=np.uint64).sum(axis=1, dtype=np.uint64)
+    return out
+
+
+def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(first, inverse)`` of the rows of a 2-D float array that has equal rows, else None.
+
+    ``first[u]``: the index of the first row of the u-th distinct value (increasing, so the
+    distinct rows keep the order of their first occurrence); ``inverse[i]``: the u of row i, so
+    ``x[first][inverse]`` equals ``x``. Rows are equal when every value is (-0.0 == 0.0). Cost:
+    one hashing pass over x (:func:`_row_hashes`) and an exact check of the rows whose hash is
+    shared, about 1 % of one product with 1,000 queries (benchmarks/README.md)."""
+    n = x.shape[0]
+    if n < 2 or x.shape[1] == 0:
+        return None if n < 2 else (np.zeros(1, np.int64), np.zeros(n, np.int64))
+    h = _row_hashes(x)
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    shared = np.zeros(n, dtype=bool)
+    eq = hs[1:] == hs[:-1]
+    if not eq.any():
+        return None
+    shared[1:] |= eq
+    shared[:-1] |= eq
+    cand = order[shared]  # rows whose hash another row has: compare their values exactly
+    rows = np.add(x[cand], x.dtype.type(0))
+    void = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, inv_c = np.unique(void, return_inverse=True)
+    lowest = np.full(int(inv_c.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(lowest, inv_c, cand)
+    label = np.arange(n, dtype=np.int64)
+    label[cand] = lowest[inv_c]  # every row labelled by the first row equal to it
+    first = np.flatnonzero(label == np.arange(n))
+    if first.size == n:
+        return None
+    return first, np.searchsorted(first, label)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The candidate side of a blocked score product: identical candidate rows get bit-identical
+    score columns (module doc). ``rows``: the candidates (n, d); ``distinct``: their distinct
+    rows in order of first occurrence (``rows`` itself when all are distinct); ``inverse``:
+    the distinct row of every candidate (None when all are distinct)."""
+
+    rows: np.ndarray
+    distinct: np.ndarray
+    inverse: np.ndarray | None
+
+    @classmethod
+    def of(cls, candidates: np.ndarray) -> Columns:
+        if isinstance(candidates, Columns):
+            return candidates
+        found = distinct_rows(candidates)
+        if found is None:
+            return cls(candidates, candidates, None)
+        first, inverse = found
+        return cls(candidates, np.ascontiguousarray(candidates[first]), inverse)
+
+    @property
+    def n(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def n_duplicates(self) -> int:
+        """Candidates equal to an earlier one."""
+        return self.n - self.distinct.shape[0]
+
+    def product(self, queries: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``queries @ rows.T`` into ``out`` (queries × n): one product with the distinct rows,
+        copied out to their duplicates (an O(queries × n) gather beside the sgemm)."""
+        if self.inverse is None:
+            return np.matmul(queries, self.rows.T, out=out)
+        dtype = np.result_type(queries.dtype, self.distinct.dtype)
+        part = _scratch("distinct", (queries.shape[0], self.distinct.shape[0]), dtype)
+        np.matmul(queries, self.distinct.T, out=part)
+        return np.take(part, self.inverse, axis=1, out=out)
+
+
 def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
     return max(1, min(n_rows, block_elems // max(1, n_cols)))
 
@@ -121,7 +223,7 @@ def mean_rank(ranks: np.ndarray) -> float:
 
 def _ranks_of_true(
     queries: np.ndarray,
-    candidates: np.ndarray,
+    candidates: np.ndarray | Columns,
     true_idx: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     adjust: _HubAdjustment | None = None,
@@ -133,14 +235,14 @@ def _ranks_of_true(
     each block are turned into CSLS / margin scores before ranking.
     """
     n = queries.shape[0]
+    cols = Columns.of(candidates)
     ranks = np.empty(n, dtype=np.int64)
-    step = _block_rows(n, candidates.shape[0], block_elems)
-    ct = candidates.T
-    score_buf = _scratch("score", (step, candidates.shape[0]), np.result_type(queries.dtype, candidates.dtype))
-    greater_buf = _scratch("mask", (step, candidates.shape[0]), bool)
+    step = _block_rows(n, cols.n, block_elems)
+    score_buf = _scratch("score", (step, cols.n), np.result_type(queries.dtype, cols.rows.dtype))
+    greater_buf = _scratch("mask", (step, cols.n), bool)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
+        scores = cols.product(queries[start:stop], score_buf[: stop - start])
         if adjust is not None:
             adjust.apply(scores, start, stop)
         ranks[start:stop] = _rank_in_rows(scores, true_idx[start:stop], greater_buf)
@@ -183,20 +285,20 @@ def _scratch(slot: str, shape: tuple[int, int], dtype: np.typing.DTypeLike) -> n
 
 def _nearest(
     queries: np.ndarray,
-    candidates: np.ndarray,
+    candidates: np.ndarray | Columns,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
     adjust: _HubAdjustment | None = None,
 ) -> np.ndarray:
     """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block; with
     ``adjust``, argmax of the CSLS / margin scores instead."""
     n = queries.shape[0]
+    cols = Columns.of(candidates)
     out = np.empty(n, dtype=np.int64)
-    step = _block_rows(n, candidates.shape[0], block_elems)
-    ct = candidates.T
-    score_buf = _scratch("score", (step, candidates.shape[0]), np.result_type(queries.dtype, candidates.dtype))
+    step = _block_rows(n, cols.n, block_elems)
+    score_buf = _scratch("score", (step, cols.n), np.result_type(queries.dtype, cols.rows.dtype))
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = np.matmul(queries[start:stop], ct, out=score_buf[: stop - start])
+        scores = cols.product(queries[start:stop], score_buf[: stop - start])
         if adjust is not None:
             adjust.apply(scores, start, stop)
         out[start:stop] = np.argmax(scores, axis=1)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from ._base import DEFAULT_BLOCK_ELEMS, _as_pair, _block_rows, _check_bkr_shapes, _nearest, _score_buffer
+from ._base import DEFAULT_BLOCK_ELEMS, Columns, _as_pair, _block_rows, _check_bkr_shapes, _nearest, _score_buffer
 
 # --------------------------------------------------------------------------------------------
 # CORR
@@ -366,10 +366,10 @@ def _all_distances(a: np.ndarray, b: np.ndarray, block_elems: int, nearest_out: 
     block products as :func:`_nearest`."""
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.result_type(a.dtype, b.dtype))
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
-    ct = b.T
+    cols = Columns.of(b)  # identical rows of b: equal distances (exact ties), as in _nearest
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
-        scores = np.matmul(a[s:e], ct, out=out[s:e])
+        scores = cols.product(a[s:e], out[s:e])
         if nearest_out is not None:
             nearest_out[s:e] = np.argmax(scores, axis=1)
         np.subtract(1, scores, out=scores)
@@ -413,10 +413,10 @@ def _code_blocks(
     step = _block_rows(a.shape[0], b.shape[0], block_elems)
     score_buf = _score_buffer(step, a, b)
     code_buf: np.ndarray = np.empty(score_buf.shape, dtype=np.int32) if out is None else out
-    ct = b.T
+    cols = Columns.of(b)  # identical rows of b: equal codes (exact ties), as in _nearest
     for s in range(0, a.shape[0], step):
         e = min(a.shape[0], s + step)
-        scores = np.matmul(a[s:e], ct, out=score_buf[: e - s])
+        scores = cols.product(a[s:e], score_buf[: e - s])
         if nearest_out is not None:
             nearest_out[s:e] = np.argmax(scores, axis=1)
         codes = out[s:e] if out is not None else code_buf[: e - s]

@@ -37,6 +37,7 @@ import numpy as np
 
 from ._base import (
     DEFAULT_BLOCK_ELEMS,
+    Columns,
     GATHER_BLOCK_ELEMS,
     _as_pair,
     _block_rows,
@@ -294,11 +295,11 @@ def bkr_image_pass(
     score_buf = _scratch("score", (step, n_src), dtype)
     gather_buf = _scratch("gather", (qstep, n_src), dtype)
     mask_buf = _scratch("mask", (max(step, qstep), n_src), bool)
-    st = s_img.T
+    src_cols = Columns.of(s_img)  # identical source images tie exactly
     parts = []
     for start in range(0, n_tgt, step):
         stop = min(n_tgt, start + step)
-        scores = np.matmul(t_img[start:stop], st, out=score_buf[: stop - start])
+        scores = src_cols.product(t_img[start:stop], score_buf[: stop - start])
         if with_index:
             rows, cols = _top_k_members(scores, kk, mask_buf[: stop - start])
             parts.append((rows + start).astype(np.int64) * n_src + cols)
@@ -365,9 +366,10 @@ def nearest_m(
     out = np.empty((n, m), dtype=np.int64)
     step = _block_rows(n, n_c, block_elems)
     score_buf = _score_buffer(step, q, c)
+    candidates_ = Columns.of(c)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = np.matmul(q[start:stop], c.T, out=score_buf[: stop - start])
+        scores = candidates_.product(q[start:stop], score_buf[: stop - start])
         kth = np.partition(scores, n_c - m, axis=1)[:, n_c - m]  # the m-th largest of each row
         rows, cols = np.nonzero(scores >= kth[:, None])  # >= m entries per row (ties included)
         order = np.lexsort((cols, -scores[rows, cols], rows))  # row, then score desc, then index

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import DEFAULT_BLOCK_ELEMS, _as_pair, _block_rows, _score_buffer
+from ._base import DEFAULT_BLOCK_ELEMS, Columns, _as_pair, _block_rows, _score_buffer
 
 # --------------------------------------------------------------------------------------------
 # hubness-reducing retrieval scores (named options; the paper uses plain cosine)
@@ -62,9 +62,10 @@ def neighbourhood_means(
     step = _block_rows(n, m, block_elems)
     score_buf = _score_buffer(step, queries, candidates)
     col_top = np.empty((0, m), dtype=score_buf.dtype)
+    cols = Columns.of(candidates)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = np.matmul(queries[start:stop], candidates.T, out=score_buf[: stop - start])
+        scores = cols.product(queries[start:stop], score_buf[: stop - start])
         r_q[start:stop] = _mean_of_top(scores, kq)
         both = np.concatenate([col_top, scores])
         col_top = both if both.shape[0] <= kc else np.partition(both, both.shape[0] - kc, axis=0)[-kc:]
@@ -149,9 +150,10 @@ def retrieval_scores(
     adjust = _HubAdjustment.build(q, c, retrieval, retrieval_k, block_elems)
     out = np.empty((q.shape[0], c.shape[0]), dtype=np.result_type(q.dtype, c.dtype))
     step = _block_rows(q.shape[0], c.shape[0], block_elems)
+    cols = Columns.of(c)
     for start in range(0, q.shape[0], step):
         stop = min(q.shape[0], start + step)
-        np.matmul(q[start:stop], c.T, out=out[start:stop])
+        cols.product(q[start:stop], out[start:stop])
         if adjust is not None:
             adjust.apply(out[start:stop], start, stop)
     return out

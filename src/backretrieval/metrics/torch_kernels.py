@@ -164,6 +164,27 @@ def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
 # core kernels (tensors already normalised and on the device)
 
 
+class _Columns:
+    """Candidate side of a block product on the device: identical candidate rows get bit-equal
+    score columns (one product with the distinct rows, copied out to the duplicates), as in
+    :class:`backretrieval.metrics._base.Columns`: a BLAS/cuBLAS product gives identical columns
+    bits that depend on their position, which would break "ties → lowest index"."""
+
+    def __init__(self, candidates: torch.Tensor):
+        self.n = int(candidates.shape[0])
+        self.inverse: torch.Tensor | None = None
+        self.t = candidates.T
+        if self.n > 1 and candidates.shape[1] > 0:
+            distinct, inverse = torch.unique(candidates, dim=0, return_inverse=True)
+            if distinct.shape[0] < self.n:
+                self.t, self.inverse = distinct.T.contiguous(), inverse
+
+    def scores(self, queries: torch.Tensor) -> torch.Tensor:
+        out = queries @ self.t
+        return out if self.inverse is None else out.index_select(1, self.inverse)
+
+
+
 @_kernel
 def _ranks_of_true(
     queries: torch.Tensor,
@@ -184,10 +205,10 @@ def _ranks_of_true(
     n = int(queries.shape[0])
     ranks = torch.empty(n, dtype=torch.int64, device=candidates.device)
     step = _block_rows(n, candidates.shape[0], block_elems)
-    ct = candidates.T
+    cols = _Columns(candidates)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        scores = queries[start:stop] @ ct
+        scores = cols.scores(queries[start:stop])
         rows = torch.arange(stop - start, device=scores.device)
         true_scores = scores[rows, true_idx[start:stop]]
         ranks[start:stop] = 1 + (scores > true_scores[:, None]).sum(dim=1)
@@ -212,10 +233,10 @@ def _ranks_of_true_pivots(
     bounds = torch.searchsorted(inv[order], torch.arange(len(uniq) + 1, device=inv.device)).tolist()
     step = _block_rows(len(uniq), n_c, block_elems)
     qstep = _block_rows(n, n_c, block_elems)
-    ct = candidates.T
+    cols = _Columns(candidates)
     for us in range(0, len(uniq), step):
         ue = min(len(uniq), us + step)
-        scores = pivots[uniq[us:ue]] @ ct
+        scores = cols.scores(pivots[uniq[us:ue]])
         block_queries = order[bounds[us] : bounds[ue]]
         for cs in range(0, len(block_queries), qstep):
             sel = block_queries[cs : cs + qstep]
@@ -243,10 +264,10 @@ def _nearest(queries: torch.Tensor, candidates: torch.Tensor, block_elems: int =
     n = int(queries.shape[0])
     out = torch.empty(n, dtype=torch.int64, device=candidates.device)
     step = _block_rows(n, candidates.shape[0], block_elems)
-    ct = candidates.T
+    cols = _Columns(candidates)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        out[start:stop] = _first_argmax(queries[start:stop] @ ct)
+        out[start:stop] = _first_argmax(cols.scores(queries[start:stop]))
     return out
 
 
@@ -355,11 +376,11 @@ def build_image_index(
     n_src, n_tgt = int(s_img.shape[0]), int(t_img.shape[0])
     kk = min(k, n_src)
     step = _block_rows(n_tgt, n_src, block_elems)
-    st = s_img.T
+    src_cols = _Columns(s_img)
     parts = []
     for start in range(0, n_tgt, step):
         stop = min(n_tgt, start + step)
-        scores = t_img[start:stop] @ st
+        scores = src_cols.scores(t_img[start:stop])
         kth = torch.topk(scores, kk, dim=1, largest=True, sorted=True).values[:, -1]
         rows, cols = torch.nonzero(scores >= kth[:, None], as_tuple=True)
         parts.append(((rows + start).to(torch.int64) * n_src + cols).cpu().numpy())
