@@ -709,3 +709,53 @@ def test_page_templates_ship_with_the_package():
         "study/templates/rating_sheet.js",
     ]
     assert all(any(fnmatch.fnmatch(f, pat) for pat in patterns) for f in files)
+
+
+def test_one_sheet_holds_every_training_seeds_heads_and_the_tally_averages_over_them(study, tmp_path):
+    """Model A trained once per seed: every seed's top-k on one sheet (each candidate shown
+    once); the tally scores each seed's head from the same ratings, A's headline numbers are
+    means over the seeds, and the per-query test compares A's seed-averaged count with B's,
+    checked here against a count made by hand from the key."""
+    from backretrieval.study.human_study import SeedRuns
+
+    s = study
+    q, sa, sb = s["queries"], s["sa"], s["sb"]
+    # seed 1's head proposes two other candidates for q2 and shares c4 with seed 0 for q1
+    seed1 = {**sa, "q2": [(f"a2_{i}", f"A text {i}") for i in range(3)] + [("x1", "X 1"), ("x2", "X 2")]}
+    sheets = make_sheets(q, SeedRuns({0: sa, 1: seed1}), sb, tmp_path / "multi", seed=11, model_names=NAMES)
+    key = json.loads(sheets.key.read_text())
+    a, b = NAMES
+    assert key["runs"] == {a: [f"{a}@0", f"{a}@1"], b: [b]}
+    shown = pd.read_csv(sheets.template)
+    assert len(shown) == len(key["suggestions"]) == len(shown["suggestion_id"].unique())
+    assert sum(r["query_id"] == "q2" for r in key["suggestions"].values()) == 5 + 2 + 5  # x1, x2 once
+    # rate: "very relevant" exactly for the candidates whose id ends in an even digit
+    rows = [(sid, "1" if e["candidate_id"][-1] in "02468" else "3") for sid, e in key["suggestions"].items()]
+    res = tally(_write_ratings(tmp_path / "r.csv", rows, key_path=sheets.key), sheets.key)
+    vr = {}
+    for e in key["suggestions"].values():
+        for run in e["runs"]:
+            vr.setdefault(run, {}).setdefault(e["query_id"], 0)
+            vr[run][e["query_id"]] += int(e["candidate_id"][-1] in "02468")
+    seed_vr = [sum(vr[f"{a}@{t}"].values()) for t in (0, 1)]
+    assert [r["very_relevant_a"] for r in res.per_training_seed] == seed_vr
+    assert res.very_relevant[a] == pytest.approx(np.mean(seed_vr)) and res.very_relevant[b] == sum(vr[b].values())
+    per_q = {r["query_id"]: r for r in res.per_query}
+    for qid in ("q1", "q2", "q3"):
+        assert per_q[qid]["very_relevant_a"] == pytest.approx((vr[f"{a}@0"][qid] + vr[f"{a}@1"][qid]) / 2)
+        assert per_q[qid]["very_relevant_b"] == vr[b][qid]
+    d = res.to_dict()
+    assert d["training_spread"]["very_relevant_a"] == {"per_seed": seed_vr, "training_seeds": [0, 1]}
+    assert res.training_seeds == {a: [0, 1]}
+    md = tally_markdown(res)
+    assert "every training seed (0, 1: R = 2 heads)" in md and "Per training seed" in md
+    # one run per model: the key and tally of before (no runs, no per-seed block)
+    plain = json.loads(s["sheets"].key.read_text())
+    assert (
+        "runs" not in plain
+        and "training_spread"
+        not in tally(
+            _write_ratings(tmp_path / "p.csv", [(sid, "2") for sid in plain["suggestions"]], key_path=s["sheets"].key),
+            s["sheets"].key,
+        ).to_dict()
+    )

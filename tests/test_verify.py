@@ -187,9 +187,13 @@ def test_trained_outcomes_are_compared_as_two_samples_of_training_seeds(tmp_path
 
 def test_a_head_trained_once_is_outside_with_the_reason(tmp_path):
     ref = _case(tmp_path / "ref", None, None)
-    (ref / "case_study" / "metrics.json").write_text(json.dumps({"bkr_x1000_mean_over_pairs": {"triplet": 292.55, "use-m": 385.4}}))
+    (ref / "case_study" / "metrics.json").write_text(
+        json.dumps({"bkr_x1000_mean_over_pairs": {"triplet": 292.55, "use-m": 385.4}})
+    )
     run = _case(tmp_path / "run", None, None)
-    (run / "case_study" / "metrics.json").write_text(json.dumps({"bkr_x1000_mean_over_pairs": {"triplet": 313.45, "use-m": 385.4}}))
+    (run / "case_study" / "metrics.json").write_text(
+        json.dumps({"bkr_x1000_mean_over_pairs": {"triplet": 313.45, "use-m": 385.4}})
+    )
     rep = V.verify(run, reference_dir=ref)
     assert not rep.ok
     assert {f.split(" (")[-1] for f in rep.failures} == {V.NO_SPREAD + ")"}

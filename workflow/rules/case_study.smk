@@ -85,7 +85,7 @@ if CASE:
 
     rule case_report:
         input:
-            **case_step_inputs(chosen=plan.chosen, bkr=plan.case_bkr, hits=plan.case_hits),
+            **case_step_inputs(chosen=plan.chosen, bkr=plan.case_bkr),
         output:
             **with_captions(plan.case_reports),
             done=touch(f"{FLAGS}/case_report.done"),

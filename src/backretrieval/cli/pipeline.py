@@ -223,7 +223,6 @@ def cmd_case_report(args: argparse.Namespace) -> int:
         case_section(args),
         Path(args.chosen),
         Path(args.bkr),
-        Path(args.hits),
         outputs(args, CASE_REPORT_FILES),
         args.threads,
     )
@@ -449,7 +448,6 @@ def register_case_study(add) -> None:
     case(sp)
     req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
     req(sp, "--bkr", "input: case-evaluate CSV", metavar="FILE")
-    req(sp, "--hits", "input: case-evaluate hits npz", metavar="FILE")
     named_outputs(sp, CASE_REPORT_FILES, "case report file")
     opt(
         sp,

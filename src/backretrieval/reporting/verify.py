@@ -567,7 +567,9 @@ def _compare_trained_field(
             f"its draws are compared as the trained {quantity})"
         )
     elif fa is None and fb is None:  # a text outcome: the worst pair, a comparison's conclusion
-        rep.borderline.append(f"{where}: {a} vs reference {b} (an outcome over trained heads; compared as the trained {quantity})")
+        rep.borderline.append(
+            f"{where}: {a} vs reference {b} (an outcome over trained heads; compared as the trained {quantity})"
+        )
     else:
         rep.within.append(f"{where}: {a} vs {b} (follows the trained {quantity}, trained outcomes)")
 

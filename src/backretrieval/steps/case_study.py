@@ -12,9 +12,10 @@
    every run (base encoders; each head once per training seed), every sample seed, on the
    *evaluation* items (images needed) → tidy CSV (``training_seed`` empty for base encoders) + hits.
 5. ``report``: Table 2 (BkR ×1000 per model: mean over training seeds of the mean over pairs,
-   sd over training seeds, a bootstrap CI over training seeds × pairs; best vs rest with a
-   bootstrap over training seeds × pairs of the difference, and McNemar exact on the first
-   training seed's hits, Bonferroni) and Figure 3 (boxplot across pairs, per-seed means marked).
+   sd over training seeds, a bootstrap CI over training seeds × pairs; the paper's comparisons,
+   TRIPLETXL vs TRIPLET and each head vs its base, as differences with a Student t interval over
+   the training seeds and a plain "decided"; the best model vs each other one by the bootstrap
+   over training seeds × pairs) and Figure 3 (per-pair values, per-seed means marked).
 
 The library part (config defaults, item selection, Table 2 statistics) is
 :mod:`backretrieval.study.case_study`; the human-study steps are :mod:`.human_study`.
@@ -257,7 +258,6 @@ def report_step(
     cs: dict,
     chosen_json: Path,
     bkr_csv: Path,
-    hits_npz: Path,
     out: dict[str, Path],
     threads: int | None = None,
 ) -> None:
@@ -278,8 +278,7 @@ def report_step(
     chosen_info = json.loads(Path(chosen_json).read_text(encoding="utf-8"))
     chosen = chosen_info["chosen"]
     df = pd.read_csv(bkr_csv)
-    hits = io.load_npz(hits_npz)
-    t, sig = table2(df, hits, cs, chosen)
+    t, sig = table2(df, cs, chosen)
     R = len(cs["training_seeds"])
     syn = "SYNTHETIC dataset — " if meta.synthetic else ""
     caption = (
@@ -290,9 +289,7 @@ def report_step(
         + f"), once per training seed: each head's BkR is the mean over R={R} training seeds "
         f"({', '.join(map(str, cs['training_seeds']))}) of the mean over pairs, ± the sd over training seeds "
         "(base encoders are not trained: one run, no sd). CI: percentile bootstrap over training seeds × language "
-        "pairs (over pairs for a model with one run). Best vs each other model: the difference with a bootstrap CI "
-        "over training seeds × pairs, and McNemar exact on per-query hits pooled over pairs and sample seeds of "
-        f"training seed {cs['training_seeds'][0]}'s heads only (Bonferroni across models)."
+        "pairs (over pairs for a model with one run)."
     )
     io.write_text(out["table2"], table2_markdown(t, sig, caption))
     io.write_text(out["table2_tex"], table2_latex(t, f"{syn}{meta.name}"))

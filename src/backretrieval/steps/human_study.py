@@ -37,23 +37,21 @@ def sheets_step(
     ``out``: ``template`` (ratings CSV), ``html`` (rating page), ``key`` (sealed key) and
     ``page`` (the rating page again, beside the reports). ``reprs[run][lang]``: the
     evaluated representations (every model that can be compared; the choice is made here),
-    a trained head as ``<head>@<training seed>``: ONE run per head, the first training seed's
-    in the workflow, so the study rates one sheet; the key records that seed."""
+    a trained head once per training seed as ``<head>@<training seed>``: every seed's head is
+    on the one sheet (:class:`~backretrieval.study.human_study.SeedRuns`), so the tally reports
+    the study over the training seeds, not over one draw."""
     import shutil
     import tempfile
 
-    from ..study.human_study import HTML_NAME, KEY_NAME, TEMPLATE_NAME, make_sheets, top_k_suggestions
+    from ..study.human_study import HTML_NAME, KEY_NAME, TEMPLATE_NAME, SeedRuns, make_sheets, top_k_suggestions
 
-    by_model: dict[str, dict[str, Path]] = {}
-    trained_with: dict[str, int] = {}
+    by_model: dict[str, dict[int | None, dict[str, Path]]] = {}
     for run, paths in reprs.items():
         model, training_seed = parse_run(run)
-        if model in by_model:
-            raise InputError(f"human-sheets: more than one run of {model!r} given; the study rates one per model")
-        by_model[model] = paths
-        if training_seed is not None:
-            trained_with[model] = training_seed
-    reprs = by_model
+        runs = by_model.setdefault(model, {})
+        if training_seed in runs or (runs and (training_seed is None) != (None in runs)):
+            raise InputError(f"human-sheets: run {run!r} given twice, or {model!r} given both trained and untrained")
+        runs[training_seed] = paths
     chosen = json.loads(Path(chosen_json).read_text(encoding="utf-8"))["chosen"]
     ma, mb = _resolve_model(hs["model_a"], chosen), _resolve_model(hs["model_b"], chosen)
     if ma == mb:
@@ -62,7 +60,14 @@ def sheets_step(
             f"{ma!r} (the chosen base encoder); compare two different models"
         )
     src, tgt = hs["source_lang"], hs["target_lang"]
-    lacking = [(m, lang) for m in (ma, mb) for lang in (src, tgt) if lang not in reprs.get(m, {})]
+    lacking = [
+        (run, lang)
+        for m in (ma, mb)
+        for seed, paths in (by_model.get(m) or {None: {}}).items()
+        for run in [m if seed is None else f"{m}@{seed}"]
+        for lang in (src, tgt)
+        if lang not in paths
+    ]
     if lacking:
         raise InputError(f"human-sheets: no representation file for (model, language) {lacking}")
     items = case_items(dataset, cs)
@@ -90,12 +95,12 @@ def sheets_step(
             img_path = {r.image_id: str(Path(dataset) / r.path) for r in images.itertuples()}
         else:  # precomputed features only (e.g. Multi30K + ResNet-50): the sheet shows texts only
             log.warning("%s has no image files (precomputed features only): rating sheet shows texts only", dataset)
-    sugg = {}
-    for m in (ma, mb):
-        qi, qe = _load(reprs[m][src])
-        ci, ce = _load(reprs[m][tgt])
+
+    def suggestions(paths: dict[str, Path]) -> dict:
+        qi, qe = _load(paths[src])
+        ci, ce = _load(paths[tgt])
         top = top_k_suggestions(qe[[qi[i] for i in q["item_id"]]], ce[[ci[i] for i in cands["item_id"]]], k=top_k)
-        sugg[m] = {
+        return {
             qid: [
                 (
                     cands.loc[j, "item_id"],
@@ -106,6 +111,13 @@ def sheets_step(
             ]
             for qid, row in zip(q["item_id"], top)
         }
+
+    sugg = {
+        m: suggestions(by_model[m][None])
+        if None in by_model[m]
+        else SeedRuns({int(seed): suggestions(paths) for seed, paths in by_model[m].items() if seed is not None})
+        for m in (ma, mb)
+    }
     queries = pd.DataFrame(
         {
             "query_id": q["item_id"].tolist(),
@@ -129,7 +141,6 @@ def sheets_step(
             query_lang=src,
             suggestion_lang=tgt,
             show_images=bool(hs["show_images"]),
-            training_seeds={m: trained_with[m] for m in (ma, mb) if m in trained_with},
         )
         for name, made in (("key", KEY_NAME), ("template", TEMPLATE_NAME), ("html", HTML_NAME)):
             Path(out[name]).parent.mkdir(parents=True, exist_ok=True)

@@ -108,7 +108,7 @@ COMMANDS = {
     " --image-emb {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
     " --out-bkr {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1",
     "case-report": "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-    " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --out-table2 {output.table2:q}"
+    " --chosen {input.chosen:q} --bkr {input.bkr:q} --out-table2 {output.table2:q}"
     " --out-table2-tex {output.table2_tex:q} --out-table2-csv {output.table2_csv:q} --out-sig {output.sig:q}"
     " --out-fig3-png {output.fig3_png:q} --out-fig3-svg {output.fig3_svg:q} --out-fig3-pdf {output.fig3_pdf:q}"
     " --out-metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1",
@@ -455,9 +455,8 @@ class Plan:
         # the evaluated runs: baseline, base encoders, each head once per training seed (<head>@<seed>)
         self.case_runs = cs.runs(case)
         self.case_training_seeds = list(case["training_seeds"])
-        # the human study rates one sheet: the base encoders and the first training seed's heads
-        first = cs.first_training_seed(case)
-        self.human_runs = [cs.run_id(m, first if m in cs.HEADS else None) for m in cs.models(case)]
+        # the human study rates one sheet: the base encoders and every training seed's heads
+        self.human_runs = [r for r in cs.runs(case) if cs.parse_run(r)[0] in cs.models(case)]
         self.human_langs = [human["source_lang"], human["target_lang"]]
         self.case_langs = list(case["languages"])
         # what case_train reads: the base encoders' title and body embeddings (case_embed's fields)

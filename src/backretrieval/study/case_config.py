@@ -148,8 +148,3 @@ def runs(cs: dict) -> list[str]:
     """Every evaluated run (:func:`run_id`): the baseline, the base encoders, then each head
     once per training seed (head-major)."""
     return [cs["baseline"], *cs["base_encoders"], *(run_id(h, s) for h in HEADS for s in cs["training_seeds"])]
-
-
-def first_training_seed(cs: dict) -> int:
-    """The training seed of the heads the human study rates (one sheet, not one per seed)."""
-    return int(cs["training_seeds"][0])

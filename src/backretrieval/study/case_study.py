@@ -6,6 +6,7 @@ artifacts are in :mod:`backretrieval.steps.case_study` and :mod:`backretrieval.s
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,6 @@ from .case_config import (
     TRAIN_ITEMS,
     case_cfg,
     directions,
-    first_training_seed,
     human_cfg,
     models,
     parse_run,
@@ -34,13 +34,13 @@ __all__ = [
     "case_cfg",
     "case_items",
     "directions",
-    "first_training_seed",
     "human_cfg",
     "models",
     "parse_run",
     "run_id",
     "runs",
     "seed_pair_bootstrap",
+    "seed_comparison",
     "table2",
     "training_spread",
 ]
@@ -233,12 +233,47 @@ def training_spread(df: pd.DataFrame, cs: dict) -> dict[str, dict]:
     return out
 
 
-def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 2: per model BkR×1000 and its CI; the best model against each other one.
+#: the comparisons the paper makes (Section 3.2), as (a, b): TRIPLETXL vs TRIPLET, each head vs
+#: its base encoder (``base``: the chosen one)
+PAPER_COMPARISONS = (("tripletxl", "triplet"), ("triplet", "base"), ("tripletxl", "base"))
+
+
+def decided(low: float, high: float, a: str, b: str) -> str:
+    """The plain reading of a 95% interval of ``a − b``."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "not decided (no interval)"
+    if low > 0:
+        return f"{a} ahead"
+    if high < 0:
+        return f"{b} ahead"
+    return "not decided"
+
+
+def seed_comparison(a: np.ndarray, b: np.ndarray | None, level: float = 0.95) -> dict[str, float]:
+    """The difference ``a − b`` of per-training-seed values (``a``: one head's mean over pairs
+    per seed; ``b``: another head's, paired by seed, or None for a constant such as an untrained
+    base encoder, already subtracted from ``a``): its mean, sd over seeds, and the Student t
+    interval and one-sample t test over the R seeds (R − 1 degrees of freedom). One seed: no
+    interval (NaN)."""
+    from scipy import stats as st
+
+    d = np.asarray(a, dtype=np.float64) - (0.0 if b is None else np.asarray(b, dtype=np.float64))
+    r = len(d)
+    mean = float(d.mean())
+    if r < 2:
+        return dict(diff=mean, sd=math.nan, low=math.nan, high=math.nan, p=math.nan, r=r)
+    sd = float(d.std(ddof=1))
+    half = float(st.t.ppf(0.5 + level / 2, r - 1)) * sd / math.sqrt(r)
+    p = float(st.ttest_1samp(d, 0.0).pvalue) if sd > 0 else (1.0 if mean == 0 else 0.0)
+    return dict(diff=mean, sd=sd, low=mean - half, high=mean + half, p=p, r=r)
+
+
+def table2(df: pd.DataFrame, cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 2: per model BkR×1000 and its CI; the paper's comparisons and the best model against
+    each other one.
 
     ``df``: case-evaluate rows (model, training_seed, direction, seed, bkr_recall), a head
-    once per training seed, a base encoder once with an empty training seed; ``hits``: the
-    per-query hits under ``<run>/<direction>/<sample seed>``.
+    once per training seed, a base encoder once with an empty training seed.
 
     * ``bkr_x1000``: mean over training seeds of (mean over pairs of the BkR averaged over
       sample seeds) ×1000; ``sd_over_training_seeds``: sd (ddof 1) of the per-seed means
@@ -246,22 +281,23 @@ def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str)
       base encoder, which is not trained).
     * ``ci_low`` / ``ci_high``: percentile bootstrap (``case_study.bootstrap``) over training
       seeds × pairs (:func:`seed_pair_bootstrap`); for a model with one run (a base encoder,
-      or a head with ``training_seeds: [s]``) the bootstrap over pairs of before.
-    * best vs other: the difference of ``bkr_x1000`` with a bootstrap CI and p over training
-      seeds × pairs (``diff_*``, ``bootstrap_p``), and McNemar exact on the per-query hits of
-      the first training seed's runs, pooled over pairs and sample seeds (``mcnemar_*``, per
-      pair Bonferroni in ``pairs_best_better_p05_bonf``; ``mcnemar_training_seed`` names it).
+      or a head with ``training_seeds: [s]``) the bootstrap over pairs.
+    * the comparisons (second table), each ``a − b`` in BkR×1000 with a 95% interval and a
+      plain ``decided``: the paper's (:data:`PAPER_COMPARISONS`) over the R training seeds
+      (:func:`seed_comparison`: TRIPLETXL − TRIPLET paired by seed, a head − its untrained
+      base), so they say whether the training reliably gives that difference on these
+      evaluation samples; then the best model against each other one by the bootstrap over
+      training seeds × pairs (as the CIs).
     """
     from .. import stats  # SciPy: only the report step needs it, not every case-study job
 
     b = cs.get("bootstrap", {})
     B, seed = int(b.get("B", 1000)), int(b.get("seed", 0))
     pairs = sorted(directions(cs))  # the order the bootstrap draws from (as with one run: groupby's)
-    first = first_training_seed(cs)
-    mats, rows = {}, []
+    mats, seeds_of, rows = {}, {}, []
     for m in sorted(set(df["model"])):
         seeds, V = _seed_pair_matrix(df, m, pairs)
-        mats[m] = V
+        mats[m], seeds_of[m] = V, seeds
         trained = seeds != [None]
         if V.shape[0] == 1:  # one run: the percentile bootstrap over pairs (as with one head)
             ci = stats.bootstrap_ci(V[0] * 1000, B=B, seed=seed)
@@ -284,42 +320,52 @@ def table2(df: pd.DataFrame, hits: dict[str, np.ndarray], cs: dict, chosen: str)
         )
     t = pd.DataFrame(rows).sort_values("bkr_x1000", ascending=False, kind="stable").reset_index(drop=True)
     best = t.loc[0, "model"]
-
-    def run(m: str) -> str:
-        return run_id(m, first if m in HEADS else None)
-
-    keys = sorted({k.split("/", 1)[1] for k in hits})
-    pooled = {m: np.concatenate([hits[f"{run(m)}/{k}"] for k in keys]) for m in t["model"]}
     sig = []
+    for a, other in PAPER_COMPARISONS:
+        bm = chosen if other == "base" else other
+        if a not in mats or bm not in mats:
+            continue
+        per_a = mats[a].mean(axis=1) * 1000
+        if other == "base":
+            c = seed_comparison(per_a - mats[bm].mean() * 1000, None)
+        else:
+            if seeds_of[a] != seeds_of[bm]:
+                raise InputError(
+                    f"case study: {a} and {bm} have different training seeds; they are compared paired by seed"
+                )
+            c = seed_comparison(per_a, mats[bm].mean(axis=1) * 1000)
+        sig.append(
+            dict(
+                comparison="paper",
+                a=a,
+                b=bm,
+                diff_x1000=c["diff"],
+                ci_low=c["low"],
+                ci_high=c["high"],
+                interval=f"Student t over {c['r']} training seeds" + (" (paired)" if other != "base" else ""),
+                p=c["p"],
+                decided=decided(c["low"], c["high"], a, bm),
+                n_training_seeds=c["r"],
+            )
+        )
     for m in t["model"][1:]:
-        mc = stats.mcnemar_exact(pooled[best], pooled[m])
         diff = float(mats[best].mean() - mats[m].mean()) * 1000
         boot = seed_pair_bootstrap(mats[best] * 1000, B, seed, W=mats[m] * 1000)
         lo, hi = np.quantile(boot, [0.025, 0.975])
-        per_pair_p = []
-        for d in pairs:
-            a = np.concatenate([hits[f"{run(best)}/{d}/{s}"] for s in cs["seeds"]])
-            c = np.concatenate([hits[f"{run(m)}/{d}/{s}"] for s in cs["seeds"]])
-            per_pair_p.append(stats.mcnemar_exact(a, c).pvalue)
-        adj = stats.adjust_pvalues(np.array(per_pair_p), method="bonferroni")
         sig.append(
             dict(
-                best=best,
-                other=m,
+                comparison="best vs other",
+                a=best,
+                b=m,
                 diff_x1000=diff,
-                diff_ci_low=float(lo),
-                diff_ci_high=float(hi),
-                bootstrap_p=_bootstrap_p(boot, diff),
-                n_training_seeds_best=int(mats[best].shape[0]) if best in HEADS else 0,
-                n_training_seeds_other=int(mats[m].shape[0]) if m in HEADS else 0,
-                mcnemar_training_seed=first,
-                n_queries=len(pooled[m]),
-                mcnemar_p=mc.pvalue,
-                pairs_best_better_p05_bonf=int(np.sum(adj < 0.05)),
-                n_pairs=len(per_pair_p),
+                ci_low=float(lo),
+                ci_high=float(hi),
+                interval="bootstrap over training seeds × pairs",
+                p=_bootstrap_p(boot, diff),
+                decided=decided(float(lo), float(hi), best, m),
+                n_training_seeds=max(
+                    int(mats[best].shape[0]) if best in HEADS else 0, int(mats[m].shape[0]) if m in HEADS else 0
+                ),
             )
         )
-    sig_df = pd.DataFrame(sig)
-    if len(sig_df):
-        sig_df["mcnemar_p_bonferroni"] = stats.adjust_pvalues(sig_df["mcnemar_p"].to_numpy(), method="bonferroni")
-    return t, sig_df
+    return t, pd.DataFrame(sig)

@@ -25,6 +25,12 @@ produces the rating material (steps 1-2); :mod:`backretrieval.study.human_tally`
      the raters. Its sha256 is printed in the template and the page so that :func:`tally`
      checks that ratings and key belong together.
 
+   **Every training seed's heads on one sheet.** A model trained once per training seed (the
+   case study's heads) is given as :class:`SeedRuns`: the top-k of each seed's head. The sheet
+   pools, per query, the suggestions of every run of both models, each candidate shown once, so
+   the tally can score every seed's head from one set of ratings (a decision that flips with the
+   training draw is then seen as such, instead of resting on one draw).
+
    **Shared suggestions.** When both models propose the same candidate for a query, the rater
    sees (and rates) it once; the key lists both models for that suggestion and :func:`tally`
    counts its rating for *both* models (each model proposed it), in the pooled counts and in
@@ -91,6 +97,8 @@ RTL_LANGUAGES = frozenset({"ar", "arc", "ckb", "dv", "fa", "he", "iw", "ks", "ps
 RATER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 KEY_FORMAT = "backretrieval-human-study-key"
 KEY_VERSION = 2
+#: a key whose models are given as several runs (every training seed's head on one sheet)
+KEY_VERSION_RUNS = 3
 TEMPLATE_NAME = "ratings_template.csv"
 HTML_NAME = "rating_sheet.html"
 KEY_NAME = "key.sealed.json"
@@ -124,6 +132,27 @@ def top_k_suggestions(query_emb: np.ndarray, cand_emb: np.ndarray, k: int = 5) -
 
 
 # --------------------------------------------------------------------------- sheets
+
+
+@dataclass(frozen=True)
+class SeedRuns:
+    """One trained model's suggestions per training seed: seed -> query_id -> ranked suggestions
+    (each as :func:`make_sheets` takes one run's)."""
+
+    by_seed: Mapping[int, Mapping[Any, Sequence[Suggestion]]]
+
+
+def _runs(
+    model: str, sugg: Mapping[Any, Sequence[Suggestion]] | SeedRuns
+) -> dict[str, Mapping[Any, Sequence[Suggestion]]]:
+    """run id -> suggestions: the model itself for one run, ``<model>@<seed>`` per training seed."""
+    from .case_config import run_id
+
+    if isinstance(sugg, SeedRuns):
+        if not sugg.by_seed:
+            raise InputError(f"suggestions of model {model!r}: no training seeds")
+        return {run_id(model, int(seed)): v for seed, v in sorted(sugg.by_seed.items())}
+    return {model: sugg}
 
 
 @dataclass(frozen=True)
@@ -198,8 +227,8 @@ def _sha256_text(text: str) -> str:
 
 def make_sheets(
     queries: pd.DataFrame,
-    suggestions_a: Mapping[Any, Sequence[Suggestion]],
-    suggestions_b: Mapping[Any, Sequence[Suggestion]],
+    suggestions_a: Mapping[Any, Sequence[Suggestion]] | SeedRuns,
+    suggestions_b: Mapping[Any, Sequence[Suggestion]] | SeedRuns,
     out_dir: str | Path,
     seed: int,
     model_names: tuple[str, str] = ("A", "B"),
@@ -214,13 +243,15 @@ def make_sheets(
     """Write ``ratings_template.csv``, ``rating_sheet.html`` and ``key.sealed.json`` to ``out_dir``.
 
     ``queries``: columns ``query_id``, ``text`` and optionally ``image_path``.
-    ``suggestions_a``/``_b``: query_id -> ranked list of ``(candidate_id, text[, image_path])``.
+    ``suggestions_a``/``_b``: query_id -> ranked list of ``(candidate_id, text[, image_path])``,
+    or, for a model trained once per training seed, :class:`SeedRuns` (every seed's run is
+    pooled into the one sheet; the key records which runs proposed each suggestion).
     ``query_lang``/``suggestion_lang``: ISO 639 codes of the texts, set as ``lang`` on every
     text element of the page with ``dir="rtl"`` for right-to-left scripts (``dir="auto"``
     when not given). Image paths are ignored unless ``show_images`` (see the module
     docstring); relative ones are resolved against ``image_root``. Same ``seed`` → identical
-    files. ``training_seeds``: model → the training seed of the run whose suggestions are
-    rated, for a model trained once per seed (recorded in the key; the tally reports it).
+    files. ``training_seeds``: model → the training seed of the one run whose suggestions are
+    rated, for a model trained once per seed but given as one run (recorded in the key).
     """
     if len(model_names) != 2 or model_names[0] == model_names[1]:
         raise InputError(f"model_names: expected two different names, got {model_names!r}")
@@ -237,9 +268,11 @@ def make_sheets(
         raise InputError(f"queries: duplicate query_id {dup!r}")
     if not query_ids:
         raise InputError("queries: no rows")
-    sa = _norm_suggestions(suggestions_a, model_names[0], query_ids)
-    sb = _norm_suggestions(suggestions_b, model_names[1], query_ids)
+    runs_of = {m: _runs(m, sg) for m, sg in zip(model_names, (suggestions_a, suggestions_b))}
+    norm = {run: _norm_suggestions(sg, run, query_ids) for m in model_names for run, sg in runs_of[m].items()}
+    model_of = {run: m for m in model_names for run in runs_of[m]}
 
+    multi_run = any(len(r) > 1 or run != m for m, r in runs_of.items() for run in r)
     rng = np.random.default_rng(seed)
     used_ids: set[str] = set()
     cache: dict[str, str] = {}
@@ -249,18 +282,19 @@ def make_sheets(
     n_shared = 0
     for i, qid in enumerate(query_ids):
         pooled: dict[str, dict[str, Any]] = {}
-        for model, rows in ((model_names[0], sa[qid]), (model_names[1], sb[qid])):
-            for rank, (cid, text, img) in enumerate(rows, start=1):
-                if cid in pooled:
-                    if pooled[cid]["text"] != text:
-                        raise InputError(
-                            f"query {qid!r}: candidate {cid!r} has different texts in the two models' suggestions"
-                        )
-                    pooled[cid]["models"].append(model)
-                    pooled[cid]["ranks"][model] = rank
-                    n_shared += 1
-                else:
-                    pooled[cid] = {"cid": cid, "text": text, "img": img, "models": [model], "ranks": {model: rank}}
+        for run, by_query in norm.items():
+            model = model_of[run]
+            for rank, (cid, text, img) in enumerate(by_query[qid], start=1):
+                if cid not in pooled:
+                    pooled[cid] = {"cid": cid, "text": text, "img": img, "models": [], "runs": [], "ranks": {}}
+                e = pooled[cid]
+                if e["text"] != text:
+                    raise InputError(f"query {qid!r}: candidate {cid!r} has different texts in the models' suggestions")
+                if model not in e["models"]:
+                    e["models"].append(model)
+                e["runs"].append(run)
+                e["ranks"][run] = rank
+        n_shared += sum(len(e["models"]) > 1 for e in pooled.values())
         entries = list(pooled.values())
         order = rng.permutation(len(entries))
         shown = []
@@ -276,6 +310,8 @@ def make_sheets(
                 "models": e["models"],
                 "ranks": e["ranks"],
             }
+            if multi_run:  # which runs (training seeds) proposed it
+                key_entries[sid]["runs"] = e["runs"]
             shown.append({"sid": sid, "text": e["text"], "img": e["img"] if show_images else None})
         qimg = None
         if show_images and "image_path" in q.columns:
@@ -295,8 +331,12 @@ def make_sheets(
         "shared_suggestions_count_for_both_models": True,
         "suggestions": key_entries,
     }
-    if training_seeds:
-        # which training run of each trained model was rated: one sheet, not one per seed
+    if multi_run:
+        # every run of each model on the sheet: a trained model's training seeds, in order
+        key_obj["version"] = KEY_VERSION_RUNS
+        key_obj["runs"] = {m: list(runs_of[m]) for m in model_names}
+    elif training_seeds:
+        # which training run of each trained model was rated: one sheet, one run per model
         key_obj["training_seeds"] = {str(m): int(s) for m, s in training_seeds.items()}
     key_text = json.dumps(key_obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     key_sha = _sha256_text(key_text)

@@ -222,13 +222,27 @@ class TallyResult:
     simulated: bool
     key_verified: bool  # every row of the ratings file carried the key's sha256
     key_sha256: str
-    # model -> training seed of the rated run, for models trained once per seed (from the key)
-    training_seeds: dict[str, int] = dataclass_field(default_factory=dict)
+    # model -> training seed of the rated run, for a trained model rated on one run (from the key)
+    training_seeds: dict[str, Any] = dataclass_field(default_factory=dict)
+    # A trained on every training seed (one sheet with every seed's heads): one entry per seed
+    # (training_seed, very_relevant_a, share_very_relevant_a, mean_rating_a, ratio_very_relevant,
+    # mannwhitney_p, fisher_p, wilcoxon_p); the fields above then hold A's mean over seeds (counts,
+    # very_relevant, shares, mean rating, per-query counts) and the pooled tests' median p
+    per_training_seed: list[dict[str, Any]] = dataclass_field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["model_names"] = list(self.model_names)
         d["counts"] = {m: {str(k): v for k, v in c.items()} for m, c in self.counts.items()}
+        if self.per_training_seed:
+            # what `backretrieval verify` compares as trained outcomes: per-seed values of A
+            seeds = [int(r["training_seed"]) for r in self.per_training_seed]
+            d["training_spread"] = {
+                q: {"per_seed": [r[q] for r in self.per_training_seed], "training_seeds": seeds}
+                for q in ("very_relevant_a", "mean_rating_a")
+            }
+        else:
+            del d["per_training_seed"]
         return d
 
 
@@ -289,35 +303,89 @@ def tally(
 
     a, b = names
     query_ids = [str(q) for q in key.get("queries") or sorted({e["query_id"] for e in key["suggestions"].values()})]
-    per_model: dict[str, list[int]] = {m: [] for m in names}
-    vr_query: dict[str, dict[str, int]] = {q: {m: 0 for m in names} for q in query_ids}
+    runs_of = {m: list((key.get("runs") or {}).get(m) or [m]) for m in names}
+    if len(runs_of[b]) > 1 and len(runs_of[a]) == 1:
+        raise InputError(f"{key_path}: model {b!r} has several runs; give the trained model as model A")
+    model_of = {run: m for m in names for run in runs_of[m]}
+    per_run: dict[str, list[int]] = {run: [] for run in model_of}
+    vr_query: dict[str, dict[str, int]] = {q: {run: 0 for run in model_of} for q in query_ids}
     for sid, ent in key["suggestions"].items():
         for m in ent["models"]:
-            if m not in per_model:
+            if m not in runs_of:
                 raise InputError(f"{key_path}: suggestion {sid!r} names unknown model {m!r}")
-            if ent["query_id"] not in vr_query:
-                raise InputError(f"{key_path}: suggestion {sid!r} names query {ent['query_id']!r} not in 'queries'")
+        if ent["query_id"] not in vr_query:
+            raise InputError(f"{key_path}: suggestion {sid!r} names query {ent['query_id']!r} not in 'queries'")
+        for run in ent.get("runs") or ent["models"]:
+            if run not in model_of:
+                raise InputError(f"{key_path}: suggestion {sid!r} names unknown run {run!r}")
             for ratings in parsed.by_rater.values():
-                per_model[m].append(ratings[sid])
-                vr_query[ent["query_id"]][m] += int(ratings[sid] == 1)
-    counts = {m: {lvl: int(sum(1 for r in per_model[m] if r == lvl)) for lvl in RATING_LABELS} for m in names}
-    n = {m: len(per_model[m]) for m in names}
-    vr = {m: counts[m][1] for m in names}
-    share = {m: (vr[m] / n[m] if n[m] else math.nan) for m in names}
-    mean = {m: (float(np.mean(per_model[m])) if n[m] else math.nan) for m in names}
+                per_run[run].append(ratings[sid])
+                vr_query[ent["query_id"]][run] += int(ratings[sid] == 1)
+
+    def pooled(ra: list[int], rb: list[int]) -> dict[str, float]:
+        """Counts, shares, mean ratings and the pooled tests of two runs' ratings."""
+        c = {x: {lvl: int(sum(1 for r in rs if r == lvl)) for lvl in RATING_LABELS} for x, rs in (("a", ra), ("b", rb))}
+        vra, vrb = c["a"][1], c["b"][1]
+        if vrb > 0:
+            ratio = vra / vrb
+        else:
+            ratio = math.inf if vra > 0 else math.nan
+        if ra and rb and len(set(ra) | set(rb)) > 1:
+            mw = stats.mannwhitneyu(ra, rb, alternative="two-sided")
+            mw_u, mw_p = float(mw.statistic), float(mw.pvalue)
+        else:  # all ratings identical: no evidence of a difference
+            mw_u, mw_p = (len(ra) * len(rb) / 2.0, 1.0) if ra and rb else (math.nan, math.nan)
+        fe = stats.fisher_exact([[vra, len(ra) - vra], [vrb, len(rb) - vrb]], alternative="two-sided")
+        return dict(
+            counts_a=c["a"], counts_b=c["b"], vr_a=vra, vr_b=vrb,
+            share_a=vra / len(ra) if ra else math.nan, share_b=vrb / len(rb) if rb else math.nan,
+            mean_a=float(np.mean(ra)) if ra else math.nan, mean_b=float(np.mean(rb)) if rb else math.nan,
+            ratio=float(ratio), mw_u=mw_u, mw_p=mw_p, fisher_or=float(fe.statistic), fisher_p=float(fe.pvalue),
+        )  # fmt: skip
+
+    (run_b,) = runs_of[b]
+    each = {run: pooled(per_run[run], per_run[run_b]) for run in runs_of[a]}
+    R = len(runs_of[a])
+
+    def avg(field: str) -> float:
+        return float(np.mean([each[run][field] for run in runs_of[a]]))
+
+    first = each[runs_of[a][0]]
+    counts = {
+        a: {lvl: (first["counts_a"][lvl] if R == 1 else avg_count(each, runs_of[a], lvl)) for lvl in RATING_LABELS},
+        b: first["counts_b"],
+    }
+    n = {a: len(per_run[runs_of[a][0]]), b: len(per_run[run_b])}
+    vr = {a: first["vr_a"] if R == 1 else avg("vr_a"), b: first["vr_b"]}
+    share = {a: first["share_a"] if R == 1 else avg("share_a"), b: first["share_b"]}
+    mean = {a: first["mean_a"] if R == 1 else avg("mean_a"), b: first["mean_b"]}
     if vr[b] > 0:
         ratio = vr[a] / vr[b]
     else:
         ratio = math.inf if vr[a] > 0 else math.nan
-    if n[a] and n[b] and len(set(per_model[a]) | set(per_model[b])) > 1:
-        mw = stats.mannwhitneyu(per_model[a], per_model[b], alternative="two-sided")
-        mw_u, mw_p = float(mw.statistic), float(mw.pvalue)
-    else:  # all ratings identical: no evidence of a difference
-        mw_u, mw_p = (n[a] * n[b] / 2.0, 1.0) if n[a] and n[b] else (math.nan, math.nan)
-    fe = stats.fisher_exact([[vr[a], n[a] - vr[a]], [vr[b], n[b] - vr[b]]], alternative="two-sided")
-    qa = [vr_query[q][a] for q in query_ids]
-    qb = [vr_query[q][b] for q in query_ids]
-    w_stat, w_p, w_method, sign_p = paired_query_tests(qa, qb)
+    # per query: A's very-relevant count summed over its runs against R × B's, i.e. the mean over
+    # training seeds scaled by R (a rank test is scale-free; integers keep ties exact)
+    qa_sum = [sum(vr_query[q][run] for run in runs_of[a]) for q in query_ids]
+    qb_scaled = [R * vr_query[q][run_b] for q in query_ids]
+    w_stat, w_p, w_method, sign_p = paired_query_tests(qa_sum, qb_scaled)
+    per_seed: list[dict[str, Any]] = []
+    if R > 1:
+        for run in runs_of[a]:
+            e = each[run]
+            _, ws_p, _, _ = paired_query_tests(
+                [vr_query[q][run] for q in query_ids], [vr_query[q][run_b] for q in query_ids]
+            )
+            per_seed.append(
+                dict(
+                    training_seed=int(run.rpartition("@")[2]), very_relevant_a=e["vr_a"], share_very_relevant_a=e["share_a"],
+                    mean_rating_a=e["mean_a"], ratio_very_relevant=e["ratio"], mannwhitney_p=e["mw_p"],
+                    fisher_p=e["fisher_p"], wilcoxon_p=ws_p,
+                )
+            )  # fmt: skip
+
+    def med(field: str) -> float:
+        return first[field] if R == 1 else float(np.median([each[run][field] for run in runs_of[a]]))
+
     return TallyResult(
         model_names=(a, b),
         counts=counts,
@@ -326,14 +394,17 @@ def tally(
         share_very_relevant=share,
         mean_rating=mean,
         ratio_very_relevant=float(ratio),
-        mannwhitney_u=mw_u,
-        mannwhitney_p=mw_p,
-        fisher_odds_ratio=float(fe.statistic),
-        fisher_p=float(fe.pvalue),
-        per_query=[{"query_id": q, "very_relevant_a": x, "very_relevant_b": y} for q, x, y in zip(query_ids, qa, qb)],
-        queries_a_more=int(sum(x > y for x, y in zip(qa, qb))),
-        queries_b_more=int(sum(x < y for x, y in zip(qa, qb))),
-        queries_equal=int(sum(x == y for x, y in zip(qa, qb))),
+        mannwhitney_u=med("mw_u"),
+        mannwhitney_p=med("mw_p"),
+        fisher_odds_ratio=med("fisher_or"),
+        fisher_p=med("fisher_p"),
+        per_query=[
+            {"query_id": q, "very_relevant_a": (x if R == 1 else x / R), "very_relevant_b": y // R}
+            for q, x, y in zip(query_ids, qa_sum, qb_scaled)
+        ],
+        queries_a_more=int(sum(x > y for x, y in zip(qa_sum, qb_scaled))),
+        queries_b_more=int(sum(x < y for x, y in zip(qa_sum, qb_scaled))),
+        queries_equal=int(sum(x == y for x, y in zip(qa_sum, qb_scaled))),
         wilcoxon_statistic=w_stat,
         wilcoxon_p=w_p,
         wilcoxon_method=w_method,
@@ -345,8 +416,18 @@ def tally(
         simulated=list(parsed.by_rater) == [SIMULATED_RATER],
         key_verified=parsed.key_verified,
         key_sha256=key_sha,
-        training_seeds={str(m): int(s) for m, s in (key.get("training_seeds") or {}).items()},
+        training_seeds=(
+            {a: [s["training_seed"] for s in per_seed]}
+            if per_seed
+            else {str(m): int(s) for m, s in (key.get("training_seeds") or {}).items()}
+        ),
+        per_training_seed=per_seed,
     )
+
+
+def avg_count(each: dict[str, dict], runs: list[str], level: int) -> float:
+    """A model's count of ratings at ``level``, averaged over its runs (training seeds)."""
+    return float(np.mean([each[run]["counts_a"][level] for run in runs]))
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
@@ -355,6 +436,11 @@ def _fmt(x: float, spec: str = ".3g") -> str:
     if isinstance(x, float) and math.isinf(x):
         return "∞"
     return format(x, spec)
+
+
+def _num(x: float) -> str:
+    """A count, or a mean of counts over training seeds (one decimal)."""
+    return str(x) if isinstance(x, int) else f"{x:.1f}"
 
 
 def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
@@ -378,7 +464,18 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
         "Scale: " + ", ".join(f"{k} = {v}" for k, v in RATING_LABELS.items()) + ".",
         "",
     ]
-    if result.training_seeds:
+    per_seed = result.per_training_seed
+    if per_seed:
+        seeds = [r["training_seed"] for r in per_seed]
+        lines += [
+            f"One sheet holds the suggestions of {a} of every training seed ({', '.join(map(str, seeds))}: "
+            f"R = {len(seeds)} heads) and of {b}, each candidate shown once and its rating counted for every run "
+            f"that proposed it. {a}'s numbers below are means over its R training seeds (n: ratings per seed); "
+            "the per-query test compares, per query, its very-relevant count averaged over the seeds with "
+            f"{b}'s, so queries are the units and the training draw is averaged, not picked.",
+            "",
+        ]
+    elif result.training_seeds:
         runs = ", ".join(f"{m} of training seed {s}" for m, s in result.training_seeds.items())
         lines += [
             f"One sheet, from one training run of each trained model: {runs} (the first of "
@@ -392,25 +489,41 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
     for m in (a, b):
         c = result.counts[m]
         lines.append(
-            f"| {m} | {result.n_ratings[m]} | {c[1]} | {c[2]} | {c[3]} | {c[4]} | "
+            f"| {m} | {result.n_ratings[m]} | {_num(c[1])} | {_num(c[2])} | {_num(c[3])} | {_num(c[4])} | "
             f"{_fmt(result.share_very_relevant[m], '.1%')} | {_fmt(result.mean_rating[m], '.2f')} |"
         )
     lines += [
         "",
         f"- Very-relevant ratio {a}/{b} (pooled): **{_fmt(result.ratio_very_relevant, '.2f')}×** "
-        f"({result.very_relevant[a]} vs {result.very_relevant[b]}).",
+        f"({_num(result.very_relevant[a])} vs {_num(result.very_relevant[b])}"
+        + (
+            f"; per seed {_fmt(min(r['ratio_very_relevant'] for r in per_seed), '.2f')}× to "
+            f"{_fmt(max(r['ratio_very_relevant'] for r in per_seed), '.2f')}×"
+            if per_seed
+            else ""
+        )
+        + ").",
         f"- Per query (paired; very-relevant ratings of each model's suggestions for the query"
-        f"{', summed over raters' if n_r > 1 else ''}): {a} more in {result.queries_a_more}, "
+        f"{', summed over raters' if n_r > 1 else ''}{f'; {a}: mean over training seeds' if per_seed else ''}): "
+        f"{a} more in {result.queries_a_more}, "
         f"{b} more in {result.queries_b_more}, equal in {result.queries_equal} of {result.n_queries} queries. "
         f"Wilcoxon signed-rank (two-sided, zero differences dropped, {result.wilcoxon_method}): "
         f"W = {_fmt(result.wilcoxon_statistic, '.1f')}, p = {_fmt(result.wilcoxon_p)}; "
         f"exact sign test p = {_fmt(result.sign_test_p)}.",
-        f"- Pooled over suggestions: Fisher's exact test (very relevant vs not, two-sided): odds ratio "
-        f"{_fmt(result.fisher_odds_ratio)}, p = {_fmt(result.fisher_p)}; "
-        f"Mann–Whitney U (ratings, two-sided): U = {_fmt(result.mannwhitney_u, '.1f')}, "
-        f"p = {_fmt(result.mannwhitney_p)}. These treat suggestions as independent, which they are "
-        "not quite (suggestions of one query are related; shared suggestions appear in both "
-        "samples): the per-query test is the one that respects the design.",
+        (
+            f"- Pooled over suggestions, per training seed (median over the {len(per_seed)} seeds): Fisher's exact "
+            f"test (very relevant vs not, two-sided) p = {_fmt(result.fisher_p)}; Mann–Whitney U (ratings, "
+            f"two-sided) p = {_fmt(result.mannwhitney_p)}, below 0.05 for "
+            f"{sum(r['mannwhitney_p'] < 0.05 for r in per_seed)} of {len(per_seed)} seeds. These treat suggestions "
+            "as independent, which they are not quite: the per-query test is the one that respects the design."
+            if per_seed
+            else f"- Pooled over suggestions: Fisher's exact test (very relevant vs not, two-sided): odds ratio "
+            f"{_fmt(result.fisher_odds_ratio)}, p = {_fmt(result.fisher_p)}; "
+            f"Mann–Whitney U (ratings, two-sided): U = {_fmt(result.mannwhitney_u, '.1f')}, "
+            f"p = {_fmt(result.mannwhitney_p)}. These treat suggestions as independent, which they are "
+            "not quite (suggestions of one query are related; shared suggestions appear in both "
+            "samples): the per-query test is the one that respects the design."
+        ),
         f"- Key sha256 `{result.key_sha256[:16]}…`"
         + (
             " (verified against every row of the ratings file)."
@@ -424,8 +537,21 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
         "|---|---:|---:|",
     ]
     for row in result.per_query:
-        lines.append(f"| {row['query_id']} | {row['very_relevant_a']} | {row['very_relevant_b']} |")
+        lines.append(f"| {row['query_id']} | {_num(row['very_relevant_a'])} | {row['very_relevant_b']} |")
     lines += ["", "</details>", ""]
+    if per_seed:
+        lines += [
+            f"<details><summary>Per training seed ({a} vs {b})</summary>",
+            "",
+            f"| training seed | very relevant ({a}) | ratio | mean rating ({a}) | Wilcoxon p (per query) | Mann–Whitney p |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in per_seed:
+            lines.append(
+                f"| {r['training_seed']} | {r['very_relevant_a']} | {_fmt(r['ratio_very_relevant'], '.2f')}× | "
+                f"{_fmt(r['mean_rating_a'], '.2f')} | {_fmt(r['wilcoxon_p'])} | {_fmt(r['mannwhitney_p'])} |"
+            )
+        lines += ["", "</details>", ""]
     return "\n".join(lines)
 
 
