@@ -177,10 +177,10 @@ def slurm_environ() -> dict[str, str] | None:
 
 
 def metric_results(wd: Path, run: str) -> dict[str, str]:
-    """sha256 of a finished run's metric CSVs and ``reports/metrics.json`` (a config whose
-    reports_dir is ``reports``), keyed by path relative to ``wd``: what runs of one config on
-    different executors must agree on."""
-    files = sorted((wd / "artifacts" / run / "metrics").rglob("*.csv")) + [wd / "reports" / "metrics.json"]
+    """sha256 of a finished run's metric CSVs and ``reports/<run>/metrics.json`` (a config whose
+    reports_dir is ``reports/<run_name>``), keyed by path relative to ``wd``: what runs of one
+    config on different executors must agree on."""
+    files = sorted((wd / "artifacts" / run / "metrics").rglob("*.csv")) + [wd / "reports" / run / "metrics.json"]
     return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 

@@ -9,7 +9,7 @@
   parts and the gathers packed into group jobs. It runs in its own working directory with its
   own embedding cache and is compared with the session's local run of the same config
   (`cluster_reference_run` in conftest.py, `--profile profiles/local`, one metrics job per
-  direction): the metric CSVs and reports/metrics.json must be byte-identical.
+  direction): the metric CSVs and reports/cluster/metrics.json must be byte-identical.
   (tests/test_slurm.py runs the `grouped` layer without seed groups on a real SLURM: sample and
   every direction's metrics in one group job.)
 * All profiles (local, slurm, cluster-generic, +grouped) must parse; a dry run shows the

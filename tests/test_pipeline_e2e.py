@@ -38,7 +38,7 @@ def run_dir(tmp_path_factory):
 
 
 def test_outputs_exist_and_are_sane(run_dir):
-    rep = run_dir / "reports"
+    rep = run_dir / "reports/e2e"
     for name in (
         "table1.md",
         "metrics.json",
@@ -73,11 +73,11 @@ def test_tidy_metrics_have_all_cells(run_dir):
 def test_rerun_is_bit_identical(run_dir, tmp_path):
     metrics_dir = run_dir / "artifacts/e2e/metrics"
     before = {p.name: _sha(p) for p in metrics_dir.glob("*.csv")}
-    before_json = _sha(run_dir / "reports/metrics.json")
+    before_json = _sha(run_dir / "reports/e2e/metrics.json")
     _snakemake(run_dir, "--forcerun", "metrics", "report")
     after = {p.name: _sha(p) for p in metrics_dir.glob("*.csv")}
     assert before == after
-    assert before_json == _sha(run_dir / "reports/metrics.json")
+    assert before_json == _sha(run_dir / "reports/e2e/metrics.json")
 
 
 def test_nothing_to_do_on_second_run(run_dir):

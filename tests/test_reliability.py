@@ -64,7 +64,7 @@ def base_cfg(data: Path) -> dict:
             "random": {"type": "random", "dim": 16, "seed": 0},
         },
         "cache_dir": ".cache/embeddings",
-        "reports_dir": "reports",
+        "reports_dir": "reports/hand",
     }
 
 

@@ -6,7 +6,7 @@ and through `--profile profiles/slurm --profile profiles/grouped` and
 snakemake-executor-plugin-slurm (the session's shared `slurm_run`): every job is an sbatch
 submission to slurmctld, run by slurmd (jobstep plugin, srun), the sample and every
 direction's metrics packed into one group job (tests/test_cluster.py runs the grouped layer
-with seed groups on the simulated scheduler). The metric CSVs and reports/metrics.json must be
+with seed groups on the simulated scheduler). The metric CSVs and reports/cluster/metrics.json must be
 byte-identical, every job Snakemake ran must have a SLURM job id, and every one of those ids
 must appear COMPLETED in the cluster's job-completion log (written by slurmctld, not by
 Snakemake) with the run's working directory.

@@ -136,7 +136,8 @@ def schema_problems(cfg: Any) -> list[tuple[str, str]]:
 
 
 #: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
-#: ``reports_dir`` is this folder or one under it, its artifacts ``artifacts/<run_name>``.
+#: ``reports_dir`` is a folder under the first (``reports/<run_name>`` by default), its
+#: artifacts ``artifacts/<run_name>``.
 REPORTS_ROOT = "reports"
 ARTIFACTS_ROOT = "artifacts"
 
@@ -144,20 +145,35 @@ ARTIFACTS_ROOT = "artifacts"
 def _check_inside(source: str, field: str, value: str, root: str, root_allowed: bool, prefix: str = "") -> None:
     """``prefix + value`` is a relative path under ``root`` (``root`` itself where
     ``root_allowed``): no absolute path, no ``~``, no ``..``, so a run never writes outside the
-    checkout's ``reports/`` or ``artifacts/`` (e.g. into ``src/``)."""
+    checkout's ``reports/`` or ``artifacts/`` (e.g. into ``src/``); and it stays there once
+    every symlink on its way is resolved (``reports/link`` -> a folder elsewhere is refused).
+    Relative paths are the working directory's (the checkout's root, where the workflow runs)."""
     import posixpath
 
     p = f"{prefix}{value}".replace("\\", "/")
     norm = posixpath.normpath(p)
-    inside = (
-        not p.startswith(("/", "~"))
-        and ".." not in p.split("/")
-        and ((root_allowed and norm == root) or norm.startswith(root + "/"))
-    )
+    lexical = not p.startswith(("/", "~")) and ".." not in p.split("/")
+    inside = lexical and ((root_allowed and norm == root) or norm.startswith(root + "/"))
     if not inside:
         where = f"'{root}/'" + (" or that folder itself" if root_allowed else "")
         made = f" (it makes {p!r})" if prefix else ""
+        if lexical and norm == root:
+            _fail(
+                source,
+                field,
+                f"{value!r}{made} is the folder of every run's files; a run's go in a folder of its own "
+                f"under it, e.g. '{root}/<run_name>'",
+            )
         _fail(source, field, f"{value!r}{made} must stay inside the checkout's {where}: a relative path without '..'")
+    real_root, real = Path(root).resolve(), Path(norm).resolve()
+    if real != real_root and real_root not in real.parents:
+        _fail(
+            source,
+            field,
+            f"{p!r} resolves to {str(real)!r}, outside the "
+            f"checkout's '{root}/' ({str(real_root)!r}): a symlink on its way leads elsewhere; name a real "
+            f"folder under '{root}/'",
+        )
 
 
 def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
@@ -198,14 +214,15 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
       languages; ``model_a``/``model_b`` differ and name case-study models or ``base``; a
       ``ratings`` file exists [human-*].
 
-    * ``reports_dir`` is ``reports`` or a folder under it, ``artifacts/<run_name>`` a folder
-      under ``artifacts`` (relative, no ``..``): a run writes nowhere else in the checkout
-      [report, findings, every step];
+    * ``reports_dir`` is a folder under ``reports`` (not ``reports`` itself, every run's),
+      ``artifacts/<run_name>`` a folder under ``artifacts`` (relative, no ``..``, no symlink on
+      the way leading elsewhere): a run writes nowhere else in the checkout [report, findings,
+      every step];
 
     Relations that need the prepared dataset (item counts per direction, images or features
     for every item) are checked by :func:`backretrieval.steps.prepare.check_dataset_fits`.
     """
-    _check_inside(source, "reports_dir", cfg["reports_dir"], REPORTS_ROOT, root_allowed=True)
+    _check_inside(source, "reports_dir", cfg["reports_dir"], REPORTS_ROOT, root_allowed=False)
     _check_inside(source, "run_name", cfg["run_name"], ARTIFACTS_ROOT, root_allowed=False, prefix=f"{ARTIFACTS_ROOT}/")
     langs = set(cfg["languages"])
     for d in cfg["directions"]:

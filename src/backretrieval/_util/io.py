@@ -61,6 +61,28 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
+#: The checkout's folders a run writes its files to (backretrieval.config.REPORTS_ROOT and
+#: ARTIFACTS_ROOT): a relative path under one of them is written only where it still lies under
+#: it once resolved.
+CONTAINED_ROOTS = ("reports", "artifacts")
+
+
+def check_contained(path: str | os.PathLike[str]) -> None:
+    """OutputError if ``path`` is relative, under ``reports/`` or ``artifacts/``, and its folder
+    resolves outside that folder (a symlink on the way, e.g. made after the config was
+    validated): the run writes nowhere else. Other paths (absolute, a test's) are not checked."""
+    final = Path(path)
+    if final.is_absolute() or len(final.parts) < 2 or final.parts[0] not in CONTAINED_ROOTS:
+        return
+    root = Path(final.parts[0]).resolve()
+    real = final.parent.resolve()
+    if real != root and root not in real.parents:
+        raise OutputError(
+            f"{final}: not written: its folder resolves to {str(real)!r}, outside the checkout's "
+            f"{final.parts[0]}/ ({str(root)!r}); a symlink on its way leads elsewhere: remove it"
+        )
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
@@ -71,6 +93,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str | None = None) -> Iter
     killed writer's) are removed (:mod:`backretrieval._util.tempfiles`).
     """
     final = Path(path)
+    check_contained(final)
     sfx = suffix if suffix is not None else "".join(final.suffixes[-1:])
 
     def make() -> str:

@@ -74,12 +74,39 @@ def check_reports_owner(cfg: dict, source: str, root: Path = Path(".")) -> None:
         if owner == run:
             continue
         own = (OWNERS / f"{owner}.json").as_posix()
-        clear = f"rm -rf {folder} {own}" if str(record) != own else f"rm {own}"
+        if str(record) == own:
+            clear = f"rm {own}"
+        elif _holds_other_runs(folder, owner, root):  # never advise deleting other runs' reports
+            clear = f"move that run's own files out of {folder}/ (it holds other runs' reports too) and rm {own}"
+        else:
+            clear = f"rm -rf {folder} {own}"
         raise ConfigError(
             f"{source}: field 'reports_dir': {folder!r} holds the reports of run {owner!r} (recorded in "
             f"{record}), not of this run {run!r}: set another reports_dir (or run_name {owner!r} if it is "
             f"that run), or to replace that run's reports remove them first: {clear}"
         )
+
+
+def _holds_other_runs(folder: str, owner: str, root: Path) -> bool:
+    """Whether ``folder`` is the reports root or holds the reports of a run other than ``owner``
+    (a ``metrics.json`` or a claim of another run in a folder under it)."""
+    from ..config import REPORTS_ROOT
+
+    if _norm(folder) in (REPORTS_ROOT, "."):
+        return True
+    base = root / folder
+    for metrics in base.rglob("metrics.json"):
+        if metrics.parent != base and _metrics_owner(metrics.parent) not in (None, owner):
+            return True
+    for rec in (root / OWNERS).glob("*.json"):
+        try:
+            claim = json.loads(rec.read_text(encoding="utf-8"))
+            run, claimed = str(claim["run_name"]), _norm(claim["reports_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if run != owner and claimed.startswith(_norm(folder) + "/"):
+            return True
+    return False
 
 
 def claim_reports(cfg: dict) -> Path:
