@@ -25,6 +25,10 @@ CONFIG ?= params.yaml
 # commit and push take them: dvc.yaml for the default run (the file holds only its stages),
 # else their names, prefixed runs/dvc.yaml: (dvc commit takes names, not globs of names)
 STAGES = $$(python scripts/dvc_stages.py --targets $(CONFIG))
+# $(CONFIG) read safely and refused in one line, before Snakemake reads it, when it is not a plain
+# YAML mapping: Snakemake runs a YTE template's Python (`__use_yte__: true`) while it loads the
+# file, before the workflow's checks (scripts/plain_config.py; params.yaml is the checkout's own)
+PLAIN = $(if $(filter params.yaml,$(CONFIG)),:,python scripts/plain_config.py $(CONFIG))
 # its reports folder (reports_dir), which `make verify` compares with the committed one
 REPORTS ?= $$(python -c 'from backretrieval.config import load_config; print(load_config("$(CONFIG)")["reports_dir"])')
 
@@ -40,7 +44,7 @@ lock:
 	bash scripts/setup.sh lock
 
 run: setup
-	source $(VENV)/activate && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
+	source $(VENV)/activate && $(PLAIN) && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && stages=$(STAGES) && dvc commit --force --quiet $$stages \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $$stages; fi \
 	  && backretrieval verify $(REPORTS)
@@ -67,7 +71,7 @@ pull: setup
 # tolerance elsewhere; names every field outside it and exits 1. CONFIG=config/multi30k.yaml
 # (or REPORTS=reports/multi30k) for another run.
 verify:
-	$(ACTIVATE) && backretrieval verify $(REPORTS)
+	$(ACTIVATE) && $(PLAIN) && backretrieval verify $(REPORTS)
 
 # `dvc exp show` with the columns a person compares: the default run's main parameters and
 # summary metrics (23 columns; plain `dvc exp show` lists every key of every run's params file,
@@ -110,7 +114,7 @@ SNAKEMAKE_ARGS ?=
 # of `snakemake --list-rules` among the three (Snakemake refuses to force an undefined rule).
 FIGURE_RULES = report case_report human_tally
 figures:
-	$(ACTIVATE) && rules=$$($(SNAKEMAKE) --configfile $(CONFIG) --list-rules 2>/dev/null | grep -xE '$(subst $() ,|,$(FIGURE_RULES))' | tr '\n' ' ') \
+	$(ACTIVATE) && $(PLAIN) && rules=$$($(SNAKEMAKE) --configfile $(CONFIG) --list-rules 2>/dev/null | grep -xE '$(subst $() ,|,$(FIGURE_RULES))' | tr '\n' ' ') \
 	  && python scripts/snakemake_hint.py figures -- $(SNAKEMAKE) --cores 2 --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --forcerun $$rules \
 	  --allowed-rules $$rules all
 

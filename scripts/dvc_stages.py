@@ -105,6 +105,13 @@ CROSS_CONFIG_RULES = {"findings_document"}
 
 def _snakemake_outputs(config_path: str, target: str | None = None) -> list[tuple[str, str]]:
     """(file, rule) of every output of the DAG of ``config_path`` (for ``target``, default: all)."""
+    from backretrieval.config import read_config_file
+    from backretrieval.errors import ConfigError
+
+    try:  # before Snakemake reads it: it would run a YTE template's Python (scripts/plain_config.py)
+        read_config_file(ROOT / config_path)
+    except ConfigError as exc:
+        raise SystemExit(f"dvc_stages: {exc}") from None
     cmd = [sys.executable, "-m", "snakemake", *([target] if target else []), "--summary", "--configfile", config_path]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)

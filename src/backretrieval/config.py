@@ -566,16 +566,64 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: YTE, the template engine Snakemake runs on a YAML config file whose top level says
+#: ``__use_yte__: true``: its ``__definitions__`` block and every ``?``-prefixed key or value are
+#: Python, run while the file is loaded. A config runs no code of its own (docs/SECURITY.md), so
+#: a config file with any of them is refused, before Snakemake reads it wherever the project's
+#: doors can (:func:`read_config_file`; the Makefile's targets: scripts/plain_config.py).
+YTE_KEYS = ("__use_yte__", "__definitions__")
+
+
+def templating(cfg: Any) -> str | None:
+    """Where a parsed config file uses YTE templating (the first place found), or None."""
+    if isinstance(cfg, dict):
+        for key in YTE_KEYS:
+            if key in cfg:
+                return f"its top-level key {key!r}"
+
+    def walk(node: Any, where: str) -> str | None:
+        if isinstance(node, str):
+            return f"{where or '(top level)'}: {node[:60]!r} (a '?' expression)" if node.startswith("?") else None
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            sub = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and key.startswith("?"):
+                return f"key {sub!r} (a '?' expression)"
+            if found := walk(value, sub):
+                return found
+        return None
+
+    return walk(cfg, "")
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """A config file's mapping (ConfigError naming the file when it is missing, not YAML or not
-    a mapping)."""
+    """A config file's mapping (ConfigError naming the file when it is missing, not UTF-8, not
+    YAML, not a mapping, or a YTE template: :func:`templating`)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"{path}: config file cannot be read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        from .data.prepared import read_text_utf8
+        from .errors import InputError
+
+        try:  # its message names the first bad byte, its line and column
+            read_text_utf8(path, "config file")
+        except InputError as exc:
+            raise ConfigError(str(exc)) from exc
+        raise
+    try:
+        cfg = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from exc
+    if where := templating(cfg):
+        raise ConfigError(
+            f"{path}: uses YTE templating ({where}), which runs Python when Snakemake loads the file; "
+            "a backretrieval config is plain YAML and runs no code: write the values out (docs/SECURITY.md)"
+        )
     if cfg is None:
         return {}
     if not isinstance(cfg, dict):
