@@ -67,6 +67,9 @@ def validate_config(
             raise
         msg = str(exc)
         msg = msg[len(source) + 2 :] if msg.startswith(f"{source}: ") else msg
+        if any(t.startswith("--config ") and ("=[" in t or "={" in t or "." in t.split("=", 1)[0]) for t in named):
+            # Snakemake's --config reads a list's or mapping's items as strings ('0', not 0)
+            msg += "; --config cannot give a list or a mapping (its items arrive as strings): put it in a YAML file and pass it with --configfile"
         raise ConfigError(f"{', '.join(named)} (overriding {source}): {msg}") from exc
 
 
@@ -128,11 +131,49 @@ def schema_problems(cfg: Any) -> list[tuple[str, str]]:
             continue
         if e.validator == "pattern" and isinstance(e.schema, dict) and e.schema.get("description"):
             # the schema's $defs say what a name, a language or a path may hold
-            msg = f"{msg}: {e.schema['description']}"
+            msg = f"{_short(e.instance)} does not match {e.validator_value!r}: {e.schema['description']}"
+        elif e.validator == "maxLength":  # a name or path the filesystem would refuse, hours later
+            msg = f"{_short(e.instance)} is {len(e.instance)} characters long; the limit is {e.validator_value}"
+        elif e.validator == "not" and isinstance(e.instance, str):  # $defs.path: a component's length
+            msg = f"{_short(e.instance)} has a folder or file name longer than 255 characters (the filesystem's limit)"
+        elif e.validator == "anyOf":  # say what is allowed, not "not valid under any of the given schemas"
+            msg = f"{_short(e.instance)} is not {' or '.join(_what(s) for s in e.validator_value)}"
+            limits = [c for c in e.context or () if c.validator in ("maxLength", "not")]
+            if limits:
+                msg += " (too long: at most 1024 characters, 255 per folder or file name)"
         if "propertyNames" in e.relative_schema_path:  # a map's key (an encoder's name, ...)
             msg = f"key {msg}"
         out.append((where or "(top level)", msg))
     return list(dict.fromkeys(out))  # a missing key is in each of its mapping's `required` errors
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the full length said (a 10,000-character
+    value is not repeated in a message)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
+
+
+def _what(sub: dict) -> str:
+    """What a sub-schema of an ``anyOf`` allows, in words."""
+    if "$ref" in sub:
+        name = sub["$ref"].rsplit("/", 1)[-1]
+        desc = (schema().get("$defs", {}).get(name) or {}).get("description")
+        return f"a {name}" + (f" ({desc})" if desc else "")
+    if "enum" in sub:
+        return "one of " + ", ".join(repr(v) for v in sub["enum"])
+    kind = sub.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    words = {
+        "null": "null",
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "a mapping",
+    }
+    return " or ".join(words.get(str(k), str(k)) for k in kinds)
 
 
 #: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
@@ -679,13 +720,26 @@ def load_config(
     given: dict[str, str] = {}
     for ov in overrides or []:
         if "=" not in ov:
-            raise ConfigError(f"override {ov!r}: expected key.path=value")
+            raise ConfigError(f"--set {_short(ov)}: expected key.path=value")
         key, value = ov.split("=", 1)
         node = cfg
         parts = key.split(".")
-        for p in parts[:-1]:
+        for i, p in enumerate(parts[:-1]):
             node = node.setdefault(p, {})
-        node[parts[-1]] = yaml.safe_load(value)
+            if not isinstance(node, dict):  # --set run_name.x=1, --set seeds.0=5
+                what = (
+                    "a list (give it whole: --set key=[...])" if isinstance(node, list) else f"a {type(node).__name__}"
+                )
+                raise ConfigError(
+                    f"--set {_short(ov)}: {'.'.join(parts[: i + 1])!r} is {what}, not a mapping with keys; "
+                    "a --set key names a mapping's key"
+                )
+        try:
+            node[parts[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(
+                f"--set {_short(ov)}: the value is not YAML ({' '.join(str(exc).split())}); quote it: --set 'key=\"...\"'"
+            ) from exc
         given[key] = f"--set {ov}"
     return validate_config(cfg, source, given)
 
