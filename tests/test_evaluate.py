@@ -400,7 +400,9 @@ def test_compare_states_the_better_model(two_results, tmp_path, capsys):
             R.scores_by_direction(a)[c.direction]["metrics"]["bkr_recall"]["mean"]
             - R.scores_by_direction(b)[c.direction]["metrics"]["bkr_recall"]["mean"]
         )
-        assert c.ci_low <= c.diff <= c.ci_high and c.mcnemar_p <= c.mcnemar_p_adjusted
+        assert c.ci_low <= c.diff <= c.ci_high and c.p <= c.p_adjusted
+        # the unit is the distinct item: 4 seeds re-draw the items, so fewer items than queries
+        assert 100 < c.n_items < 400
     R.write_result(tmp_path / "a.json", a)
     R.write_result(tmp_path / "b.json", b)
     rc, text, _ = _cli(
@@ -409,10 +411,12 @@ def test_compare_states_the_better_model(two_results, tmp_path, capsys):
     assert rc == 0
     first = text.splitlines()[3]
     assert first.startswith("ngram beats rnd on en→de: ngram - rnd = +0."), text
-    assert first.endswith("p < 0.001") and "McNemar exact" in text and "Holm-adjusted over 2 directions" in text
+    assert first.endswith("p < 0.001") and "paired permutation test over distinct items" in text
+    assert "Holm-adjusted over 2 directions" in text and "distinct items in 400 paired queries" in text
     assert len(json.loads((tmp_path / "cmp.json").read_text())["comparisons"]) == 2
     rc, text, _ = _cli(capsys, "compare", str(tmp_path / "a.json"), str(tmp_path / "a.json"))
-    assert rc == 0 and "no significant difference on en→de" in text and "+0.000 [+0.000, +0.000], p = 1.000" in text
+    # no difference on any item: no interval can be estimated, and none is printed
+    assert rc == 0 and "no significant difference on en→de" in text and "+0.000 [no CI], p = 1.000" in text
 
 
 def test_compare_verdict_states_a_minus_b_whoever_wins():
@@ -420,7 +424,7 @@ def test_compare_verdict_states_a_minus_b_whoever_wins():
     from backretrieval.evaluation.compare import Comparison
 
     def verdict(diff: float, lo: float, hi: float, p: float) -> str:
-        return Comparison("en-de", "a", "b", 0.5 + diff, 0.5, diff, lo, hi, p, p, p, 400, 1, 10, 10).verdict()
+        return Comparison("en-de", "a", "b", 0.5 + diff, 0.5, diff, lo, hi, p, p, 250, 400, 1, 10, 10).verdict()
 
     assert verdict(0.05, 0.02, 0.08, 0.001) == "a beats b on en→de: a - b = +0.050 [+0.020, +0.080], p = 0.001"
     assert verdict(-0.05, -0.08, -0.02, 0.001) == "b beats a on en→de: a - b = -0.050 [-0.080, -0.020], p = 0.001"

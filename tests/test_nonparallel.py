@@ -122,33 +122,36 @@ def test_snakemake_reports(run_dir):
     h15 = sum(1 / i for i in range(1, 16))
     assert base[base.metric == "bkr_mrr"]["mean"].tolist() == pytest.approx([h15 / 15] * 2)  # H_N/N
     enc = ci[(ci["encoder"] != "random baseline")]
-    assert (
-        (enc["n_seeds"] == 2).all() and (enc["ci_low"] <= enc["mean"]).all() and (enc["mean"] <= enc["ci_high"]).all()
-    )
+    with_ci = enc[enc["metric"] != "corr"]  # CORR has no per-query values: no item bootstrap, no interval
+    assert (enc["n_seeds"] == 2).all() and enc.loc[enc["metric"] == "corr", "ci_low"].isna().all()
+    assert (with_ci["ci_low"] <= with_ci["mean"]).all() and (with_ci["mean"] <= with_ci["ci_high"]).all()
+    assert (with_ci["n_items"] < 2 * 15).all()  # 2 seeds re-draw items: fewer items than queries
 
     ranking = pd.read_csv(rep / "ranking.csv")
     assert list(ranking.columns) == [
-        "rank", "encoder", "bkr_recall", "ci_low", "ci_high", "bkr_mrr", "worst_direction", "n_queries"
+        "rank", "encoder", "bkr_recall", "ci_low", "ci_high", "bkr_mrr", "worst_direction", "n_queries", "n_items"
     ]  # fmt: skip
     assert ranking["bkr_recall"].is_monotonic_decreasing and set(ranking["encoder"]) == set(ENCODERS)
     assert ranking["n_queries"].tolist() == [2 * 2 * 15] * 3  # directions × seeds × N
 
     pw = pd.read_csv(rep / "pairwise.csv")
     assert {"direction", "encoder_a", "encoder_b", "diff", "ci_low", "ci_high", "n10", "n01"} <= set(pw.columns)
-    assert {"mcnemar_p", "mcnemar_p_holm"} <= set(pw.columns)
+    assert {"p", "p_holm", "n_items"} <= set(pw.columns)
     pooled = pw[pw["direction"] == "all"]
     assert len(pooled) == 3  # every pair of the 3 encoders
-    assert (pooled["mcnemar_p_holm"] >= pooled["mcnemar_p"]).all()
-    assert (pooled["mcnemar_p_holm"] <= 1).all()
+    assert (pooled["p_holm"] >= pooled["p"]).all()
+    assert (pooled["p_holm"] <= 1).all()
+    assert (pooled["n_items"] < pooled["n_queries"]).all()  # the unit: a distinct item
     # Holm: the smallest p is multiplied by the number of pairs (capped at 1)
-    smallest = pooled.sort_values("mcnemar_p").iloc[0]
-    assert smallest["mcnemar_p_holm"] == pytest.approx(min(1.0, 3 * smallest["mcnemar_p"]))
+    smallest = pooled.sort_values("p").iloc[0]
+    assert smallest["p_holm"] == pytest.approx(min(1.0, 3 * smallest["p"]))
     assert set(pw["direction"]) == {"all", "en-de", "de-en"}
 
     md = (rep / "bkr_report.md").read_text()
     assert "XLR" in md and "not parallel" in md and "ground-truth" in md
     assert "XLR Recall" not in md and "Pearson" not in md and "xlr_recall" not in md
     assert "random baseline" in md and "Holm" in md and "SYNTHETIC" in md
+    assert "Unit of every test and interval: the distinct item" in md
     assert "BkR Recall@5" in md and "MRR" in md
     for e in ENCODERS:
         assert e in md

@@ -86,7 +86,9 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
     assert {frozenset(ab) for ab in zip(pooled["encoder_a"], pooled["encoder_b"])} == {
         frozenset(ab) for ab in combinations(NAMES, 2)
     }
-    assert (pooled["mcnemar_p_holm"] >= pooled["mcnemar_p"]).all() and (pooled["mcnemar_p_holm"] <= 1).all()
+    assert (pooled["p_holm"] >= pooled["p"]).all() and (pooled["p_holm"] <= 1).all()
+    # the unit is the distinct item: 2 seeds × 12 queries of the 30 items per direction
+    assert (pooled["n_items"] < pooled["n_queries"]).all() and (pooled["n_queries"] == 2 * 2 * 12).all()
     assert set(pw["direction"]) == {"all", "en-de", "de-en"}
 
     md = (out / "ranking.md").read_text(encoding="utf-8")
@@ -94,6 +96,7 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
     h_n = sum(1 / i for i in range(1, p["n"] + 1)) / p["n"]
     assert f"| — | random baseline | {p['k'] / p['n']:.3f} (k/N) | {h_n:.3f} (H_N/N) |" in md
     assert "not parallel" in md and "XLR Recall" not in md
+    assert f"queries of an encoder are {doc_items(out)} distinct items" in md
     for name in NAMES:
         assert f"| {name} |" in md or f"**{name}**" in md
 
@@ -123,6 +126,10 @@ def test_bad_input_is_one_line_exit_2_and_no_output(byo, tmp_path, models, expec
     assert not out.exists() and not (tmp_path / "results").exists()
 
 
+def doc_items(out: Path) -> int:
+    return json.loads((out / "ranking.json").read_text(encoding="utf-8"))["n_items"]["all"]
+
+
 def _frame(parallel: bool, seed: int = 0) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]]]:
     """Tidy metric rows and per-query BkR hits of three encoders (hit rates .6, .4, .2)."""
     rng = np.random.default_rng(seed)
@@ -143,12 +150,27 @@ def _frame(parallel: bool, seed: int = 0) -> tuple[pd.DataFrame, dict[str, dict[
     return pd.DataFrame(rows), hits
 
 
+def _ranks(hits):
+    """Per-query BkR ranks (1 for a hit, 30 for a miss) in rank_encoders' layout."""
+    return {e: {d: {"bkr": np.where(h, 1, 30)} for d, h in by_dir.items()} for e, by_dir in hits.items()}
+
+
+def _units() -> dict[str, np.ndarray]:
+    """The item of every query of _frame: 3 seeds × 30 queries drawn from 40 items per direction
+    (overlapping samples), so most items are queried 2 or 3 times."""
+    rng = np.random.default_rng(1)
+    return {
+        d: np.concatenate([np.array([f"{d}:{i}" for i in rng.choice(40, 30, replace=False)]) for _ in range(3)])
+        for d in ("en-de", "de-en")
+    }
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 def test_ranking_of_a_fixed_frame(parallel):
     from backretrieval.reporting.ranking import NO_XLR_SENTENCE, XLR_SENTENCE, rank_encoders
 
     metrics, hits = _frame(parallel)
-    r = rank_encoders(metrics, hits, k=3, sample_size=30, n_seeds=3, B=200, seed=0)
+    r = rank_encoders(metrics, _ranks(hits), _units(), k=3, sample_size=30, n_seeds=3, B=200, seed=0)
     means = metrics[metrics.metric == "bkr_recall"].groupby("encoder")["value"].mean()
     assert r.ranking["encoder"].tolist() == means.sort_values(ascending=False).index.tolist()
     md = r.markdown(title="T", caption="C")
@@ -159,11 +181,12 @@ def test_ranking_of_a_fixed_frame(parallel):
         assert set(r.baseline) == {"bkr_recall", "bkr_mrr", "xlr_recall", "xlr_mrr"}
     else:
         assert list(r.ranking.columns) == [
-            "rank", "encoder", "bkr_recall", "ci_low", "ci_high", "bkr_mrr", "worst_direction", "n_queries"
+            "rank", "encoder", "bkr_recall", "ci_low", "ci_high", "bkr_mrr", "worst_direction", "n_queries",
+            "n_items",
         ]  # fmt: skip
         assert set(r.baseline) == {"bkr_recall", "bkr_mrr"}
     widths = {line.count("|") for line in md.splitlines() if line.startswith("| ") and "encoder" not in line}
-    assert widths == {7, 8 + parallel, 6 + parallel}, widths  # every row of each table has its header's cells
+    assert widths == {8, 8 + parallel, 6 + parallel}, widths  # every row of each table has its header's cells
 
 
 def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
@@ -201,7 +224,7 @@ def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
     meta = DatasetMeta(name="byo", synthetic=False, parallel=False, languages=LANGS)
     build_bkr_report(metrics_files=files, meta=meta, text_files={}, settings=settings, out=out)
 
-    r = rank_encoders(metrics, hits, k=3, sample_size=30, n_seeds=3, B=200, seed=0)
+    r = rank_encoders(metrics, _ranks(hits), None, k=3, sample_size=30, n_seeds=3, B=200, seed=0)
     caption = ranking_caption(
         dataset="byo", synthetic=False, parallel=False, image_backbone="pixels", text_field="title",
         sample_size=30, n_seeds=3, n_encoders=3,

@@ -103,15 +103,21 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"--out-dir {args.out_dir}: is a file; name the folder for the ranking's files ({', '.join(RANK_FILES)})"
         )
     evs = evaluate_models(models, args.dataset, args.directions, **_eval_kwargs(args))
+    import numpy as np
     import pandas as pd
 
     first = evs[0]
     prot, dataset = first.protocol, {key: v for key, v in first.dataset.items() if key != "path"}
     n, k, n_seeds, B = int(prot["n"]), int(prot["k"]), len(prot["seeds"]), int(args.bootstrap)
     metrics = pd.concat([ev.scores for ev in evs], ignore_index=True)
-    ranking = rank_encoders(
-        metrics, {ev.model["name"]: ev.hits("bkr") for ev in evs}, k=k, sample_size=n, n_seeds=n_seeds, B=B, seed=0
-    )
+    ranks = {
+        ev.model["name"]: {
+            d: {kind: np.concatenate([by_seed[s][kind] for s in sorted(by_seed)]) for kind in by_seed[min(by_seed)]}
+            for d, by_seed in ev.ranks.items()
+        }
+        for ev in evs
+    }
+    ranking = rank_encoders(metrics, ranks, first.units(), k=k, sample_size=n, n_seeds=n_seeds, B=B, seed=0)
     caption = ranking_caption(
         dataset=str(dataset["name"]),
         synthetic=bool(dataset.get("synthetic")),

@@ -1,11 +1,13 @@
-"""Which of two encoders has the higher BkR: paired tests on the per-query hits of two results.
+"""Which of two encoders has the higher BkR: paired tests on the per-query hits of two results,
+with the distinct item as the unit.
 
-Per direction, the BkR hits of every seed's sample are pooled (seeds × N paired queries; the
-same pooling as the case study's Table 2): :func:`backretrieval.stats.mcnemar_exact` on the
-discordant pairs and :func:`backretrieval.stats.paired_bootstrap_diff` (percentile CI of
-``BkR(A) - BkR(B)``). With several directions the McNemar p-values are Holm-adjusted across
-them; the verdict uses the adjusted p. Seeds' samples overlap, so the pooled queries are not
-independent draws; the tests treat them as given.
+Per direction, the BkR hits of every seed's sample are paired query by query; the seeds'
+samples overlap (an item is often drawn by several seeds), so the unit of the test is the
+distinct item (the query's image): :func:`backretrieval.stats.item_paired_test`, a paired
+permutation test of each item's summed difference, and the item-bootstrap interval of
+``BkR(A) - BkR(B)`` (the pooled difference over the queries). With several directions the
+p-values are Holm-adjusted across them; the verdict uses the adjusted p. Every comparison
+says how many distinct items it rests on.
 
 Two results are comparable only if they share the data (dataset content sha256), the samples
 of each compared direction (sha256 of the seeded samples: same N, seeds, items), k, the text
@@ -41,15 +43,16 @@ class Comparison:
     bkr_a: float
     bkr_b: float
     diff: float  # BkR(A) - BkR(B), pooled over seeds
-    ci_low: float
+    ci_low: float  # item bootstrap; NaN where no honest interval exists (``note``)
     ci_high: float
-    bootstrap_p: float
-    mcnemar_p: float
-    mcnemar_p_adjusted: float  # Holm across the compared directions
+    p: float  # paired permutation test over distinct items
+    p_adjusted: float  # Holm across the compared directions
+    n_items: int  # distinct items (query images) the test and the interval rest on
     n_queries: int
     n_seeds: int
     n10: int  # queries A hits and B misses
     n01: int  # queries B hits and A misses
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,14 +60,21 @@ class Comparison:
     def verdict(self, alpha: float = 0.05) -> str:
         src, tgt = self.direction.split("-")
         d = f"{src}→{tgt}"
-        p = p_text(self.mcnemar_p_adjusted)
+        p = p_text(self.p_adjusted)
         # the difference is always A - B, as the header says: negative when B wins
-        diff = f"{self.model_a} - {self.model_b} = {self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], {p}"
-        if self.mcnemar_p_adjusted < alpha and self.diff > 0:
+        diff = f"{self.model_a} - {self.model_b} = {self.diff:+.3f} {interval_text(self.ci_low, self.ci_high)}, {p}"
+        if self.p_adjusted < alpha and self.diff > 0:
             return f"{self.model_a} beats {self.model_b} on {d}: {diff}"
-        if self.mcnemar_p_adjusted < alpha and self.diff < 0:
+        if self.p_adjusted < alpha and self.diff < 0:
             return f"{self.model_b} beats {self.model_a} on {d}: {diff}"
         return f"no significant difference on {d}: {diff}"
+
+
+def interval_text(low: float, high: float) -> str:
+    """``[+0.012, +0.080]``, or ``[no CI]`` where none could be estimated honestly."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "[no CI]"
+    return f"[{low:+.3f}, {high:+.3f}]"
 
 
 def _label(res: dict[str, Any], fallback: str) -> str:
@@ -117,6 +127,17 @@ def _pooled_hits(res: dict[str, Any], d: str, label: str) -> np.ndarray:
         raise InputError(f"{label}: per-query BkR hits of {d} cannot be decoded ({exc})") from exc
 
 
+def _pooled_units(res: dict[str, Any], d: str, label: str) -> np.ndarray:
+    """The query images of a direction's seeds, in the order of :func:`_pooled_hits`."""
+    units = scores_by_direction(res)[d].get("per_query", {}).get("query_images")
+    if units is None:
+        raise InputError(
+            f"{label}: no per-query image ids for {d} (a result written by an older version): the paired "
+            "test's unit is the distinct item; evaluate the model again to write them"
+        )
+    return np.asarray([str(u) for seed_units in units for u in seed_units], dtype=object)
+
+
 def compare_results(
     a: dict[str, Any],
     b: dict[str, Any],
@@ -133,12 +154,16 @@ def compare_results(
     common = check_comparable(a, b, la, lb)
     hits_a = {d: _pooled_hits(a, d, la) for d in common}
     hits_b = {d: _pooled_hits(b, d, lb) for d in common}
-    return compare_hits(hits_a, hits_b, label_a=la, label_b=lb, n_seeds=len(a["protocol"]["seeds"]), B=B, seed=seed)
+    units = {d: _pooled_units(a, d, la) for d in common}  # the same samples (checked): A's ids
+    return compare_hits(
+        hits_a, hits_b, units, label_a=la, label_b=lb, n_seeds=len(a["protocol"]["seeds"]), B=B, seed=seed
+    )
 
 
 def compare_hits(
     hits_a: Mapping[str, np.ndarray],
     hits_b: Mapping[str, np.ndarray],
+    units: Mapping[str, np.ndarray],
     *,
     label_a: str,
     label_b: str,
@@ -147,36 +172,39 @@ def compare_hits(
     seed: int = 0,
 ) -> list[Comparison]:
     """One :class:`Comparison` per direction of ``hits_a`` (in its order) from the per-query
-    BkR hits of two encoders, pooled over seeds and paired by query: McNemar exact, Holm-adjusted
-    across the directions, and the paired bootstrap of the difference."""
+    BkR hits of two encoders, pooled over seeds and paired by query; ``units[direction]``: the
+    item (query image) of every query, equal for an item drawn by several seeds. The test and
+    the interval resample distinct items (:func:`backretrieval.stats.item_paired_test`); the
+    p-values are Holm-adjusted across the directions."""
     raw = []
     for d, ha in hits_a.items():
         hb = hits_b[d]
-        if ha.shape != hb.shape:
-            raise InputError(f"{label_a} and {label_b}: {ha.size} vs {hb.size} per-query hits for {d}")
-        mc = stats.mcnemar_exact(ha, hb)
-        bs = stats.paired_bootstrap_diff(ha, hb, B=B, seed=seed)
-        raw.append((d, ha, hb, mc, bs))
+        if ha.shape != hb.shape or units[d].shape != ha.shape:
+            raise InputError(
+                f"{label_a} and {label_b}: {ha.size} vs {hb.size} per-query hits and {units[d].size} item ids for {d}"
+            )
+        raw.append((d, ha, hb, stats.item_paired_test(ha, hb, units[d], B=B, seed=seed)))
     adj = stats.adjust_pvalues(np.array([r[3].pvalue for r in raw]), method="holm")
     out = []
-    for (d, ha, hb, mc, bs), p_adj in zip(raw, adj):
+    for (d, ha, hb, t), p_adj in zip(raw, adj):
         out.append(
             Comparison(
                 direction=d,
                 model_a=label_a,
                 model_b=label_b,
-                bkr_a=float(ha.mean()),
-                bkr_b=float(hb.mean()),
-                diff=bs.diff,
-                ci_low=bs.low,
-                ci_high=bs.high,
-                bootstrap_p=bs.pvalue,
-                mcnemar_p=mc.pvalue,
-                mcnemar_p_adjusted=float(p_adj),
-                n_queries=int(ha.size),
+                bkr_a=float(np.mean(ha)),
+                bkr_b=float(np.mean(hb)),
+                diff=t.diff,
+                ci_low=t.low,
+                ci_high=t.high,
+                p=t.pvalue,
+                p_adjusted=float(p_adj),
+                n_items=t.n_items,
+                n_queries=t.n_queries,
                 n_seeds=n_seeds,
-                n10=int(mc.extra["n10"]),
-                n01=int(mc.extra["n01"]),
+                n10=int(t.n10 or 0),
+                n01=int(t.n01 or 0),
+                note=t.note,
             )
         )
     return out
@@ -192,10 +220,10 @@ PAIRWISE_COLUMNS = [
     "diff",
     "ci_low",
     "ci_high",
-    "bootstrap_p",
-    "mcnemar_p",
-    "mcnemar_p_holm",
+    "p",
+    "p_holm",
     "holm_family",
+    "n_items",
     "n_queries",
     "n10",
     "n01",
@@ -203,32 +231,49 @@ PAIRWISE_COLUMNS = [
 
 
 def pairwise_comparisons(
-    hits: Mapping[str, Mapping[str, np.ndarray]], *, n_seeds: int, B: int = DEFAULT_BOOTSTRAP, seed: int = 0
+    hits: Mapping[str, Mapping[str, np.ndarray]],
+    units: Mapping[str, np.ndarray],
+    *,
+    n_seeds: int,
+    B: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Every pair of encoders (``hits[encoder][direction]``: per-query BkR hits pooled over
-    seeds; pairs in the order of ``hits``, A before B) compared on paired hits.
+    seeds; pairs in the order of ``hits``, A before B) compared on paired hits with the distinct
+    item as the unit (``units[direction]``: every query's item, e.g. its image id).
 
-    Rows with ``direction == "all"``: the hits pooled over every direction, McNemar p
-    Holm-adjusted across the pairs (the ranking's tests). One row per direction: the
-    :func:`compare_hits` of the pair (what ``backretrieval compare`` prints for two results),
-    Holm-adjusted across that pair's directions. Columns: :data:`PAIRWISE_COLUMNS`.
+    Rows with ``direction == "all"``: the hits pooled over every direction (an item queried in
+    two directions is one unit where its key is the same), p Holm-adjusted across the pairs (the
+    ranking's tests). One row per direction: the :func:`compare_hits` of the pair (what
+    ``backretrieval compare`` prints for two results), Holm-adjusted across that pair's
+    directions. Columns: :data:`PAIRWISE_COLUMNS`.
     """
     encoders = list(hits)
     pairs = [(a, b) for i, a in enumerate(encoders) for b in encoders[i + 1 :]]
     pooled = []
+    dirs = list(hits[encoders[0]]) if encoders else []
+    cat_units = np.concatenate([np.asarray(units[d], dtype=object) for d in dirs]) if dirs else np.empty(0, object)
     for a, b in pairs:
-        dirs = list(hits[a])
         cat_a = np.concatenate([hits[a][d] for d in dirs])
         cat_b = np.concatenate([hits[b][d] for d in dirs])
         pooled.append(
-            compare_hits({"all": cat_a}, {"all": cat_b}, label_a=a, label_b=b, n_seeds=n_seeds, B=B, seed=seed)[0]
+            compare_hits(
+                {"all": cat_a},
+                {"all": cat_b},
+                {"all": cat_units},
+                label_a=a,
+                label_b=b,
+                n_seeds=n_seeds,
+                B=B,
+                seed=seed,
+            )[0]
         )
-    across_pairs = stats.adjust_pvalues(np.array([c.mcnemar_p for c in pooled]), method="holm") if pooled else []
+    across_pairs = stats.adjust_pvalues(np.array([c.p for c in pooled]), method="holm") if pooled else []
     rows = []
     for (a, b), c, p_holm in zip(pairs, pooled, across_pairs):
         rows.append(_pair_row(c, float(p_holm), "pairs"))
-        for cd in compare_hits(hits[a], hits[b], label_a=a, label_b=b, n_seeds=n_seeds, B=B, seed=seed):
-            rows.append(_pair_row(cd, cd.mcnemar_p_adjusted, "directions of the pair"))
+        for cd in compare_hits(hits[a], hits[b], units, label_a=a, label_b=b, n_seeds=n_seeds, B=B, seed=seed):
+            rows.append(_pair_row(cd, cd.p_adjusted, "directions of the pair"))
     return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
 
 
@@ -242,10 +287,10 @@ def _pair_row(c: Comparison, p_holm: float, family: str) -> dict[str, Any]:
         diff=c.diff,
         ci_low=c.ci_low,
         ci_high=c.ci_high,
-        bootstrap_p=c.bootstrap_p,
-        mcnemar_p=c.mcnemar_p,
-        mcnemar_p_holm=p_holm,
+        p=c.p,
+        p_holm=p_holm,
         holm_family=family,
+        n_items=c.n_items,
         n_queries=c.n_queries,
         n10=c.n10,
         n01=c.n01,
@@ -259,16 +304,17 @@ def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, A
     lines = [
         f"BkR Recall@{k}: {comps[0].model_a} (A) vs {comps[0].model_b} (B) on {a['dataset']['name']}"
         f"{' (SYNTHETIC data)' if a['dataset'].get('synthetic') else ''}; N={n}, {seeds} seed(s)",
-        f"difference A - B with the 95% paired-bootstrap CI; p: McNemar exact on the per-query hits pooled "
-        f"over seeds{', Holm-adjusted over ' + str(len(comps)) + ' directions' if len(comps) > 1 else ''}",
+        "difference A - B with the 95% CI of a bootstrap over distinct items; p: paired permutation test over "
+        "distinct items (an item drawn by several seeds counts once, its queries' differences summed)"
+        f"{', Holm-adjusted over ' + str(len(comps)) + ' directions' if len(comps) > 1 else ''}",
         "",
     ]
     for c in comps:
         lines.append(c.verdict(alpha))
         lines.append(
-            f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_queries} paired queries ({c.n_seeds} seeds × N={n}), "
-            f"A-only hits {c.n10}, B-only hits {c.n01}; McNemar {p_text(c.mcnemar_p)}"
-            f"{' (unadjusted)' if len(comps) > 1 else ''}, paired bootstrap {p_text(c.bootstrap_p)}"
+            f"    BkR A {c.bkr_a:.3f}, B {c.bkr_b:.3f}; {c.n_items} distinct items in {c.n_queries} paired queries "
+            f"({c.n_seeds} seeds × N={n}), A-only hits {c.n10}, B-only hits {c.n01}; {p_text(c.p)}"
+            f"{' (unadjusted)' if len(comps) > 1 else ''}" + (f"; {c.note}" if c.note else "")
         )
     if a["image_backbone"].get("features_sha256") != b["image_backbone"].get("features_sha256"):
         lines += [

@@ -9,7 +9,8 @@ content sha256), ``mteb_version`` (the installed mteb's, else null), ``evaluatio
 ``languages`` as ISO 639-3 + ISO 15924 codes such as ``eng-Latn``, ``main_score`` = BkR
 Recall@k, every metric's mean as a flat key, e.g. ``bkr_recall_at_10``), plus our own fields
 (MTEB keeps unknown fields): per-seed values and CIs (``metrics``), per-query hits, the
-samples' sha256, the model, dataset, image side and protocol; each score entry also carries a
+samples' sha256, the model, dataset, image side and protocol (per direction also the image id
+of every seed's queries, ``per_query.query_images``: the unit of ``compare``'s test); each score entry also carries a
 copy of the top-level fields that are not MTEB's (``backretrieval``), since mteb drops unknown
 top-level fields when it saves a result again; :func:`read_result` restores them. Everything outside ``volatile``
 and the MTEB fields ``evaluation_time`` and ``mteb_version`` is a function of the inputs (same
@@ -236,6 +237,9 @@ def direction_entry(ev: Any, d: str, summ: pd.DataFrame) -> dict[str, Any]:
     for kind in ("bkr", "xlr"):
         if all(kind in ev.ranks[d][s] for s in seeds):
             per_query[f"{kind}_hits"] = [pack_hits(ev.ranks[d][s][kind] <= k) for s in seeds]
+    units = getattr(ev, "query_units", {}).get(d)
+    if units:  # the query's image per seed: the unit of `compare`'s test (an item re-drawn is one)
+        per_query["query_images"] = [list(units[s]) for s in seeds]
     src, tgt = d.split("-")
     return {
         "hf_subset": d,

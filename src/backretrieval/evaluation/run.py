@@ -335,6 +335,9 @@ class Evaluation:
     samples_sha256: dict[str, str]
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: per direction and seed, the image id of every query (the distinct item: the unit of the
+    #: paired tests and intervals; an item drawn by several seeds has one key)
+    query_units: dict[str, dict[int, list[str]]] = field(default_factory=dict)
 
     def summary(self, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
         """Mean, sd and 95% CI per direction and metric (see :func:`.results.summarize`)."""
@@ -348,6 +351,13 @@ class Evaluation:
         k = int(self.protocol["k"])
         return {
             d: np.concatenate([np.asarray(by_seed[s][kind]) <= k for s in sorted(by_seed)])
+            for d, by_seed in self.ranks.items()
+        }
+
+    def units(self) -> dict[str, np.ndarray]:
+        """Per direction, the item (query image) of every query, in the order of :meth:`hits`."""
+        return {
+            d: np.asarray([u for s in sorted(by_seed) for u in self.query_units[d][s]], dtype=object)
             for d, by_seed in self.ranks.items()
         }
 
@@ -421,6 +431,10 @@ def evaluate_models(
         "path": str(root),
     }
     record = {"directions": plan.directions, **protocol.record()}
+    image_of = plan.image_of()
+    query_units = {
+        d: {s.seed: [image_of[d.split("-")[0]][i] for i in s.queries] for s in plan.samples[d]} for d in plan.directions
+    }
     out = []
     for (_enc, desc), label, fp in zip(resolved, labels, fingerprints):
         per_dir: dict[str, dict[int, dict[str, np.ndarray]]] = {}
@@ -439,6 +453,7 @@ def evaluate_models(
                 protocol=record,
                 samples_sha256=plan.samples_sha256(),
                 seconds=seconds,
+                query_units=query_units,
             )
         )
     return out

@@ -37,8 +37,8 @@ import numpy as np
 
 from ._base import (
     DEFAULT_BLOCK_ELEMS,
-    Columns,
     GATHER_BLOCK_ELEMS,
+    Columns,
     _as_pair,
     _block_rows,
     _check_bkr_shapes,

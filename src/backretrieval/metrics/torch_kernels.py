@@ -184,7 +184,6 @@ class _Columns:
         return out if self.inverse is None else out.index_select(1, self.inverse)
 
 
-
 @_kernel
 def _ranks_of_true(
     queries: torch.Tensor,

@@ -11,7 +11,8 @@ effect size (with its name) where one is defined, and ``n``. Bootstrap functions
 :class:`BootstrapCI` / :class:`BootstrapDiff`. All randomness comes from
 ``np.random.default_rng(seed)``: the same inputs and seed give bit-identical results.
 
-Modules: :mod:`.tests` (hypothesis tests), :mod:`.bootstrap`, :mod:`.correlation`
+Modules: :mod:`.tests` (hypothesis tests), :mod:`.bootstrap`, :mod:`.items` (the item as
+the unit), :mod:`.correlation`
 (:func:`correlate`: metric vs XLR across encoders, Table 1), :mod:`.format`; :mod:`._common`
 holds the result types and input checks.
 
@@ -22,8 +23,10 @@ Which test answers which question:
 * The same comparison within one seed, where both correlations are computed over the same
   encoders and share the variable XLR: :func:`steiger_z`, :func:`williams_t`.
 * Several comparisons at once: :func:`adjust_pvalues` (Bonferroni / Holm).
-* Two models on one retrieval metric, paired per query (0/1 hits): :func:`mcnemar_exact`,
-  :func:`paired_bootstrap_diff`.
+* Two models on one retrieval metric, paired per query, with the distinct item as the unit
+  (queries of overlapping samples: an item drawn by several seeds is one unit):
+  :func:`item_paired_test`; a pooled mean's interval: :func:`item_bootstrap_ci` (:mod:`.items`).
+  For independent queries only: :func:`mcnemar_exact`, :func:`paired_bootstrap_diff`.
 * Uncertainty of a mean / Recall@k / a correlation over ~10 encoders: :func:`bootstrap_ci`,
   :func:`bootstrap_corr_ci`.
 * Human study: :func:`mann_whitney` (ratings), :func:`fisher_exact_counts` (yes/no counts).
@@ -35,6 +38,7 @@ from ._common import BootstrapCI, BootstrapDiff, TestResult
 from .bootstrap import bootstrap_ci, bootstrap_corr_ci, paired_bootstrap_diff
 from .correlation import correlate, rank_agreement
 from .format import format_p, significance_marker
+from .items import ItemInterval, ItemPairedTest, item_bootstrap_ci, item_paired_test, item_totals, sign_flip_pvalue
 from .tests import (
     adjust_pvalues,
     fisher_exact_counts,
@@ -54,6 +58,12 @@ __all__ = [
     "williams_t",
     "adjust_pvalues",
     "mcnemar_exact",
+    "item_paired_test",
+    "item_bootstrap_ci",
+    "item_totals",
+    "sign_flip_pvalue",
+    "ItemPairedTest",
+    "ItemInterval",
     "paired_bootstrap_diff",
     "bootstrap_ci",
     "bootstrap_corr_ci",

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import stats
 from .._util import io
-from ..data.prepared import DatasetMeta, read_meta
+from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..errors import InputError
 from ..evaluation.metric_tables import read_metrics
 from ..findings.inference import table1_tests
@@ -111,7 +111,15 @@ def build_report(
         raise InputError(f"report settings: missing {lacking} (expected {list(REPORT_SETTINGS)})")
     s = settings
     if not meta.parallel:
-        build_bkr_report(metrics_files=metrics_files, meta=meta, text_files=text_files, settings=s, out=out)
+        build_bkr_report(
+            metrics_files=metrics_files,
+            meta=meta,
+            text_files=text_files,
+            settings=s,
+            out=out,
+            dataset=Path(dataset),
+            samples_files=samples_files,
+        )
         return
     assert correlations_out is not None
     read = read_metrics(metrics_files)
@@ -308,6 +316,55 @@ def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:
     return skipped
 
 
+def read_bkr_ranks(metrics_files: list[Path]) -> tuple[dict[str, dict[str, dict[str, np.ndarray]]], dict[str, list]]:
+    """``({encoder: {direction: {"bkr": per-query BkR ranks, seeds concatenated in seed
+    order}}}, {direction: [seeds in that order]})`` from the per-query ranks beside each metrics
+    CSV (``<stem>.ranks.npz``, keys ``<encoder>/<seed>/bkr``;
+    :func:`~backretrieval.steps.metrics.require_full_ranks`)."""
+    out: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    order: dict[str, list] = {}
+    for f in metrics_files:
+        frame = pd.read_csv(f)
+        require_full_ranks(frame, f)
+        ranks = io.load_npz(layout.ranks_path(Path(f)))
+        for d, sub in frame.groupby("direction", sort=False):
+            seeds = sorted(set(int(x) for x in sub["seed"]))
+            order[str(d)] = seeds
+            for enc in sorted(set(sub["encoder"])):
+                arrays = []
+                for seed in seeds:
+                    key = f"{enc}/{seed}/bkr"
+                    if key not in ranks:
+                        raise InputError(f"{layout.ranks_path(Path(f))}: no per-query BkR ranks '{key}'")
+                    arrays.append(np.asarray(ranks[key]))
+                out.setdefault(enc, {})[str(d)] = {"bkr": np.concatenate(arrays)}
+    return out, order
+
+
+def query_units(dataset: Path, samples_files: list[Path], seeds: dict[str, list]) -> dict[str, np.ndarray]:
+    """Per direction, the image id of every query of the samples of ``seeds[direction]`` (in
+    that order, as :func:`read_bkr_ranks` concatenates the ranks): the unit of the tests."""
+    from ..data.sampling import read_samples
+    from ..evaluation.core import image_of_items
+
+    image_of = image_of_items(load_items(dataset))
+    by_direction = {}
+    for f in samples_files:
+        samples = read_samples(Path(f))
+        if samples:
+            by_direction[f"{samples[0].src_lang}-{samples[0].tgt_lang}"] = {s.seed: s for s in samples}
+    out = {}
+    for d, want in seeds.items():
+        if d not in by_direction:
+            raise InputError(f"report: no samples file for direction {d} (given: {[str(p) for p in samples_files]})")
+        src = d.split("-")[0]
+        missing = [s for s in want if s not in by_direction[d]]
+        if missing:
+            raise InputError(f"report: the samples of {d} have no seed(s) {missing}")
+        out[d] = np.asarray([image_of[src][i] for s in want for i in by_direction[d][s].queries], dtype=object)
+    return out
+
+
 def read_bkr_hits(metrics_files: list[Path], k: int) -> dict[str, dict[str, np.ndarray]]:
     """``{encoder: {direction: per-query BkR hits, seeds concatenated in seed order}}`` from the
     per-query BkR ranks beside each metrics CSV (``<stem>.ranks.npz``, keys
@@ -338,6 +395,8 @@ def build_bkr_report(
     text_files: dict[str, list[Path]],
     settings: dict,
     out: dict[str, Path],
+    dataset: Path | None = None,
+    samples_files: list[Path] | None = None,
 ) -> None:
     """The report of a dataset without parallel texts (the method's main use; no XLR): the
     files of :data:`~backretrieval.steps.layout.BKR_REPORT_FILES`.
@@ -345,8 +404,10 @@ def build_bkr_report(
     ``bkr_ci``, ``ranking``, ``pairwise`` and ``bkr_report``: the tables and the Markdown of
     :func:`~backretrieval.reporting.ranking.rank_encoders` (as ``backretrieval rank`` writes
     them): BkR per direction and encoder with CIs over seeds beside the random baseline, the
-    ranking, every pair (McNemar exact on the per-query hits, Holm-adjusted), the reason there
-    is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
+    ranking, every pair (a paired permutation test over distinct items, Holm-adjusted), the
+    reason there is no XLR; the figure; ``metrics``: the DVC metrics file; ``means``.
+    ``dataset`` and ``samples_files``: the items of every query (the unit of the tests and
+    intervals); without them the report has no tests and no intervals and says why.
     """
     s = settings
     B, bseed = int(s["bootstrap_B"]), int(s["bootstrap_seed"])
@@ -357,8 +418,13 @@ def build_bkr_report(
             f"report: the metrics files {[str(p) for p in metrics_files]} hold XLR, but the dataset "
             f"{meta.name} is not parallel: recompute the metrics"
         )
-    hits = read_bkr_hits(list(metrics_files), k)
-    r = rank_encoders(metrics, hits, k=k, sample_size=n, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
+    ranks, seed_order = read_bkr_ranks(list(metrics_files))
+    units = (
+        query_units(Path(dataset), [Path(p) for p in samples_files], seed_order)
+        if dataset is not None and samples_files
+        else None
+    )
+    r = rank_encoders(metrics, ranks, units, k=k, sample_size=n, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
     cis, ranking, baseline = r.cis, r.ranking, r.baseline
     io.write_csv(out["bkr_ci"], cis)
     io.write_csv(out["ranking"], ranking)
