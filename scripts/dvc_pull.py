@@ -11,9 +11,20 @@ Here, either way, the file is named with what to do::
     artifacts/x.npz: the remote's copy is corrupted (md5 1f..., expected 6f...): rerun `make run`
     and `dvc push` from a machine that has it
 
+Worst first: each corrupted file on a line of its own, then one line for the files missing from
+the remote (a few named, the rest counted); paths are the workspace's (a stage's ``wdir`` is
+honoured). Only a bad file is withheld: the intact files of its folder are put in place (`dvc
+checkout` withholds the whole folder).
+
+Before any download it refuses, in one line naming them, while an output's folder holds files
+DVC does not track (or tracked files changed in place whose bytes are in no cache), which the
+checkout would remove or replace: a user's own data belongs in data/own/. `--check-untracked
+FILE...` does only that check, for the outputs of those .dvc/dvc.lock files (`make raw-data`).
+
 Usage: python scripts/dvc_pull.py [-r REMOTE]. Exit 0 when every object checks out, 1 when one
-is corrupted or missing (the others are still checked out), or when the remote is a folder that
-does not exist (a fresh clone's default remote): then one line says so, and nothing is fetched.
+is corrupted or missing (the others are still checked out), when the workspace holds what DVC
+does not track (nothing fetched), or when the remote is a folder that does not exist (a fresh
+clone's default remote): then one line says so, and nothing is fetched.
 """
 
 from __future__ import annotations
@@ -173,15 +184,41 @@ def refusal(found: list[str], what: str, shown: int = 10) -> str:
     )
 
 
-def check(repo: Path, remote: str | None) -> list[str]:
-    """The problems of the objects the lock files name (one line each); bad cached copies are removed."""
+class Checked:
+    """What :func:`check` found: ``corrupted``, ``missing`` and ``unfetched`` lines (one per
+    file), and per folder output whose listing checked out but not every file of it, the files
+    that did (``partial``: workspace folder -> [(relpath, md5)]), which :func:`restore_intact`
+    puts in place (`dvc checkout` withholds such a folder whole)."""
+
+    def __init__(self) -> None:
+        self.corrupted: list[str] = []
+        self.missing: list[str] = []
+        self.unfetched: list[str] = []
+        self.partial: dict[str, list[tuple[str, str]]] = {}
+
+    def lines(self, shown: int = 5) -> list[str]:
+        """The report, worst first: each corrupted file on a line of its own, then the missing and
+        the unfetched files one line each (the first few named, the rest counted)."""
+        out = list(self.corrupted)
+        for what, paths, fix in (
+            ("missing from the remote", self.missing, FIX),
+            ("not fetched", self.unfetched, "run `make pull` again"),
+        ):
+            if paths:
+                more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+                out.append(f"{len(paths)} file(s) {what}: {', '.join(paths[:shown])}{more}: {fix}")
+        return out
+
+
+def check(repo: Path, remote: str | None) -> Checked:
+    """The problems of the objects the lock files name; bad cached copies are removed."""
     from dvc.repo import Repo
 
     dvc = Repo(str(repo))
     cache = dvc.cache.local
     odb = dvc.cloud.get_remote_odb(remote)
-    problems: list[str] = []
-    seen: set[str] = set()
+    found = Checked()
+    seen: set[tuple[str, str]] = set()
 
     def remote_md5(oid: str) -> str | None:
         path = odb.oid_to_path(oid)
@@ -191,7 +228,7 @@ def check(repo: Path, remote: str | None) -> list[str]:
             return _md5_stream(f.read)
 
     def verified(path: str, oid: str) -> bool:
-        """Whether the cache holds ``oid`` with its bytes; names the file in ``problems`` if not."""
+        """Whether the cache holds ``oid`` with its bytes; names the file in ``found`` if not."""
         want = oid.removesuffix(".dir")  # a folder's listing object: the md5 of its bytes + .dir
         cached = Path(cache.oid_to_path(oid))
         if cached.is_file():
@@ -201,15 +238,15 @@ def check(repo: Path, remote: str | None) -> list[str]:
                 return True
             cached.chmod(0o644)
             cached.unlink()  # never checked out
-            problems.append(f"{path}: the remote's copy is corrupted (md5 {got}, expected {oid}): {FIX}")
+            found.corrupted.append(f"{path}: the remote's copy is corrupted (md5 {got}, expected {oid}): {FIX}")
             return False
         got = remote_md5(oid)
         if got is None:
-            problems.append(f"{path}: missing from the remote (md5 {oid}): {FIX}")
+            found.missing.append(path)
         elif got != want:
-            problems.append(f"{path}: the remote's copy is corrupted (md5 {got}, expected {oid}): {FIX}")
+            found.corrupted.append(f"{path}: the remote's copy is corrupted (md5 {got}, expected {oid}): {FIX}")
         else:
-            problems.append(f"{path}: not fetched (md5 {oid}); run `make pull` again")
+            found.unfetched.append(path)
         return False
 
     for lock in _lock_files(repo):
@@ -221,12 +258,36 @@ def check(repo: Path, remote: str | None) -> list[str]:
                 continue
             with open(cache.oid_to_path(oid), encoding="utf-8") as f:
                 entries = json.load(f)
+            intact, bad = [], 0
             for entry in entries:
                 sub = f"{path}/{entry['relpath']}"
-                if (sub, entry["md5"]) not in seen:
-                    seen.add((sub, entry["md5"]))
-                    verified(sub, entry["md5"])
-    return problems
+                if (sub, entry["md5"]) in seen:
+                    continue
+                seen.add((sub, entry["md5"]))
+                if verified(sub, entry["md5"]):
+                    intact.append((entry["relpath"], entry["md5"]))
+                else:
+                    bad += 1
+            if bad:
+                found.partial[path] = intact
+    return found
+
+
+def restore_intact(repo: Path, partial: dict[str, list[tuple[str, str]]]) -> None:
+    """Copy each verified file of a folder output that `dvc checkout` withheld whole (one of its
+    files is corrupted or missing) from the cache into the workspace, where no file is yet:
+    only the bad files stay out."""
+    import shutil
+
+    from dvc.repo import Repo
+
+    cache = Repo(str(repo)).cache.local
+    for folder, files in partial.items():
+        for rel, md5 in files:
+            dst = repo / folder / rel
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(cache.oid_to_path(md5), dst)
 
 
 def missing_folder_remote(repo: Path, remote: str | None) -> str | None:
@@ -270,9 +331,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dvc_pull: {refusal(found, 'pulling')}", file=sys.stderr)
         return 1
     remote = ["-r", args.remote] if args.remote else []
-    subprocess.run(["dvc", "fetch", *remote], cwd=repo, check=False)  # missing objects are named below
-    problems = check(repo, args.remote)
+    # DVC's own report (a line per missing object, in the stage's wdir-less paths) is replaced by
+    # the check's, which names the workspace paths, worst first
+    subprocess.run(["dvc", "fetch", "--quiet", *remote], cwd=repo, check=False, capture_output=True)
+    found = check(repo, args.remote)
+    problems = found.lines()
     subprocess.run(["dvc", "checkout", "--quiet"], cwd=repo, check=False, capture_output=bool(problems))
+    restore_intact(repo, found.partial)
     for line in problems:
         print(f"dvc_pull: error: {line}", file=sys.stderr)
     return 1 if problems else 0
