@@ -159,3 +159,81 @@ def test_committed_findings_document_is_up_to_date(tmp_path, monkeypatch):
     assert (ROOT / "README.md").read_text(encoding="utf-8") == readme.read_text(encoding="utf-8"), (
         "README.md's findings-verdict block is stale"
     )
+
+
+# ---------------------------------------------------------------------------- the verdict's length
+
+
+def _sentences(prose: str) -> list[str]:
+    import re
+
+    return [s for s in re.split(r"(?<=[.!?])\s+", prose.strip()) if s]
+
+
+def _committed_readme_block() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text[text.index(doc.README_START) : text.index(doc.README_END) + len(doc.README_END)]
+
+
+def test_readme_verdict_is_three_sentences_and_a_table():
+    """The README's verdict: at most 600 characters of prose in at most three sentences (the
+    conclusion and its scope first), then one table; the details live in docs/FINDINGS.md."""
+    from backretrieval.findings.inference.statistics import VERDICT_MAX_CHARS
+
+    block = _committed_readme_block()
+    prose = doc.readme_prose(block)
+    assert len(prose) <= VERDICT_MAX_CHARS == 600, (len(prose), prose)
+    # "Overall verdict (details ...): " opens the first sentence
+    assert len(_sentences(prose)) <= 3, _sentences(prose)
+    table = [ln for ln in block.splitlines() if ln.startswith("|")]
+    assert table[0].startswith("| configuration | encoders | BkR − CORR |") and len(table) >= 3
+    assert f"docs/FINDINGS.md#{doc.VERDICT_ANCHOR}" in block
+    # the rest is in the document: coverage per layout, z0, the method
+    findings = (ROOT / "docs" / "FINDINGS.md").read_text(encoding="utf-8")
+    section = findings[findings.index("### One verdict across datasets × directions") :]
+    assert "| coverage | z0 |" in section and "Method:" in section
+
+
+def _numbers_variant(kind: str) -> dict:
+    """The committed overall numbers, changed into the layouts whose verdict is longest: every
+    configuration SYNTHETIC; many configurations with long names, some descriptive; CORR ahead."""
+    import copy
+
+    base = json.loads((ROOT / "reports" / "findings_summary" / "overall.json").read_text())["numbers"]
+    n = copy.deepcopy(base)
+    if kind == "synthetic":
+        for c in n["configurations"]:
+            c["synthetic"] = True
+    elif kind == "many":
+        extra = []
+        for i in range(12):
+            c = copy.deepcopy(n["configurations"][i % len(n["configurations"])])
+            c["run_name"] = f"a-rather-long-configuration-name-{i:02d}"
+            c["dataset"] = f"own-dataset-{i}"
+            extra.append(c)
+        n["configurations"] += extra
+    elif kind == "corr-ahead":
+        for c in n["configurations"]:
+            for set_name in ("all", "core"):
+                for q in (c.get(set_name) or {}).get("pearson", {}).values():
+                    if isinstance(q, dict) and "low" in q:
+                        q["low"], q["high"] = -0.5, -0.1
+    return n
+
+
+@pytest.mark.parametrize("kind", ["committed", "synthetic", "many", "corr-ahead"])
+def test_verdict_stays_within_600_characters(kind):
+    from backretrieval.findings.inference import statistics as st
+
+    numbers = _numbers_variant(kind) if kind != "committed" else _numbers_variant("none")
+    rec = _rec("overall", run=None, verdict=st.overall_brief(numbers), numbers=numbers, outputs=())
+    prose = doc.readme_prose(doc.readme_block([rec]))
+    assert len(prose) <= st.VERDICT_MAX_CHARS, (len(prose), prose)
+    assert len(_sentences(prose)) <= 3, _sentences(prose)
+    # its table has one row per tested configuration × encoder set and pooled group
+    rows = [ln for ln in doc.readme_block([rec]).splitlines() if ln.startswith("| ")][1:]
+    assert len(rows) == sum(r.inferential for r in st.verdict_rows(numbers))
+    if kind == "synthetic":
+        assert prose.startswith("Overall verdict (details, coverage and method): On SYNTHETIC data only")
+    if kind == "corr-ahead":
+        assert "CORR is ahead in" in prose and "CORR is ahead in none" not in prose

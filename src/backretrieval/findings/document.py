@@ -287,7 +287,7 @@ def _cross_link(summary_dir: str, output: str, doc_dir: str) -> str:
 
 
 def overall_sentence(records: Sequence[FindingsRecord]) -> str:
-    """The one-sentence overall verdict (README and the top of FINDINGS.md)."""
+    """The overall verdict, at most three sentences (README and the top of FINDINGS.md)."""
     for r in records:
         if r.analysis == "overall" and r.verdict:
             return r.verdict
@@ -295,6 +295,21 @@ def overall_sentence(records: Sequence[FindingsRecord]) -> str:
         "No overall verdict yet: it needs the `inference` findings of at least two dataset × "
         "direction cells (`snakemake findings`)."
     )
+
+
+def overall_table(records: Sequence[FindingsRecord]) -> str:
+    """The verdict's small table (configuration, encoders, BkR − CORR with both intervals) from
+    the ``overall`` record's numbers; empty without one."""
+    from .inference.statistics import verdict_table
+
+    for r in records:
+        if r.analysis == "overall" and r.status == "ok":
+            return verdict_table(r.numbers)
+    return ""
+
+
+#: the section of docs/FINDINGS.md that holds the verdict's details (coverage, z0, method)
+VERDICT_ANCHOR = "one-verdict-across-datasets--directions"
 
 
 def render_findings(
@@ -333,6 +348,13 @@ def render_findings(
         f"**Overall verdict.** {overall_sentence(records)}",
         "",
     ]
+    table = overall_table(records)
+    if table:
+        out += [
+            table,
+            f"Each row's simulated coverage, BCa's z0 and the method: [below](#{VERDICT_ANCHOR}).",
+            "",
+        ]
     if ordered_runs:
         out += ["| configuration | dataset | synthetic | scale |", "|---|---|---|---|"]
         for run in ordered_runs:
@@ -378,11 +400,27 @@ def render_findings(
 
 
 def readme_block(records: Sequence[FindingsRecord]) -> str:
-    """The README's generated block (markers included)."""
+    """The README's generated block (markers included): the verdict's sentences, then its table."""
+    table = overall_table(records)
     return (
-        f"{README_START}\n**Overall verdict ([docs/FINDINGS.md](docs/FINDINGS.md)):** "
-        f"{overall_sentence(records)}\n{README_END}"
+        f"{README_START}\n**Overall verdict** ([details, coverage and method](docs/FINDINGS.md#{VERDICT_ANCHOR})): "
+        f"{overall_sentence(records)}\n" + (f"\n{table}" if table else "") + README_END
     )
+
+
+def readme_prose(block: str) -> str:
+    """The prose of a README verdict block as a reader sees it: markers, table rows and Markdown
+    markup (emphasis, a link's target) removed; what :data:`~.inference.statistics.VERDICT_MAX_CHARS` bounds."""
+    import re
+
+    lines = [
+        ln
+        for ln in block.splitlines()
+        if ln.strip() and not ln.lstrip().startswith("|") and ln not in (README_START, README_END)
+    ]
+    text = " ".join(lines)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return text.replace("**", "").replace("`", "").strip()
 
 
 def update_readme_block(readme_text: str, records: Sequence[FindingsRecord], where: str = "README.md") -> str:
