@@ -1117,7 +1117,9 @@ def overall_text(numbers: Mapping[str, Any], coverage: Mapping | None = None) ->
         return "No real-data configuration has an inference result; no overall verdict.", verdict
     notes = []
     if all(str(c["dataset"]).startswith("multi30k") for c in configs):
-        notes.append("All configurations are Multi30K images and captions, not the paper's datasets (STAIR, Multi30K, IKEA).")
+        notes.append(
+            "All configurations are Multi30K images and captions, not the paper's datasets (STAIR, Multi30K, IKEA)."
+        )
     small = sorted({r.configuration for r in verdict_rows(numbers) if not r.pooled and not r.inferential})
     if small:
         notes.append(
