@@ -85,11 +85,12 @@ def _wait_status(jid: str, cwd: Path, want: str, timeout: float = 20.0) -> float
 
 
 def test_fake_scheduler_submit_is_asynchronous_and_status_follows_exit_code(tmp_path):
-    (tmp_path / "ok.sh").write_text("sleep 1.5\necho out-$FAKE_SCHED_JOB_ID\n")
+    # the job cannot finish before the gate file exists, and the test makes it only after submit
+    # returned: a submit that waited for its job would never return (_sched's timeout fails it)
+    gate = tmp_path / "gate"
+    (tmp_path / "ok.sh").write_text(f"while [ ! -e '{gate}' ]; do sleep 0.05; done\necho out-$FAKE_SCHED_JOB_ID\n")
     (tmp_path / "bad.sh").write_text("echo oops >&2\nexit 3\n")
-    t0 = time.monotonic()
     ok = _sched("submit", "--name", "ok", "ok.sh", cwd=tmp_path).stdout
-    assert time.monotonic() - t0 < 1.4, "submit must not wait for the job"
     assert re.fullmatch(r"\d+\n", ok)
     ok = ok.strip()
     (tmp_path / "ok.sh").unlink()  # the scheduler keeps its own copy, like sbatch
@@ -97,6 +98,8 @@ def test_fake_scheduler_submit_is_asynchronous_and_status_follows_exit_code(tmp_
     bad = _sched("submit", "bad.sh", cwd=tmp_path).stdout.strip()
     assert bad != ok
     _wait_status(bad, tmp_path, "failed")
+    assert _sched("status", ok, cwd=tmp_path).stdout == "running\n"  # still held by its gate
+    gate.touch()
     _wait_status(ok, tmp_path, "success")
     jobs = tmp_path / ".fake_scheduler" / "jobs"
     assert (jobs / ok / "stdout").read_text() == f"out-{ok}\n"

@@ -115,7 +115,6 @@ SLEEPER = 'rule all:\n    output: "done"\n    shell: "sleep 60 & echo $! > sleep
 def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
     (tmp_path / "Snakefile").write_text(SLEEPER, encoding="utf-8")
     run_snakemake(None, "--version", snakefile=None)  # the server is up: the timeout is the run's alone
-    t0 = time.monotonic()
     (tmp_path / "tmp").mkdir()  # where the killed run leaves its temporary folder
     with pytest.raises(subprocess.TimeoutExpired):
         run_snakemake(
@@ -126,7 +125,6 @@ def test_a_timeout_ends_the_run_and_its_jobs_and_the_next_run_works(tmp_path):
             env_extra={"TMPDIR": str(tmp_path / "tmp")},
             timeout=3,
         )
-    assert time.monotonic() - t0 < 30
     sleeper = int((tmp_path / "sleeper.pid").read_text())
     assert _wait_for(lambda: not _alive(sleeper), 10), "the job the run started outlived the timeout"
     assert not (tmp_path / "done").exists()

@@ -90,7 +90,7 @@ COMMANDS = {
     " --out-corr-ci {output.corr_ci:q} --out-recall-ci {output.recall_ci:q} --out-metrics {output.metrics:q}"
     " --out-significance {output.significance:q} --out-fig2-png {output.fig2_png:q} --out-fig2-svg {output.fig2_svg:q}"
     " --out-fig2-pdf {output.fig2_pdf:q} --out-fig2-csv {output.fig2_csv:q} --out-means {output.means:q} > {log:q} 2>&1",
-    "report-bkr": " --out-bkr-report {output.bkr_report:q} --out-bkr-ci {output.bkr_ci:q} --out-ranking {output.ranking:q}"
+    "report-bkr": " --samples {input.samples:q} --out-bkr-report {output.bkr_report:q} --out-bkr-ci {output.bkr_ci:q} --out-ranking {output.ranking:q}"
     " --out-pairwise {output.pairwise:q} --out-metrics {output.metrics:q} --out-bkr-png {output.bkr_png:q}"
     " --out-bkr-svg {output.bkr_svg:q} --out-bkr-pdf {output.bkr_pdf:q} --out-means {output.means:q} > {log:q} 2>&1",
     "case-embed": "backretrieval case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
@@ -392,9 +392,10 @@ class Plan:
         return {"csv": [p["csv"] for p in parts], "ranks": [p["ranks"] for p in parts]}
 
     def report_inputs(self) -> dict:
-        """What the report step reads: with parallel texts also the samples and image features
-        (CORR's per-query contributions to Table 1's marks, which test BkR - CORR)."""
-        extra = {"samples": self.samples_files(), "image": self.image_emb()} if self.parallel else {}
+        """What the report step reads: the samples (the query items, the unit of every test and
+        interval) and, with parallel texts, the image features (CORR's per-query contributions
+        to Table 1's marks, which test BkR - CORR)."""
+        extra = {"samples": self.samples_files(), **({"image": self.image_emb()} if self.parallel else {})}
         files = {"metrics": self.metrics_files(), "ranks": self.ranks_files(), **extra}
         return {**files, "dataset": self.dataset, "text": self.all_text_embs()}
 
