@@ -70,8 +70,8 @@ ALPHA = 0.05
 TRAINED_ALPHA = 0.01
 #: TRIPLETXL − TRIPLET, paired by training seed (the same seed: the same init, split and batches)
 XL_MINUS_T = "tripletxl-triplet"
-#: text cells that are outcomes, not row keys (the worst language pair of a model)
-OUTCOME_TEXT = ("worst_pair",)
+#: text cells that are outcomes, not row keys (the worst language pair of a model, a comparison's reading)
+OUTCOME_TEXT = ("worst_pair", "decided")
 
 
 @cache
