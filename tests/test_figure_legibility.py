@@ -1,17 +1,18 @@
-"""Figures a reader can read: no text drawn over other text and none cut off at the figure's
-edge, measured with matplotlib's renderer (every Text that is actually drawn, its window
-extent after ``fig.canvas.draw()``), at the figure sizes the pipeline writes, on the worst
-realistic inputs: Figure 2 with every shipped config's encoders and directions (the
-multi30k configs' 14 encoders, nine fastText variants clustered within a few points of each
-other, two encoders at XLR 1.0 on the panel's edge), Figure 3 with every shipped config's
-case-study models and language pairs and with many pairs whose worst values coincide, and
-the findings clustermap (its colorbar clear of the dendrograms)."""
+"""Figures a reviewer would accept, checked on every figure the project renders
+(tests/figure_check.py: no text over text or cut by the canvas, no legend over data, no two
+series drawn alike, no empty panel or panel slot, no box of fewer than MIN_BOX_VALUES values),
+at the figure sizes the pipeline writes: every findings figure of every committed
+configuration redrawn from its committed tables (backretrieval.findings.replot) and the forest
+plot from the committed summary; Figure 2 and the BkR bars with every shipped config's encoders
+and directions on the worst realistic inputs (the multi30k configs' 14 encoders, nine fastText
+variants clustered within a few points of each other, two encoders at XLR 1.0 on the panel's
+edge), Figure 3 with every shipped config's case-study models and language pairs and with many
+pairs whose worst values coincide, and the heads' loss curves."""
 
 from __future__ import annotations
 
-import itertools
+import json
 from pathlib import Path
-from unittest import mock
 
 import matplotlib
 
@@ -20,66 +21,20 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.text import Text
 
 from backretrieval.config import load_config
 from backretrieval.findings import agreement
+from backretrieval.findings.replot import figures_of
 from backretrieval.reporting import figures
 from backretrieval.stats import correlate
 from backretrieval.study import case_study as cs
+from figure_check import CLEAN, box_sizes, drawn_texts, figure_problems, overlap
+from figure_check import agg as _agg
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "params.yaml", *sorted((ROOT / "config").glob("*.yaml"))]
-#: the PNG's resolution (save_figure) and matplotlib's default figure dpi: text metrics are
-#: hinted per resolution, so both are measured
-DPIS = (100, 150)
-#: overlap (pixels, both directions) below which two boxes only touch
-TOL = 0.5
-
-
-def _drawn_texts(fig, dpi: int) -> list:
-    """(text, window extent) of every Text the figure draws at ``dpi``: a Text of a hidden
-    axes, a tick outside the view or an empty string is not drawn and not counted."""
-    drawn: list[Text] = []
-    draw = Text.draw
-
-    def record(self, renderer):
-        draw(self, renderer)
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-
-    _agg(fig).figure.set_dpi(dpi)
-    with mock.patch.object(Text, "draw", record):
-        fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    # Text's own extent: an Annotation's would include its arrow
-    return [(t, Text.get_window_extent(t, renderer)) for t in dict.fromkeys(drawn)]
-
-
-def _agg(fig):
-    """The figure's Agg canvas (pyplot's close leaves a figure with a base canvas that draws nothing)."""
-    return fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-
-
-def _overlap(a, b) -> bool:
-    return min(a.x1, b.x1) - max(a.x0, b.x0) > TOL and min(a.y1, b.y1) - max(a.y0, b.y0) > TOL
-
-
-def text_problems(fig) -> dict[str, list]:
-    """Per dpi in :data:`DPIS`: the pairs of drawn texts that overlap and the texts that reach
-    outside the figure."""
-    out: dict[str, list] = {"overlapping": [], "outside": []}
-    for dpi in DPIS:
-        texts = _drawn_texts(fig, dpi)
-        page = fig.bbox
-        for (ta, a), (tb, b) in itertools.combinations(texts, 2):
-            if _overlap(a, b):
-                out["overlapping"].append((dpi, ta.get_text(), tb.get_text()))
-        for t, b in texts:
-            if b.x0 < page.x0 - TOL or b.y0 < page.y0 - TOL or b.x1 > page.x1 + TOL or b.y1 > page.y1 + TOL:
-                out["outside"].append((dpi, t.get_text()))
-    return out
+_drawn_texts = drawn_texts
+_overlap = overlap
 
 
 @pytest.fixture
@@ -131,7 +86,7 @@ def test_fig2_text_neither_overlaps_nor_leaves_the_figure(path, captured):
     title = f"SYNTHETIC dataset — {cfg['dataset']['name']}: XLR vs BkR per encoder (seed 0)"
     figures.fig2_scatter(metrics, correlate(metrics), 0, Path("unused"), title, k=10)
     (fig,) = captured
-    assert text_problems(fig) == {"overlapping": [], "outside": []}
+    assert figure_problems(fig) == CLEAN
 
 
 def test_fig2_every_encoder_is_named_once_per_figure(captured):
@@ -175,7 +130,9 @@ def _fig3(models, pairs, chosen, captured, title_name="synthetic-scenes"):
         f"SYNTHETIC dataset — {title_name}: BkR per model across language pairs\n"
         "heads: pairs averaged over R=3 training seeds; diamonds: each training seed's mean over pairs"
     )
-    figures.fig3_boxplot(df, t, Path("unused"), title)
+    with box_sizes() as boxes:
+        figures.fig3_boxplot(df, t, Path("unused"), title)
+    captured[-1].boxes = boxes
     return captured[-1]
 
 
@@ -187,7 +144,7 @@ def test_fig3_text_neither_overlaps_nor_leaves_the_figure(path, captured):
     cfg = load_config(path)
     c = cs.case_cfg(cfg)
     fig = _fig3(cs.models(c), cs.directions(c), c["base_encoders"][0], captured, cfg["dataset"]["name"])
-    assert text_problems(fig) == {"overlapping": [], "outside": []}
+    assert figure_problems(fig, fig.boxes) == CLEAN
 
 
 @pytest.mark.parametrize("n_models", [3, 6])
@@ -197,8 +154,8 @@ def test_fig3_many_pairs_with_coinciding_worst_values(n_models, captured):
     pairs = [f"{a}-{b}" for a in langs for b in langs if a != b]
     models = ["random", "e5-small", "use-m", "char-ngram", "triplet", "tripletxl"][-n_models:]
     fig = _fig3(models, pairs, "use-m", captured)
-    problems = text_problems(fig)
-    assert problems == {"overlapping": [], "outside": []}
+    assert fig.boxes and min(fig.boxes) == len(pairs)  # boxes: 42 pairs each
+    assert figure_problems(fig, fig.boxes) == CLEAN
     # every worst pair is still named (three per model)
     shown = [t.get_text() for t, _ in _drawn_texts(fig, 100)]
     assert sum("→" in s for s in shown) == 3 * n_models
@@ -235,7 +192,7 @@ def test_clustermap_colorbar_is_clear_of_the_dendrograms(names, captured):
     for ax in others:
         assert not _overlap(cb, ax.get_window_extent(renderer)), ax
         assert not _overlap(cb, ax.get_tightbbox(renderer)), ax
-    assert text_problems(fig) == {"overlapping": [], "outside": []}
+    assert figure_problems(fig) == CLEAN
 
 
 def test_fig2_files_are_byte_identical_when_redrawn(tmp_path):
@@ -261,4 +218,81 @@ def test_loss_curve_title_stays_inside_the_figure():
         history,
         "SYNTHETIC dataset — synthetic-scenes: TRIPLETXL on paraphrase-multilingual, training seed 4 (best epoch 40)",
     )
-    assert text_problems(fig) == {"overlapping": [], "outside": []}
+    assert figure_problems(fig) == CLEAN
+
+
+def test_fig3_shows_points_not_boxes_for_few_pairs(captured):
+    """Two language pairs per model (multi30k-task2's case study): no box of two values, the
+    points and each model's mean instead."""
+    fig = _fig3(["random", "e5-small", "triplet"], ["en-de", "de-en"], "e5-small", captured)
+    assert fig.boxes == []
+    assert figure_problems(fig, fig.boxes) == CLEAN
+
+
+# ---------------------------------------------------------------------------- every findings figure
+
+
+def _findings_figures() -> list:
+    """(configuration, analysis, stem) of every figure the committed findings records list."""
+    out = []
+    for folder in sorted(ROOT.glob("reports/*/findings")):
+        for analysis, plots in figures_of(folder).items():
+            out += [(folder.parent.name, analysis, stem) for stem in plots]
+    return out
+
+
+FINDINGS_FIGURES = _findings_figures()
+
+
+def test_every_committed_configuration_has_findings_figures():
+    """The parametrised check below sees the figures of every committed configuration."""
+    assert {c for c, _, _ in FINDINGS_FIGURES} == {p.parent.name for p in ROOT.glob("reports/*/findings")}
+    assert {"multi30k", "multi30k-task2"} <= {c for c, _, _ in FINDINGS_FIGURES}
+
+
+@pytest.mark.parametrize("run,analysis,stem", FINDINGS_FIGURES, ids=lambda v: str(v))
+def test_findings_figure_passes_the_check(run, analysis, stem, captured):
+    """Each findings figure redrawn from the committed tables of its configuration."""
+    plot = figures_of(ROOT / "reports" / run / "findings")[analysis][stem]
+    with box_sizes() as boxes:
+        plot(Path("unused"))
+    fig = captured[-1]
+    assert fig.get_suptitle() or fig.axes[0].get_title()  # titled
+    assert figure_problems(fig, boxes) == CLEAN
+
+
+def test_overall_forest_passes_the_check(captured):
+    """The forest plot of the committed summary: titled, the intervals named, the real-data and
+    the SYNTHETIC rows in separate panels."""
+    from backretrieval.findings.inference import statistics as st
+
+    summary = ROOT / "reports" / "findings_summary"
+    cells = pd.read_csv(summary / "overall.csv")
+    pooled = json.loads((summary / "overall.json").read_text())["numbers"]["pooled"]
+    st.plot_forest(cells, pooled, Path("unused"))
+    (fig,) = captured
+    assert figure_problems(fig) == CLEAN
+    title = fig.get_suptitle()
+    assert st.FOREST_TITLE in title and "95% CI for these encoders" in title.replace("\n", " ")
+    panels = [ax.get_title() for ax in fig.axes]
+    if cells["synthetic"].any() and (~cells["synthetic"].astype(bool)).any():
+        assert panels[0] == "real data" and panels[1].startswith("SYNTHETIC")
+        real_rows = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert not any(r.startswith("default:") for r in real_rows)
+
+
+@pytest.mark.parametrize("n_directions", [2, 4, 6])
+def test_bkr_bars_pass_the_check(n_directions, captured):
+    """The BkR bars of `rank` and bkr_report with the multi30k set of encoders."""
+    cfg = load_config(ROOT / "config/multi30k.yaml")
+    encoders = list(cfg["encoders"])
+    rng = np.random.default_rng(3)
+    dirs = ["en-de", "de-en", "en-fr", "fr-en", "en-cs", "cs-en"][:n_directions]
+    rows = []
+    for d in dirs:
+        for e in encoders:
+            m = 0.02 if e == "random" else 0.05 + 0.2 * rng.random()
+            rows.append(dict(direction=d, encoder=e, metric="bkr_recall", mean=m, ci_low=m - 0.01, ci_high=m + 0.01))
+    figures.bkr_bars(pd.DataFrame(rows), encoders, "random", 10, Path("unused"), "t")
+    (fig,) = captured
+    assert figure_problems(fig) == CLEAN

@@ -85,6 +85,15 @@ def cmd_findings_document(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_findings_figures(args: argparse.Namespace) -> int:
+    """Redraw the figures of findings folders from their committed tables (no artifacts)."""
+    from ..findings.replot import replot
+
+    written = replot([Path(p) for p in args.folders])
+    print(f"findings-figures: {len(written)} files written")
+    return 0
+
+
 # ------------------------------------------------------------------------------ parsers
 
 
@@ -175,3 +184,10 @@ def register(add) -> None:
         metavar="DIR",
     )
     opt(sp, "--readme", "README whose findings-verdict block is regenerated", metavar="FILE")
+
+    sp = add(
+        "findings-figures",
+        cmd_findings_figures,
+        "redraw the findings figures of <reports_dir>/findings folders from their tables (no artifacts needed)",
+    )
+    sp.add_argument("folders", nargs="+", metavar="DIR", help="findings folders (<reports_dir>/findings)")

@@ -94,7 +94,7 @@ class Agreement(Analysis):
             + "\n### Per-encoder values\n\n"
             + markdown_table(wide.reset_index(), 4)
         )
-        title = f"{info.figure_label}: agreement across encoders (Spearman)"
+        title = figure_title(info)
         numbers = {
             "pairs": {
                 f"{r.metric_a} ~ {r.metric_b}": {
@@ -200,6 +200,11 @@ def _colorbar_beside_heatmap(g, width_in: float = 0.15, gap_in: float = 0.2, roo
     heat = g.ax_heatmap.get_position()
     bar_height = min(0.5 * heat.height, 2.0 / height)
     g.ax_cbar.set_position(((labels_right + gap_in) / width, heat.y1 - bar_height, width_in / width, bar_height))
+
+
+def figure_title(info) -> str:
+    """The title of ``figures/agreement_clustermap`` (a :class:`~.document.RunInfo`)."""
+    return f"{info.figure_label}: agreement across encoders (Spearman)"
 
 
 def plot_clustermap(matrix: pd.DataFrame, out_base, title: str) -> list:

@@ -198,7 +198,7 @@ class Bli(Analysis):
         )
         settings["test_dictionary_sizes"] = test_sizes
         numbers = bli_numbers(frame)
-        title = f"{info.dataset}: BLI of the word-vector family (mean over languages)"
+        title = figure_title(info)
         return Result(
             run=info,
             settings=settings,
@@ -365,6 +365,11 @@ def evaluate_bli(
     )
 
 
+def figure_title(info) -> str:
+    """The title of ``figures/bli`` (a :class:`~.document.RunInfo`), SYNTHETIC data marked."""
+    return f"{info.figure_label}: BLI of the word-vector family (mean over languages)"
+
+
 def plot_bli(frame, out_base, title: str) -> list:
     """MAP and P@1 by dictionary size, one line per method, NN and CSLS panels (mean over
     languages). PNG/SVG/PDF."""
@@ -374,14 +379,35 @@ def plot_bli(frame, out_base, title: str) -> list:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import finish_figure
+    from ..reporting.figures import COLORS, finish_figure, legend_outside
 
     mean = frame.groupby(["method", "dict_size", "retrieval"], sort=True)[["p_at_1", "map"]].mean().reset_index()
+    methods = sorted(mean["method"].unique())
+    retrievals = sorted(mean["retrieval"].unique(), key=lambda r: (r != "nn", r))
+    # a method by its colour, a retrieval by its line style and marker: every line told apart
+    color = {m: COLORS[i % len(COLORS)] for i, m in enumerate(methods)}
+    line = {r: (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))[i % 4] for i, r in enumerate(retrievals)}
+    names = {"nn": "nearest neighbour", "csls": "CSLS"}
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.4), sharey=True)
     for ax, metric in zip(axes, ("map", "p_at_1")):
-        sns.lineplot(data=mean, x="dict_size", y=metric, hue="method", style="retrieval", markers=True, ax=ax)
+        for m in methods:
+            for r in retrievals:
+                g = mean[(mean["method"] == m) & (mean["retrieval"] == r)].sort_values("dict_size")
+                if len(g):
+                    ls, marker = line[r]
+                    ax.plot(
+                        g["dict_size"],
+                        g[metric],
+                        color=color[m],
+                        ls=ls,
+                        marker=marker,
+                        ms=4,
+                        label=f"{m}, {names.get(r, r)}",
+                    )
+        label = {"map": "MAP", "p_at_1": "P@1"}[metric]
+        ax.set_title(f"{label} by seed dictionary size", fontsize=9)
         ax.set_xlabel("seed dictionary size (pairs requested)")
-        ax.set_ylabel({"map": "MAP", "p_at_1": "P@1"}[metric])
-        ax.legend(fontsize=6)
+        ax.set_ylabel(label)
+    legend_outside(axes[-1], where="right", title="method, retrieval", title_fontsize=7)
     return finish_figure(fig, out_base, title)

@@ -97,7 +97,6 @@ class Calibration(Analysis):
         soft_cols = sorted(soft_cols, key=lambda c: int(c[len("soft_bkr_m") :]))
         refs = {"XLR@1": "xlr_r1", f"XLR@{art.k}": "xlr_rk", "MRR": "xlr_mrr"}
         soft = soft_agreement(cells, soft_cols, refs)
-        label = info.figure_label
         side = points.groupby("direction")[["p_hit", "p_miss"]].mean().reset_index()
         md = (
             f"## Calibration — {info.label()}\n\n{info.scale()}; seed means per (direction, encoder); "
@@ -133,7 +132,7 @@ class Calibration(Analysis):
                 "calibration_soft.csv": soft,
                 "calibration_points.csv": points,
             },
-            figures={"calibration": lambda p: plot_calibration(cells, loeo, p, f"{label}: BkR → XLR@1")},
+            figures={"calibration": lambda p: plot_calibration(cells, loeo, p, figure_title(info))},
         )
 
 
@@ -419,6 +418,11 @@ def soft_agreement(cells: pd.DataFrame, soft_columns: Sequence[str], references:
     return out
 
 
+def figure_title(info) -> str:
+    """The title of ``figures/calibration`` (a :class:`~.document.RunInfo`)."""
+    return f"{info.figure_label}: BkR → XLR@1"
+
+
 def plot_calibration(cells: pd.DataFrame, loeo: pd.DataFrame, out_base, title: str) -> list:
     """Left: BkR vs XLR@1 per (direction, encoder) with the mixture line of the mean image side;
     right: leave-one-encoder-out predictions vs truth for each model. PNG/SVG/PDF."""
@@ -428,27 +432,32 @@ def plot_calibration(cells: pd.DataFrame, loeo: pd.DataFrame, out_base, title: s
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import finish_figure
+    from ..reporting.figures import finish_figure, legend_outside, series_styles
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2))
     ax = axes[0]
     encoders = sorted(cells["encoder"].unique())
-    palette = dict(zip(encoders, sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))))
-    sns.scatterplot(data=cells, x="xlr_r1", y="bkr", hue="encoder", hue_order=encoders, palette=palette, ax=ax, s=22)
+    for enc, (color, marker, _) in series_styles(encoders).items():
+        g = cells[cells["encoder"] == enc]
+        ax.scatter(
+            g["xlr_r1"], g["bkr"], color=color, marker=marker, s=20, edgecolors="white", linewidths=0.3, label=enc
+        )
+    ax.set_title("BkR vs XLR@1 per direction and encoder", fontsize=9)
     x = np.linspace(0, 1, 50)
     ph, pm = float(cells["p_hit"].mean()), float(cells["p_miss"].mean())
     ax.plot(x, ph * x + pm * (1 - x), "k--", linewidth=1, label=f"mixture (p_hit={ph:.2f}, p_miss={pm:.3f})")
     ax.set_xlabel("XLR@1")
     ax.set_ylabel("BkR (Recall@k)")
-    ax.legend(fontsize=6, loc="upper left")
+    legend_outside(ax, where="right", fontsize=6)
     ax = axes[1]
     sub = loeo[loeo["target"] == "xlr_r1"]
     sns.scatterplot(data=sub, x="truth", y="prediction", hue="model", style="model", ax=ax, s=18)
     ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
     ax.set_xlabel("XLR@1 (truth)")
     ax.set_ylabel("XLR@1 predicted (leave one encoder out)")
-    ax.legend(fontsize=6, loc="upper left")
+    ax.set_title("leave-one-encoder-out predictions", fontsize=9)
+    legend_outside(ax, where="right", fontsize=6, title="model", title_fontsize=6)
     return finish_figure(fig, out_base, title)
 
 

@@ -114,7 +114,7 @@ class Hubness(Analysis):
             encoders=sorted(texts),
         )
         extra = "Per encoder (means over samples):\n\n" + markdown_table(per_enc)
-        figure = ("hubness of BkR step 1", lambda p, title: plot_hubness(per_enc, summary, p, title))
+        figure = (FIGURE_TITLE, lambda p, title: plot_hubness(per_enc, summary, p, title))
         return question_result(art, "hubness", text, settings, numbers, summary, df, figure, extra)
 
 
@@ -304,6 +304,10 @@ def summarize_hubness(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 # figure and answer
 
 
+#: the figure's title after the dataset (:func:`~.result.question_result`)
+FIGURE_TITLE = "hubness of BkR step 1"
+
+
 def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, title: str) -> list:
     """Left: skewness of N_1 (BkR step 1) per encoder, by retrieval, clean vs injected hubs.
     Right: BkR's Spearman agreement with the clean cosine XLR by condition and retrieval."""
@@ -313,16 +317,23 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import finish_figure
+    from ..reporting.figures import finish_figure, legend_outside
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    n_enc = per_encoder["encoder"].nunique()
+    fig, axes = plt.subplots(1, 2, figsize=(max(11.0, 0.55 * n_enc + 6.5), 4.4), gridspec_kw={"width_ratios": [3, 2]})
     pe = per_encoder.assign(setting=per_encoder["retrieval"] + " / " + per_encoder["condition"])
     order = [f"{r} / {c}" for c in ("clean", "hubs") for r in RETRIEVAL_ORDER if r in set(pe["retrieval"])]
     sns.barplot(data=pe, x="encoder", y="skew_n1", hue="setting", hue_order=order, ax=axes[0], errorbar=None)
     axes[0].set_ylabel("skewness of N_1 (step 1)")
-    axes[0].legend(fontsize=6, ncol=2)
-    plt.setp(axes[0].get_xticklabels(), rotation=20, ha="right")
+    axes[0].set_title("skewness of N_1 per encoder", fontsize=9)
+    axes[0].set_xlabel("")
+    # the key right of the figure (inside a panel it covered bars); the encoders' names upright
+    # ran into each other with 14 encoders: vertical
+    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].get_legend().remove()
+    legend_outside(axes[1], handles, labels, where="right", fontsize=6, title="retrieval / condition", title_fontsize=6)
+    plt.setp(axes[0].get_xticklabels(), rotation=90, fontsize=7)
     if "spearman_vs_clean_mean" in summary:
         sm = (
             summary.assign(setting=summary["retrieval"] + " / " + summary["condition"])
@@ -332,8 +343,9 @@ def plot_hubness(per_encoder: pd.DataFrame, summary: pd.DataFrame, out_base, tit
         y = sm["spearman_vs_clean_mean"]
         err = np.vstack([y - sm["spearman_vs_clean_p2.5"], sm["spearman_vs_clean_p97.5"] - y])
         axes[1].errorbar(range(len(sm)), y, yerr=err, fmt="o", capsize=2, color="#08519c", ecolor="#9ecae1")
-        axes[1].set_xticks(range(len(sm)), sm.index, rotation=30, ha="right", fontsize=7)
+        axes[1].set_xticks(range(len(sm)), sm.index, rotation=90, fontsize=7)
         axes[1].set_ylabel("Spearman(BkR, clean XLR)")
+        axes[1].set_title("agreement with clean XLR (2.5–97.5 % of samples)", fontsize=9)
         axes[1].set_ylim(-1.05, 1.05)
     return finish_figure(fig, out_base, title)
 

@@ -139,7 +139,7 @@ class ImageQuality(Analysis):
         )
         numbers = {"per_variant": summary.set_index("variant").to_dict(orient="index")}
         samples = per_enc.merge(per_sample, on=["variant", "direction", "seed"], how="left")
-        figure = ("image quality vs BkR's agreement with XLR", lambda p, title: plot_image_quality(summary, p, title))
+        figure = (FIGURE_TITLE, lambda p, title: plot_image_quality(summary, p, title))
         return question_result(art, "image_quality", text, settings, numbers, summary, samples, figure)
 
 
@@ -403,6 +403,10 @@ def summarize_image_quality(
 # figure and answer
 
 
+#: the figure's title after the dataset (:func:`~.result.question_result`)
+FIGURE_TITLE = "image quality vs BkR's agreement with XLR"
+
+
 def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
     """Image quality (x) vs BkR's Spearman agreement with XLR (y, mean and 2.5–97.5 % of the
     samples), one point per image variant; one panel per available quality measure."""
@@ -412,7 +416,7 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..reporting.figures import finish_figure
+    from ..reporting.figures import finish_figure, legend_outside, series_styles
 
     xs = [
         c for c in ("concept_precision", "bkr_oracle", "bkr_best_encoder") if c in summary and summary[c].notna().any()
@@ -423,16 +427,20 @@ def plot_image_quality(summary: pd.DataFrame, out_base, title: str) -> list:
         "bkr_best_encoder": "BkR of the best encoder (by XLR)",
     }
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, len(xs), figsize=(4.2 * len(xs), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(xs), figsize=(4.2 * len(xs) + 1.8, 3.8), squeeze=False)
+    # each variant by its colour and marker, named in one key right of the panels: names
+    # beside the points printed over each other where variants score alike
+    styles = series_styles(list(summary["variant"]))
     for ax, x in zip(axes.flat, xs):
-        y = summary["spearman_mean"]
-        err = np.vstack([y - summary["spearman_p2.5"], summary["spearman_p97.5"] - y])
-        ax.errorbar(summary[x], y, yerr=err, fmt="o", ms=4, capsize=2, color="#08519c", ecolor="#9ecae1")
         for _, r in summary.iterrows():
-            ax.annotate(r["variant"], (r[x], r["spearman_mean"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+            color, marker, _ = styles[r["variant"]]
+            y = r["spearman_mean"]
+            err = [[y - r["spearman_p2.5"]], [r["spearman_p97.5"] - y]]
+            ax.errorbar([r[x]], [y], yerr=err, fmt=marker, ms=5, capsize=2, color=color, alpha=0.9, label=r["variant"])
         ax.set_xlabel(labels[x])
         ax.set_ylabel("Spearman(BkR, XLR) across encoders")
         ax.set_ylim(-1.05, 1.05)
+    legend_outside(axes.flat[-1], where="right", fontsize=6, title="image variant (bar: 2.5–97.5 %)", title_fontsize=6)
     return finish_figure(fig, out_base, title)
 
 

@@ -166,7 +166,7 @@ class SampleSize(Analysis):
         means = per_enc.groupby(["n", "encoder"])[["xlr_r1", "xlr_recall", "bkr_recall"]].mean().reset_index()
         extra = "Mean metrics per N and encoder:\n\n" + markdown_table(means, 4)
         figure = (
-            "BkR's encoder ranking vs N",
+            FIGURE_TITLE,
             lambda p, title: plot_sample_size(stab, per_enc, k, p, title, criterion),
         )
         return question_result(art, "sample_size", text, settings, numbers, stab, per_enc, figure, extra)
@@ -330,6 +330,10 @@ def smallest_reliable_n(
 # figure and answer
 
 
+#: the figure's title after the dataset (:func:`~.result.question_result`)
+FIGURE_TITLE = "BkR's encoder ranking vs N"
+
+
 def plot_sample_size(
     stability: pd.DataFrame, per_encoder: pd.DataFrame, k: int, out_base, title: str, criterion: Criterion = Criterion()
 ) -> list:
@@ -341,11 +345,16 @@ def plot_sample_size(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-    from ..reporting.figures import finish_figure
+    from ..reporting.figures import finish_figure, legend_outside, series_styles
+
+    def plain(v: float, _pos=None) -> str:
+        # 100, 200, 0.05: a number as written, not 2×10²
+        return f"{v:g}"
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(14.0, 4.4))
     n = stability["n"]
     for ax, cols in (
         (axes[0], (("stab_pairwise", "vs BkR order at largest N"), ("valid_pairwise", "vs XLR order at largest N"))),
@@ -354,21 +363,32 @@ def plot_sample_size(
         for col, label in cols:
             ax.plot(n, stability[f"{col}_mean"], marker="o", ms=3, label=label)
             ax.fill_between(n, stability[f"{col}_p2.5"], stability[f"{col}_p97.5"], alpha=0.2)
-        ax.set_xscale("log")
-        ax.set_xlabel("N")
-        ax.legend(fontsize=7, loc="lower right")
+        legend_outside(ax, where="below", title="mean; band: 2.5–97.5 % of samples", title_fontsize=7)
     axes[0].axhline(criterion.agreement, color="grey", lw=0.8, ls="--")
     axes[0].set_ylabel("pairwise order agreement")
+    axes[0].set_title(f"ranking stability (dashed: criterion {criterion.agreement:.0%})", fontsize=9)
     axes[1].set_ylabel("correlation across encoders")
+    axes[1].set_title("agreement with XLR on the same sample", fontsize=9)
     means = per_encoder.groupby(["n", "encoder"])["bkr_recall"].mean().reset_index()
+    styles = series_styles(sorted(means["encoder"].unique()))
     for enc, g in means.groupby("encoder", sort=True):
-        axes[2].plot(g["n"], g["bkr_recall"], marker="o", ms=3, label=enc)
+        color, marker, ls = styles[enc]
+        axes[2].plot(g["n"], g["bkr_recall"], marker=marker, ms=3.5, color=color, ls=ls, lw=1.2, label=enc)
     axes[2].plot(n, k / n, color="black", ls=":", label="k/N (chance)")
-    axes[2].set_xscale("log")
     axes[2].set_yscale("log")
-    axes[2].set_xlabel("N")
+    axes[2].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes[2].yaxis.set_major_formatter(FuncFormatter(plain))
+    axes[2].yaxis.set_minor_locator(NullLocator())
     axes[2].set_ylabel(f"BkR@{k} (mean over samples)")
-    axes[2].legend(fontsize=6, ncol=2)
+    axes[2].set_title("every encoder's BkR", fontsize=9)
+    legend_outside(axes[2], where="right", fontsize=6)
+    grid = sorted(int(x) for x in n.unique())
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(grid))
+        ax.xaxis.set_major_formatter(FuncFormatter(plain))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("N")
     return finish_figure(fig, out_base, title)
 
 

@@ -16,6 +16,10 @@ from .._util.io import atomic_path
 from ..errors import InputError
 from ._common import direction_order
 
+#: the fewest values a box of a box plot summarises; fewer are drawn as points (a box of two
+#: values draws its quartiles from two numbers)
+MIN_BOX_VALUES = 5
+
 
 def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
     """PNG, SVG and PDF of a figure, atomically, without timestamps (reproducible bytes)."""
@@ -37,14 +41,65 @@ def save_figure(fig, out_base: Path, dpi: int = 150) -> list[Path]:
 
 
 def finish_figure(fig, out_base: Path, title: str) -> list[Path]:
-    """The findings figures' ending: a small suptitle, tight layout, :func:`save_figure`, closed."""
+    """The findings figures' ending: a small suptitle wrapped to the figure's width, tight
+    layout (legends placed outside a panel are kept on the canvas), :func:`save_figure`, closed."""
     import matplotlib.pyplot as plt
 
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(wrap_title(title, fig.get_figwidth() - 0.3, 9), fontsize=9)
     fig.tight_layout()
     written = save_figure(fig, out_base)
     plt.close(fig)
     return written
+
+
+#: the colours of the series of a figure: matplotlib's tab10, saturated and told apart in print;
+#: beyond ten series a colour repeats with another marker and line style (:func:`series_styles`)
+COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+
+def series_styles(names) -> dict[str, tuple[str, str, str]]:
+    """``{name: (colour, marker, line style)}``, no two names alike: the i-th name takes colour
+    i mod 10 and marker i mod 13 (so two names share both only 130 apart), and the names past
+    the tenth a dashed line."""
+    return {
+        name: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)], "-" if i < len(COLORS) else "--")
+        for i, name in enumerate(names)
+    }
+
+
+def legend_outside(ax, handles=None, labels=None, *, where: str = "right", ncol: int = 1, **kw):
+    """A panel's legend outside its plotting area, where it covers no data: right of the panel
+    (``where="right"``) or below its x label (``"below"``); :func:`finish_figure`'s tight layout
+    keeps it on the canvas."""
+    args = [] if handles is None else [handles] + ([labels] if labels is not None else [])
+    place = (
+        {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)}
+        if where == "right"
+        else {"loc": "upper center", "bbox_to_anchor": (0.5, -0.2)}
+    )
+    kw.setdefault("fontsize", 7)
+    kw.setdefault("frameon", False)
+    return ax.legend(*args, ncol=ncol, borderaxespad=0.0, **place, **kw)
+
+
+def grid_shape(n: int, max_cols: int = 4) -> tuple[int, int]:
+    """(rows, columns) of a grid of ``n`` panels with the fewest empty slots (up to ``max_cols``
+    columns; on a tie, the most columns)."""
+    if n <= max_cols:
+        return 1, max(1, n)
+    best = min(range(2, max_cols + 1), key=lambda c: (math.ceil(n / c) * c - n, -c))
+    return math.ceil(n / best), best
 
 
 def fig2_frame(metrics: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -84,15 +139,15 @@ def fig2_scatter(
 
     frame = fig2_frame(metrics, seed)
     directions = direction_order(frame["direction"].unique().tolist())
-    ncol = min(4, len(directions))
-    nrow = math.ceil(len(directions) / ncol)
+    # the grid with the fewest empty slots; an empty slot left holds the legend
+    nrow, ncol = grid_shape(len(directions), max_cols=5)
+    spare = nrow * ncol - len(directions)
     encoders = sorted(frame["encoder"].unique())
-    colors = sns.color_palette("tab10" if len(encoders) <= 10 else "tab20", len(encoders))
-    style = {e: (colors[i], MARKERS[i % len(MARKERS)]) for i, e in enumerate(encoders)}
+    style = {e: (c, m) for e, (c, m, _) in series_styles(encoders).items()}
     width = 3.2 * ncol
     # legend columns of 1.5 in (a marker and a name like "ft-procrustes-5k" at 7 pt), rows of 0.2 in
-    leg_cols = max(1, min(len(encoders), int(width // 1.5)))
-    leg_rows = math.ceil(len(encoders) / leg_cols)
+    leg_cols = max(1, min(len(encoders), int(width // 1.5))) if not spare else max(1, math.ceil(len(encoders) / 12))
+    leg_rows = math.ceil(len(encoders) / leg_cols) if not spare else 0
     sns.set_theme(style="whitegrid", context="paper")
     # constrained layout: it keeps room for the legend placed "outside" the panels
     fig, axes = plt.subplots(
@@ -114,15 +169,20 @@ def fig2_scatter(
         ax.set_title(d.replace("-", "→") + corr, fontsize=9)
         ax.set_xlabel(f"XLR (Recall@{k})")
         ax.set_ylabel(f"BkR (Recall@{k})")
-    for ax in list(axes.flat)[len(directions) :]:
-        ax.set_visible(False)
     handles = [
         Line2D(
             [], [], linestyle="", marker=style[e][1], color=style[e][0], markeredgecolor="white", markersize=7, label=e
         )
         for e in encoders
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=leg_cols, fontsize=7, frameon=False)
+    empty = list(axes.flat)[len(directions) :]
+    if empty:  # the first empty slot holds the legend (no blank panel), any others are removed
+        empty[0].axis("off")
+        empty[0].legend(handles=handles, loc="center", ncols=leg_cols, fontsize=7, frameon=False)
+        for ax in empty[1:]:
+            fig.delaxes(ax)
+    else:
+        fig.legend(handles=handles, loc="outside lower center", ncols=leg_cols, fontsize=7, frameon=False)
     fig.suptitle(wrap_title(title, width, 10), fontsize=10)
     written = save_figure(fig, out_base)
     plt.close(fig)
@@ -142,8 +202,7 @@ def bkr_bars(
 
     rec = cis[cis["metric"] == "bkr_recall"]
     directions = direction_order(rec["direction"].unique().tolist())
-    ncol = min(4, len(directions))
-    nrow = math.ceil(len(directions) / ncol)
+    nrow, ncol = grid_shape(len(directions))
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(
         nrow, ncol, figsize=(3.4 * ncol, 0.45 * len(order) * nrow + 1.2), squeeze=False, sharex=True
@@ -158,15 +217,15 @@ def bkr_bars(
         ax.barh(y, mean, xerr=err, color=[colors[e] for e in encs], capsize=3, height=0.6)
         ax.set_yticks(y, encs, fontsize=7)
         ax.invert_yaxis()
-        if baseline_label in f.index:
-            ax.axvline(float(f.loc[baseline_label, "mean"]), color="grey", linestyle="--", linewidth=1, label="random")
-            ax.legend(loc="lower right", fontsize=7)
+        baseline = baseline_label in f.index
+        if baseline:  # named in the axis label: a legend inside would cover bars
+            ax.axvline(float(f.loc[baseline_label, "mean"]), color="grey", linestyle="--", linewidth=1)
         ax.set_xlim(0, 1)
         ax.set_title(d.replace("-", "→"), fontsize=9)
-        ax.set_xlabel(f"BkR Recall@{k}")
+        ax.set_xlabel(f"BkR Recall@{k}" + (" (dashed: random)" if baseline else ""))
     for ax in list(axes.flat)[len(directions) :]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
+        fig.delaxes(ax)
+    fig.suptitle(wrap_title(title, 3.4 * ncol - 0.3, 10), fontsize=10)
     fig.tight_layout()
     written = save_figure(fig, out_base)
     plt.close(fig)
@@ -200,6 +259,7 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.lines import Line2D
     from matplotlib.text import Text
 
     per_pair = df.groupby(["model", "direction"])["bkr_recall"].mean().reset_index()
@@ -210,8 +270,20 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
     sns.set_theme(style="whitegrid", context="paper")
     width = 1.3 * len(order) + 2
     fig, ax = plt.subplots(figsize=(width, 4))
-    # boxes half a slot wide: the other half holds the diamonds and the worst pairs' names
-    sns.boxplot(data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#9ecae1", fliersize=0, width=0.5)
+    counts = per_pair.groupby("label")["bkr_x1000"].count()
+    boxed = all(counts.get(lab, 0) >= MIN_BOX_VALUES for lab in order)
+    if boxed:
+        # boxes half a slot wide: the other half holds the diamonds and the worst pairs' names
+        sns.boxplot(
+            data=per_pair, x="label", y="bkr_x1000", order=order, ax=ax, color="#9ecae1", fliersize=0, width=0.5
+        )
+    else:  # too few pairs for quartiles: the points alone, each model's mean as a short bar
+        means = per_pair.groupby("label")["bkr_x1000"].mean()
+        for xi, lab in enumerate(order):
+            if lab in means:
+                ax.hlines(means[lab], xi - 0.22, xi + 0.22, color="#4a4a4a", linewidth=1.2, zorder=2)
+        ax.set_xticks(range(len(order)), order)
+        ax.set_xlim(-0.5, len(order) - 0.5)
     # the points, with horizontal jitter from a fixed-seed generator (seaborn's stripplot draws
     # its jitter from numpy's global RNG, so the figure files differed between runs)
     rng = np.random.default_rng(0)
@@ -221,10 +293,10 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
         xs = xi + rng.uniform(-0.15, 0.15, size=len(pts))
         point_x.update(zip(zip(pts["label"], pts["direction"]), xs))
         ax.scatter(xs, pts["bkr_x1000"], s=9, color="#08519c", zorder=3, linewidths=0)
+    marked = False
     if "training_seed" in df:
         trained = df[df["training_seed"].notna()]
         per_seed = trained.groupby(["model", "training_seed"])["bkr_recall"].mean().reset_index()
-        marked = False
         for xi, m in enumerate(t["model"]):
             ys = per_seed.loc[per_seed["model"] == m, "bkr_recall"].to_numpy() * 1000
             if len(ys) > 1:
@@ -239,8 +311,13 @@ def fig3_boxplot(df: pd.DataFrame, t: pd.DataFrame, out_base: Path, title: str, 
                     label=None if marked else "mean over pairs,\nper training seed",
                 )
                 marked = True
-        if marked:  # outside the axes, right: inside, it could cover the points or the names
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0)
+    handles, _ = ax.get_legend_handles_labels()
+    if not boxed:
+        handles.append(Line2D([], [], color="#4a4a4a", linewidth=1.2, label="mean over pairs"))
+    if handles:  # outside the axes, right: inside, it could cover the points or the names
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0
+        )
     ax.set_xlabel("")
     ax.set_ylabel("BkR ×1000 (per language pair)")
     ax.set_title(wrap_title(title, width - 0.5, 9), fontsize=9)

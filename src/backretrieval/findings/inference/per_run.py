@@ -201,7 +201,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     }
     numbers["cell_points"] = points
     md = inference_markdown(frame, info, settings)
-    title = f"{info.figure_label}: correlation with XLR, 95% CIs"
+    title = inf.figure_title(info)
     answer, verdict = inference_answer(numbers, info, settings)
     return Result(
         run=info,
