@@ -43,9 +43,13 @@ setup:
 lock:
 	bash scripts/setup.sh lock
 
+# dvc commit rewrites every output it stores (in no particular order); `snakemake --touch` then
+# gives them back the DAG's order of modification times, so the next `snakemake -n` has nothing
+# to do (it changes no content: dvc status stays clean)
 run: setup
 	source $(VENV)/activate && $(PLAIN) && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && stages=$(STAGES) && dvc commit --force --quiet $$stages \
+	  && snakemake --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $$stages; fi \
 	  && backretrieval verify $(REPORTS)
 

@@ -38,7 +38,7 @@ if CASE:
         conda:
             CONDA_ENV
         params:
-            **plan.case_params(encoders=list(CASE["base_encoders"])),
+            **plan.case_params(plan.select_keys, encoders=list(CASE["base_encoders"])),
         shell:
             COMMANDS["case-select"]
 

@@ -179,6 +179,8 @@ class Plan:
         self.human: dict | None = None
         # the case study's {tseed} values (constrained in common.smk): none without one
         self.case_training_seeds: list[int] = []
+        # the case_study keys case_select reads (its params: nothing else reruns it)
+        self.select_keys: tuple[str, ...] = ()
         self.human_tally = False
         if config.get("case_study"):
             self._case_study()
@@ -464,6 +466,7 @@ class Plan:
         self.case_base_fields = [f for e in case["base_encoders"] for f in self.case_fields(e)]
         # the section as the steps get it: train_corpus is a declared input instead
         self.case_json = as_json({k: v for k, v in case.items() if k != "train_corpus"})
+        self.select_keys = cs.SELECT_KEYS
         self.train_corpus = self.job_path(case["train_corpus"]) if case.get("train_corpus") else None
         self.human_ratings = self.job_path(layout.ratings_path(cfg))
         # a tally needs ratings: human ones or, on the synthetic dataset only, the SIMULATED rater
@@ -473,9 +476,11 @@ class Plan:
         """Input function: the prepared dataset and, when set, the training corpus of a case step."""
         return {"dataset": self.dataset, **({"corpus": self.train_corpus} if self.train_corpus else {})}
 
-    def case_params(self, **more: Any) -> dict:
-        """The params every case-study step gets (``--case``, ``--train-corpus``), then ``more``."""
-        return {"case": self.case_json, "corpus": corpus_flag, **more}
+    def case_params(self, keys: tuple[str, ...] | None = None, **more: Any) -> dict:
+        """The params a case-study step gets (``--case``: the section, or only its ``keys``, so
+        a setting the step does not read never reruns it; ``--train-corpus``), then ``more``."""
+        case = self.case_json if keys is None else as_json({k: v for k, v in (self.case or {}).items() if k in keys})
+        return {"case": case, "corpus": corpus_flag, **more}
 
     def case_embed_after(self, wildcards: Any) -> list[str]:
         """Input function: the same encoder's main embeddings, so case_embed reads the cache they
@@ -493,7 +498,10 @@ class Plan:
         return [str(layout.repr_path(self.config, m, lang)) for m in models for lang in (langs or self.case_langs)]
 
     def case_embed_params(self) -> dict:
+        from ..study.case_config import ITEM_KEYS
+
         return self.case_params(
+            ITEM_KEYS,
             rerun_trigger=lambda wc: rerun_on(self.config["encoders"][wc.encoder]),
             threads=self.model_threads,
             spec=lambda wc, input: self.encoder_spec(wc.encoder),

@@ -11,6 +11,12 @@ HEADS = ("triplet", "tripletxl")
 
 HEAD_LABEL = {"triplet": "TRIPLET", "tripletxl": "TRIPLETXL"}
 
+#: the ``case_study`` keys that choose the items (:func:`backretrieval.study.case_study.case_items`;
+#: ``train_corpus`` travels as its own flag): all that the embedding step reads
+ITEM_KEYS = ("languages", "train_splits", "eval_splits", "train_items", "train_items_seed", "max_train_items")
+#: ... and what choosing the base encoder reads besides (its evaluation's samples, k, candidates)
+SELECT_KEYS = (*ITEM_KEYS, "base_encoders", "head_base", "seeds", "sample_size", "recall_k")
+
 #: ``case_study.train_items`` (first = default): ``disjoint`` gives each language different
 #: training items, as the paper's corpus has different recipes per language; ``shared`` keeps
 #: every language's text of an item, i.e. trains on a parallel corpus when the data is one.
