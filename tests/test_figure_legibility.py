@@ -296,3 +296,14 @@ def test_bkr_bars_pass_the_check(n_directions, captured):
     figures.bkr_bars(pd.DataFrame(rows), encoders, "random", 10, Path("unused"), "t")
     (fig,) = captured
     assert figure_problems(fig) == CLEAN
+
+
+@pytest.mark.parametrize(
+    "run", sorted(p.parents[1].name for p in ROOT.glob("reports/*/plots/fig2_xlr_vs_bkr.csv")), ids=str
+)
+def test_committed_fig2_redrawn_from_its_plot_data_passes_the_check(run, captured):
+    """Figure 2 of every committed configuration, from its committed plot data."""
+    frame = pd.read_csv(ROOT / "reports" / run / "plots" / "fig2_xlr_vs_bkr.csv")
+    figures.fig2_from_plot_data(frame, 0, Path("unused"), f"{run}: XLR vs BkR per encoder (seed 0)", k=10)
+    (fig,) = captured
+    assert figure_problems(fig) == CLEAN

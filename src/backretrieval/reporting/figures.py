@@ -189,6 +189,17 @@ def fig2_scatter(
     return written
 
 
+def fig2_from_plot_data(frame: pd.DataFrame, seed: int, out_base: Path, title: str, *, k: int) -> list[Path]:
+    """Figure 2 redrawn from its committed plot data (``plots/fig2_xlr_vs_bkr.csv``:
+    :func:`fig2_frame` of the figure's seed), its r and ρ recomputed from the same values."""
+    from ..stats import correlate
+
+    tidy = frame.melt(
+        id_vars=["direction", "encoder"], value_vars=["xlr_recall", "bkr_recall"], var_name="metric"
+    ).assign(seed=seed)
+    return fig2_scatter(tidy, correlate(tidy, candidates=("bkr_recall",)), seed, out_base, title, k=k)
+
+
 def bkr_bars(
     cis: pd.DataFrame, order: list[str], baseline_label: str, k: int, out_base: Path, title: str
 ) -> list[Path]:
