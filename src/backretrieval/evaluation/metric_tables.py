@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def exact_float(value: float) -> str:
+    """A metric value as the metrics step writes it: the shortest text that reads back as the
+    same double (``repr``), so the report aggregates exactly the numbers ``backretrieval rank``
+    and ``evaluate`` aggregate in memory (ten significant digits changed the tenth digit of a
+    mean over seeds)."""
+    return repr(float(value))
+
+
 def read_metric_tables(paths: Iterable[str | Path]) -> tuple[tuple[Path, pd.DataFrame], ...]:
     """Each metrics file with its table as read (for checks that name the file, such as
     :func:`require_full_ranks`, without reading it again)."""

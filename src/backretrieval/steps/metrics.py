@@ -14,7 +14,13 @@ from ..data.prepared import load_items
 from ..data.sampling import read_samples
 from ..errors import InputError
 from ..evaluation.core import METRIC_COLUMNS, evaluate_direction, image_of_items
-from ..evaluation.metric_tables import concat_metrics, read_metric_tables, read_metrics, require_full_ranks
+from ..evaluation.metric_tables import (
+    concat_metrics,
+    exact_float,
+    read_metric_tables,
+    read_metrics,
+    require_full_ranks,
+)
 from ..evaluation.protocol import Protocol
 from .layout import load_embedding, ranks_path, skipped_reason
 from .settings import seed_groups
@@ -103,7 +109,7 @@ def metrics_step(
         images_what=str(image_file),
     )
     io.save_npz(ranks_path(out), **per_query)
-    io.write_csv(out, df)
+    io.write_csv(out, df, float_format=exact_float)  # every bit: the report's means are rank's
 
 
 def gather_metrics(parts: list[Path], out: Path) -> None:
