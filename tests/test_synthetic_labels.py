@@ -131,10 +131,9 @@ def _case_run(dataset: Path, synthetic: bool, tmp_path: Path):
     from test_case_study import _cfg, _fake_results
 
     c = cs.case_cfg(_cfg(bootstrap={"B": 50, "seed": 0}, training_seeds=[0, 1]))
-    df, hits = _fake_results(c)
+    df, _ = _fake_results(c)
     root = tmp_path / f"case-{synthetic}"
     io.write_csv(root / "bkr.csv", df)
-    io.save_npz(root / "hits.npz", **hits)
     io.write_json(root / "chosen.json", {"chosen": "e5", "rule": "highest mean BkR", "mean_bkr": {"e5": 0.5}})
     out = {name: root / "reports" / rel for name, rel in layout.CASE_REPORT_FILES.items()}
     return c, out
@@ -146,7 +145,7 @@ def test_case_report_step_labels_table2_and_figure3(synthetic, tmp_path, saved_t
     io.write_json(ds / "dataset.json", {"name": "toy", "languages": ["en", "de", "fr"], "synthetic": synthetic})
     c, out = _case_run(ds, synthetic, tmp_path)
     root = out["table2"].parents[1]
-    case_steps.report_step(ds, c, root / "chosen.json", root / "bkr.csv", root / "hits.npz", out)
+    case_steps.report_step(ds, c, root / "chosen.json", root / "bkr.csv", out)
     assert _says_synthetic(_md_caption(out["table2"].read_text())) is synthetic
     assert _says_synthetic(_latex_caption(out["table2_tex"].read_text())) is synthetic
     for fig in ("fig3_png", "fig3_svg", "fig3_pdf"):
