@@ -179,3 +179,26 @@ def test_nfd_and_nfc_texts_are_one_text(tmp_path):
     items = load_items(root)
     titles = items.loc[items["item_id"].isin(["r3", "r4"]), "title"].tolist()
     assert titles == [nfc_title, nfc_title]
+
+
+def test_errors_name_the_file_line_after_a_quoted_newline_and_an_unreadable_ids_file_alone(tmp_path):
+    """A title holding a quoted newline makes its record two lines long: later problems are
+    named by their file line. A features/*.ids.txt with a duplicate id is named, and alone: not
+    followed by one false 'has no entry' per image."""
+    import numpy as np
+
+    from backretrieval.data.byo import validate_dataset
+
+    root = tmp_path / "ds"
+    (root / "features").mkdir(parents=True)
+    (root / "dataset.json").write_text('{"name": "own", "languages": ["en"]}')
+    rows = ["item_id,lang,image_id,title,body", 'a,en,i1,"two\nlines",b']
+    rows += [f"x{i},en,i{i},title {i},body" for i in range(2, 6)] + ["x6,en,,title 6,body"]
+    (root / "items.csv").write_text("\n".join(rows) + "\n")
+    (root / "features" / "f.ids.txt").write_text("i1\ni2\ni2\ni3\ni4\ni5\n")
+    np.save(root / "features" / "f.npy", np.ones((6, 4), np.float32))
+    probs = [p for p in validate_dataset(root) if p.level == "error"]
+    empty = [p for p in probs if p.field == "image_id"]
+    assert [(p.file, p.row) for p in empty] == [("items.csv", 8)]  # file line 8, record 7
+    assert any(p.file == "features/f.ids.txt" and "i2" in p.message for p in probs), probs
+    assert not any("has no entry" in p.message for p in probs), probs

@@ -73,6 +73,25 @@ def _read_table(path: Path) -> pd.DataFrame:
     return df.astype(str) if path.suffix == ".parquet" else df
 
 
+def _record_lines(path: Path, n: int) -> list[int]:
+    """The file line (1-based, header = line 1) on which each of the ``n`` records of a CSV
+    starts, as read_table reads them (a quoted field may hold newlines, so a record can span
+    lines; blank lines are skipped); a parquet file has no lines: row i is "line" i + 2."""
+    import csv
+    import io as _io
+
+    if path.suffix == ".parquet":
+        return [i + 2 for i in range(n)]
+    reader = csv.reader(_io.StringIO(path.read_text(encoding="utf-8-sig")))
+    starts, line = [], 0
+    for rec in reader:
+        if rec:
+            starts.append(line + 1)
+        line = reader.line_num
+    starts = starts[1:]  # the header
+    return starts if len(starts) == n else [i + 2 for i in range(n)]
+
+
 def _inside(root: Path, rel: str) -> tuple[Path | None, str | None]:
     """``(resolved path, None)``, or ``(None, why)`` for a path the pipeline refuses (the same
     rule: :func:`~.prepared.resolve_inside`)."""
@@ -161,8 +180,9 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
     texts: dict[tuple[str, str], tuple[int, str]] = {}
     n_dup: dict[str, int] = {}  # per language: items whose text an earlier item has
     n_lang: dict[str, int] = {}
+    lines = _record_lines(ip, len(items))
     for idx, rec in enumerate(items.itertuples(index=False)):
-        row = idx + 2
+        row = lines[idx]
         item_id, lang, image_id = str(rec.item_id).strip(), str(rec.lang).strip(), str(rec.image_id).strip()
         title, body = str(rec.title).strip(), str(rec.body).strip()
         if not item_id:
@@ -220,6 +240,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
     images_csv = root / "images.csv"
     feat_dir = root / "features"
     feature_ids: set[str] | None = None
+    unreadable_ids = False  # a features/*.ids.txt that cannot be read: its ids are unknown
     if feat_dir.is_dir():
         feature_ids = set()
         for ids_txt in sorted(feat_dir.glob("*.ids.txt")):
@@ -228,6 +249,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
                 ids = read_feature_ids(ids_txt)
             except InputError as exc:
                 add("error", rel, None, None, _without_path(exc, ids_txt))
+                unreadable_ids = True
                 continue
             npy = ids_txt.with_name(ids_txt.name[: -len(".ids.txt")] + ".npy")
             if not npy.is_file():
@@ -274,8 +296,9 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
                 add("error", "images.csv", 1, ",".join(missing), "missing column(s); expected image_id, path")
             else:
                 first: dict[str, int] = {}
+                img_lines = _record_lines(images_csv, len(imgs))
                 for idx, rec in enumerate(imgs.itertuples(index=False)):
-                    row = idx + 2
+                    row = img_lines[idx]
                     iid, rel = str(rec.image_id).strip(), str(rec.path).strip()
                     if not iid:
                         add("error", "images.csv", row, "image_id", "empty")
@@ -334,13 +357,13 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
         add("warning", rel, None, None, "a link to outside the dataset root; not referenced, so never copied or read")
     if table_ids is None and feature_ids is None:
         add("warning", ".", None, None, "no images.csv and no features/: image-pivoted metrics need images")
-    else:
+    elif not unreadable_ids:  # an unreadable ids file is the error: every image would look missing
         available = (table_ids or set()) | (feature_ids or set())
         first_row: dict[str, int] = {}
         for idx, iid in enumerate(items["image_id"]):
             iid = str(iid).strip()
             if iid and iid not in available and iid not in first_row:
-                first_row[iid] = idx + 2
+                first_row[iid] = lines[idx]
         for iid, row in first_row.items():
             add("error", iname, row, "image_id", f"image {iid!r} has no entry in images.csv or features/")
     return probs
