@@ -67,8 +67,8 @@ raw-data: setup
 # object re-hashed after the download: a corrupted one is named by its workspace path, kept out
 # of the cache and the workspace, and the target fails (scripts/dvc_pull.py); refused before any
 # download, naming them, while an output's folder holds files DVC does not track
-pull: setup
-	source $(VENV)/activate && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE))
+pull:
+	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE))
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
@@ -102,7 +102,8 @@ dvc-yaml:
 	$(ACTIVATE) && python scripts/dvc_stages.py
 
 report:
-	$(ACTIVATE) && python scripts/snakemake_hint.py report -- $(SNAKEMAKE) --cores 2 --report reports/default/report.html
+	$(ACTIVATE) && $(PLAIN) && python scripts/snakemake_hint.py report -- $(SNAKEMAKE) --cores 2 \
+	  $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) --report "$(REPORTS)/report.html"
 
 bench:
 	$(ACTIVATE) && python benchmarks/run_all.py

@@ -16,6 +16,10 @@ HINT = (
 )
 
 
+#: Snakemake's warning for each output without its metadata record (non critical)
+METADATA = "Missing metadata for file"
+
+
 def hint(target: str, missing: list[str]) -> str:
     more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
     return HINT.format(target=target, n=len(missing), first=missing[0] if missing else "?", more=more)
@@ -29,10 +33,13 @@ def main(argv: list[str]) -> int:
     assert proc.stdout is not None
     missing: list[str] | None = None  # the affected files, once Snakemake names missing inputs
     listing = False
+    no_metadata = 0
     for line in proc.stdout:
         if missing is None and "MissingInputException" in line:
             missing = []
-        if missing is None:
+        if METADATA in line:  # one line per output: counted, said once at the end
+            no_metadata += 1
+        elif missing is None:
             sys.stdout.write(line)
             sys.stdout.flush()
         elif line.strip() == "affected files:":
@@ -42,6 +49,12 @@ def main(argv: list[str]) -> int:
         else:
             listing = False
     rc = proc.wait()
+    if no_metadata:
+        print(
+            f"note: {no_metadata} outputs carry no Snakemake metadata (made by another Snakemake process, "
+            "or restored by dvc pull/checkout): the report lists them without their provenance",
+            file=sys.stderr,
+        )
     if missing is not None:
         print(hint(target, sorted(set(missing))), file=sys.stderr)
         return rc or 1

@@ -32,6 +32,7 @@ def _tree(tmp_path: Path) -> Path:
     """The Makefile and its helper in a folder without .venv; a fake snakemake that names missing inputs."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")  # `make report` reads its reports_dir
     shutil.copy(ROOT / "scripts/snakemake_hint.py", tmp_path / "scripts/snakemake_hint.py")
     (tmp_path / "fake_snakemake.py").write_text(FAKE_SNAKEMAKE)
     return tmp_path
@@ -166,3 +167,25 @@ def test_items_csv_format_is_documented_as_the_reader_checks_it(tmp_path):
         )
         with pytest.raises(InputError, match="missing column"):
             load_items(tmp_path)
+
+
+def test_snakemakes_missing_metadata_warnings_are_one_note(tmp_path):
+    """`make report` after a DVC checkout: Snakemake warns once per output without metadata;
+    the helper passes every other line through and says the count once."""
+    fake = tmp_path / "fake.py"
+    fake.write_text(
+        "for i in range(250):\n"
+        "    print(f'Missing metadata for file out{i}.csv. Maybe metadata was deleted or it was created using an "
+        "older version of Snakemake. This is a non critical warning.')\n"
+        "print('Report created: report.html.')\n"
+    )
+    res = subprocess.run(
+        [sys.executable, ROOT / "scripts/snakemake_hint.py", "report", "--", sys.executable, fake],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0
+    assert res.stdout == "Report created: report.html.\n"
+    (note,) = res.stderr.splitlines()
+    assert note.startswith("note: 250 outputs carry no Snakemake metadata")
