@@ -230,18 +230,6 @@ def _cached_pairs(
     return tuple(parse_dictd_pairs(Path(index_path), Path(data_path), headwords, head_lang, trans_lang))
 
 
-def available_dictionaries(dict_dir: Path = DEFAULT_DICT_DIR) -> list[str]:
-    """Installed FreeDict dictionaries as ``'src-tgt'`` (ISO 639-3), sorted."""
-    if not Path(dict_dir).is_dir():
-        return []
-    out = []
-    for p in sorted(Path(dict_dir).glob("freedict-*.index")):
-        stem = p.name[: -len(".index")]
-        if _dict_data_path(Path(dict_dir), stem) is not None:
-            out.append(stem[len("freedict-") :])
-    return out
-
-
 def load_freedict_pairs(
     src: str,
     tgt: str,

@@ -229,13 +229,6 @@ def concept_precision(features: np.ndarray, labels: np.ndarray, k: int = 10, blo
     return hits / (n * k)
 
 
-def concept_chance(labels: np.ndarray) -> float:
-    """Expected :func:`concept_precision` of random features: P(another image shares the label)."""
-    _, counts = np.unique(np.asarray(labels), return_counts=True)
-    n = counts.sum()
-    return float(np.sum(counts * (counts - 1)) / (n * (n - 1)))
-
-
 def scene_main_kind(scene: Mapping) -> str:
     """The concept of a SYNTHETIC scene: the kind of its main object."""
     return str(scene["objects"][0]["kind"])

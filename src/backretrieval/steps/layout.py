@@ -35,11 +35,6 @@ def dataset_root(cfg: dict) -> Path:
     return PREPARED / cfg["dataset"]["name"]
 
 
-def corpus_root(name: str) -> Path:
-    """A configured text-only corpus (``corpora.<name>``), prepared like a dataset."""
-    return PREPARED / name
-
-
 def artifacts_root(cfg: dict) -> Path:
     return Path("artifacts") / cfg["run_name"]
 

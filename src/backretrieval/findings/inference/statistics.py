@@ -171,10 +171,6 @@ class BootstrapOutcome:
 # --------------------------------------------------------------------------- small statistics
 
 
-def _rank_rows(x: np.ndarray) -> np.ndarray:
-    return st.rankdata(x, axis=-1)
-
-
 def corr_rows(x: np.ndarray, y: np.ndarray, stat: str) -> np.ndarray:
     """Pearson or Spearman correlation of every row pair of x and y (…, n) → (…,); NaN where
     a row is constant."""
