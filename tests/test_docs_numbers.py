@@ -2,7 +2,10 @@
 probability of the crossed bootstrap (FINDINGS_METHODS) and the findings' bootstrap settings
 (DEVIATIONS, the inference analysis's defaults)."""
 
+import re
 from pathlib import Path
+
+import pytest
 
 from backretrieval.findings import inference
 from backretrieval.findings.inference import degenerate_probability
@@ -20,7 +23,12 @@ def test_degenerate_probabilities_in_findings_methods_are_computed():
     text = (ROOT / "docs/FINDINGS_METHODS.md").read_text()
     assert f"{_sci(degenerate_probability(14))} with 14 encoders" in text
     assert f"{degenerate_probability(5):.2f} with 5" in text
-    assert "1 in 10^4" not in text
+    # every probability the paragraph states is the function's (whatever its wording)
+    para = text[text.index("`degenerate_probability`") :].split("\n\n")[0]
+    stated = re.findall(r"(\d+(?:\.\d+)?(?:e-\d+)?) with (\d+)", para)
+    assert len(stated) >= 2
+    for value, n in stated:
+        assert float(value) == pytest.approx(degenerate_probability(int(n)), rel=0.05), (value, n)
     doc = Path(inference.__file__).parent / "statistics.py"
     assert f"{_sci(degenerate_probability(14))} for 14 encoders" in doc.read_text()
 
@@ -31,6 +39,9 @@ def test_findings_bootstrap_settings_in_deviations_are_the_defaults():
         line for line in (ROOT / "docs/DEVIATIONS.md").read_text().splitlines() if line.startswith("| findings |")
     )
     assert f"B = {d['bootstrap']}" in row and d["max_seeds"] is None and "every seed of the run" in row
-    assert "first 3 seeds" not in row and "20,000 sampled pairs" not in row
-    assert "first 3 seeds" not in (inference.Inference.__doc__ or "")
+    # any seed count or pair subsample the row or the docstring states is a default's
+    for text in (row, inference.Inference.__doc__ or ""):
+        for n in re.findall(r"first (\d+) seeds", text):
+            assert d["max_seeds"] == int(n), text
     assert f"B = {d['bootstrap']}" in (inference.Inference.__doc__ or "")
+    assert "over all N·M pairs" in row  # CORR's contributions: every pair, no subsample
