@@ -204,7 +204,9 @@ def test_cli_evaluate_prints_tables_and_a_deterministic_result(syn, tmp_path, ca
         "CORR",
         "SYNTHETIC",
         "random baseline: Recall@10 = k/N = 0.200",
-        "percentile bootstrap of the mean over the 3 seeds",
+        "percentile bootstrap over the distinct items",
+        "distinct items (query images) in 3 × N=50 queries",
+        "Repeated target texts",
     ):
         assert want in text, want
     assert _cli(capsys, *_eval_args(syn, out2, "--model", NGRAM_TEXT))[0] == 0
@@ -242,14 +244,51 @@ def test_result_hits_are_the_per_seed_bkr(syn):
     np.testing.assert_array_equal(R.unpack_hits(R.pack_hits(bits), 37), bits)
 
 
-def test_one_seed_gets_the_query_bootstrap(syn):
+def test_one_seed_gets_the_item_bootstrap_over_its_queries(syn):
     ev = evaluate_model(NGRAM, syn, "en-de", **_kw(seeds=1))
     s = ev.summary().set_index("metric")
-    assert "over the N queries of the one seed" in s.loc["bkr_recall", "ci_method"]
+    assert "over the distinct items" in s.loc["bkr_recall", "ci_method"]
+    assert s.loc["bkr_recall", "n_items"] == 50  # one seed: every query its own item
     assert s.loc["bkr_recall", "ci_low"] < s.loc["bkr_recall", "mean"] < s.loc["bkr_recall", "ci_high"]
-    assert np.isnan(s.loc["corr", "ci_low"])  # CORR has no per-query values
+    assert np.isnan(s.loc["corr", "ci_low"]) and "CORR" in s.loc["corr", "ci_note"]  # no per-query values
     table = R.format_table(R.result_dict(ev))
-    assert "CORR (Spearman)" in table and "n/a" in table
+    assert "CORR (Spearman)" in table and "no CI" in table
+
+
+def test_intervals_over_seeds_resample_distinct_items(syn):
+    """Three seeds re-draw items: the interval is the item bootstrap of the per-query values
+    pooled over the seeds (not a bootstrap of 3 seed means), and says on how many items it rests."""
+    from backretrieval import stats
+
+    ev = evaluate_model(NGRAM, syn, "en-de", **_kw())
+    s = ev.summary(B=300, seed=4).set_index("metric")
+    hits = ev.hits("bkr")["en-de"].astype(float)
+    want = stats.item_bootstrap_ci(hits, ev.units()["en-de"], B=300, seed=4)
+    row = s.loc["bkr_recall"]
+    assert (row["ci_low"], row["ci_high"]) == (want.low, want.high) and row["n_items"] == want.n_items
+    assert want.n_items < 3 * 50  # overlapping samples: fewer items than queries
+    assert row["mean"] == pytest.approx(hits.mean())
+    mrr = s.loc["bkr_mrr"]
+    assert mrr["ci_low"] < mrr["mean"] < mrr["ci_high"] and mrr["n_items"] == want.n_items
+    entry = R.scores_by_direction(R.result_dict(ev, B=300, seed=4))["en-de"]["metrics"]
+    assert entry["bkr_recall"]["n_items"] == want.n_items and "ci_note" in entry["corr"]
+
+
+def test_repeated_target_texts_are_counted_per_sample():
+    from backretrieval.data.sampling import Sample
+    from backretrieval.evaluation.core import duplicate_targets, duplicates_sentence
+
+    text = {"a": "x", "b": "x", "c": "y", "d": "x", "e": "z"}
+    samples = [
+        Sample(0, "en", "de", ["q1", "q2", "q3"], ["a", "c", "e"], ["a", "b", "d"]),  # xlr: a c e; bkr: x x x
+        Sample(1, "en", "de", ["q1", "q2", "q3"], ["a", "b", "c"], ["c", "e", "a"]),  # xlr: x x y; bkr: distinct
+    ]
+    assert duplicate_targets(samples, text) == {"bkr": [2, 0], "xlr": [0, 1]}
+    no_xlr = [Sample(0, "en", "de", ["q1", "q2"], None, ["a", "d"])]
+    assert duplicate_targets(no_xlr, text) == {"bkr": [1]}
+    line = duplicates_sentence({"en-de": duplicate_targets(samples, text)}, 3)
+    assert "en→de 1 BkR (0–2 by seed), 0.5 XLR (0–1 by seed)" in line and "tie exactly" in line
+    assert duplicates_sentence({"en-de": {"bkr": [0, 0]}}, 3).endswith("none (no sample's targets repeat a text).")
 
 
 def test_default_backbone_embeds_the_image_files(syn, tmp_path, capsys):
@@ -888,5 +927,8 @@ def test_non_parallel_data_has_no_xlr(syn, tmp_path):
     ev = evaluate_model(NGRAM, root, "en-de", **_kw())
     assert not any(m.startswith("xlr") for m in ev.scores["metric"])
     res = R.result_dict(ev)
-    assert set(R.scores_by_direction(res)["en-de"]["per_query"]) == {"bkr_hits"} and res["dataset"]["parallel"] is False
+    assert (
+        set(R.scores_by_direction(res)["en-de"]["per_query"]) == {"bkr_hits", "query_images"}
+        and res["dataset"]["parallel"] is False
+    )
     assert "(no XLR: the dataset is not parallel)" in R.format_table(res)

@@ -112,7 +112,17 @@ def test_snakemake_reports(run_dir):
         assert (rep / name).stat().st_size > 0, name
 
     ci = pd.read_csv(rep / "bkr_ci.csv")
-    assert list(ci.columns) == ["direction", "encoder", "metric", "mean", "ci_low", "ci_high", "n_seeds"]
+    assert list(ci.columns) == [
+        "direction",
+        "encoder",
+        "metric",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "n_seeds",
+        "n_items",
+        "ci_note",
+    ]
     assert set(ci["metric"]) == {"bkr_recall", "bkr_mrr", "corr"}
     assert set(ci["encoder"]) == set(ENCODERS) | {"random baseline"}
     assert set(ci["direction"]) == {"en-de", "de-en"}
@@ -152,6 +162,7 @@ def test_snakemake_reports(run_dir):
     assert "XLR Recall" not in md and "Pearson" not in md and "xlr_recall" not in md
     assert "random baseline" in md and "Holm" in md and "SYNTHETIC" in md
     assert "Unit of every test and interval: the distinct item" in md
+    assert "Repeated target texts:" in md  # how many sampled targets repeat a text (they tie)
     assert "BkR Recall@5" in md and "MRR" in md
     for e in ENCODERS:
         assert e in md

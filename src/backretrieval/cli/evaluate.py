@@ -117,7 +117,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
         }
         for ev in evs
     }
-    ranking = rank_encoders(metrics, ranks, first.units(), k=k, sample_size=n, n_seeds=n_seeds, B=B, seed=0)
+    ranking = rank_encoders(
+        metrics, ranks, first.units(), k=k, sample_size=n, n_seeds=n_seeds, B=B, seed=0,
+        duplicates=first.duplicate_targets,
+    )  # fmt: skip
     caption = ranking_caption(
         dataset=str(dataset["name"]),
         synthetic=bool(dataset.get("synthetic")),
@@ -306,7 +309,11 @@ def register(add) -> None:
     )
     _eval_opts(sp, required=True)
 
-    sp = add("compare", cmd_compare, "which of two encoders has the higher BkR (McNemar exact, paired bootstrap)")
+    sp = add(
+        "compare",
+        cmd_compare,
+        "which of two encoders has the higher BkR (paired permutation test and bootstrap over distinct items)",
+    )
     positional(sp, "results", "two result JSONs of `backretrieval evaluate`", nargs="*")
     opt(sp, "--model", "instead of JSONs: evaluate two models (give --model twice)", action="append")
     noun(sp, "out", "output: the comparison as JSON too (optional)", required=False)
@@ -315,7 +322,7 @@ def register(add) -> None:
     sp = add(
         "rank",
         cmd_rank,
-        "rank two or more encoders by BkR on the same samples: CIs, every pair (McNemar, Holm), random baseline",
+        "rank two or more encoders by BkR on the same samples: item-bootstrap CIs, every pair tested (Holm), random baseline",
     )
     opt(
         sp,

@@ -125,6 +125,49 @@ def evaluate_direction(
     return df, per_query
 
 
+def duplicate_targets(samples: Sequence[Sample], text_of: Mapping[str, str]) -> dict[str, list[int]]:
+    """Per target set (``bkr``; ``xlr`` where the samples have XLR targets) and sample (in the
+    order of ``samples``), how many of its targets repeat the text of another target of the
+    same sample (targets − distinct texts). ``text_of``: the target language's embedded text
+    (the protocol's text field) by item id. Identical texts get identical vectors and so tie
+    exactly (:mod:`backretrieval.metrics.kernels`: the nearest target of BkR's text step is the
+    first of them in the sample; an XLR rank counts only strictly better candidates)."""
+
+    def repeats(ids: Sequence[str]) -> int:
+        texts = [text_of[i] for i in ids]
+        return len(texts) - len(set(texts))
+
+    out = {"bkr": [repeats(s.bkr_targets) for s in samples]}
+    if samples and all(s.xlr_targets is not None for s in samples):
+        out["xlr"] = [repeats(s.xlr_targets or []) for s in samples]
+    return out
+
+
+def duplicates_sentence(duplicates: Mapping[str, Mapping[str, Sequence[int]]], n: int) -> str:
+    """One sentence on the repeated target texts of :func:`duplicate_targets` per direction
+    (``{direction: {kind: per-sample counts}}``) for a report; "" when none was counted."""
+    label = {"bkr": "BkR", "xlr": "XLR"}
+    parts = []
+    for d, kinds in duplicates.items():
+        cells = []
+        for kind, counts in kinds.items():
+            counts = list(counts)
+            if counts:
+                spread = f" ({min(counts)}–{max(counts)} by seed)" if min(counts) != max(counts) else ""
+                cells.append(f"{sum(counts) / len(counts):.3g} {label.get(kind, kind)}{spread}")
+        if cells:
+            parts.append(f"{d.replace('-', '→')} " + ", ".join(cells))
+    if not parts:
+        return ""
+    if not any(c for kinds in duplicates.values() for counts in kinds.values() for c in counts):
+        return "Repeated target texts: none (no sample's targets repeat a text)."
+    return (
+        f"Repeated target texts: targets of a sample (N = {n}) whose text repeats another target's, mean over "
+        f"the seeds: {'; '.join(parts)}. Identical texts get identical vectors and tie exactly: BkR's text step "
+        "takes the first of them in the sample; an XLR rank counts only strictly better targets."
+    )
+
+
 def _progress(samples: Sequence[Sample], desc: str, enabled: bool) -> Any:
     from tqdm import tqdm
 

@@ -151,6 +151,9 @@ class BackretrievalTask(AbsTask):
             image_backbone={},
             protocol={"directions": [d], "n": plan.sample_size, "seeds": plan.seeds, "k": plan.recall_k},
             samples_sha256={d: plan.samples_sha256()[d]},
+            # the query images: the unit of the intervals (an item drawn by several seeds is one)
+            query_units={d: {smp.seed: [image_of[src][i] for i in smp.queries] for smp in plan.samples[d]}},
+            duplicate_targets={d: plan.duplicate_targets()[d]},
         )
         entry = direction_entry(ev, d, ev.summary(B=opt["B"]))
         entry.pop("hf_subset"), entry.pop("languages")  # mteb adds them

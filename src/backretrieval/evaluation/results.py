@@ -20,10 +20,15 @@ stored per direction and seed as base64 of ``numpy.packbits`` (N bits, big-endia
 so ``backretrieval compare`` can pair two results query by query. Version 1 files (``scores``
 keyed by direction) are still read.
 
-CIs (95 % by default): with two or more seeds, the percentile bootstrap of the mean over the
-seeds' values (:func:`backretrieval.stats.bootstrap_ci`, B resamples, seeded); with one seed,
-the percentile bootstrap over that sample's N queries (per-query hits, reciprocal ranks,
-ranks; CORR has no per-query values and gets no CI).
+CIs (95 % by default): the percentile bootstrap over the distinct items of a direction (the
+query images; :func:`backretrieval.stats.item_bootstrap_ci`, B resamples, seeded) of the
+per-query values pooled over the seeds (hits, reciprocal ranks, ranks): the seeds' samples
+overlap, so an item drawn by several seeds is one unit, resampled with all its queries. No CI
+(``ci_low``/``ci_high`` null, ``ci_note`` saying why) where none can be estimated honestly:
+CORR has no per-query values, fewer than ``stats.items.MIN_ITEMS`` items, every item alike, or
+no item ids. (A bootstrap over 3 seeds' means rests on 3 numbers, and its interval can be of
+zero width.) Per direction, ``duplicate_targets`` counts the targets whose text repeats
+another target's in the same sample (they tie exactly).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import pandas as pd
 from .. import stats
 from .._util import io
 from ..errors import InputError
+from .core import duplicates_sentence
 from .defaults import DEFAULT_BOOTSTRAP
 
 FORMAT = "backretrieval-result"
@@ -88,7 +94,9 @@ METRIC_LABELS = {
     "bkr_mean_rank": "BkR mean rank",
 }
 TABLE_METRICS = ("xlr_recall", "xlr_mrr", "bkr_recall", "bkr_mrr", "corr")
-SUMMARY_COLUMNS = ["encoder", "direction", "metric", "mean", "sd", "ci_low", "ci_high", "n_seeds", "ci_method"]
+SUMMARY_COLUMNS = [
+    "encoder", "direction", "metric", "mean", "sd", "ci_low", "ci_high", "n_seeds", "n_items", "ci_method", "ci_note",
+]  # fmt: skip
 
 
 def language_script(code: str) -> str:
@@ -121,13 +129,12 @@ def metric_key(metric: str, k: int) -> str:
     return f"{metric}_at_{k}" if metric.endswith("_recall") else metric
 
 
-def _ci_method(n_seeds: int, B: int, level: float) -> str:
+def _ci_method(B: int, level: float) -> str:
     pct = f"{level * 100:g}%"
-    if n_seeds >= 2:
-        return f"{pct} CI: percentile bootstrap of the mean over the {n_seeds} seeds (B={B})"
     return (
-        f"{pct} CI: percentile bootstrap over the N queries of the one seed (B={B}); CORR has no "
-        "per-query values, so no CI"
+        f"{pct} CI: percentile bootstrap over the distinct items (query images; an item drawn by several seeds "
+        f"counts once, with all its queries; B={B}); none where it cannot be estimated honestly (CORR has no "
+        f"per-query values; fewer than {stats.items.MIN_ITEMS} items; every item alike)"
     )
 
 
@@ -140,12 +147,31 @@ def _per_query_values(metric: str, ranks: dict[str, np.ndarray], k: int) -> np.n
     return {"recall": (r <= k).astype(np.float64), "mrr": 1.0 / r, "mean_rank": r}.get(what)
 
 
+def _item_interval(
+    ev: Any, d: str, metric: str, seeds: list[int], *, B: int, seed: int, level: float
+) -> tuple[float, float, int, str]:
+    """(low, high, distinct items, note) of the item bootstrap of ``metric``'s per-query values
+    of direction ``d`` pooled over ``seeds`` (NaN and the reason where there is none)."""
+    k = int(ev.protocol["k"])
+    by_seed = ev.ranks.get(d, {})
+    parts = [_per_query_values(metric, by_seed[s], k) if s in by_seed else None for s in seeds]
+    if not parts or any(p is None for p in parts):
+        what = "CORR" if metric == "corr" else metric
+        return math.nan, math.nan, 0, f"no per-query values ({what}): no interval"
+    units = (getattr(ev, "query_units", None) or {}).get(d, {})
+    if any(s not in units for s in seeds):
+        return math.nan, math.nan, 0, "no item ids: no interval"
+    keys = np.asarray([u for s in seeds for u in units[s]], dtype=object)
+    ci = stats.item_bootstrap_ci(np.concatenate(parts), keys, B=B, seed=seed, alpha=1 - level)
+    return ci.low, ci.high, ci.n_items, ci.note
+
+
 def summarize(ev: Any, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Per (encoder, direction, metric): mean and sd over seeds, CI (see the module docstring)."""
+    """Per (encoder, direction, metric): mean and sd over seeds, the item-bootstrap CI of the
+    per-query values pooled over the seeds (see the module docstring)."""
     df = ev.scores
     rows = []
-    n_seeds = len(ev.protocol["seeds"])
-    method = _ci_method(n_seeds, B, level)
+    method = _ci_method(B, level)
     order = {m: i for i, m in enumerate(METRIC_LABELS)}
     for (enc, d, metric), g in df.groupby(["encoder", "direction", "metric"], sort=False):
         g = g.sort_values("seed")
@@ -153,15 +179,8 @@ def summarize(ev: Any, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: floa
         finite = vals[np.isfinite(vals)]
         mean = float(finite.mean()) if finite.size else math.nan
         sd = float(finite.std(ddof=1)) if finite.size >= 2 else math.nan
-        low = high = math.nan
-        if n_seeds >= 2 and finite.size >= 2:
-            ci = stats.bootstrap_ci(finite, B=B, seed=seed, alpha=1 - level)
-            low, high = ci.low, ci.high
-        elif n_seeds == 1:
-            pq = _per_query_values(metric, ev.ranks[d][int(g["seed"].iloc[0])], int(ev.protocol["k"]))
-            if pq is not None and pq.size >= 2:
-                ci = stats.bootstrap_ci(pq, B=B, seed=seed, alpha=1 - level)
-                low, high = ci.low, ci.high
+        seeds = [int(x) for x in g["seed"]]
+        low, high, n_items, note = _item_interval(ev, d, metric, seeds, B=B, seed=seed, level=level)
         rows.append(
             dict(
                 encoder=enc,
@@ -172,7 +191,9 @@ def summarize(ev: Any, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: floa
                 ci_low=low,
                 ci_high=high,
                 n_seeds=int(finite.size),
+                n_items=int(n_items),
                 ci_method=method,
+                ci_note=note,
             )
         )
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -231,6 +252,8 @@ def direction_entry(ev: Any, d: str, summ: pd.DataFrame) -> dict[str, Any]:
             "sd": _num(r["sd"]),
             "ci_low": _num(r["ci_low"]),
             "ci_high": _num(r["ci_high"]),
+            "n_items": int(r["n_items"]),
+            **({"ci_note": str(r["ci_note"])} if r["ci_note"] else {}),
             "per_seed": [_num(v) for v in vals],
         }
     per_query: dict[str, Any] = {}
@@ -250,6 +273,7 @@ def direction_entry(ev: Any, d: str, summ: pd.DataFrame) -> dict[str, Any]:
         "metrics": metrics,
         "random_baseline": random_baseline(n, k),
         "samples_sha256": ev.samples_sha256[d],
+        **({"duplicate_targets": dups} if (dups := getattr(ev, "duplicate_targets", {}).get(d)) else {}),
         "per_query": per_query,
     }
 
@@ -270,7 +294,6 @@ def result_dict(
     """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
     summ = ev.summary(B=B, seed=seed, level=level)
     k = int(ev.protocol["k"])
-    seeds = [int(s) for s in ev.protocol["seeds"]]
     entries = [direction_entry(ev, d, summ) for d in ev.protocol["directions"]]
     mains = [e["main_score"] for e in entries if e["main_score"] is not None]
     dataset = {key: v for key, v in ev.dataset.items() if key != "path"}
@@ -292,7 +315,7 @@ def result_dict(
             "split": SPLIT,
             "per_query_encoding": "base64 of numpy.packbits (big-endian), one string "
             "per seed in protocol.seeds order; hit = rank <= k",
-            "ci": {"level": level, "B": B, "seed": seed, "method": _ci_method(len(seeds), B, level)},
+            "ci": {"level": level, "B": B, "seed": seed, "method": _ci_method(B, level)},
         },
         "scores": {SPLIT: entries},
         "volatile": vol,
@@ -456,8 +479,14 @@ def format_table(result: dict[str, Any]) -> str:
             m = sc["metrics"].get(metric)
             if m is None:
                 continue
-            ci = f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]" if m["ci_low"] is not None else "n/a"
+            ci = f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]" if m["ci_low"] is not None else "no CI"
             lines.append(f"  {METRIC_LABELS[metric].format(k=k):<18} {_fmt(m['mean']):>7}  {ci}")
+        n_items = sc["metrics"].get(MAIN_METRIC, {}).get("n_items")
+        if n_items:
+            lines.append(f"  {n_items} distinct items (query images) in {len(prot['seeds'])} × N={n} queries")
+        dup = duplicates_sentence({d: sc["duplicate_targets"]}, int(n)) if sc.get("duplicate_targets") else ""
+        if dup:
+            lines.append(f"  {dup}")
         rb = sc["random_baseline"]
         lines.append(f"  random baseline: Recall@{k} = k/N = {rb['recall_at_k']:.3f}, MRR = H_N/N = {rb['mrr']:.3f}")
         if "xlr_recall" not in sc["metrics"]:

@@ -32,7 +32,7 @@ from ..data.prepared import (
 )
 from ..data.sampling import Sample, draw_samples
 from ..errors import InputError
-from .core import Lookup, evaluate_direction, image_of_items, lookup_from
+from .core import Lookup, duplicate_targets, evaluate_direction, image_of_items, lookup_from
 from .datasets import (
     ImageSource,
     available_image_ids,
@@ -136,6 +136,15 @@ class EvaluationPlan:
 
     def image_of(self) -> dict[str, dict[str, str]]:
         return image_of_items(self.items)
+
+    def duplicate_targets(self) -> dict[str, dict[str, list[int]]]:
+        """Per direction, :func:`~.core.duplicate_targets` of its samples (the text field's
+        texts of the target language)."""
+        out = {}
+        for d in self.directions:
+            ids, texts = texts_for(self.items, d.split("-")[1], self.text_field)
+            out[d] = duplicate_targets(self.samples[d], dict(zip(ids.tolist(), texts)))
+        return out
 
     def needed_images(self) -> list[str]:
         """Image ids of every query and BkR target of every sample (sorted)."""
@@ -338,6 +347,9 @@ class Evaluation:
     #: per direction and seed, the image id of every query (the distinct item: the unit of the
     #: paired tests and intervals; an item drawn by several seeds has one key)
     query_units: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    #: per direction, target set (``bkr``, ``xlr``) and seed, the targets whose text repeats
+    #: another target's in the same sample (:func:`~.core.duplicate_targets`; they tie exactly)
+    duplicate_targets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def summary(self, *, B: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
         """Mean, sd and 95% CI per direction and metric (see :func:`.results.summarize`)."""
@@ -435,6 +447,7 @@ def evaluate_models(
     query_units = {
         d: {s.seed: [image_of[d.split("-")[0]][i] for i in s.queries] for s in plan.samples[d]} for d in plan.directions
     }
+    duplicates = plan.duplicate_targets()
     out = []
     for (_enc, desc), label, fp in zip(resolved, labels, fingerprints):
         per_dir: dict[str, dict[int, dict[str, np.ndarray]]] = {}
@@ -454,6 +467,7 @@ def evaluate_models(
                 samples_sha256=plan.samples_sha256(),
                 seconds=seconds,
                 query_units=query_units,
+                duplicate_targets=duplicates,
             )
         )
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import pandas as pd
 
 from .. import stats
 from ..evaluation.compare import PAIRWISE_COLUMNS, interval_text, pairwise_comparisons
+from ..evaluation.core import duplicates_sentence
 from ..evaluation.results import random_baseline
 from ._common import direction_order
 
@@ -73,7 +74,9 @@ class Ranking:
     ``pairwise`` (``pairwise.csv``): :func:`~backretrieval.evaluation.compare.pairwise_comparisons`;
     ``baseline``: the random baseline at N (k/N, H_N/N) per metric; ``parallel``: XLR was
     measured; ``n_items``: the distinct items (query images) the tests rest on, per direction
-    and ``"all"``."""
+    and ``"all"``; ``duplicates``: per direction, target set and seed, the targets whose text
+    repeats another target's (:func:`~backretrieval.evaluation.core.duplicate_targets`; empty:
+    not counted); ``sample_size``: N."""
 
     cis: pd.DataFrame
     ranking: pd.DataFrame
@@ -82,6 +85,8 @@ class Ranking:
     k: int
     parallel: bool
     n_items: dict[str, int]
+    duplicates: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    sample_size: int = 0
 
     def markdown(self, *, title: str, caption: str) -> str:
         """:func:`ranking_markdown` of this ranking."""
@@ -98,6 +103,7 @@ class Ranking:
             "recall_k": self.k,
             "parallel": self.parallel,
             "n_items": dict(self.n_items),
+            "duplicate_targets": {d: {kind: list(c) for kind, c in v.items()} for d, v in self.duplicates.items()},
         }
 
 
@@ -111,6 +117,7 @@ def rank_encoders(
     n_seeds: int,
     B: int,
     seed: int,
+    duplicates: Mapping[str, Mapping[str, list[int]]] | None = None,
 ) -> Ranking:
     """The :class:`Ranking` of the encoders of ``metrics`` (the tidy per-seed rows of the
     metrics step: ``direction, seed, n, encoder, metric, value``) from their per-query ranks
@@ -118,7 +125,9 @@ def rank_encoders(
     concatenated in seed order) and the item of every query (``units[direction]``, same
     order: the query's image id). ``units`` None: no tests and no intervals (the reports say
     why). XLR is shown where ``metrics`` holds it. ``B``, ``seed``: the bootstrap of every
-    interval (and the seed of the permutation tests)."""
+    interval (and the seed of the permutation tests). ``duplicates``: the repeated target texts
+    per direction (:func:`~backretrieval.evaluation.core.duplicate_targets`), stated in the
+    report."""
     parallel = "xlr_recall" in set(metrics["metric"])
     shown = BKR_METRICS + (XLR_METRICS if parallel else ())
     rows = []
@@ -173,8 +182,10 @@ def rank_encoders(
         f"{kind}_{m}": rb[key] for kind in base_metrics for m, key in (("recall", "recall_at_k"), ("mrr", "mrr"))
     }
     return Ranking(
-        cis=cis, ranking=ranking, pairwise=pairwise, baseline=baseline, k=int(k), parallel=parallel, n_items=n_items
-    )
+        cis=cis, ranking=ranking, pairwise=pairwise, baseline=baseline, k=int(k), parallel=parallel, n_items=n_items,
+        duplicates={d: {kind: list(c) for kind, c in v.items()} for d, v in (duplicates or {}).items()},
+        sample_size=int(sample_size),
+    )  # fmt: skip
 
 
 def bkr_ranking(
@@ -267,6 +278,9 @@ def ranking_markdown(r: Ranking, *, title: str, caption: str) -> str:
         ]
     else:
         lines += [NO_UNITS_SENTENCE, ""]
+    dup = duplicates_sentence(r.duplicates, r.sample_size)
+    if dup:
+        lines += [dup, ""]
     xlr_head = f" XLR Recall@{k} [95% CI] (rank) |" if xlr else ""
     lines += [
         f"#### Ranking: BkR Recall@{k} averaged over directions",

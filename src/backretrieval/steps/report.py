@@ -365,6 +365,25 @@ def query_units(dataset: Path, samples_files: list[Path], seeds: dict[str, list]
     return out
 
 
+def target_duplicates(dataset: Path, samples_files: list[Path], text_field: str) -> dict[str, dict[str, list[int]]]:
+    """Per direction (the samples files' order), :func:`~backretrieval.evaluation.core.duplicate_targets`
+    of its samples: the targets whose text (``text_field``, as embedded) repeats another's."""
+    from ..data.prepared import texts_for
+    from ..data.sampling import read_samples
+    from ..evaluation.core import duplicate_targets
+
+    items = load_items(dataset)
+    out = {}
+    for f in samples_files:
+        samples = read_samples(Path(f))
+        if samples:
+            ids, texts = texts_for(items, samples[0].tgt_lang, text_field)
+            out[f"{samples[0].src_lang}-{samples[0].tgt_lang}"] = duplicate_targets(
+                samples, dict(zip(ids.tolist(), texts))
+            )
+    return out
+
+
 def read_bkr_hits(metrics_files: list[Path], k: int) -> dict[str, dict[str, np.ndarray]]:
     """``{encoder: {direction: per-query BkR hits, seeds concatenated in seed order}}`` from the
     per-query BkR ranks beside each metrics CSV (``<stem>.ranks.npz``, keys
@@ -424,7 +443,14 @@ def build_bkr_report(
         if dataset is not None and samples_files
         else None
     )
-    r = rank_encoders(metrics, ranks, units, k=k, sample_size=n, n_seeds=int(s["n_seeds"]), B=B, seed=bseed)
+    duplicates = (
+        target_duplicates(Path(dataset), [Path(p) for p in samples_files], str(s["text_field"]))
+        if dataset is not None and samples_files
+        else None
+    )
+    r = rank_encoders(
+        metrics, ranks, units, k=k, sample_size=n, n_seeds=int(s["n_seeds"]), B=B, seed=bseed, duplicates=duplicates
+    )
     cis, ranking, baseline = r.cis, r.ranking, r.baseline
     io.write_csv(out["bkr_ci"], cis)
     io.write_csv(out["ranking"], ranking)
