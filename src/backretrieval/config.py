@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ._util.io import ARTIFACTS_ROOT, REPORTS_ROOT
 from .errors import ConfigError, did_you_mean
 
 #: the config's JSON schema (the only copy: the workflow validates through this module)
@@ -176,11 +177,6 @@ def _what(sub: dict) -> str:
     return " or ".join(words.get(str(k), str(k)) for k in kinds)
 
 
-#: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
-#: ``reports_dir`` is a folder under the first (``reports/<run_name>`` by default), its
-#: artifacts ``artifacts/<run_name>``.
-REPORTS_ROOT = "reports"
-ARTIFACTS_ROOT = "artifacts"
 
 
 def _check_inside(source: str, field: str, value: str, root: str, root_allowed: bool, prefix: str = "") -> None:

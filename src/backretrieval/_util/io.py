@@ -61,10 +61,13 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-#: The checkout's folders a run writes its files to (backretrieval.config.REPORTS_ROOT and
-#: ARTIFACTS_ROOT): a relative path under one of them is written only where it still lies under
-#: it once resolved.
-CONTAINED_ROOTS = ("reports", "artifacts")
+#: The checkout's folders the workflow writes a config's reports and artifacts to: a config's
+#: ``reports_dir`` is a folder under the first (``reports/<run_name>`` by default), its
+#: artifacts ``artifacts/<run_name>``.
+REPORTS_ROOT = "reports"
+ARTIFACTS_ROOT = "artifacts"
+#: a relative path under one of them is written only where it still lies under it once resolved
+CONTAINED_ROOTS = (REPORTS_ROOT, ARTIFACTS_ROOT)
 
 
 def check_contained(path: str | os.PathLike[str]) -> None:

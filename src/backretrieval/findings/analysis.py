@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 #: the modules of this package that are no analysis (shared machinery); every other module is
 #: imported by :func:`registry` as an analysis module
-SHARED_MODULES = frozenset({"analysis", "artifacts", "document", "inference_sim", "result", "views"})
+SHARED_MODULES = frozenset({"analysis", "artifacts", "document", "inference_sim", "replot", "result", "views"})
 
 #: the artifacts of a run an analysis may read (its ``inputs``): what each is, on the command line
 INPUTS: dict[str, str] = {

@@ -90,7 +90,7 @@ def check_reports_owner(cfg: dict, source: str, root: Path = Path(".")) -> None:
 def _holds_other_runs(folder: str, owner: str, root: Path) -> bool:
     """Whether ``folder`` is the reports root or holds the reports of a run other than ``owner``
     (a ``metrics.json`` or a claim of another run in a folder under it)."""
-    from ..config import REPORTS_ROOT
+    from .._util.io import REPORTS_ROOT
 
     if _norm(folder) in (REPORTS_ROOT, "."):
         return True
