@@ -932,3 +932,11 @@ def test_non_parallel_data_has_no_xlr(syn, tmp_path):
         and res["dataset"]["parallel"] is False
     )
     assert "(no XLR: the dataset is not parallel)" in R.format_table(res)
+
+
+def test_compare_labels_two_results_of_one_model_by_their_shortest_distinct_path():
+    from backretrieval.cli.evaluate import short_labels
+
+    assert short_labels(["out/run1/res.json", "out/run2/res.json"]) == ["run1/res.json", "run2/res.json"]
+    assert short_labels(["a.json", "b.json"]) == ["a.json", "b.json"]
+    assert short_labels(["/x/a/r.json", "/y/a/r.json"]) == ["x/a/r.json", "y/a/r.json"]

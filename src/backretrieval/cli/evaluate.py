@@ -52,6 +52,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def short_labels(paths: list[str]) -> list[str]:
+    """The shortest trailing parts of the paths that tell them apart (``out/run1/r.json`` and
+    ``out/run2/r.json`` -> ``run1/r.json`` and ``run2/r.json``): compare's labels when both
+    results name the same model."""
+    parts = [Path(p).parts for p in paths]
+    for n in range(1, max(len(p) for p in parts) + 1):
+        tails = ["/".join(p[-n:]) for p in parts]
+        if len(set(tails)) == len(tails):
+            return tails
+    return list(paths)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Two result JSONs, or two --model runs on the same samples: which has the higher BkR."""
     from ..evaluation import results as R
@@ -66,7 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         a, b = (R.read_result(p) for p in args.results)
         labels = [a["model"]["name"], b["model"]["name"]]
         if labels[0] == labels[1]:
-            labels = [str(p) for p in args.results]
+            labels = short_labels([str(p) for p in args.results])
     else:
         if not args.model or len(args.model) != 2 or not args.dataset or not args.directions:
             raise InputError("compare: pass two result JSONs, or --model A --model B with --dataset and --directions")
