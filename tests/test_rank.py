@@ -93,6 +93,8 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
 
     md = (out / "ranking.md").read_text(encoding="utf-8")
     assert res.stdout.startswith(md)  # printed as written
+    for ext in ("png", "svg", "pdf"):  # the figure the pipeline's bkr_report draws
+        assert (out / f"bkr_per_encoder.{ext}").stat().st_size > 1000
     h_n = sum(1 / i for i in range(1, p["n"] + 1)) / p["n"]
     assert f"| — | random baseline | {p['k'] / p['n']:.3f} (k/N) | {h_n:.3f} (H_N/N) |" in md
     assert "not parallel" in md and "XLR Recall" not in md

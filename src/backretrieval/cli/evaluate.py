@@ -97,7 +97,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 #: the files ``backretrieval rank`` writes into its --out-dir folder
-RANK_FILES = ("ranking.md", "ranking.json", "ranking.csv", "pairwise.csv", "bkr_ci.csv")
+RANK_FILES = (
+    "ranking.md",
+    "ranking.json",
+    "ranking.csv",
+    "pairwise.csv",
+    "bkr_ci.csv",
+    "bkr_per_encoder.png",
+    "bkr_per_encoder.svg",
+    "bkr_per_encoder.pdf",
+)
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
@@ -105,7 +114,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     random baseline (and XLR on parallel data); the tables of the pipeline's bkr_report."""
     from ..evaluation.results import task_name
     from ..evaluation.run import evaluate_models
-    from ..reporting.ranking import rank_encoders, ranking_caption
+    from ..reporting.figures import bkr_bars
+    from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 
     models = args.model or []
     if len(models) < 2:
@@ -161,6 +171,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
     io.write_csv(out / "ranking.csv", ranking.ranking)
     io.write_csv(out / "pairwise.csv", ranking.pairwise)
     io.write_csv(out / "bkr_ci.csv", ranking.cis)
+    label = "SYNTHETIC dataset — " if dataset.get("synthetic") else ""
+    bkr_bars(  # the figure the pipeline's bkr_report draws
+        ranking.cis,
+        [*ranking.ranking["encoder"], RANDOM_BASELINE],
+        RANDOM_BASELINE,
+        k,
+        out / "bkr_per_encoder",
+        f"{label}{dataset['name']}: BkR Recall@{k} per encoder (mean over {n_seeds} seeds, 95% CI)",
+    )
     print(text)
     print(f"ranking: {out}/ ({', '.join(RANK_FILES)}; {first.seconds:.1f} s)")
     return 0
