@@ -940,3 +940,18 @@ def test_compare_labels_two_results_of_one_model_by_their_shortest_distinct_path
     assert short_labels(["out/run1/res.json", "out/run2/res.json"]) == ["run1/res.json", "run2/res.json"]
     assert short_labels(["a.json", "b.json"]) == ["a.json", "b.json"]
     assert short_labels(["/x/a/r.json", "/y/a/r.json"]) == ["x/a/r.json", "y/a/r.json"]
+
+
+def test_preparing_a_named_dataset_says_so_before_and_after(tmp_path, caplog):
+    """A first use generates the SYNTHETIC dataset (about a minute): never a silent wait."""
+    import logging
+
+    from backretrieval.evaluation import datasets as D
+
+    made = []
+    nd = D.NamedDataset("toy", ("en",), 1, lambda out, downloads, shared: made.append(out))
+    ref = D.DatasetRef(root=tmp_path / "prepared" / "toy", named=nd)
+    with caplog.at_level(logging.INFO, logger="backretrieval"):
+        D.prepare_named(ref, shared_dir=tmp_path)
+    said = [r.getMessage() for r in caplog.records]
+    assert made and said[0].startswith("dataset 'toy': preparing") and said[-1].startswith("dataset 'toy': prepared in")

@@ -14,6 +14,8 @@ Named datasets (folder ``<prepared_dir>/<name>``, reused when it holds a ``datas
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,8 @@ from .._util.hashing import json_sha256, sha256_file
 from ..data.prepared import items_path, load_image_table, read_feature_ids, read_meta
 from ..errors import InputError
 from .defaults import DEFAULT_PREPARED_DIR, DEFAULT_SHARED_DIR
+
+log = logging.getLogger("backretrieval")
 
 #: the SYNTHETIC dataset as the default pipeline generates it (params.yaml: dataset.synthetic,
 #: languages); a test keeps the two in step
@@ -160,8 +164,13 @@ def precheck_named(ref: DatasetRef, directions: Sequence[str], n: int, shared_di
 def prepare_named(ref: DatasetRef, shared_dir: Path = DEFAULT_SHARED_DIR) -> Path:
     """Prepare a named dataset unless its folder is ready; returns the folder."""
     if ref.named is not None and not ref.ready:
+        # a first use prepares the dataset (the SYNTHETIC one is generated: about a minute): said
+        # before and after, so a long silence is never a hang
+        log.info("dataset %r: preparing %s (first use; reused afterwards) ...", ref.named.name, ref.root)
+        t0 = time.perf_counter()
         # <prepared_dir>/../downloads: data/downloads beside data/prepared, as the pipeline uses
         ref.named.prepare(ref.root, ref.root.parent.parent / "downloads", Path(shared_dir))
+        log.info("dataset %r: prepared in %.0f s", ref.named.name, time.perf_counter() - t0)
     return ref.root
 
 
