@@ -51,7 +51,8 @@ run: setup
 	  && stages=$(STAGES) && dvc commit --force --quiet $$stages \
 	  && snakemake --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $$stages; fi \
-	  && backretrieval verify $(REPORTS)
+	  && reports=$(REPORTS) && if git cat-file -e "HEAD:$$reports" 2>/dev/null; then backretrieval verify "$$reports"; \
+	  else echo "verify: $$reports has no committed reports yet (a new run): nothing to compare; commit them to make them the reference"; fi
 
 # data/raw/, the real-data configurations' raw inputs (data.dvc): copied from the local mirror
 # ../shared/datasets where it is here (`dvc update`; data.dvc then shows any change in
