@@ -275,10 +275,8 @@ def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fail
     assert rep.ok, rep.summary()
 
     # real changes, each named: recall@5 -> recall@4; then one encoder's spec (random: dim 32 ->
-    # 16), in copies of the same run. (A shorter training is not among them: on the synthetic
-    # data the tiny case study's heads after 1 epoch score within their spread over training
-    # seeds of those after 3, so verify rightly passes; a shift of a trained outcome beyond its
-    # spread is tested on report files above.)
+    # 16), in copies of the same run. (A shorter training is named by its recorded setting,
+    # tested on report files above, as is a shift of a trained outcome beyond its spread.)
     wd = tmp_path / "wd"
     shutil.copytree(tiny_reference, wd, symlinks=True)
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())
@@ -370,3 +368,16 @@ def test_the_tiny_run_on_other_kernels_passes_case_study_included(tiny_reference
     image = "artifacts/tiny/image/effnet-lite0.npz"
     assert (wd / image).read_bytes() != (tiny_reference / image).read_bytes(), "the kernels changed nothing"
     assert json.loads((wd / "reports/tiny/case_study/metrics.json").read_text())["training_spread"]
+
+
+def test_a_changed_training_setting_is_named_even_where_its_outcome_is_within_the_spread(tmp_path):
+    """case_study/metrics.json records the heads' training settings: verify compares them
+    exactly (20 epochs instead of 40 moved TRIPLET by less than its spread over 10 seeds)."""
+    ref = _case(tmp_path / "ref", TRIPLET)
+    run = _case(tmp_path / "run", TRIPLET)
+    for root, epochs in ((ref, 40), (run, 20)):
+        m = json.loads((root / "case_study/metrics.json").read_text())
+        m["training"] = {"epochs": epochs, "alpha": 0.1, "relu": "hidden"}
+        (root / "case_study/metrics.json").write_text(json.dumps(m))
+    rep = V.verify(run, reference_dir=ref)
+    assert rep.failures == ["case_study/metrics.json: training/epochs: 20 vs reference 40 (|diff| 20 > 0, exact)"]

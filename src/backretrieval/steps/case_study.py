@@ -235,6 +235,17 @@ def train_step(
         io.save_npz(repr_outs[lang], emb=encode(result, t, b), ids=np.array(ids, dtype=str))
 
 
+def training_settings(cs: dict) -> dict:
+    """The heads' resolved training settings (``case_study.triplet`` over TripletConfig's
+    defaults), without the seed (the training seeds are recorded beside them) and the device."""
+    from dataclasses import asdict
+
+    from ..study.triplet import TripletConfig
+
+    conf = asdict(TripletConfig.from_dict({**cs["triplet"], "seed": 0}))
+    return {k: conf[k] for k in sorted(conf) if k not in ("seed", "device")}
+
+
 # -------------------------------------------------------------------------------------------
 # 4. evaluate
 
@@ -314,6 +325,10 @@ def report_step(
             "sample_size": int(cs["sample_size"]),
             "recall_k": int(cs["recall_k"]),
             ENVIRONMENT: environment_block(threads),
+            # the heads' training settings and base encoders: `backretrieval verify` compares them
+            # exactly, so a changed training is named even where its outcome stays within the spread
+            "base_encoders": list(cs["base_encoders"]),
+            "training": training_settings(cs),
             # per trained head: BkR×1000 per training seed and its sd (read by `backretrieval verify`)
             "training_seeds": [int(x) for x in cs["training_seeds"]],
             "training_spread": training_spread(df, cs),
