@@ -192,7 +192,9 @@ def analyse(values: dict, r: int, draws: int, seed: int = 0) -> dict:
         def pick():
             s = rng.choice(own, r, replace=False).tolist()
             rest = [x for x in pool if x not in s]
-            return _trained(run_values, sorted(s)), _trained(default, sorted(rng.choice(rest, r, replace=False).tolist()))
+            return _trained(run_values, sorted(s)), _trained(
+                default, sorted(rng.choice(rest, r, replace=False).tolist())
+            )
 
         return pick
 
@@ -238,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30, help="training seeds of the default setting")
     ap.add_argument("--other-seeds", type=int, default=12, help="training seeds under the other kernels (3x slower)")
-    ap.add_argument("--r", type=int, default=None, help="R of a run (default: case_study.training_seeds of params.yaml)")
+    ap.add_argument(
+        "--r", type=int, default=None, help="R of a run (default: case_study.training_seeds of params.yaml)"
+    )
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--folder", default=".cache/bench_trained_verify", help="per-(setting, seed) results (reused)")
     ap.add_argument("--out", default=None, help="write the per-seed values and the analysis here (JSON)")

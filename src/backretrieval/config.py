@@ -177,8 +177,6 @@ def _what(sub: dict) -> str:
     return " or ".join(words.get(str(k), str(k)) for k in kinds)
 
 
-
-
 def _check_inside(source: str, field: str, value: str, root: str, root_allowed: bool, prefix: str = "") -> None:
     """``prefix + value`` is a relative path under ``root`` (``root`` itself where
     ``root_allowed``): no absolute path, no ``~``, no ``..``, so a run never writes outside the

@@ -184,7 +184,7 @@ def validate_dataset(root: str | Path, *, check_images: bool = True, text_field:
     for idx, rec in enumerate(items.itertuples(index=False)):
         row = lines[idx]
         item_id, lang, image_id = str(rec.item_id).strip(), str(rec.lang).strip(), str(rec.image_id).strip()
-        title, body = str(rec.title).strip(), str(rec.body).strip()
+        title = str(rec.title).strip()
         if not item_id:
             add("error", iname, row, "item_id", "empty")
         if not image_id:

@@ -161,7 +161,7 @@ class Columns:
     inverse: np.ndarray | None
 
     @classmethod
-    def of(cls, candidates: np.ndarray) -> Columns:
+    def of(cls, candidates: np.ndarray | Columns) -> Columns:
         if isinstance(candidates, Columns):
             return candidates
         found = distinct_rows(candidates)

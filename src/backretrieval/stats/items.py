@@ -198,8 +198,8 @@ def sign_flip_pvalue(d: np.ndarray, B: int = DEFAULT_PERMUTATIONS, seed: int = 0
     count = 0
     for start in range(0, B, _FLIP_CHUNK):
         m = min(_FLIP_CHUNK, B - start)
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(m, k), dtype=np.int8)
-        count += int(np.sum(np.abs(signs @ d) >= t - tol))
+        flips = 1.0 - 2.0 * rng.integers(0, 2, size=(m, k), dtype=np.int8)
+        count += int(np.sum(np.abs(flips @ d) >= t - tol))
     return (1 + count) / (B + 1), False
 
 
