@@ -309,15 +309,23 @@ def test_an_edit_in_the_metric_kernels_changes_the_stages_that_run_them_and_noth
     before = _status(copy)
     after = _edited(copy, [KERNELS])
     changed = {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
+    # a stage whose lock predates the kernels' current code (a real-data run's, until that run
+    # is made again) already lists them as changed: the edit cannot change its status
+    stale = {
+        name
+        for name, entries in before.items()
+        if any(KERNELS in e.get("changed deps", {}) for e in entries if isinstance(e, dict))
+    }
     # exactly the stages whose code includes the kernels, each naming the file
-    assert changed == {name for name, stage in stages.items() if KERNELS in stage["deps"]}
+    assert changed == {name for name, stage in stages.items() if KERNELS in stage["deps"]} - stale
     for name in changed:
         assert any(KERNELS in e.get("changed deps", {}) for e in after[name] if isinstance(e, dict)), name
     # the metrics stages and the reports downstream of them; none of their upstream stages
     metrics = {n for n, stage in stages.items() if _rule(stage) in ("metrics", "metrics_part")}
     reports = {n for n, stage in stages.items() if _rule(stage) == "report"}
     assert "default-metrics-en-de" in metrics and "default-report" in reports
-    assert metrics | reports <= changed
+    assert "default-metrics-en-de" not in stale  # the default run's lock is this tree's
+    assert (metrics | reports) - stale <= changed
     upstream = _upstream(stages, metrics)
     assert {"prepare_dataset", "embed_text", "embed_images", "sample"} <= {_rule(stages[n]) for n in upstream}
     assert not upstream & changed, sorted(upstream & changed)
