@@ -187,7 +187,7 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
     assert {c["x"] for c in curves.values()} == {"epoch"}
     histories = {f for c in curves.values() for f in c["y"]}
     assert histories == {
-        f"artifacts/default/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in range(5)
+        f"artifacts/default/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in range(8)
     }
     assert all(
         any(
