@@ -499,6 +499,18 @@ def test_validate_config_checks_a_prepared_dataset(work, capsys):
     assert rc == 2 and "field 'sample_size'" in err, err
 
 
+def test_snakemake_dry_run_refuses_what_validate_config_refuses_on_a_prepared_dataset(work, capsys):
+    """One check for both doors: a language without texts in the prepared dataset (a config
+    that inherits languages it lacks) is refused by validate-config and by `snakemake -n`."""
+    tmp_path, _, cfg = work
+    assert run_cli(capsys, None, *rendered_step(cfg, "prepare_dataset"))[0] == 0
+    cfg["languages"] = ["en", "de", "fr"]
+    rc, err = run_cli(capsys, cfg, "validate-config")
+    assert rc == 2 and "field 'languages': 'fr' has no texts" in err, err
+    res = run_snakemake(tmp_path, "-n", configfile=tmp_path / "cfg.yaml", timeout=300, check=False)
+    assert res.returncode != 0 and "field 'languages': 'fr' has no texts" in res.stdout + res.stderr
+
+
 def test_synthetic_dataset_that_does_not_fit_is_refused_by_check(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     cfg = yaml.safe_load((ROOT / "tests/data/tiny.yaml").read_text())

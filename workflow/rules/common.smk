@@ -5,6 +5,7 @@ from pathlib import Path
 
 from backretrieval.config import overrides_from, validate_config
 from backretrieval.steps.owner import check_reports_owner
+from backretrieval.steps.prepare import check_dataset_fits
 from backretrieval.steps.plan import CAPTIONS, COMMANDS, Plan, as_json, on_start, rerun_on
 from backretrieval.study.case_config import HEADS
 
@@ -26,6 +27,11 @@ try:  # a model job claims every core Snakemake was given (scheduling only)
 except Exception:  # cluster/remote executors define no local core total
     HEAVY_THREADS = 4
 plan = Plan(config, Path.cwd(), HEAVY_THREADS)
+# The relations that need the prepared dataset, where it is prepared already: the check
+# `backretrieval validate-config` makes, so `snakemake -n` refuses what it refuses (in the main
+# process only: every job re-parses the workflow). Not yet prepared: the rule check_dataset.
+if workflow.is_main_process and (Path(plan.dataset) / "dataset.json").is_file():
+    check_dataset_fits(config, Path(plan.dataset))
 
 # Every job runs in a minimal shadow directory (only its declared inputs linked), so an
 # undeclared read fails; `sandbox: false` skips it (same bytes; Snakemake records no shadow).
