@@ -203,8 +203,10 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
 def test_committed_dvc_lock_records_this_trees_code_config_and_params():
     """dvc.lock attests which code, workflow and params made the committed outputs: a change to
     any of them without `make run` + `dvc commit default` (or `dvc repro`) leaves a lock that
-    `dvc status` reports as changed deps. Outputs missing here (a fresh clone) are not checked."""
-    res = _run(["dvc", "status", "--json"], ROOT, timeout=300)
+    `dvc status` reports as changed deps. Outputs missing here (a fresh clone) are not checked.
+    The default run's lock (dvc.yaml); a real-data run's (runs/dvc.yaml) records the code of the
+    run that made its committed reports, until that run is made again (`make run CONFIG=...`)."""
+    res = _run(["dvc", "status", "--json", "dvc.yaml"], ROOT, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     # A dep reported "deleted" is absent from this checkout: another stage's output that a fresh
     # clone has not pulled or produced. Only a dep that is present and differs makes the lock stale.
