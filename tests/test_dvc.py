@@ -142,8 +142,8 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         f"default-embed_text-{e}" for e in ("e5-small", "use-m", "minilm-en", "char-ngram", "random")
     }
     assert len([n for n in stages if n.startswith("default-metrics-")]) == 10
-    # one case_train stage per head and training seed (case_study.training_seeds: 0..4)
-    assert {f"default-case_train-{h}-{s}" for h in ("triplet", "tripletxl") for s in range(5)} | {
+    # one case_train stage per head and training seed (case_study.training_seeds: 0..7)
+    assert {f"default-case_train-{h}-{s}" for h in ("triplet", "tripletxl") for s in range(8)} | {
         "default-report"
     } <= set(stages)
     for name, stage in stages.items():
@@ -193,7 +193,7 @@ def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
         any(
             {h: {"cache": False}} in stages[f"default-case_train-{x}-{s}"]["outs"]
             for x in ("triplet", "tripletxl")
-            for s in range(5)
+            for s in range(8)
         )
         for h in histories
     )
