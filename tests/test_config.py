@@ -60,10 +60,10 @@ def test_findings_keys_are_the_settings_of_each_analysis():
     that follow from the config (its encoders' roles, its image backbone); each is accepted and
     used, and one that follows from the config is refused by name."""
     from backretrieval.findings.analysis import registry
-    from backretrieval.steps.settings import findings_keys, findings_settings
+    from backretrieval.findings.analysis import config_keys, findings_settings
 
     cfg = load_config(ROOT / "params.yaml")
-    keys = findings_keys(cfg)
+    keys = config_keys()
     assert list(keys) == list(registry())
     for name, cls in registry().items():
         assert keys[name] == sorted(s.name for s in cls.settings if s.config)

@@ -384,7 +384,7 @@ def test_bli_step_on_trained_word_vectors(run, tmp_path):
 def test_findings_settings_defaults_overrides_and_unknown_analysis():
     from backretrieval.config import load_config
     from backretrieval.errors import ConfigError
-    from backretrieval.steps.settings import findings_settings
+    from backretrieval.findings.analysis import findings_settings
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
     s = findings_settings(cfg)
@@ -421,7 +421,7 @@ def test_everything_about_an_analysis_comes_from_its_class():
     from backretrieval.cli.findings import analysis_parser
     from backretrieval.config import load_config
     from backretrieval.findings.analysis import questions, registry
-    from backretrieval.steps.settings import findings_keys, findings_settings
+    from backretrieval.findings.analysis import config_keys, findings_settings
 
     reg = registry()
     assert list(reg) == ANALYSES
@@ -438,7 +438,7 @@ def test_everything_about_an_analysis_comes_from_its_class():
     ]
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
     settings = findings_settings(cfg)
-    keys = findings_keys(cfg)
+    keys = config_keys()
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert list({a.dest: a for a in sub.choices["findings"]._actions}["analysis"].choices) == ANALYSES
     for name, cls in reg.items():
@@ -493,7 +493,7 @@ def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatc
     from backretrieval.config import load_config
     from backretrieval.findings import analysis
     from backretrieval.findings.document import read_record, render_findings
-    from backretrieval.steps.settings import findings_keys, findings_settings
+    from backretrieval.findings.analysis import config_keys, findings_settings
 
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "trivial.py").write_text(TRIVIAL, encoding="utf-8")
@@ -508,7 +508,7 @@ def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatc
         7, "A trivial question", "How many encoders does the run have, times a scale?", "trivial"
     )
     cfg = load_config(Path(__file__).resolve().parents[1] / "params.yaml")
-    assert findings_keys(cfg)["trivial"] == ["scale"]
+    assert config_keys()["trivial"] == ["scale"]
     assert findings_settings({**cfg, "findings": {"trivial": {"scale": 3}}})["trivial"] == {"scale": 3}
     with pytest.raises(ConfigError, match="analysis 'trivial' has no setting 'scal' \\(did you mean 'scale'\\?\\)"):
         findings_settings({**cfg, "findings": {"trivial": {"scal": 3}}})

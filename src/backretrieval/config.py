@@ -244,7 +244,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
       ``sample_size``; train and evaluation splits disjoint unless ``train_corpus`` is set;
       ``triplet.k`` < ``triplet.batch_size`` [case-*];
     * ``findings``: each key an analysis, each of its keys one of that analysis's settings
-      (:func:`backretrieval.steps.settings.findings_keys`) [findings];
+      (:func:`backretrieval.findings.analysis.config_keys`) [findings];
     * ``human_study`` needs ``case_study``; its two languages differ and are case-study
       languages; ``model_a``/``model_b`` differ and name case-study models or ``base``; a
       ``ratings`` file exists [human-*].
@@ -341,7 +341,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
 
 
 def _check_findings(source: str, cfg: dict[str, Any]) -> None:
-    from .steps.settings import check_findings
+    from .findings.analysis import check_config as check_findings
 
     try:  # the analyses and their settings are known where their defaults are declared
         check_findings(cfg)

@@ -32,7 +32,7 @@ from ..images import backbone_threads
 from ..reporting.results_doc import READS as RESULTS_DOC_READS
 from . import layout
 from .results_doc import listed_configs
-from .settings import findings_settings, fit_requirements, report_settings, seed_groups
+from .settings import fit_requirements, report_settings, seed_groups
 
 #: Content hashes of bring-your-own folders, cached by (size, mtime, ctime, inode) per file.
 HASH_CACHE = Path(".snakemake/backretrieval/content-hashes.json")
@@ -570,12 +570,12 @@ class FindingsPlan:
     """The findings analyses of a config (workflow/rules/findings.smk): one rule each, from the
     analyses' classes (backretrieval.findings.analysis): the files it reads (its `inputs`, mapped
     to this config's artifacts by :meth:`run`), the files it writes, and its settings
-    (:func:`backretrieval.steps.settings.findings_settings`: its defaults, what follows from the
+    (:func:`backretrieval.findings.analysis.findings_settings`: its defaults, what follows from the
     config, the config's `findings:` section), passed as one JSON. Intermediate artifacts (other
     backbones' features, the scaled SYNTHETIC set) go to artifacts/<run>.findings/."""
 
     def __init__(self, plan: Plan):
-        from ..findings.analysis import registry
+        from ..findings.analysis import findings_settings, registry
 
         cfg = self.config = plan.config
         self.plan = plan

@@ -10,12 +10,6 @@ from __future__ import annotations
 from .._util.device import DEFAULT_MODEL_THREADS
 from ..errors import InputError
 
-# the findings' settings: each analysis declares its own (backretrieval.findings.analysis); the
-# config's `findings:` section is checked against them and laid over them
-from ..findings.analysis import check_config as check_findings
-from ..findings.analysis import config_keys
-from ..findings.analysis import findings_settings as findings_settings
-
 # the encoders' roles in the findings' encoder sets (Table 1 uses them too)
 from ..findings.inference import WORDVEC_FAMILY as WORDVEC_FAMILY
 from ..findings.inference import encoder_roles as encoder_roles
@@ -23,11 +17,8 @@ from ..findings.inference import english_only_encoders as english_only_encoders
 
 __all__ = [
     "WORDVEC_FAMILY",
-    "check_findings",
     "encoder_roles",
     "english_only_encoders",
-    "findings_keys",
-    "findings_settings",
     "fit_requirements",
     "report_settings",
     "seed_groups",
@@ -89,9 +80,3 @@ def fit_requirements(cfg: dict) -> dict:
             hs = human_cfg(cfg)
             req["human_study"] = {k: hs[k] for k in ("source_lang", "target_lang", "n_queries", "top_k")}
     return req
-
-
-def findings_keys(cfg: dict) -> dict[str, list[str]]:
-    """The keys a config's ``findings.<analysis>`` may set, per analysis: the settings each
-    analysis declares that do not follow from the config (:func:`backretrieval.findings.analysis.config_keys`)."""
-    return config_keys()
