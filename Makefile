@@ -6,7 +6,7 @@
 #   make test   set up, then run the test suite (CI runs `make lint` first: .ci/run)
 # Another versioned configuration (scripts/dvc_runs.yaml) the same way:
 #   make raw-data && make run CONFIG=config/multi30k.yaml
-.PHONY: setup lock run raw-data pull verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
+.PHONY: setup lock run raw-data pull status verify test lint report bench figures dvc-yaml results-doc evaluate-example exp-show
 SHELL := /bin/bash
 VENV := .venv/bin
 # The environment of the targets that do not set one up (figures, report, verify, ...): the active
@@ -21,9 +21,9 @@ ACTIVATE = if python -c 'import backretrieval' >/dev/null 2>&1; then :; \
 endif
 SNAKEMAKE ?= snakemake
 CONFIG ?= params.yaml
-# the DVC stages of $(CONFIG) (<run_name>-<rule>[-<wildcards>], one per Snakemake job) as dvc
-# commit and push take them: dvc.yaml for the default run (the file holds only its stages),
-# else their names, prefixed runs/dvc.yaml: (dvc commit takes names, not globs of names)
+# the DVC stages of $(CONFIG) (<run_name>-<stage>: data, embeddings, metrics, report, case_study)
+# as dvc commit and push take them: dvc.yaml for the default run (the file holds only its
+# stages), else their names, prefixed runs/dvc.yaml:
 STAGES = $$(python scripts/dvc_stages.py --targets $(CONFIG))
 # $(CONFIG) read safely and refused in one line, before Snakemake reads it, when it is not a plain
 # YAML mapping: Snakemake runs a YTE template's Python (`__use_yte__: true`) while it loads the
@@ -69,7 +69,14 @@ raw-data: setup
 # of the cache and the workspace, and the target fails (scripts/dvc_pull.py); refused before any
 # download, naming them, while an output's folder holds files DVC does not track
 pull:
-	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE))
+	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE)) \
+	  && $(SNAKEMAKE) --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG))
+
+# what is out of date, in a few lines: Snakemake's plan (the jobs it would run, by rule) and DVC's
+# stages whose deps, params or outs changed (a fresh clone: the outputs it lacks: make pull or make run)
+status:
+	$(ACTIVATE) && $(SNAKEMAKE) -n --quiet rules $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
+	  && dvc status --quiet $$(python scripts/dvc_stages.py --targets $(CONFIG)) && echo "dvc: $(CONFIG)'s stages are up to date"
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
@@ -98,7 +105,7 @@ lint: setup
 	  && snakemake --lint \
 	  && mypy
 
-# dvc.yaml is generated from the Snakemake DAG (one stage per job of each run config of scripts/dvc_runs.yaml)
+# dvc.yaml and runs/dvc.yaml from the Snakemake DAG (a few stages per run config of scripts/dvc_runs.yaml)
 dvc-yaml:
 	$(ACTIVATE) && python scripts/dvc_stages.py
 

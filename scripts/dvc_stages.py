@@ -1,1032 +1,270 @@
 #!/usr/bin/env python
-"""Generate dvc.yaml from the Snakemake DAG: one DVC stage per concrete Snakemake job.
+"""Write dvc.yaml and runs/dvc.yaml: a few DVC stages per run configuration, each running Snakemake.
 
-The pipeline has one DAG, Snakemake's. DVC versions it job by job: for each job of a run
-config's DAG (Snakemake's API, as `--forceall` would run it) one stage
-``<run_name>-<rule>[-<wildcard values>]``, whose cmd is Snakemake running just that job
-(`--forcerun <rule> --force-use-threads --allowed-rules <rule> -- <one of its outputs>`, so `dvc
-exp run -S key=value` reaches the job through the params file; DVC decides whether it runs, see
-_command) and whose desc is the job's `backretrieval <step>` command line. deps: the code the job
-runs, file by file (its workflow files and the modules of the static import graph of its step:
-"code deps" below; a change in a module no step imports reruns nothing, one in the metric code
-reruns the stages that run it), and the job's declared inputs (ancient() ones left out: a
-re-check of the dataset reruns no model, as in Snakemake); params: the config keys the rule reads
-(RULE_PARAMS), so `dvc exp run -S sample_size=500` reruns only the jobs that depend on it; outs:
-the job's outputs, cached under ``artifacts/<run>`` and ``data/prepared`` (versioned, pushable),
-``cache: false`` for the committed reports, the metrics JSONs as ``metrics:`` and the plot data as
-``plots:``; the heads' training curves (per-epoch loss histories) are top-level ``plots:`` on
-git files (``cache: false`` outs), so every plot renders in a clone without the DVC cache. Logs,
-benchmarks and the embedding cache are not outs (not deterministic / a side store). The stage set
-follows the config's structure (encoders, directions), the deps the code's imports: after
-changing those, `make dvc-yaml`.
+Snakemake alone decides which jobs run (inputs, params, and each step's code version:
+backretrieval._util.code_version). DVC versions what they made, in the units a user thinks in:
+per run configuration (scripts/dvc_runs.yaml) the stages of STAGES (data, embeddings, metrics,
+report, case_study), each `snakemake --until <its rules>`. A stage's outs are its rules' outputs
+(`snakemake --summary`), a folder where every output in it is the stage's; the committed reports
+and the training curves' loss histories are `cache: false` (git files). Its deps are the outs of
+the stages it reads and the local raw data; its params the config keys its rules read and the
+code versions of its steps (workflow/code_versions.yaml, which the workflow keeps current).
 
-The run configs are listed in scripts/dvc_runs.yaml (`stages:`); every config/*.yaml that is
-not a stage is listed under `not_stages:` with the reason (tests/test_dvc.py checks both, and
-that the committed files equal a fresh generation). The default run's stages are in the root
-dvc.yaml, which `dvc repro` and `dvc exp run` reproduce by default; the other listed runs' (the
-real-data ones, which read data/raw/ of data.dvc) are in runs/dvc.yaml, each with ``wdir: ..``.
-
-The findings (`snakemake findings`: the analyses of docs/FINDINGS.md) of the run configs listed
-under `findings:` are a second stage ``<run_name>-findings`` each: `snakemake --cores all
-findings [--configfile C]`, depending on the run's stage outputs it reads (``artifacts/<run>``,
-the prepared dataset) and the code; outs: ``artifacts/<run>.findings`` and any extra prepared
-dataset (cached), the ``<reports_dir>/findings/`` files (``cache: false``, committed).
-docs/FINDINGS.md, reports/findings_summary/ and the README's verdict block are generated from
-every configuration's committed findings records: git files, not outs of one configuration's
-stage.
-
-  python scripts/dvc_stages.py               write dvc.yaml and runs/dvc.yaml from scripts/dvc_runs.yaml
-  python scripts/dvc_stages.py --check       exit 1 if either differs from a fresh generation
-  python scripts/dvc_stages.py CONFIG ...    stages for these configs instead of the list
-  python scripts/dvc_stages.py --findings CONFIG ...   ... each with its findings stage
-  python scripts/dvc_stages.py --targets CONFIG       what `dvc commit`/`dvc push` take for a listed
-                                                      CONFIG's stages (its file, or their names)
+  python scripts/dvc_stages.py                 write the files of the runs listed in scripts/dvc_runs.yaml
+  python scripts/dvc_stages.py --check         exit 1 where a file differs from a fresh generation
+  python scripts/dvc_stages.py CONFIG ...      one dvc.yaml with these configs' stages instead
+  python scripts/dvc_stages.py --targets CONFIG   what `dvc commit`/`dvc push` take for CONFIG's stages
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import io
 import os
-import re
-import shlex
 import subprocess
 import sys
-import tokenize
-from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from backretrieval._util.code_version import VERSIONS_FILE, step_versions, versions_text  # noqa: E402
+from backretrieval.config import BASE_CONFIG, load_config, read_config_file  # noqa: E402
+from backretrieval.errors import ConfigError  # noqa: E402
+from backretrieval.steps import layout  # noqa: E402
+
 RUNS = ROOT / "scripts" / "dvc_runs.yaml"
-DEFAULT_CONFIG = "params.yaml"
-SRC = ROOT / "src"
-# the deps of a findings stage (`snakemake findings`: many rules, across the workflow's files)
-WORKFLOW_DEPS = ["Snakefile", "workflow", "src/backretrieval"]
+DEFAULT = "params.yaml"
 HEADER = """\
-# GENERATED by scripts/dvc_stages.py from the Snakemake workflow; do not edit by hand.
-# Regenerate: make dvc-yaml   (tests/test_dvc.py checks this file equals a fresh generation)
-# One stage per Snakemake job of the default run, params.yaml (Snakemake runs the job); the other
-# listed runs of scripts/dvc_runs.yaml are in runs/dvc.yaml.
-#   dvc repro && dvc push     run + version the results (remote: .dvc/config; README.md, "Snakemake and DVC")
-#   dvc exp run -S sample_size=500 && make exp-show   (reruns sampling, metrics, report)
+# GENERATED by scripts/dvc_stages.py (make dvc-yaml); tests/test_dvc.py checks it is current.
+# {what}: a few stages each; Snakemake decides which jobs run.
+#   dvc repro && dvc push          run what changed, version it
+#   dvc exp run -S sample_size=500 && dvc exp show
 """
-OTHER_RUNS_FILE = "runs/dvc.yaml"
-OTHER_HEADER = """\
-# GENERATED by scripts/dvc_stages.py from the Snakemake workflow; do not edit by hand.
-# Regenerate: make dvc-yaml   (tests/test_dvc.py checks this file equals a fresh generation)
-# The stages of the listed run configs other than params.yaml (scripts/dvc_runs.yaml), one per
-# Snakemake job, each run in the repository root (wdir: ..). Apart from the root dvc.yaml, so that
-# `dvc repro` and `dvc exp run` on the default run never need these runs' data.
-#   make raw-data && make run CONFIG=config/multi30k.yaml    run one, commit its stages, push
-#   dvc status runs/dvc.yaml       what a clone lacks (outputs, data/raw) or what changed
-"""
-# dataset/corpus options that name local input data (download_dir is a verified download cache)
-SOURCE_OPTIONS = ("path", "mirror", "stair_mirror", "coco_mirror", "images_dir", "mapping_csv", "npy")
-# encoder spec keys that name input files (wordvec's corpus is a prepared corpus: a DAG output)
-SPEC_INPUTS = {
-    "glove-translate": ("glove", "translations"),
-    "laser": ("bpe_codes", "bpe_vocab", "encoder"),
-    "muse": ("vectors",),
-    "rcsls": ("vectors",),
+#: stage -> (the rules it runs, the steps whose code it runs, the stages whose outs it reads,
+#: the config keys its rules read: a dotted key is tracked where the config file has it)
+STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "data": (
+        ("prepare_dataset", "prepare_corpus", "check_dataset"),
+        ("prepare",),
+        (),
+        ("dataset", "corpora", "languages", "directions", "sample_size", "image_backbone", "backbones")
+        + tuple(f"case_study.{k}" for k in ("languages", "sample_size", "train_corpus", "train_splits", "eval_splits"))
+        + tuple(f"human_study.{k}" for k in ("source_lang", "target_lang", "n_queries", "top_k")),
+    ),
+    "embeddings": (
+        ("embed_text", "embed_images"),
+        ("embed",),
+        ("data",),
+        ("encoders", "backbones", "image_backbone", "text_field", "languages", "skip_unavailable", "model_threads"),
+    ),
+    "metrics": (
+        ("sample", "metrics", "metrics_part", "metrics_gather"),
+        ("sample", "metrics"),
+        ("data", "embeddings"),
+        ("sample_size", "seeds", "directions", "recall_k", "corr_max_pairs", "seed_group_size", "dataset.name"),
+    ),
+    "report": (
+        ("report",),
+        ("report",),
+        ("data", "embeddings", "metrics"),
+        ("run_name", "languages", "seeds", "image_backbone", "text_field", "figure_seed", "stats", "model_threads"),
+    ),
+    "case_study": (
+        ("case_embed", "case_select", "case_train", "case_evaluate", "case_report")
+        + ("human_sheets", "human_simulate", "human_tally"),
+        ("case_study", "human_study"),
+        ("data", "embeddings"),
+        ("case_study", "human_study", "encoders", "recall_k", "model_threads"),
+    ),
 }
+#: dataset/corpus options that name local input data (URLs are not deps)
+SOURCE_OPTIONS = ("path", "mirror", "stair_mirror", "coco_mirror", "images_dir", "mapping_csv", "npy")
 
 
-# outputs of the findings DAG that are generated across configurations (git files, see above)
-CROSS_CONFIG_RULES = {"findings_document"}
-
-
-def _snakemake_outputs(config_path: str, target: str | None = None) -> list[tuple[str, str]]:
-    """(file, rule) of every output of the DAG of ``config_path`` (for ``target``, default: all)."""
-    from backretrieval.config import read_config_file
-    from backretrieval.errors import ConfigError
-
+def summary(config: str) -> list[tuple[str, str]]:
+    """(file, rule) of every output of the config's Snakemake DAG."""
     try:  # before Snakemake reads it: it would run a YTE template's Python (scripts/plain_config.py)
-        read_config_file(ROOT / config_path)
+        read_config_file(ROOT / config)
     except ConfigError as exc:
         raise SystemExit(f"dvc_stages: {exc}") from None
-    cmd = [sys.executable, "-m", "snakemake", *([target] if target else []), "--summary", "--configfile", config_path]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "snakemake", "--summary", "--configfile", config]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
-    if res.returncode != 0:
-        raise SystemExit(f"dvc_stages: `snakemake --summary --configfile {config_path}` failed:\n{res.stderr[-3000:]}")
     rows = [line.split("\t") for line in res.stdout.splitlines() if "\t" in line]
-    if not rows or rows[0][0] != "output_file":
-        raise SystemExit(f"dvc_stages: unexpected `snakemake --summary` output for {config_path}:\n{res.stdout[:2000]}")
+    if res.returncode or not rows or rows[0][0] != "output_file":
+        raise SystemExit(f"dvc_stages: `snakemake --summary --configfile {config}` failed:\n{res.stderr[-3000:]}")
     return [(r[0], r[2]) for r in rows[1:]]
 
 
-def _local_paths(values) -> list[str]:
-    out = []
-    for v in values:
-        if isinstance(v, str) and v and "://" not in v:
-            out.append(os.path.normpath(v))
-    return out
-
-
 def _option_paths(opts: dict) -> list[str]:
-    """Local input data named by a dataset's or corpus's options (a bring-your-own folder, mirrors,
-    image folders, precomputed features); URLs are not deps."""
     found: list[str] = []
     for key, value in (opts or {}).items():
         if isinstance(value, dict):
-            found.extend(_option_paths(value))
-        elif key in SOURCE_OPTIONS:
-            found.extend(_local_paths([value]))
+            found += _option_paths(value)
+        elif key in SOURCE_OPTIONS and isinstance(value, str) and value and "://" not in value:
+            found.append(os.path.normpath(value))
     return found
 
 
-def _source_deps(cfg: dict) -> list[str]:
-    """Local input data the run reads (dataset and corpus options, human ratings, word-vector
-    files); URLs are not deps."""
-    found: list[str] = []
-    for section in [cfg["dataset"], *(cfg.get("corpora") or {}).values()]:
-        found.extend(_option_paths(section.get("options") or {}))
-    for spec in cfg["encoders"].values():
-        for key in SPEC_INPUTS.get(spec["type"], ()):
-            value = spec.get(key)
-            found.extend(_local_paths(value.values() if isinstance(value, dict) else [value]))
-    ratings = (cfg.get("human_study") or {}).get("ratings")
-    found.extend(_local_paths([ratings]))
-    return list(dict.fromkeys(found))
-
-
-# The config keys each rule's `params:` read (the settings that rerun its jobs): "{wildcard}" is
-# the job's wildcard value, "{backbone}" the configured image_backbone. A key whose leaf is
-# absent from the config file is tracked through its deepest present section (so adding it reruns
-# the job); a top-level key that is absent is not tracked. Derived locations (cache_dir, mirrors:
-# params that are functions of the job's input) are not settings, as for Snakemake.
-RULE_PARAMS: dict[str, tuple[str, ...]] = {
-    "prepare_dataset": ("dataset", "languages"),
-    "prepare_corpus": ("corpora.{corpus}", "languages"),
-    "check_dataset": (
-        "languages",
-        "directions",
-        "sample_size",
-        "image_backbone",
-        "backbones.{backbone}",
-        "case_study",
-        "human_study",
-    ),
-    "embed_text": ("encoders.{encoder}", "text_field", "languages", "skip_unavailable", "model_threads"),
-    "embed_images": ("image_backbone", "backbones.{backbone}"),
-    "sample": ("sample_size", "seeds", "directions"),
-    "metrics": ("dataset.name", "image_backbone", "text_field", "recall_k", "corr_max_pairs"),
-    "metrics_part": (
-        "dataset.name",
-        "image_backbone",
-        "text_field",
-        "recall_k",
-        "corr_max_pairs",
-        "seeds",
-        "seed_group_size",
-    ),
-    "metrics_gather": (),
-    # N and the k of Recall@k: read from the metrics files (their n and k columns)
-    "report": (
-        "run_name",
-        "languages",
-        "seeds",
-        "image_backbone",
-        "text_field",
-        "figure_seed",
-        "stats",
-        "model_threads",  # recorded in metrics.json's environment block
-    ),
-    # the case_study section as the steps get it (case_cfg): its recall_k and languages default
-    # to the top-level ones
-    "case_embed": ("case_study", "encoders.{encoder}", "model_threads"),
-    "case_select": ("case_study",),
-    "case_train": ("case_study", "model_threads"),
-    "case_evaluate": ("case_study",),
-    "case_report": ("case_study", "model_threads"),
-    "human_sheets": ("case_study", "human_study"),
-    "human_simulate": ("human_study.seed",),
-    "human_tally": ("human_study.allow_unverified_key", "human_study.ratings"),
-}
-CASE_RULES = {r for r, keys in RULE_PARAMS.items() if "case_study" in keys}
-CASE_DEFAULTS_FROM_TOP = ("recall_k", "languages")
-
-
-def _tracked_key(cfg: dict, key: str) -> str | None:
-    """``key`` where the config has it, else its deepest present section, else None."""
-    parts, node, have = key.split("."), cfg, []
-    for part in parts:
-        if not isinstance(node, dict) or part not in node:
-            break
-        have.append(part)
-        node = node[part]
-    return ".".join(have) or None
-
-
-def _job_params(cfg: dict, rule: str, wildcards: dict) -> list[str]:
-    if rule not in RULE_PARAMS:
-        raise SystemExit(
-            f"dvc_stages: rule {rule!r} has no entry in RULE_PARAMS (the config keys its params read); "
-            "add one to scripts/dvc_stages.py"
-        )
-    keys = [k.format(backbone=cfg["image_backbone"], **wildcards) for k in RULE_PARAMS[rule]]
-    if rule in CASE_RULES:
-        keys += [k for k in CASE_DEFAULTS_FROM_TOP if k not in (cfg.get("case_study") or {})]
-    tracked = [_tracked_key(cfg, k) for k in keys]
-    return list(dict.fromkeys(k for k in tracked if k))
-
-
-def _raw_inputs(cfg: dict, job: dict) -> list[str]:
-    """The local data a prepare job reads (mirror, images, features: for the real-data configs
-    data/raw/, versioned by data.dvc), which Snakemake does not declare as inputs (they are side
-    stores read through the download cache): deps, so a changed input reruns the preparation."""
-    if job["rule"] == "prepare_dataset":
-        return _option_paths(cfg["dataset"].get("options") or {})
-    if job["rule"] == "prepare_corpus":
-        return _option_paths(cfg["corpora"][job["wildcards"]["corpus"]].get("options") or {})
-    return []
-
-
-def _relative(text: str) -> str:
-    """Absolute locations the workflow passes (cache_dir, mirrors) relative to the repository
-    root, where DVC runs every stage: the generated file does not depend on the checkout's path."""
-    text = text.replace(f"{ROOT}/", "")
-    return text.replace(f"{ROOT.parent}/", "../")
-
-
-# ------------------------------------------------------------------------------ code deps
-# A stage depends on the code its job runs, not on the whole package: an edit reruns only the
-# stages whose steps can see it. Derived from the static import graph (ast: nothing is imported or
-# run, the same result on every machine) of what the stage's Snakemake process runs:
-#   - the workflow files: the Snakefile, the included files that define no rule (the helpers every
-#     rule uses: paths, settings, config validation) and the file that defines the job's rule;
-#   - the package modules those files import, and those the job's `backretrieval <command>` runs
-#     (the console script of pyproject.toml and the handler its command registers);
-#   - the package's data files (pyproject.toml's package-data: the config schema, checksums,
-#     templates), read by the modules, not imported.
-# Which code of a module counts: its module-level code runs on import (class bodies included,
-# `if TYPE_CHECKING:` blocks not) and any of its functions may run later, so their imports count
-# too, but for three places where the code says statically which part runs:
-#   - a module's PEP 562 hooks (`__getattr__`, `__dir__`; `import backretrieval` stays cheap, the
-#     metrics load on first use) run only for a name the module does not bind: their imports
-#     count where an importer asks for such a name (`from M import name`, `M.name`);
-#   - the findings analyses (backretrieval.findings): every workflow parse imports them for their
-#     declarations; their functions count only for the findings commands;
-#   - the console script's package (backretrieval.cli) imports each command's code inside that
-#     command's handler: a function of it counts where named by its module-level code, the console
-#     entry (`run`), the job's command's handler or a function counted so; a registration call
-#     `add("<command>", <handler>, ...)` (`add`: a parameter of the registering function) names
-#     another command's handler without running it.
-# A dynamic import of a computed name (importlib.import_module) counts each string constant of its
-# module that names a module of the tree (absolute, or relative to the package the call passes).
-# Deps are files, not folders: DVC hashes exactly the code that can change the stage's outputs.
-
-HOOKS = ("__getattr__", "__dir__")
-#: the findings analyses' package and the commands that run their code (every other job's
-#: workflow parse imports them for their declarations only: module-level code counts, functions
-#: do not)
-FINDINGS_PACKAGE = "backretrieval.findings"
-FINDINGS_COMMANDS = ("findings", "findings-document")
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-class _Module:
-    """A parsed module (``name`` "" for a workflow file's statements): the package its relative
-    imports resolve against, its tree, top-level functions, the names its module-level code binds,
-    and its import aliases (local name -> module, local name -> (module, name))."""
-
-    def __init__(self, graph: ImportGraph, name: str, package: str, tree: ast.Module):
-        self.name, self.package, self.tree = name, package, tree
-        self.functions = {n.name: n for n in tree.body if isinstance(n, _DEFS)}
-        self.hooks = [self.functions[h] for h in HOOKS if h in self.functions]
-        self.bound: set[str] = set()
-        stack: list[ast.AST] = list(tree.body)
-        while stack:  # module-level code, into if/try/with/for blocks, not into defs and classes
-            node = stack.pop()
-            if isinstance(node, (*_DEFS, ast.ClassDef)):
-                self.bound.add(node.name)
-                continue
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bound.add(node.id)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.bound.update((a.asname or a.name).partition(".")[0] for a in node.names)
-            if not isinstance(node, ast.Lambda):
-                stack.extend(ast.iter_child_nodes(node))
-        self.modules: dict[str, str] = {}
-        self.names: dict[str, tuple[str, str]] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.modules[a.asname or a.name.partition(".")[0]] = (
-                        a.name if a.asname else a.name.partition(".")[0]
-                    )
-            elif isinstance(node, ast.ImportFrom):
-                base = graph.base(self, node)
-                for a in node.names:
-                    if graph.exists(f"{base}.{a.name}"):
-                        self.modules[a.asname or a.name] = f"{base}.{a.name}"
-                    else:
-                        self.names[a.asname or a.name] = (base, a.name)
-
-
-class ImportGraph:
-    """The static import graph of the modules under ``src`` (a folder of top-level packages,
-    e.g. src/ of an src-layout project); modules outside it (numpy, torch) are not followed."""
-
-    def __init__(self, src: Path):
-        self.src = src
-        self._parsed: dict[str, _Module | None] = {}
-
-    def file(self, name: str) -> Path | None:
-        """The file of module ``name`` under ``src``; None where there is none."""
-        if not name or not all(part.isidentifier() for part in name.split(".")):
-            return None
-        base = self.src.joinpath(*name.split("."))
-        return next((p for p in (base / "__init__.py", base.with_suffix(".py")) if p.is_file()), None)
-
-    def exists(self, name: str) -> bool:
-        return self.file(name) is not None
-
-    def module(self, name: str) -> _Module | None:
-        if name not in self._parsed:
-            path = self.file(name)
-            if path is None:
-                self._parsed[name] = None
-            else:
-                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-                tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-                self._parsed[name] = _Module(self, name, package, tree)
-        return self._parsed[name]
-
-    @staticmethod
-    def base(mod: _Module, node: ast.ImportFrom) -> str:
-        """The module ``from ... import`` in ``mod`` imports from."""
-        if not node.level:
-            return node.module or ""
-        parts = mod.package.split(".")
-        parts = parts[: len(parts) - (node.level - 1)]
-        return ".".join([*parts, *([node.module] if node.module else [])])
-
-    def _with_parents(self, name: str) -> list[str]:
-        """``name`` and the packages above it (an import runs each package's __init__), those
-        under ``src``."""
-        parts = name.split(".")
-        return [p for p in (".".join(parts[: i + 1]) for i in range(len(parts))) if self.exists(p)]
-
-    def closure(
-        self,
-        roots: Iterable[str] = (),
-        code: Iterable[ast.Module] = (),
-        entry: tuple[str, str] | None = None,
-        command: str | None = None,
-    ) -> list[str]:
-        """The modules under ``src`` that run (sorted names), counted as above from: the modules
-        ``roots``, other code ``code`` (a workflow file's statements) and a console entry
-        ``entry`` (module, function) run with ``command``. ValueError where the entry is absent or
-        ``command`` is registered nowhere in the code that runs."""
-        cli = None
-        if entry is not None:
-            mod = self.module(entry[0])
-            if mod is None or entry[1] not in mod.functions:
-                raise ValueError(f"console entry {entry[0]}:{entry[1]}: no such function under {self.src}")
-            cli = mod.package
-
-        def in_cli(name: str) -> bool:
-            return cli is not None and (name == cli or name.startswith(f"{cli}."))
-
-        def declarations_only(name: str) -> bool:
-            # the findings analyses: every workflow parse imports them for their declarations
-            # (settings, inputs, outputs); their functions run only in the findings commands
-            return command not in FINDINGS_COMMANDS and (
-                name == FINDINGS_PACKAGE or name.startswith(f"{FINDINGS_PACKAGE}.")
-            )
-
-        found: set[str] = set()
-        registered: set[str] = set()
-        done: set[tuple] = set()
-        todo: list[tuple] = [("module", m) for r in roots for m in self._with_parents(r)]
-        todo += [("code", _Module(self, "", "", tree)) for tree in code]
-        if entry is not None:
-            todo += [("module", m) for m in self._with_parents(entry[0])] + [("function", *entry)]
-        while todo:
-            item = todo.pop()
-            key = (item[0], id(item[1])) if item[0] == "code" else item
-            if key in done:
-                continue
-            done.add(key)
-            if item[0] == "code":
-                mod, nodes, bodies = item[1], [item[1].tree], True
-            elif (mod := self.module(item[1])) is None:
-                continue
-            elif item[0] == "module":
-                found.add(mod.name)
-                nodes, bodies = [mod.tree], not in_cli(mod.name) and not declarations_only(mod.name)
-            elif item[0] == "function":
-                nodes, bodies = [mod.functions[item[2]]], True
-            else:  # "hooks"
-                nodes, bodies = mod.hooks, True
-            for node in nodes:
-                scan = _Scan(self, mod, node, bodies, command, registered)
-                todo += [("module", m) for name in scan.imports for m in self._with_parents(name)]
-                todo += [("hooks", name) for name in scan.hooks]
-                todo += [("function", m, f) for m, f in scan.named if in_cli(m)]
-        if command is not None and command not in registered:
-            raise ValueError(f"command {command!r}: registered nowhere (no `add({command!r}, <handler>, ...)`)")
-        return sorted(found)
-
-
-class _Scan(ast.NodeVisitor):
-    """What the code ``root`` of module ``mod`` runs: the modules it imports (``imports``), the
-    modules whose hooks it asks a name of (``hooks``), the top-level functions it names
-    ((module, function): ``named``). ``bodies``: into the bodies of the functions it defines
-    (but the module's hooks); else, module-level code only (a console package's module)."""
-
-    def __init__(self, graph: ImportGraph, mod: _Module, root: ast.AST, bodies: bool, command, registered: set):
-        self.graph, self.mod, self.root, self.bodies = graph, mod, root, bodies
-        self.command, self.registered = command, registered
-        self.imports: set[str] = set()
-        self.hooks: set[str] = set()
-        self.named: set[tuple[str, str]] = set()
-        self.params: list[set[str]] = [set()]
-        self.visit(root)
-
-    def _ask(self, module: str, name: str, runs: bool) -> None:
-        """``name`` asked of ``module`` (``runs``: named in code, not only imported)."""
-        target = self.graph.module(module)
-        if target is None or self.graph.exists(f"{module}.{name}"):
-            return
-        if name in target.functions:
-            if runs:
-                self.named.add((module, name))
-        elif target.hooks and name not in target.bound:
-            self.hooks.add(module)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for child in [*node.decorator_list, node.args]:  # run where the function is defined
-            self.visit(child)
-        if node is not self.root and (not self.bodies or (node in self.mod.tree.body and node.name in HOOKS)):
-            return
-        args = node.args
-        self.params.append({a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)})
-        for child in node.body:
-            self.visit(child)
-        self.params.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_If(self, node: ast.If) -> None:
-        if "TYPE_CHECKING" in ast.unparse(node.test):  # imports for type checkers, never run
-            for child in node.orelse:
-                self.visit(child)
-        else:
-            self.generic_visit(node)
-
-    def visit_Import(self, node: ast.Import) -> None:
-        self.imports.update(a.name for a in node.names)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        base = self.graph.base(self.mod, node)
-        self.imports.add(base)
-        for a in node.names:
-            if self.graph.exists(f"{base}.{a.name}"):
-                self.imports.add(f"{base}.{a.name}")
-            elif a.name != "*":
-                self._ask(base, a.name, runs=False)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if not isinstance(node.ctx, ast.Load):
-            return
-        if node.id in self.mod.functions and self.mod.name:
-            self.named.add((self.mod.name, node.id))
-        elif node.id in self.mod.names:
-            self._ask(*self.mod.names[node.id], runs=True)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.value, ast.Name) and node.value.id in self.mod.modules:
-            self._ask(self.mod.modules[node.value.id], node.attr, runs=True)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func, args = node.func, node.args
-        if (
-            isinstance(func, ast.Name)
-            and func.id in self.params[-1]
-            and len(args) >= 2
-            and isinstance(args[0], ast.Constant)
-            and isinstance(args[0].value, str)
-        ):  # a command's registration, add("<command>", <handler>, ...): the handler runs for it only
-            self.registered.add(args[0].value)
-            if args[0].value != self.command:
-                for child in [func, *args[2:], *node.keywords]:
-                    self.visit(child)
-                return
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name in ("import_module", "__import__") and args:
-            self._dynamic(node)
-        self.generic_visit(node)
-
-    def _dynamic(self, node: ast.Call) -> None:
-        """importlib.import_module(name[, package]): the module named, or for a computed name
-        every string constant of the module that names one."""
-        first = node.args[0]
-        package_arg = node.args[1] if len(node.args) > 1 else None
-        package_arg = next((k.value for k in node.keywords if k.arg == "package"), package_arg)
-        package = None
-        if isinstance(package_arg, ast.Name) and package_arg.id in ("__name__", "__package__"):
-            package = self.mod.name if package_arg.id == "__name__" else self.mod.package
-        elif isinstance(package_arg, ast.Constant) and isinstance(package_arg.value, str):
-            package = package_arg.value
-        if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            names = [first.value]
-        else:
-            names = [
-                n.value for n in ast.walk(self.mod.tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            ]
-        for name in names:
-            relative = name.lstrip(".")
-            if package and (name.startswith(".") or relative == name):
-                self.imports.add(f"{package}.{relative}")
-            if not name.startswith("."):
-                self.imports.add(name)
-
-
-def workflow_code(path: Path) -> ast.Module:
-    """The Python statements of a Snakemake file (Snakefile, .smk): each logical line that parses
-    as Python on its own (imports, assignments, calls, a function's body lines); the rule blocks'
-    keywords (`rule x:`, `input:`) do not."""
-    text = path.read_text(encoding="utf-8")
-    offsets = [0]
-    for line in text.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
-    body: list[ast.stmt] = []
-    start = None
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
-            continue
-        if start is None:
-            start = offsets[tok.start[0] - 1] + tok.start[1]
-        if tok.type == tokenize.NEWLINE:
-            statement, start = text[start : offsets[tok.start[0] - 1] + tok.start[1]], None
-            try:
-                body.extend(ast.parse(statement).body)
-            except SyntaxError:
-                continue
-    return ast.Module(body=body, type_ignores=[])
-
-
-def _pyproject() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-
-
-def _console_entry(program: str) -> tuple[str, str]:
-    """(module, function) of a console script of pyproject.toml."""
-    scripts = _pyproject().get("project", {}).get("scripts", {})
-    if program not in scripts:
-        raise SystemExit(f"dvc_stages: {program!r} is not a console script of pyproject.toml ([project.scripts])")
-    module, _, function = scripts[program].partition(":")
-    return module, function
-
-
-def _package_data(modules: list[str]) -> list[str]:
-    """The files of pyproject.toml's package-data of the packages among ``modules``."""
-    declared = _pyproject().get("tool", {}).get("setuptools", {}).get("package-data", {})
-    found = set()
-    for package, patterns in declared.items():
-        if package in modules:
-            base = SRC.joinpath(*package.split("."))
-            found.update(p for pattern in patterns for p in base.glob(pattern) if p.is_file())
-    return sorted(p.relative_to(ROOT).as_posix() for p in found)
-
-
-def _job_command(job: dict) -> tuple[str, str]:
-    """(program, command) of a job's shell command, ``[VAR=value ...] <program> <command> ...``."""
-    words = shlex.split(job["cmd"])
-    while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
-        words.pop(0)
-    if len(words) < 2 or {"&&", "||", ";", "|"} & set(words):
-        raise SystemExit(
-            f"dvc_stages: rule {job['rule']}: its shell command is not one `<console script> <command> ...` "
-            f"({job['cmd'][:200]}); extend scripts/dvc_stages.py (_job_command) to derive its code deps"
-        )
-    return words[0], words[1]
-
-
-_GRAPH = ImportGraph(SRC)
-_CODE_DEPS: dict[tuple, list[str]] = {}
-
-
-def code_deps(job: dict) -> list[str]:
-    """The code a job runs (see "code deps" above): its workflow files, then the package modules
-    and data files, as paths relative to the repository root."""
-    files = [*job["workflow_files"], job["rule_file"]]
-    program, command = _job_command(job)
-    key = (tuple(files), program, command)
-    if key not in _CODE_DEPS:
-        code = [workflow_code(ROOT / f) for f in files]
-        try:
-            modules = _GRAPH.closure(code=code, entry=_console_entry(program), command=command)
-        except ValueError as exc:
-            raise SystemExit(f"dvc_stages: rule {job['rule']}: {exc}") from None
-        sources = sorted(_GRAPH.file(m).relative_to(ROOT).as_posix() for m in modules)
-        _CODE_DEPS[key] = list(dict.fromkeys([*files, *sources, *_package_data(modules)]))
-    return _CODE_DEPS[key]
-
-
-def _dag_jobs(config_path: str) -> list[dict]:
-    """Every concrete job of the Snakemake DAG of ``config_path`` (as `--forceall` would run it):
-    rule, wildcards, inputs (ancient() ones apart), outputs, log files, the formatted shell command,
-    the file defining the rule and the workflow files every job reads (see "code deps")."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.io import is_flagged
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DAGSettings,
-        OutputSettings,
-        Quietness,
-        ResourceSettings,
-        StorageSettings,
-    )
-
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
-    cwd = os.getcwd()
-    try:
-        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            wf = api.workflow(
-                resource_settings=ResourceSettings(cores=1),
-                config_settings=ConfigSettings(configfiles=[ROOT / config_path]),
-                storage_settings=StorageSettings(),
-                snakefile=ROOT / "Snakefile",
-                workdir=ROOT,
-            )
-            wf.dag(dag_settings=DAGSettings(forceall=True))
-            workflow = wf._workflow  # the DAG itself: Snakemake's API prints it but does not return it
-            workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
-            workflow._build_dag()
-            order = {rule.name: i for i, rule in enumerate(workflow.rules)}
-
-            def relative(path) -> str:
-                return Path(str(path)).resolve().relative_to(ROOT).as_posix()
-
-            # the Snakefile and the included files that define no rule (the shared helpers)
-            rule_files = {relative(rule.snakefile) for rule in workflow.rules}
-            included = [relative(f) for f in workflow.included]
-            workflow_files = [relative(workflow.main_snakefile)] + [f for f in included if f not in rule_files]
-            jobs = []
-            for job in sorted(workflow.dag.jobs, key=lambda j: (order[j.rule.name], sorted(j.wildcards_dict.items()))):
-                if not job.rule.shellcmd:
-                    continue  # `all`: a target, no command
-                jobs.append(
-                    {
-                        "rule": job.rule.name,
-                        "wildcards": dict(job.wildcards_dict),
-                        "inputs": [str(f) for f in job.input if not is_flagged(f, "ancient")],
-                        "outputs": [str(f) for f in job.output],
-                        "logs": [str(f) for f in job.log],
-                        "cmd": job.shellcmd,
-                        "rule_file": relative(job.rule.snakefile),
-                        "workflow_files": list(dict.fromkeys(workflow_files)),
-                    }
-                )
-    finally:
-        os.chdir(cwd)
-    return jobs
-
-
-def _command(job: dict, config_path: str) -> str:
-    """Snakemake running just this job (its rule, on one of its outputs) with the config as the
-    params file has it now: so `dvc exp run -S key=value` reaches the job, whose command line
-    Snakemake formats from the current config. Upstream jobs are their own stages (`--allowed-rules`:
-    Snakemake runs none of them).
-
-    `--forcerun <rule>`: DVC decides whether the stage runs (a dep, a param or an out changed),
-    Snakemake must not overrule it. Left to itself, Snakemake answers "Nothing to be done" whenever
-    the job's outputs are present and newer than its inputs, which is the case when DVC reruns it
-    for a change Snakemake does not track (a module of the step's code: Snakemake's code trigger
-    sees the rule's own command only) or for outputs DVC checked out (no Snakemake metadata); DVC
-    would then record the old outputs under the new deps. With one target and `--allowed-rules
-    <rule>`, the DAG holds one job of the rule, so exactly that job is forced; no other job runs.
-
-    `--force-use-threads`: Snakemake's local executor otherwise starts a second Snakemake process
-    for a job with a shadow directory (every job, unless `sandbox: false`), because such a job
-    changes the process's working directory while it runs, which is unsafe only when other jobs
-    run beside it; a stage runs one job, so it runs in Snakemake's own process, still in its
-    shadow directory (as Snakemake's cluster executors run a single job in a submitted job)."""
-    config = "" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}"
-    target = _relative(job["outputs"][0])
-    rule = job["rule"]
-    flags = f"--quiet --forcerun {rule} --force-use-threads --allowed-rules {rule}"
-    return f"snakemake --cores all{config} {flags} -- {target}"
-
-
-def _description(job: dict) -> str:
-    """The `backretrieval <step>` command line the job runs (as generated; its log redirection left
-    out), locations relative to the repository root."""
-    cmd = job["cmd"]
-    for log in job["logs"]:
-        cmd = cmd.replace(f" > {log} 2>&1", "")
-    return _relative(cmd).strip()
-
-
-def stages(config_path: str) -> dict[str, dict]:
-    """The DVC stages of one run config: one per concrete job of its Snakemake DAG, named
-    ``<run_name>-<rule>[-<wildcard values>]``."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from backretrieval.config import load_config
-    from backretrieval.steps import layout
-
-    cfg = load_config(ROOT / config_path)
-    run = cfg["run_name"]
-    reports = Path(cfg["reports_dir"])
-    parallel = layout.dataset_parallel(cfg)
-    report_paths = layout.report_paths(cfg, parallel)
-    metrics = {report_paths["metrics"]}
-    plots: dict[Path, dict] = (
-        {
-            report_paths["fig2_csv"]: {
-                "x": "xlr_recall",
-                "y": "bkr_recall",
-                "template": "scatter",
-                "title": "XLR vs BkR per encoder (figure seed)",
-            },
-        }
-        if parallel
-        else {  # no XLR without parallel texts: BkR per encoder
-            report_paths["ranking"]: {
-                "x": "bkr_recall",
-                "y": "encoder",
-                "template": "bar_horizontal",
-                "title": "BkR Recall@k per encoder (mean over directions and seeds)",
-            },
-            report_paths["bkr_png"]: {},
-        }
-    )
-    if cfg.get("case_study"):
-        metrics |= {layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]}
-        plots[layout.case_report_paths(cfg)["fig3_png"]] = {}
-        for head in layout.HEADS:
-            for training_seed in _training_seeds(cfg):
-                plots[layout.head_paths(cfg, head, training_seed)["curve"]] = {}
-    # the files the top-level plots read (the training curves' per-epoch losses): git files, not
-    # cached, so that `dvc plots show` and `dvc plots diff <rev>` render them from a clone without
-    # the DVC cache (.gitignore lets them into git)
-    curve_data = {Path(f) for plot in training_curves(config_path) for spec in plot.values() for f in spec["y"]}
-    params_file = config_path
+def _tracked(config: str, cfg_file: dict, keys: tuple[str, ...]) -> list[dict]:
+    """The params entries of ``keys``: from the config file where it sets them, else inherited
+    from params.yaml (a layer replaces run_name, reports_dir, case_study and human_study)."""
+    base = yaml.safe_load((ROOT / BASE_CONFIG).read_text(encoding="utf-8"))
+    own_sections = ("run_name", "reports_dir", "case_study", "human_study")
+
+    def has(doc: dict, key: str) -> bool:
+        for part in key.split("."):
+            if not isinstance(doc, dict) or part not in doc:
+                return False
+            doc = doc[part]
+        return True
+
+    mine = [k for k in keys if has(cfg_file, k)]
+    inherited = [k for k in keys if k not in mine and k.split(".")[0] not in own_sections and has(base, k)]
+    entries = [{config: mine}] if mine else []
+    return entries + ([{DEFAULT: inherited}] if inherited and config != DEFAULT else [])
+
+
+def _cover(files: set[str], others: set[str], stop: set[str]) -> list[str]:
+    """``files`` as few paths as possible: a folder where every output under it is in ``files``."""
+    out = set()
+    for f in files:
+        p = Path(f)
+        while p.parent.as_posix() not in stop and not any(o.startswith(p.parent.as_posix() + "/") for o in others):
+            p = p.parent
+        out.add(p.as_posix())
+    return sorted(out)
+
+
+def stages(config: str, wdir: bool = False) -> dict[str, dict]:
+    """``<run_name>-<stage>`` -> its DVC stage, for one run configuration."""
+    cfg = load_config(ROOT / config)
+    cfg_file = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
+    run, reports = cfg["run_name"], Path(cfg["reports_dir"]).as_posix()
+    git_files = {p.as_posix() for p in _curve_files(cfg)}
+    produced = summary(config)
+    stage_of = {rule: s for s, (rules, *_) in STAGES.items() for rule in rules}
+    unknown = sorted({rule for _, rule in produced if rule not in stage_of and rule != "results_doc"})
+    if unknown:
+        raise SystemExit(f"dvc_stages: rules {unknown} belong to no stage; add them to STAGES")
+    stop = {".", "data", "data/prepared", "artifacts", layout.artifacts_root(cfg).as_posix(), reports, "reports"}
+    cached = {f: (reports + "/" in f + "/" or f in git_files) for f, _ in produced}
     out: dict[str, dict] = {}
-    for job in _dag_jobs(config_path):
-        name = "-".join([run, job["rule"], *job["wildcards"].values()])
-        outs, metric_outs, plot_outs = [], [], []
-        for path in map(_relative, job["outputs"]):
-            p = Path(path)
-            if p in metrics:
-                metric_outs.append({path: {"cache": False}})
-            elif p in plots:
-                plot_outs.append({path: {"cache": False, **plots[p]}})
-            elif reports in p.parents or p in curve_data:
-                outs.append({path: {"cache": False}})  # committed reports, plot data: git files
-            else:
-                outs.append(path)
-        body: dict = {
-            "desc": _description(job),
-            "cmd": _command(job, config_path),
-            "deps": list(dict.fromkeys([*code_deps(job), *map(_relative, job["inputs"]), *_raw_inputs(cfg, job)])),
-        }
-        keys = _job_params(cfg, job["rule"], job["wildcards"])
-        if keys:
-            body["params"] = [{params_file: keys}]
-        for key, value in (("outs", outs), ("metrics", metric_outs), ("plots", plot_outs)):
-            if value:
-                body[key] = value
-        out[name] = body
+    outs_of: dict[str, list] = {}
+    for name, (rules, steps, reads, keys) in STAGES.items():
+        mine = {f for f, rule in produced if stage_of.get(rule) == name}
+        if not mine:
+            continue
+        entries = []
+        for kind in (False, True):  # cached, then git files
+            part = {f for f in mine if cached[f] == kind}
+            others = {f for f, _ in produced if f not in part}
+            entries += [{p: {"cache": False}} if kind else p for p in _cover(part, others, stop)]
+        outs_of[name] = [e if isinstance(e, str) else next(iter(e)) for e in entries]
+        deps = [p for s in reads for p in outs_of.get(s, [])]
+        if name == "data":
+            deps += [
+                p
+                for sec in [cfg["dataset"], *(cfg.get("corpora") or {}).values()]
+                for p in _option_paths(sec.get("options"))
+            ]
+        target = "" if config == DEFAULT else f" --configfile {config}"
+        present = [r for r in rules if r in {rule for _, rule in produced}]
+        body: dict = {"cmd": f"snakemake --cores all --quiet{target} --until {' '.join(present)}"}
+        if wdir:
+            body["wdir"] = ".."
+        body["deps"] = list(dict.fromkeys(deps)) or None
+        body["params"] = _tracked(config, cfg_file, keys) + [{VERSIONS_FILE: list(steps)}]
+        body["outs"] = entries
+        out[f"{run}-{name}"] = {k: v for k, v in body.items() if v is not None}
     return out
 
 
-def _training_seeds(cfg: dict) -> list[int]:
-    """The case study's training seeds (each head is trained once per seed), with the default."""
-    from backretrieval.study.case_config import case_cfg
-
-    return list(case_cfg(cfg)["training_seeds"])
-
-
-def training_curves(config_path: str) -> list[dict]:
-    """Top-level ``plots:`` of the case study's training curves (the heads' per-epoch loss
-    histories: small CSVs inside ``artifacts/<run>``, git files, ``cache: false`` outs of their
-    case_train stages), so `dvc plots show` and `dvc plots diff` show them in any clone."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from backretrieval.config import load_config
-    from backretrieval.steps import layout
-
-    cfg = load_config(ROOT / config_path)
+def _curve_files(cfg: dict) -> list[Path]:
     if not cfg.get("case_study"):
         return []
-    return [
-        {
-            f"{cfg['run_name']} {head} seed {training_seed} training loss": {
-                "template": "linear",
-                "x": "epoch",
-                "y": {layout.head_paths(cfg, head, training_seed)["history"].as_posix(): ["train_loss", "val_loss"]},
-            }
-        }
-        for head in layout.HEADS
-        for training_seed in _training_seeds(cfg)
-    ]
+    from backretrieval.study.case_config import case_cfg
+
+    seeds = case_cfg(cfg)["training_seeds"]
+    return [layout.head_paths(cfg, h, s)["history"] for h in layout.HEADS for s in seeds]
 
 
-def findings_stage(config_path: str) -> tuple[str, dict]:
-    """(``<run_name>-findings``, stage) of one run config: `snakemake findings` on it."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from backretrieval.config import load_config
-    from backretrieval.steps import layout
+def top_level(config: str, prefix: str) -> tuple[list, list]:
+    """(metrics, plots) of one run: its metrics JSONs, Figure 2's data and the training curves."""
+    cfg = load_config(ROOT / config)
+    rep = layout.report_paths(cfg, layout.dataset_parallel(cfg))
+    metrics = [rep["metrics"]]
+    plots: list[dict] = []
+    if "fig2_csv" in rep:
+        plots.append({f"{prefix}{rep['fig2_csv']}": {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter"}})
+    if cfg.get("case_study"):
+        metrics += [layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]]
+        histories = {f"{prefix}{p}": ["train_loss", "val_loss"] for p in _curve_files(cfg)}
+        plots.append({f"{cfg['run_name']} training loss": {"template": "linear", "x": "epoch", "y": histories}})
+    return [f"{prefix}{m}" for m in metrics], plots
 
-    cfg = load_config(ROOT / config_path)
-    run = cfg["run_name"]
-    artifacts = layout.artifacts_root(cfg).as_posix()
-    own = f"{artifacts}.findings"
-    findings = Path(cfg["reports_dir"]) / "findings"
-    main_outputs = {path for path, _ in _snakemake_outputs(config_path)}
-    outs, report_outs = set(), []
-    for path, rule in _snakemake_outputs(config_path, "findings"):
-        p = Path(path)
-        if path in main_outputs or rule in CROSS_CONFIG_RULES:
-            continue  # the run's own stage, or generated across configurations
-        if path == own or path.startswith(own + "/"):
-            outs.add(own)
-        elif p.parent == layout.PREPARED:
-            outs.add(path)
-        elif findings in p.parents:
-            report_outs.append(path)
-        else:
-            raise SystemExit(
-                f"dvc_stages: {config_path}: findings output {path} of rule {rule} is neither under "
-                f"{own}/, {layout.PREPARED}/ nor {findings}/; extend scripts/dvc_stages.py"
-            )
-    cmd = "snakemake --cores all findings" + ("" if config_path == DEFAULT_CONFIG else f" --configfile {config_path}")
-    body: dict = {
-        "cmd": cmd,
-        "deps": WORKFLOW_DEPS + [artifacts, layout.dataset_root(cfg).as_posix()] + _source_deps(cfg),
-        "params": [{config_path: None}],
-        "outs": sorted(outs) + [{p: {"cache": False}} for p in sorted(report_outs)],
+
+def listed() -> list[str]:
+    return list(yaml.safe_load(RUNS.read_text(encoding="utf-8"))["stages"])
+
+
+def pipeline_file(config: str) -> str:
+    """The default run's stages are the root dvc.yaml (what `dvc repro`/`dvc exp run` reproduce);
+    the real-data runs' are runs/dvc.yaml (they read data/raw/)."""
+    return "dvc.yaml" if config == DEFAULT else "runs/dvc.yaml"
+
+
+def generate(configs: list[str] | None = None) -> dict[str, str]:
+    """{file: text} of the listed runs; of ``configs`` instead: one dvc.yaml (a test project's)."""
+    files: dict[str, dict] = {}
+    for config in configs or listed():
+        path = "dvc.yaml" if configs else pipeline_file(config)
+        doc = files.setdefault(path, {"stages": {}, "metrics": [], "plots": []})
+        doc["stages"].update(stages(config, wdir=path != "dvc.yaml"))
+        metrics, plots = top_level(config, "" if path == "dvc.yaml" else "../")
+        doc["metrics"] += metrics
+        doc["plots"] += plots
+    what = {"dvc.yaml": "The default run (params.yaml)", "runs/dvc.yaml": "The real-data runs (make raw-data first)"}
+    if configs:
+        what["dvc.yaml"] = "The runs " + ", ".join(configs)
+    return {
+        path: HEADER.format(what=what[path]) + yaml.safe_dump(doc, sort_keys=False, width=100)
+        for path, doc in files.items()
     }
-    return f"{run}-findings", body
 
 
-def _collect(configs: list[str], findings: list[str]) -> dict[str, tuple[str, dict]]:
-    """name -> (config, stage) of the configs' stages (and their findings stages), refusing two
-    stages of one name or one output written by two stages."""
-    stages_: dict[str, tuple[str, dict]] = {}
-    owner: dict[str, str] = {}
-    made = [stages(c) for c in configs] + [dict([findings_stage(c)]) for c in findings]
-    for c, group in zip([*configs, *findings], made):
-        for name, body in group.items():
-            if name in stages_:
-                raise SystemExit(f"dvc_stages: {c} and another config share run_name (stage {name!r})")
-            paths = [
-                e if isinstance(e, str) else next(iter(e))
-                for e in body.get("outs", []) + body.get("metrics", []) + body.get("plots", [])
-            ]
-            first = owner.get(paths[0]) if paths else None
-            if first is not None and body.get("desc") and stages_[first][1].get("desc") == body["desc"]:
-                # the same job in two configs (a corpus both prepare with the same spec and
-                # languages): one stage makes it, the other config's stages depend on its output
-                continue
-            for entry in body.get("outs", []) + body.get("metrics", []) + body.get("plots", []):
-                path = entry if isinstance(entry, str) else next(iter(entry))
-                if path in owner:
-                    raise SystemExit(
-                        f"dvc_stages: {path} is written by both stage {owner[path]!r} and {name!r}; "
-                        "give the configs distinct run_name, dataset names and reports_dir"
-                    )
-                owner[path] = name
-            stages_[name] = (c, body)
-    return stages_
-
-
-def _render(stages_: dict[str, dict], curves: list[dict], header: str = HEADER) -> str:
-    doc: dict = {"stages": stages_}
-    if curves:
-        doc["plots"] = curves
-    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
-
-
-def generate(configs: list[str], findings: list[str] = ()) -> str:
-    """One dvc.yaml (in the repository root) with the stages of ``configs``."""
-    stages_ = {name: body for name, (_, body) in _collect(configs, list(findings)).items()}
-    return _render(stages_, [p for c in configs for p in training_curves(c)])
-
-
-def pipeline_file(config_path: str) -> str:
-    """Where a listed run's stages are: the default run's in the root dvc.yaml, which `dvc repro`
-    and `dvc exp run` reproduce by default; every other run's in runs/dvc.yaml
-    (so an experiment on the default run never needs the real data)."""
-    return "dvc.yaml" if config_path == DEFAULT_CONFIG else OTHER_RUNS_FILE
-
-
-def _in_runs_dir(stage: dict) -> dict:
-    """A stage of runs/dvc.yaml: run in the repository root (``wdir: ..``), so its paths and
-    command are those of the root file's stages."""
-    return {"cmd": stage["cmd"], "wdir": "..", **{k: v for k, v in stage.items() if k != "cmd"}}
-
-
-def _curves_from_runs_dir(curves: list[dict]) -> list[dict]:
-    """Top-level plots of runs/dvc.yaml: their paths are relative to the file, not to a wdir."""
-    out = []
-    for plot in curves:
-        ((title, spec),) = plot.items()
-        out.append({title: {**spec, "y": {f"../{path}": cols for path, cols in spec["y"].items()}}})
-    return out
-
-
-def generate_listed() -> dict[str, str]:
-    """{file: text} of the runs listed in scripts/dvc_runs.yaml (see pipeline_file)."""
-    configs, findings = listed_runs()
-    collected = _collect(configs, findings)
-    files = {}
-    for path in dict.fromkeys(map(pipeline_file, configs)):
-        own = [c for c in configs if pipeline_file(c) == path]
-        stages_ = {name: body for name, (c, body) in collected.items() if pipeline_file(c) == path}
-        curves = [p for c in own for p in training_curves(c)]
-        if path == OTHER_RUNS_FILE:
-            stages_ = {name: _in_runs_dir(body) for name, body in stages_.items()}
-            curves = _curves_from_runs_dir(curves)
-        files[path] = _render(stages_, curves, HEADER if path == "dvc.yaml" else OTHER_HEADER)
-    return files
-
-
-def listed_runs() -> tuple[list[str], list[str]]:
-    """(run configs, run configs whose findings are a stage too) of scripts/dvc_runs.yaml."""
-    runs = yaml.safe_load(RUNS.read_text(encoding="utf-8"))
-    return list(runs["stages"]), list(runs.get("findings") or [])
-
-
-def stage_names(config_path: str) -> list[str]:
-    """The stages that run ``config_path``, as `dvc commit`/`dvc push` take them (``file:name``
-    outside the root dvc.yaml): those whose command runs Snakemake on that config (the root file
-    holds only the default run's)."""
-    path = pipeline_file(config_path)
-    marker = "" if config_path == DEFAULT_CONFIG else f" --configfile {config_path} "
-    stages_ = yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["stages"]
-    own = [name for name, stage in stages_.items() if marker in stage["cmd"]]
-    return own if path == "dvc.yaml" else [f"{path}:{n}" for n in own]
-
-
-def stage_targets(config_path: str) -> list[str]:
-    """The targets that make `dvc commit`/`dvc push` act on exactly ``config_path``'s stages: its
-    pipeline file where that file holds no other run's stage (the root dvc.yaml holds only the
-    default run's), else the stage names. DVC loads the project once per target, so one file
-    is much faster than one name per stage."""
-    names = stage_names(config_path)
-    path = pipeline_file(config_path)
-    every = yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["stages"]
-    return [path] if names and len(names) == len(every) else names
+def stage_targets(config: str) -> list[str]:
+    """The default run's file, else the config's stages as ``runs/dvc.yaml:<name>``."""
+    if config == DEFAULT:
+        return ["dvc.yaml"]
+    names = yaml.safe_load((ROOT / "runs/dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    return [f"runs/dvc.yaml:{n}" for n, s in names.items() if f" --configfile {config} " in s["cmd"]]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("configs", nargs="*", help="run configs (default: the stages of scripts/dvc_runs.yaml)")
+    ap.add_argument("configs", nargs="*", help="run configs (default: those of scripts/dvc_runs.yaml)")
     ap.add_argument("--check", action="store_true", help="compare with the files instead of writing them")
-    ap.add_argument("--findings", action="store_true", help="with CONFIGs: also each one's findings stage")
-    ap.add_argument("--output", default=str(ROOT / "dvc.yaml"), help="with CONFIGs: the file to write")
-    ap.add_argument(
-        "--targets",
-        metavar="CONFIG",
-        help="print what dvc commit/push take for a listed CONFIG's stages (its pipeline file, or their names) and exit",
-    )
+    ap.add_argument("--targets", metavar="CONFIG", help="print what dvc commit/push take for CONFIG's stages")
     args = ap.parse_args(argv)
     if args.targets:
-        if args.targets not in listed_runs()[0]:
-            ap.error(f"{args.targets}: not a listed run (add it to scripts/dvc_runs.yaml, then `make dvc-yaml`)")
-        targets = stage_targets(args.targets)
-        if not targets:
-            ap.error(f"{args.targets}: no stage in {pipeline_file(args.targets)} (run `make dvc-yaml`)")
-        print("\n".join(targets))
+        print("\n".join(stage_targets(args.targets)))
         return 0
-    configs = []
-    for c in args.configs:
-        path = Path(c).resolve()
-        if ROOT not in path.parents:
-            ap.error(f"{c}: a run config must be inside the repository ({ROOT})")
-        configs.append(path.relative_to(ROOT).as_posix())
-    if args.findings and not configs:
-        ap.error("--findings needs CONFIGs (the listed runs' findings stages are in scripts/dvc_runs.yaml)")
-    if configs:
-        files = {Path(args.output): generate(configs, configs if args.findings else [])}
-    else:
-        files = {ROOT / path: text for path, text in generate_listed().items()}
-    stale = [out for out, text in files.items() if not out.is_file() or out.read_text(encoding="utf-8") != text]
+    step_versions(None if args.check else ROOT)
+    files = generate(args.configs or None)
     if args.check:
-        for out in stale:
-            print(
-                f"{out} differs from a fresh generation: run `make dvc-yaml` (python scripts/dvc_stages.py)",
-                file=sys.stderr,
-            )
-        if not stale:
-            print(f"{', '.join(map(str, files))}: up to date")
+        files[VERSIONS_FILE] = versions_text(step_versions())
+    stale = [
+        p for p, text in files.items() if not (ROOT / p).is_file() or (ROOT / p).read_text(encoding="utf-8") != text
+    ]
+    if args.check:
+        for p in stale:
+            print(f"{p} differs from a fresh generation: run `make dvc-yaml`", file=sys.stderr)
         return 1 if stale else 0
-    for out, text in files.items():
-        out.write_text(text, encoding="utf-8")
-        print(f"wrote {out} ({text.count(chr(10))} lines)")
+    for p, text in files.items():
+        (ROOT / p).write_text(text, encoding="utf-8")
+        print(f"wrote {p} ({text.count(chr(10))} lines)")
     return 0
 
 

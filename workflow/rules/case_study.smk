@@ -19,6 +19,7 @@ if CASE:
         resources:
             mem_mb=4000,
         params:
+            code=CODE["case_study"],
             **plan.case_embed_params(),
         shell:
             COMMANDS["case-embed"]
@@ -38,6 +39,7 @@ if CASE:
         conda:
             CONDA_ENV
         params:
+            code=CODE["case_study"],
             **plan.case_params(plan.select_keys, encoders=list(CASE["base_encoders"])),
         shell:
             COMMANDS["case-select"]
@@ -60,6 +62,7 @@ if CASE:
         resources:
             mem_mb=4000,
         params:
+            code=CODE["case_study"],
             **plan.case_params(encoders=list(CASE["base_encoders"]), threads=MODEL_THREADS),
         shell:
             COMMANDS["case-train"]
@@ -79,6 +82,7 @@ if CASE:
         conda:
             CONDA_ENV
         params:
+            code=CODE["case_study"],
             **plan.case_params(models=plan.case_runs),
         shell:
             COMMANDS["case-evaluate"]
@@ -98,6 +102,7 @@ if CASE:
         conda:
             CONDA_ENV
         params:
+            code=CODE["case_study"],
             **plan.case_params(threads=MODEL_THREADS),
         shell:
             COMMANDS["case-report"]
@@ -116,6 +121,7 @@ if CASE:
         conda:
             CONDA_ENV
         params:
+            code=CODE["human_study"],
             **plan.human_sheets_params(),
         shell:
             COMMANDS["human-sheets"]
@@ -138,6 +144,7 @@ if CASE:
             conda:
                 CONDA_ENV
             params:
+                code=CODE["human_study"],
                 seed=HUMAN["seed"],
             shell:
                 COMMANDS["human-simulate"]
@@ -158,6 +165,7 @@ if CASE:
             conda:
                 CONDA_ENV
             params:
+                code=CODE["human_study"],
                 **plan.human_tally_params(),
             shell:
                 COMMANDS["human-tally"]

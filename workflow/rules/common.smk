@@ -3,6 +3,7 @@
 # config -> path mapping, and the settings of backretrieval.steps.settings).
 from pathlib import Path
 
+from backretrieval._util.code_version import SRC, step_versions
 from backretrieval.config import overrides_from, validate_config
 from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.prepare import check_dataset_fits
@@ -32,6 +33,14 @@ plan = Plan(config, Path.cwd(), HEAVY_THREADS)
 # process only: every job re-parses the workflow). Not yet prepared: the rule check_dataset.
 if workflow.is_main_process and (Path(plan.dataset) / "dataset.json").is_file():
     check_dataset_fits(config, Path(plan.dataset))
+
+# Each step's code version (backretrieval._util.code_version), every rule's param `code`: a job
+# reruns when the code its step runs changes, and not for a comment or a docstring. The main
+# process of a run in this checkout, on its own source tree, records them in
+# workflow/code_versions.yaml, DVC's params of the code.
+_HOME = Path(workflow.basedir).resolve()
+_OWN = workflow.is_main_process and Path.cwd().resolve() == _HOME and SRC.resolve() == _HOME / "src"
+CODE = step_versions(_HOME if _OWN else None)
 
 # Every job runs in a minimal shadow directory (only its declared inputs linked), so an
 # undeclared read fails; `sandbox: false` skips it (same bytes; Snakemake records no shadow).

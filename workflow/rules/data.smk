@@ -13,6 +13,7 @@ rule prepare_dataset:
     conda:
         CONDA_ENV
     params:
+        code=CODE["prepare"],
         **plan.dataset_params(),
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
@@ -50,6 +51,7 @@ rule check_dataset:
     conda:
         CONDA_ENV
     params:
+        code=CODE["prepare"],
         requirements=plan.requirements,
     shell:
         "backretrieval check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"

@@ -15,6 +15,7 @@ rule embed_text:
     resources:
         mem_mb=4000,
     params:
+        code=CODE["embed"],
         **plan.embed_text_params(),
     shell:
         COMMANDS["embed-text"]
@@ -37,6 +38,7 @@ rule embed_images:
     resources:
         mem_mb=4000,
     params:
+        code=CODE["embed"],
         **plan.embed_images_params(),
     shell:
         COMMANDS["embed-images"]

@@ -14,6 +14,7 @@ rule sample:
     conda:
         CONDA_ENV
     params:
+        code=CODE["sample"],
         **plan.sample_params(),
     shell:
         "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.sample_size:q}"
@@ -38,6 +39,7 @@ rule metrics:
     resources:
         mem_mb=2000,
     params:
+        code=CODE["metrics"],
         **plan.metrics_params(),
     shell:
         COMMANDS["metrics"]
@@ -70,6 +72,8 @@ if plan.seed_group_size is not None:
             SHADOW
         conda:
             CONDA_ENV
+        params:
+            code=CODE["metrics"],
         shell:
             "backretrieval metrics-gather --metrics {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
 

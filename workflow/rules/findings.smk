@@ -23,6 +23,7 @@ for _name in FP.classes:
         conda:
             CONDA_ENV
         params:
+            code=CODE["findings"],
             **FP.params(_name),
         shell:
             COMMANDS["findings"]
@@ -57,6 +58,7 @@ if FP.synthetic:
         conda:
             CONDA_ENV
         params:
+            code=CODE["prepare"],
             spec=FP.ss_dataset_spec(),
             languages=FP.ss["synthetic"]["languages"],
         shell:
@@ -111,6 +113,7 @@ rule findings_document:
     conda:
         CONDA_ENV
     params:
+        code=CODE["findings"],
         others=lambda wc, input: [p for p in input.others if p.endswith(".json")],
         readme=lambda wc, input: plan.absolute("README.md"),
     shell:

@@ -17,6 +17,7 @@ rule report:
     conda:
         CONDA_ENV
     params:
+        code=CODE["report"],
         **plan.report_params(),
     shell:
         plan.report_command()

@@ -19,6 +19,7 @@ rule results_doc:
     conda:
         CONDA_ENV
     params:
+        code=CODE["results_doc"],
         reports=lambda wc: [r for _, r in plan.results_doc_runs(DVC_RUNS)],
     shell:
         "backretrieval results-doc --run-configs {input.configs:q} --reports {params.reports:q} --dvc-runs {input.runs:q}"
