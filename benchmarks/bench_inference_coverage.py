@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from backretrieval.findings.document import read_record
-from backretrieval.findings.inference import COVERAGE_FILE, verdict_layouts
+from backretrieval.findings.inference import COVERAGE_FILE
+from backretrieval.findings.inference.verdict import verdict_layouts
 from backretrieval.findings.inference_sim import coverage
 
 ROOT = Path(__file__).resolve().parents[1]

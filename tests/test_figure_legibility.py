@@ -264,16 +264,16 @@ def test_findings_figure_passes_the_check(run, analysis, stem, captured):
 def test_overall_forest_passes_the_check(captured):
     """The forest plot of the committed summary: titled, the intervals named, the real-data and
     the SYNTHETIC rows in separate panels."""
-    from backretrieval.findings.inference import statistics as st
+    from backretrieval.findings.inference.figures import FOREST_TITLE, plot_forest
 
     summary = ROOT / "reports" / "findings_summary"
     cells = pd.read_csv(summary / "overall.csv")
     pooled = json.loads((summary / "overall.json").read_text())["numbers"]["pooled"]
-    st.plot_forest(cells, pooled, Path("unused"))
+    plot_forest(cells, pooled, Path("unused"))
     (fig,) = captured
     assert figure_problems(fig) == CLEAN
     title = fig.get_suptitle()
-    assert st.FOREST_TITLE in title and "95% CI for these encoders" in title.replace("\n", " ")
+    assert FOREST_TITLE in title and "95% CI for these encoders" in title.replace("\n", " ")
     panels = [ax.get_title() for ax in fig.axes]
     if cells["synthetic"].any() and (~cells["synthetic"].astype(bool)).any():
         assert panels[0] == "real data" and panels[1].startswith("SYNTHETIC")

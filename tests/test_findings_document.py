@@ -210,7 +210,7 @@ def _committed_readme_block() -> str:
 def test_readme_verdict_is_three_sentences_and_a_table():
     """The README's verdict: at most 600 characters of prose in at most three sentences (the
     conclusion and its scope first), then one table; the details live in docs/FINDINGS.md."""
-    from backretrieval.findings.inference.statistics import VERDICT_MAX_CHARS
+    from backretrieval.findings.inference.verdict_text import VERDICT_MAX_CHARS
 
     block = _committed_readme_block()
     prose = doc.readme_prose(block)
@@ -255,16 +255,16 @@ def _numbers_variant(kind: str) -> dict:
 
 @pytest.mark.parametrize("kind", ["committed", "synthetic", "many", "corr-ahead"])
 def test_verdict_stays_within_600_characters(kind):
-    from backretrieval.findings.inference import statistics as st
+    from backretrieval.findings.inference.verdict_text import VERDICT_MAX_CHARS, overall_brief, verdict_rows
 
     numbers = _numbers_variant(kind) if kind != "committed" else _numbers_variant("none")
-    rec = _rec("overall", run=None, verdict=st.overall_brief(numbers), numbers=numbers, outputs=())
+    rec = _rec("overall", run=None, verdict=overall_brief(numbers), numbers=numbers, outputs=())
     prose = doc.readme_prose(doc.readme_block([rec]))
-    assert len(prose) <= st.VERDICT_MAX_CHARS, (len(prose), prose)
+    assert len(prose) <= VERDICT_MAX_CHARS, (len(prose), prose)
     assert len(_sentences(prose)) <= 3, _sentences(prose)
     # its table has one row per tested configuration × encoder set and pooled group
     rows = [ln for ln in doc.readme_block([rec]).splitlines() if ln.startswith("| ")][1:]
-    assert len(rows) == sum(r.inferential for r in st.verdict_rows(numbers))
+    assert len(rows) == sum(r.inferential for r in verdict_rows(numbers))
     if kind == "synthetic":
         assert prose.startswith("Overall verdict (details, coverage and method): On SYNTHETIC data only")
     if kind == "corr-ahead":

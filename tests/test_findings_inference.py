@@ -10,15 +10,19 @@ import pytest
 import scipy.stats as st
 
 from backretrieval.errors import InputError
-from backretrieval.findings import inference as inf
+from backretrieval.findings.inference import COVERAGE_FILE
 from backretrieval.metrics import corr
+from backretrieval.stats.contributions import corr_contributions
+from backretrieval.stats.crossed import SeedOutcomes, crossed_bootstrap, pool_replicates
+from backretrieval.stats.questions import bca_interval, two_questions
+from backretrieval.stats.weighted import corr_rows, pairwise_order_accuracy, unit_weights, weighted_corr, weighted_ranks
 
 
 def _seed(seed, query_items, xlr, bkr, corr=None):
     per_query = {"bkr": np.asarray(bkr, float)}
     if corr is not None:
         per_query["corr"] = np.asarray(corr, float)
-    return inf.SeedOutcomes(
+    return SeedOutcomes(
         seed=seed, query_items=np.asarray(query_items), xlr=np.asarray(xlr, float), per_query=per_query
     )
 
@@ -41,27 +45,27 @@ def test_corr_rows_matches_scipy():
     x, y = rng.normal(size=(5, 9)), rng.normal(size=(5, 9))
     x[0, :3] = x[0, 3]  # ties
     for i in range(5):
-        assert inf.corr_rows(x[i], y[i], "pearson") == pytest.approx(st.pearsonr(x[i], y[i]).statistic, abs=1e-12)
-        assert inf.corr_rows(x[i], y[i], "spearman") == pytest.approx(st.spearmanr(x[i], y[i]).statistic, abs=1e-12)
-    assert math.isnan(inf.corr_rows(np.ones(4), np.arange(4.0), "pearson"))
+        assert corr_rows(x[i], y[i], "pearson") == pytest.approx(st.pearsonr(x[i], y[i]).statistic, abs=1e-12)
+        assert corr_rows(x[i], y[i], "spearman") == pytest.approx(st.spearmanr(x[i], y[i]).statistic, abs=1e-12)
+    assert math.isnan(corr_rows(np.ones(4), np.arange(4.0), "pearson"))
     with pytest.raises(InputError, match="stat"):
-        inf.corr_rows(x, y, "kendall")
+        corr_rows(x, y, "kendall")
 
 
 def test_pairwise_order_accuracy_known_answers():
     ref = np.array([1.0, 2.0, 3.0, 4.0])
-    assert inf.pairwise_order_accuracy(ref * 3, ref) == 1.0
-    assert inf.pairwise_order_accuracy(-ref, ref) == 0.0
-    assert inf.pairwise_order_accuracy(np.zeros(4), ref) == 0.5  # metric ties count half
+    assert pairwise_order_accuracy(ref * 3, ref) == 1.0
+    assert pairwise_order_accuracy(-ref, ref) == 0.0
+    assert pairwise_order_accuracy(np.zeros(4), ref) == 0.5  # metric ties count half
     # one swapped pair of six
-    assert inf.pairwise_order_accuracy(np.array([2.0, 1.0, 3.0, 4.0]), ref) == pytest.approx(5 / 6)
+    assert pairwise_order_accuracy(np.array([2.0, 1.0, 3.0, 4.0]), ref) == pytest.approx(5 / 6)
     # pairs tied in the reference are not counted
-    assert inf.pairwise_order_accuracy(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0])) == 1.0
-    assert math.isnan(inf.pairwise_order_accuracy(np.arange(3.0), np.ones(3)))
+    assert pairwise_order_accuracy(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0])) == 1.0
+    assert math.isnan(pairwise_order_accuracy(np.arange(3.0), np.ones(3)))
     # batch form equals the loop
     rng = np.random.default_rng(1)
     m, r = rng.integers(0, 3, size=(7, 5)), rng.integers(0, 3, size=(7, 5))
-    batch = inf.pairwise_order_accuracy(m, r)
+    batch = pairwise_order_accuracy(m, r)
     for i in range(7):
         pairs = [(a, b) for a in range(5) for b in range(a + 1, 5) if r[i, a] != r[i, b]]
         exp = (
@@ -89,7 +93,7 @@ def test_point_estimates_are_the_per_seed_means():
         xlr, bkr = _outcomes(rng)
         q = rng.choice(300, size=80, replace=False)
         seeds.append(_seed(s, q, xlr, bkr))
-    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(300), B=20, seed=0)
+    res = crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(300), B=20, seed=0)
     exp = np.mean([st.pearsonr(s.per_query["bkr"].mean(1), s.xlr.mean(1)).statistic for s in seeds])
     assert res.point[("all", "rho_bkr", "pearson")] == pytest.approx(exp, abs=1e-12)
     # the other aggregation: the correlation of the metrics averaged over the seeds
@@ -110,13 +114,13 @@ def test_seeds_that_resplit_the_same_items_get_wider_intervals():
     xlr, bkr = _outcomes(rng, N=100, strength=np.linspace(0.4, 0.6, 6))  # close encoders
     items = np.arange(100)
     seeds = [_seed(s, items, xlr, bkr) for s in range(25)]
-    res = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(100), B=300, seed=0)
+    res = crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(100), B=300, seed=0)
     f = res.frame().set_index(["set", "quantity", "stat"])
     row = f.loc[("all", "rho_bkr", "spearman")]
     assert row["naive_high"] - row["naive_low"] == 0.0
     assert row["high"] - row["low"] > 0.05
     # the same data as ONE seed gives the same crossed interval: seeds add no information here
-    one = inf.crossed_bootstrap(seeds[:1], encoders, {"all": encoders}, _keys(100), B=300, seed=0)
+    one = crossed_bootstrap(seeds[:1], encoders, {"all": encoders}, _keys(100), B=300, seed=0)
     np.testing.assert_allclose(
         one.replicates[("all", "rho_bkr", "spearman")], res.replicates[("all", "rho_bkr", "spearman")]
     )
@@ -132,8 +136,8 @@ def test_items_shared_across_seeds_share_their_weight():
     s0 = _seed(0, np.arange(50), xlr, bkr)
     # seed 1: the same items in another order (column j is item perm[j], with its outcomes)
     s1 = _seed(1, perm, xlr[:, perm], bkr[:, perm])
-    both = inf.crossed_bootstrap([s0, s1], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
-    only0 = inf.crossed_bootstrap([s0], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
+    both = crossed_bootstrap([s0, s1], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
+    only0 = crossed_bootstrap([s0], encoders, {"all": encoders}, _keys(50), B=50, seed=9)
     np.testing.assert_allclose(
         both.replicates[("all", "rho_bkr", "pearson")],
         only0.replicates[("all", "rho_bkr", "pearson")],
@@ -149,29 +153,29 @@ def test_units_keyed_by_name_are_drawn_jointly_across_cells():
     encoders = [f"e{i}" for i in range(6)]
     xlr, bkr = _outcomes(rng, E=6, N=40)
     keys = _keys(40)
-    a = inf.crossed_bootstrap([_seed(0, np.arange(40), xlr, bkr)], encoders, {"all": encoders}, keys, B=60, seed=3)
+    a = crossed_bootstrap([_seed(0, np.arange(40), xlr, bkr)], encoders, {"all": encoders}, keys, B=60, seed=3)
     perm_i, perm_e = rng.permutation(40), rng.permutation(6)
     keys_b = [keys[i] for i in perm_i] + ["other-image"]
     inv = np.argsort(perm_i)  # query j of cell a is key j = position inv[j] of keys_b
     enc_b = [encoders[e] for e in perm_e]
-    b = inf.crossed_bootstrap([_seed(0, inv, xlr[perm_e], bkr[perm_e])], enc_b, {"all": enc_b}, keys_b, B=60, seed=3)
+    b = crossed_bootstrap([_seed(0, inv, xlr[perm_e], bkr[perm_e])], enc_b, {"all": enc_b}, keys_b, B=60, seed=3)
     for q in ("rho_bkr", "rho_bkr_avg", "order_acc_bkr"):
         stat = "pairs" if q.startswith("order") else "spearman"
         np.testing.assert_allclose(a.replicates[("all", q, stat)], b.replicates[("all", q, stat)], equal_nan=True)
     # independent keys: different replicates
-    c = inf.crossed_bootstrap(
+    c = crossed_bootstrap(
         [_seed(0, np.arange(40), xlr, bkr)], encoders, {"all": encoders}, _keys(80)[40:], B=60, seed=3
     )
     assert not np.allclose(a.replicates[("all", "rho_bkr", "pearson")], c.replicates[("all", "rho_bkr", "pearson")])
 
 
 def test_unit_weights_are_poisson_and_keyed():
-    w = inf.unit_weights(["x", "y", "z"], 4000, 0, "item")
+    w = unit_weights(["x", "y", "z"], 4000, 0, "item")
     assert w.shape == (3, 4000) and (w >= 0).all() and np.array_equal(w, np.round(w))
     assert w.mean() == pytest.approx(1.0, abs=0.05) and w.var() == pytest.approx(1.0, abs=0.08)
-    np.testing.assert_array_equal(inf.unit_weights(["z", "x"], 4000, 0, "item"), w[[2, 0]])
-    assert not np.array_equal(inf.unit_weights(["x"], 4000, 0, "encoder")[0], w[0])
-    assert not np.array_equal(inf.unit_weights(["x"], 4000, 1, "item")[0], w[0])
+    np.testing.assert_array_equal(unit_weights(["z", "x"], 4000, 0, "item"), w[[2, 0]])
+    assert not np.array_equal(unit_weights(["x"], 4000, 0, "encoder")[0], w[0])
+    assert not np.array_equal(unit_weights(["x"], 4000, 1, "item")[0], w[0])
 
 
 def test_weighted_corr_is_the_correlation_of_the_repeated_values():
@@ -183,22 +187,22 @@ def test_weighted_corr_is_the_correlation_of_the_repeated_values():
         if (w > 0).sum() < 3 or np.unique(np.repeat(x, w)).size < 2:
             continue
         xr, yr = np.repeat(x, w), np.repeat(y, w)
-        assert inf.weighted_corr(x, y, w, "pearson") == pytest.approx(st.pearsonr(xr, yr).statistic, abs=1e-12)
-        assert inf.weighted_corr(x, y, w, "spearman") == pytest.approx(st.spearmanr(xr, yr).statistic, abs=1e-12)
-        np.testing.assert_allclose(inf.weighted_ranks(x, w)[w > 0], st.rankdata(xr)[np.cumsum(w)[w > 0] - 1])
+        assert weighted_corr(x, y, w, "pearson") == pytest.approx(st.pearsonr(xr, yr).statistic, abs=1e-12)
+        assert weighted_corr(x, y, w, "spearman") == pytest.approx(st.spearmanr(xr, yr).statistic, abs=1e-12)
+        np.testing.assert_allclose(weighted_ranks(x, w)[w > 0], st.rankdata(xr)[np.cumsum(w)[w > 0] - 1])
 
 
 def test_fewer_than_three_distinct_encoders_are_dropped_and_counted():
     """A draw with 2 distinct encoders makes any correlation ±1 or 0 for reasons of the draw
     alone; such replicates are NaN (dropped) and counted, never kept."""
     x, y = np.array([0.1, 0.5, 0.9, 0.2]), np.array([0.3, 0.2, 0.8, 0.1])
-    assert np.isnan(inf.weighted_corr(x, y, np.array([5, 0, 3, 0]), "pearson"))
-    assert np.isfinite(inf.weighted_corr(x, y, np.array([5, 1, 3, 0]), "pearson"))
+    assert np.isnan(weighted_corr(x, y, np.array([5, 0, 3, 0]), "pearson"))
+    assert np.isfinite(weighted_corr(x, y, np.array([5, 1, 3, 0]), "pearson"))
     rng = np.random.default_rng(13)
     encoders = [f"e{i}" for i in range(4)]
     xlr, bkr = _outcomes(rng, E=4, N=60)
-    res = inf.crossed_bootstrap([_seed(0, np.arange(60), xlr, bkr)], encoders, {"all": encoders}, _keys(60), B=400)
-    w = inf.unit_weights(encoders, 400, 0, "encoder")
+    res = crossed_bootstrap([_seed(0, np.arange(60), xlr, bkr)], encoders, {"all": encoders}, _keys(60), B=400)
+    w = unit_weights(encoders, 400, 0, "encoder")
     few = (w > 0).sum(axis=0) < 3
     assert res.degenerate["all"] == int(few.sum()) > 0
     for q in ("rho_bkr", "rho_bkr_avg"):
@@ -212,9 +216,9 @@ def test_bootstrap_is_deterministic_and_seeded():
     encoders = [f"e{i}" for i in range(6)]
     xlr, bkr = _outcomes(rng)
     seeds = [_seed(0, np.arange(80), xlr, bkr)]
-    a = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
-    b = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
-    c = inf.crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=2)
+    a = crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
+    b = crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=1)
+    c = crossed_bootstrap(seeds, encoders, {"all": encoders}, _keys(160), B=40, seed=2)
     key = ("all", "rho_bkr", "pearson")
     assert np.array_equal(a.replicates[key], b.replicates[key], equal_nan=True)
     assert not np.array_equal(a.replicates[key], c.replicates[key], equal_nan=True)
@@ -234,7 +238,7 @@ def test_corr_contributions_average_to_corr_and_diff_is_paired():
         )
         for s in (0.1, 0.5, 1.0, 3.0)
     ]
-    c = inf.corr_contributions(q_img, t_img, texts)
+    c = corr_contributions(q_img, t_img, texts)
     assert c.shape == (E, N)
     np.testing.assert_allclose(c.mean(axis=1), [corr(s, t, q_img, t_img) for s, t in texts], rtol=0, atol=1e-6)
     # slow loop from the formula: Spearman's rho over all pairs = mean of the row contributions
@@ -253,7 +257,7 @@ def test_corr_contributions_average_to_corr_and_diff_is_paired():
     xlr = np.tile(np.linspace(0.2, 0.8, E)[:, None], (1, N))
     seeds = [_seed(0, np.arange(N), xlr, xlr.copy(), corr=c)]
     enc = [f"e{i}" for i in range(E)]
-    res = inf.crossed_bootstrap(seeds, enc, {"all": enc}, _keys(N), B=30, seed=0)
+    res = crossed_bootstrap(seeds, enc, {"all": enc}, _keys(N), B=30, seed=0)
     d = res.replicates[("all", "rho_diff", "spearman")]
     np.testing.assert_allclose(
         d, res.replicates[("all", "rho_bkr", "spearman")] - res.replicates[("all", "rho_corr", "spearman")]
@@ -266,13 +270,13 @@ def test_corr_contributions_average_to_corr_and_diff_is_paired():
 def test_pool_replicates_averages_within_replicates_and_drops_undefined():
     a = np.array([0.1, 0.3, np.nan, 0.2, 0.0])
     b = np.array([0.3, 0.1, 0.5, np.nan, 0.2])
-    p = inf.pool_replicates([0.2, 0.4], [a, b])
+    p = pool_replicates([0.2, 0.4], [a, b])
     assert p["estimate"] == pytest.approx(0.3) and p["k"] == 2
     assert p["n_dropped"] == 2 and p["n_valid"] == 3 and p["B"] == 5
     pooled = np.array([0.2, 0.2, 0.1])
     assert p["low"] == pytest.approx(np.quantile(pooled, 0.025)) and p["high"] == pytest.approx(0.2)
     with pytest.raises(InputError, match="one replicate array per cell"):
-        inf.pool_replicates([0.1], [a, b])
+        pool_replicates([0.1], [a, b])
 
 
 def test_both_questions_cover_the_truth_in_simulated_worlds():
@@ -307,16 +311,16 @@ def test_the_old_pooled_procedure_fails_and_the_new_passes():
     cells, _, fam = simulated_world(3, Layout("t", (("a", "A", 2),), (1, 1, 1)), n_items=100, n_queries=40, n_seeds=2)
     old_pts, old_reps = [], []
     for cell in cells:
-        res = inf.crossed_bootstrap(cell.seeds, cell.encoders, {"all": cell.encoders}, cell.item_keys, B, 0, None)
+        res = crossed_bootstrap(cell.seeds, cell.encoders, {"all": cell.encoders}, cell.item_keys, B, 0, None)
         old_pts.append(res.point[("all", "rho_diff", "pearson")])
         old_reps.append(res.replicates[("all", "rho_diff", "pearson")])
-    old = inf.pool_replicates(old_pts, old_reps)
+    old = pool_replicates(old_pts, old_reps)
     with pytest.raises(AssertionError, match="replicates dropped"):
         _no_conditioning(old, B)
     assert old["n_dropped"] > B / 2
     new_pts, new_reps, new_jack, loo = [], [], [], {}
     for cell in cells:
-        res = inf.crossed_bootstrap(
+        res = crossed_bootstrap(
             cell.seeds,
             cell.encoders,
             {"all": cell.encoders},
@@ -335,7 +339,7 @@ def test_the_old_pooled_procedure_fails_and_the_new_passes():
         for (sn, f, q, st_), v in res.family_loo.items():
             if (sn, q, st_) == key:
                 loo.setdefault(f, []).append(v)
-    new = inf.two_questions(new_pts, new_reps, new_jack, loo)
+    new = two_questions(new_pts, new_reps, new_jack, loo)
     fixed = new["fixed"]
     _no_conditioning({"n_dropped": B - int(np.isfinite(np.stack(new_reps)).all(axis=0).sum())}, B)
     assert fixed["B"] == B and fixed["low"] <= fixed["estimate"] <= fixed["high"]
@@ -350,11 +354,11 @@ def test_bca_and_two_questions_against_slow_formulas():
 
     rep = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     jk = np.array([0.40, 0.45, 0.50, 0.70])
-    r = inf.bca_interval(0.35, rep, jk)
+    r = bca_interval(0.35, rep, jk)
     assert r["z0"] == pytest.approx(st.norm.ppf(3 / 8))
     d = jk.mean() - jk
     assert r["a"] == pytest.approx(np.sum(d**3) / (6 * np.sum(d**2) ** 1.5))
-    tq = inf.two_questions(
+    tq = two_questions(
         [0.3, 0.4], [rep, rep + 0.1], [jk, jk], {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]}
     )
     T = (rep + rep + 0.1) / 2
@@ -368,22 +372,22 @@ def test_bca_and_two_questions_against_slow_formulas():
     assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, 3) * np.std(T, ddof=1))
     assert tq["fixed"]["low"] - 0.35 == pytest.approx(-st.t.ppf(0.975, 3) * np.std(T, ddof=1))
     with pytest.raises(InputError, match="undefined replicates"):
-        inf.bca_interval(0.3, np.array([0.1, np.nan, 0.2]), jk)
+        bca_interval(0.3, np.array([0.1, np.nan, 0.2]), jk)
 
 
 def test_bad_inputs_are_named():
     encoders = ["a", "b", "c"]
     s = _seed(0, [0, 1], np.ones((3, 2)), np.ones((3, 2)))
     with pytest.raises(InputError, match="unknown encoders"):
-        inf.crossed_bootstrap([s], encoders, {"x": ["a", "zz", "c"]}, _keys(4), B=5)
+        crossed_bootstrap([s], encoders, {"x": ["a", "zz", "c"]}, _keys(4), B=5)
     with pytest.raises(InputError, match=">= 3 encoders"):
-        inf.crossed_bootstrap([s], encoders, {"x": ["a", "b"]}, _keys(4), B=5)
+        crossed_bootstrap([s], encoders, {"x": ["a", "b"]}, _keys(4), B=5)
     with pytest.raises(InputError, match="expected \\(3, 2\\)"):
-        inf.crossed_bootstrap(
+        crossed_bootstrap(
             [_seed(0, [0, 1], np.ones((2, 2)), np.ones((3, 2)))], encoders, {"all": encoders}, _keys(4), B=5
         )
     with pytest.raises(InputError, match="index outside"):
-        inf.crossed_bootstrap([s], encoders, {"all": encoders}, _keys(1), B=5)
+        crossed_bootstrap([s], encoders, {"all": encoders}, _keys(1), B=5)
 
 
 def test_the_committed_verdicts_layouts_have_a_measured_coverage():
@@ -401,7 +405,7 @@ def test_the_committed_verdicts_layouts_have_a_measured_coverage():
         from bench_inference_coverage import committed_layouts
     finally:
         sys.path.pop(0)
-    cov = json.loads((root / inf.COVERAGE_FILE).read_text(encoding="utf-8"))
+    cov = json.loads((root / COVERAGE_FILE).read_text(encoding="utf-8"))
     layouts = committed_layouts(root)
     assert layouts, "no committed inference record has an inferential layout"
     missing = [lay.signature() for lay in layouts if lay.signature() not in cov["layouts"]]

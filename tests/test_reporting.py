@@ -116,7 +116,7 @@ def _world(rs: int, signal: bool = False, E: int = 6, n_items: int = 80, n: int 
     """Per-query outcomes of one direction: every seed re-splits the same 80 items (60 queries
     each). Without ``signal`` BkR and CORR are XLR plus equally large noise (no true difference);
     with it BkR is XLR plus little noise and CORR pure noise."""
-    from backretrieval.findings.inference import SeedOutcomes
+    from backretrieval.stats.crossed import SeedOutcomes
 
     rng = np.random.default_rng(rs)
     q = np.linspace(0.2, 0.8, E)[:, None]
@@ -138,8 +138,9 @@ def test_table1_test_uses_items_and_encoders_not_seeds():
     encoder families test (item bootstrap + leave-one-family-out jackknife; here every encoder
     its own family) almost none; with a real difference it detects it."""
     from backretrieval import stats
-    from backretrieval.findings.inference import ITEMS_UNIT, corr_rows, table1_tests
     from backretrieval.reporting.significance import table1_marks
+    from backretrieval.stats.table1 import ITEMS_UNIT, table1_tests
+    from backretrieval.stats.weighted import corr_rows
 
     seeds_sig = items_sig = 0
     n_worlds = 12
@@ -167,7 +168,7 @@ def _slow_table1_test(seeds, keys, encs, members, family, B, seed, stat):
     XLR across ``members``, their difference averaged over the seeds; SE² = the variance of the
     item-bootstrap replicates + (U − 1)/U Σ_u (θ_(−u) − mean)² over the units u (the families of
     ``family``: encoder → unit), z = θ / SE, two-sided normal p. Returns (θ, SE, p)."""
-    from backretrieval.findings.inference import unit_weights
+    from backretrieval.stats.weighted import unit_weights
 
     corr = {"pearson": ss.pearsonr, "spearman": ss.spearmanr}[stat]
 
@@ -196,7 +197,7 @@ def _slow_table1_test(seeds, keys, encs, members, family, B, seed, stat):
 def _family_world(rs: int = 1, n_items: int = 40, n: int = 30, n_seeds: int = 3):
     """Six encoders of one direction, e3–e5 near copies of one encoder (built from the same base
     vectors): leaving one of them out barely moves the correlations, leaving the three out does."""
-    from backretrieval.findings.inference import SeedOutcomes
+    from backretrieval.stats.crossed import SeedOutcomes
 
     rng = np.random.default_rng(rs)
     q = np.array([0.2, 0.35, 0.5, 0.7, 0.72, 0.74])[:, None]
@@ -222,7 +223,7 @@ def test_table1_test_leaves_one_family_out_by_hand():
     the same estimate, SE and p, and the CI is the findings' encoders-random interval, estimate
     ± 1.96 SE. Leaving one encoder out instead (6 units) gives a much smaller SE and another p
     here, so the test tells the two apart."""
-    from backretrieval.findings.inference import table1_tests
+    from backretrieval.stats.table1 import table1_tests
 
     seeds, keys, encs = _family_world()
     fam = {e: ("wv" if e in ("e3", "e4", "e5") else e) for e in encs}
@@ -243,7 +244,7 @@ def test_table1_p_is_the_dual_of_the_encoders_random_interval():
     """Table 1's p-value and the findings' encoders-random interval (two_questions) use one
     reference: the 1 − p interval has a bound at 0, and p < .05 exactly where the 95 % one
     excludes 0 (fails if either changes its distribution alone)."""
-    from backretrieval.findings.inference import random_question_test, two_questions
+    from backretrieval.stats.questions import random_question_test, two_questions
 
     rng = np.random.default_rng(1)
     for _ in range(20):
@@ -265,9 +266,9 @@ def test_table1_test_per_encoder_set_and_undefined_with_too_few_families():
     """One row per (direction, set, stat), Holm per set and stat; a set with fewer than 3
     families, or one that keeps fewer than 3 encoders without some family, has no test (NaN,
     no mark) and says why."""
-    from backretrieval.findings.inference import table1_tests
     from backretrieval.reporting.significance import table1_marks
     from backretrieval.stats import adjust_pvalues
+    from backretrieval.stats.table1 import table1_tests
 
     seeds, keys, encs = _world(0, signal=True, E=6)
     fam = {e: ("wv" if e in ("e3", "e4", "e5") else e) for e in encs}
@@ -292,7 +293,7 @@ def test_degenerate_probability_is_exact():
     import itertools
     import math
 
-    from backretrieval.findings.inference import degenerate_probability
+    from backretrieval.stats.weighted import degenerate_probability
 
     p = 1 - math.exp(-1)
     want14 = sum(math.comb(14, j) * p**j * (1 - p) ** (14 - j) for j in range(3))
@@ -400,8 +401,8 @@ def test_report_marks_come_from_the_items_test(tmp_path):
     families test, whose families are the findings' (the ``family`` encoders one unit); the
     core block's cells are the core encoders' correlations; the over-seeds tests stay in
     significance.csv labelled with their unit."""
-    from backretrieval.findings.inference import ITEMS_UNIT
     from backretrieval.reporting.significance import SEEDS_UNIT, table1_marks
+    from backretrieval.stats.table1 import ITEMS_UNIT
 
     out = _report(tmp_path, {"random_encoders": ["random"], "english_only": ["poor"], "family": ["mid", "weak"]})
     md, tex = out["table1"].read_text(), out["table1_tex"].read_text()

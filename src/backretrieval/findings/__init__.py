@@ -10,9 +10,10 @@ docs/FINDINGS.md are derived from the classes). An analysis reads one run's cach
 docs/FINDINGS.md from every configuration's records.
 
 * :mod:`.inference` (1): the unit of inference — item bootstrap, pairwise-order accuracy,
-  sensitivity, one verdict across datasets × directions (a package: :mod:`.inference.statistics`
-  is the method, :mod:`.inference.per_run` the analysis on one run; :mod:`.inference_sim` its
-  simulated worlds).
+  sensitivity, one verdict across datasets × directions (a package: the method is the library's,
+  :mod:`backretrieval.stats.crossed` and its neighbours; :mod:`.inference.per_run` the analysis on
+  one run, :mod:`.inference.verdict` the verdict across configurations; :mod:`.inference_sim`
+  its simulated worlds).
 * :mod:`.image_quality` (2: image features vs BkR's agreement with XLR), :mod:`.sample_size`
   (3: ranking stability vs N), :mod:`.hubness` (4: k-occurrence, CSLS / margin, injected hubs),
   with :mod:`.views` (one seed's sample of one direction as arrays) shared by them.

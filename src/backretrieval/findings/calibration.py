@@ -366,7 +366,7 @@ def error_summary(pred: pd.DataFrame, by: Sequence[str] = ("model", "target")) -
     """MAE, RMSE, mean error (bias) and Spearman of prediction vs truth, per model/target."""
     import pandas as pd
 
-    from .inference import corr_rows
+    from ..stats.weighted import corr_rows
 
     rows = []
     for key, g in pred.groupby(list(by), sort=True):
@@ -397,7 +397,7 @@ def soft_agreement(cells: pd.DataFrame, soft_columns: Sequence[str], references:
     mean over directions (``direction = "mean"``)."""
     import pandas as pd
 
-    from .inference import corr_rows
+    from ..stats.weighted import corr_rows
 
     rows = []
     for d, g in cells.groupby("direction", sort=True):

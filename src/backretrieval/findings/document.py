@@ -300,7 +300,7 @@ def overall_sentence(records: Sequence[FindingsRecord]) -> str:
 def overall_table(records: Sequence[FindingsRecord]) -> str:
     """The verdict's small table (configuration, encoders, BkR − CORR with both intervals) from
     the ``overall`` record's numbers; empty without one."""
-    from .inference.statistics import verdict_table
+    from .inference.verdict_text import verdict_table
 
     for r in records:
         if r.analysis == "overall" and r.status == "ok":
@@ -410,7 +410,7 @@ def readme_block(records: Sequence[FindingsRecord]) -> str:
 
 def readme_prose(block: str) -> str:
     """The prose of a README verdict block as a reader sees it: markers, table rows and Markdown
-    markup (emphasis, a link's target) removed; what :data:`~.inference.statistics.VERDICT_MAX_CHARS` bounds."""
+    markup (emphasis, a link's target) removed; what :data:`~.inference.verdict_text.VERDICT_MAX_CHARS` bounds."""
     import re
 
     lines = [

@@ -1,6 +1,7 @@
 """SIMULATED worlds where the pooled BkR − CORR difference is known: the coverage check of
-:mod:`backretrieval.findings.inference`'s two questions (benchmarks/bench_inference_coverage.py,
-tests/test_findings_inference.py). Nothing here is evidence about real encoders.
+the two questions (:mod:`backretrieval.stats.questions`) of the verdict across configurations
+(:mod:`backretrieval.findings.inference.verdict`, whose :class:`Layout` a world takes;
+benchmarks/bench_inference_coverage.py, tests/test_findings_inference.py). Nothing here is evidence about real encoders.
 
 A world has the dependence of the real cells built in, in a :class:`Layout` (the cells, their
 image pools, the encoders and their families, as the verdict's configurations have them):
@@ -34,7 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats as st
 
-from .inference import INTERVAL_QUESTIONS, JACKKNIFE_GROUPS, STATS, SeedOutcomes, crossed_bootstrap, two_questions
+from ..stats.crossed import SeedOutcomes, crossed_bootstrap
+from ..stats.questions import INTERVAL_QUESTIONS, JACKKNIFE_GROUPS, two_questions
+from ..stats.weighted import STATS
+from .inference.verdict import Layout
 
 
 @dataclass(frozen=True)
@@ -45,29 +49,6 @@ class SimCell:
     encoders: list[str]
     item_keys: list[str]
     seeds: list[SeedOutcomes]
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The shape of a pooled result: ``cells`` (configuration, image pool, directions) and the
-    encoders every cell shares, as family sizes (a family of 1: an independent encoder)."""
-
-    name: str
-    cells: tuple[tuple[str, str, int], ...]
-    families: tuple[int, ...]
-
-    @property
-    def n_encoders(self) -> int:
-        return int(sum(self.families))
-
-    def signature(self) -> str:
-        """One line that names the layout: cells per image pool, encoders, families."""
-        pools: dict[str, int] = {}
-        for _, pool, n in self.cells:
-            pools[pool] = pools.get(pool, 0) + n
-        cells = " + ".join(f"{n}" for n in pools.values())
-        fams = "+".join(str(f) for f in sorted(self.families, reverse=True))
-        return f"{sum(pools.values())} cells ({cells} per image pool), {self.n_encoders} encoders in families {fams}"
 
 
 #: a default for tests: two configurations on one image pool and one on another, 14 encoders

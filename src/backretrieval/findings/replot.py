@@ -59,11 +59,11 @@ def _calibration(folder: Path, rec: FindingsRecord) -> dict[str, Plot]:
 
 
 def _inference(folder: Path, rec: FindingsRecord) -> dict[str, Plot]:
-    from . import inference as inf
+    from .inference.figures import figure_title, plot_intervals
 
     frame = _csv(folder, "inference.csv")
-    title = inf.figure_title(rec.run)
-    return {"inference_ci": lambda p: inf.plot_intervals(frame, p, title)}
+    title = figure_title(rec.run)
+    return {"inference_ci": lambda p: plot_intervals(frame, p, title)}
 
 
 def _hubness(folder: Path, rec: FindingsRecord) -> dict[str, Plot]:

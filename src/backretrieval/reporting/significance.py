@@ -1,31 +1,31 @@
 """BkR vs CORR as approximations of XLR: the significance table behind the marks of Table 1.
 
-**Table 1's test** (:func:`backretrieval.findings.inference.table1_tests`): the unit of inference
+**Table 1's test** (:func:`backretrieval.stats.table1.table1_tests`): the unit of inference
 is the items and the encoder families, not the seeds. At N = 500–1000 every seed re-splits the
 *same* items, so tests over the seeds treat 25 near-copies of one item sample as independent
 replicates and are far too confident. The quantity is Table 1's own: BkR − CORR in their
 correlation (Pearson, Spearman) with XLR across the block's encoders (all encoders; core: without
 the random and the English-only ones), per seed, averaged over the seeds (the paper's statistic).
 The test answers the findings' "encoders random" question
-(:func:`backretrieval.findings.inference.two_questions`, the same function): its variance has two
+(:func:`backretrieval.stats.questions.two_questions`, the same function): its variance has two
 parts, estimated separately and added (a two-way crossed design, encoders × items):
 
-* **items**: the item bootstrap of :func:`backretrieval.findings.inference.crossed_bootstrap`
+* **items**: the item bootstrap of :func:`backretrieval.stats.crossed.crossed_bootstrap`
   with ``resample_encoders=False`` (Poisson(1) weights keyed by image id, shared by every seed;
   XLR and BkR per-query hits and CORR's per-query contributions reweighted alike);
 * **encoders**: the leave-one-family-out jackknife of the same statistic over the block's F
   encoder families, (F − 1)/F · Σ_f (θ_(−f) − θ̄_(·))². A family: the encoders built from the same
   base vectors (the word-vector encoders, e.g. the nine fastText variants), which are not
   independent draws of an encoder; every other encoder is its own family
-  (:func:`backretrieval.findings.inference.encoder_families`, the findings' function).
+  (:func:`backretrieval.stats.encoder_sets.encoder_families`, the findings' function).
 
 Resampling the encoders with replacement is avoided on purpose: a draw with fewer than 3
 distinct encoders leaves the correlation undefined, and dropping those draws conditions the
-bootstrap (probability :func:`~backretrieval.findings.inference.degenerate_probability`, 0.26
+bootstrap (probability :func:`~backretrieval.stats.weighted.degenerate_probability`, 0.26
 with 5 encoders). The sum of the two variances counts the residual (item × encoder) noise in
 both parts, so it errs on the wide side. 95 % CI estimate ± 1.96 SE (two_questions' interval,
 normal reference), z = estimate / SE, two-sided normal p (its dual test,
-:func:`~backretrieval.findings.inference.random_question_test`); undefined (no mark) with fewer
+:func:`~backretrieval.stats.questions.random_question_test`); undefined (no mark) with fewer
 than 3 families or fewer than 3 encoders left without some family. The mark comes from the
 p-value Holm-adjusted across the table's directions (per block and statistic), * p<.05,
 ** p<.01, *** p<.001.
@@ -46,7 +46,7 @@ SEEDS_UNIT = "seeds (not independent: re-splits of the same items)"
 
 
 def table1_marks(tests: pd.DataFrame) -> dict[tuple[str, str, str], str]:
-    """``{(set, direction, stat): mark}`` of :func:`backretrieval.findings.inference.table1_tests`:
+    """``{(set, direction, stat): mark}`` of :func:`backretrieval.stats.table1.table1_tests`:
     the Holm-adjusted p-value's * p<.05, ** p<.01, *** p<.001, '' where it is undefined (the one
     source of Table 1's marks in both the Markdown and the LaTeX table)."""
     if tests is None or not len(tests):
@@ -56,7 +56,7 @@ def table1_marks(tests: pd.DataFrame) -> dict[tuple[str, str, str], str]:
 
 def significance_table(correlations: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     """BkR vs CORR over seeds, per (direction, statistic): for comparison only (unit
-    :data:`SEEDS_UNIT`; Table 1's marks come from :func:`backretrieval.findings.inference.table1_tests`).
+    :data:`SEEDS_UNIT`; Table 1's marks come from :func:`backretrieval.stats.table1.table1_tests`).
 
     * across seeds: Wilcoxon signed-rank and paired t-test on the per-seed correlations;
       Bonferroni and Holm corrections across directions (per statistic and test);

@@ -14,7 +14,15 @@ effect size (with its name) where one is defined, and ``n``. Bootstrap functions
 Modules: :mod:`.tests` (hypothesis tests), :mod:`.bootstrap`, :mod:`.items` (the item as
 the unit), :mod:`.correlation`
 (:func:`correlate`: metric vs XLR across encoders, Table 1), :mod:`.format`; :mod:`._common`
-holds the result types and input checks.
+holds the result types and input checks. The crossed encoder × item bootstrap of a metric's
+correlation with XLR across encoders: :mod:`.weighted` (correlations and orders with
+multiplicities, weights keyed by a unit's name), :mod:`.crossed` (the bootstrap, pooling over
+cells), :mod:`.questions` (encoders fixed / random, BCa), :mod:`.contributions` (CORR's
+per-query contributions), :mod:`.encoder_sets` (the encoders by role, sets and families) and
+:mod:`.table1` (Table 1's test of BkR − CORR).
+
+The names below are imported on first use (PEP 562): :mod:`.encoder_sets` is read when the
+workflow parses, which must not load SciPy.
 
 Which test answers which question:
 
@@ -34,43 +42,48 @@ Which test answers which question:
   :func:`rank_agreement`.
 """
 
-from ._common import BootstrapCI, BootstrapDiff, TestResult
-from .bootstrap import bootstrap_ci, bootstrap_corr_ci, paired_bootstrap_diff
-from .correlation import correlate, rank_agreement
-from .format import format_p, significance_marker
-from .items import ItemInterval, ItemPairedTest, item_bootstrap_ci, item_paired_test, item_totals, sign_flip_pvalue
-from .tests import (
-    adjust_pvalues,
-    fisher_exact_counts,
-    mann_whitney,
-    mcnemar_exact,
-    paired_tests,
-    steiger_z,
-    williams_t,
-)
+from __future__ import annotations
 
-__all__ = [
-    "TestResult",
-    "BootstrapCI",
-    "BootstrapDiff",
-    "paired_tests",
-    "steiger_z",
-    "williams_t",
-    "adjust_pvalues",
-    "mcnemar_exact",
-    "item_paired_test",
-    "item_bootstrap_ci",
-    "item_totals",
-    "sign_flip_pvalue",
-    "ItemPairedTest",
-    "ItemInterval",
-    "paired_bootstrap_diff",
-    "bootstrap_ci",
-    "bootstrap_corr_ci",
-    "mann_whitney",
-    "fisher_exact_counts",
-    "correlate",
-    "rank_agreement",
-    "format_p",
-    "significance_marker",
-]
+import importlib
+from typing import Any
+
+#: where each public name is defined
+_HOME = {
+    "TestResult": "_common",
+    "BootstrapCI": "_common",
+    "BootstrapDiff": "_common",
+    "bootstrap_ci": "bootstrap",
+    "bootstrap_corr_ci": "bootstrap",
+    "paired_bootstrap_diff": "bootstrap",
+    "correlate": "correlation",
+    "rank_agreement": "correlation",
+    "format_p": "format",
+    "significance_marker": "format",
+    "ItemInterval": "items",
+    "ItemPairedTest": "items",
+    "item_bootstrap_ci": "items",
+    "item_paired_test": "items",
+    "item_totals": "items",
+    "sign_flip_pvalue": "items",
+    "adjust_pvalues": "tests",
+    "fisher_exact_counts": "tests",
+    "mann_whitney": "tests",
+    "mcnemar_exact": "tests",
+    "paired_tests": "tests",
+    "steiger_z": "tests",
+    "williams_t": "tests",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'backretrieval.stats' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -22,11 +22,11 @@ from .._util import io
 from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..errors import InputError
 from ..evaluation.metric_tables import read_metrics
-from ..findings.inference import table1_tests
 from ..reporting import figures, tables
 from ..reporting.environment import ENVIRONMENT, environment_block
 from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 from ..reporting.significance import significance_table, table1_marks
+from ..stats.table1 import table1_tests
 from . import layout
 from .metrics import require_full_ranks
 from .settings import WORDVEC_FAMILY
@@ -85,7 +85,7 @@ def build_report(
     the encoders that were skipped (and, on parallel data, for CORR's per-query contributions);
     ``settings``: :func:`report_settings`. ``samples_files`` and ``image_file`` (parallel data):
     with the ranks beside each metrics CSV, the per-query outcomes of Table 1's test
-    (:func:`~backretrieval.findings.inference.table1_tests`); without them Table 1 has no
+    (:func:`~backretrieval.stats.table1.table1_tests`); without them Table 1 has no
     marks and its caption says so.
     """
     meta = read_meta(dataset)
@@ -202,11 +202,11 @@ SEEDS_NOTE = (
 
 def table1_sets(encoders: list[str], settings: dict) -> tuple[dict[str, list[str]], dict[str, str], str]:
     """Table 1's encoder sets: ``all``, and ``core`` (without the random and the English-only
-    encoders: :func:`backretrieval.findings.inference.encoder_sets`, the findings'
+    encoders: :func:`backretrieval.stats.encoder_sets.encoder_sets`, the findings'
     definition, on the roles of :func:`backretrieval.steps.settings.encoder_roles`) where it
     differs from all and has >= 3 encoders; the block labels; and the caption's sentence on
     why there is no core block ('' where there is one)."""
-    from ..findings.inference import encoder_sets
+    from ..stats.encoder_sets import encoder_sets
 
     random_, english = set(settings["random_encoders"]), set(settings["english_only"])
     found = encoder_sets(encoders, sorted(random_), settings["family"], sorted(english))
@@ -233,8 +233,8 @@ def table1_sets(encoders: list[str], settings: dict) -> tuple[dict[str, list[str
 
 def _families(encoders: list[str], settings: dict) -> dict[str, str]:
     """encoder → family, as the findings group them
-    (:func:`backretrieval.findings.inference.encoder_families`)."""
-    from ..findings.inference import encoder_families
+    (:func:`backretrieval.stats.encoder_sets.encoder_families`)."""
+    from ..stats.encoder_sets import encoder_families
 
     return encoder_families(encoders, settings["family"], WORDVEC_FAMILY)
 
@@ -291,7 +291,7 @@ def table1_outcomes(
     on the run's artifacts: XLR and BkR hits from the ranks beside each metrics CSV and CORR's
     per-query contributions, checked against the metrics CSV."""
     from ..findings.artifacts import load_run, text_keys
-    from ..findings.inference import inference_outcomes
+    from ..findings.inference.per_run import inference_outcomes
 
     art = load_run(
         dataset=Path(dataset),

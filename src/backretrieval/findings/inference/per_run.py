@@ -1,5 +1,5 @@
 """Analysis ``inference`` on one run: the per-query outcomes of its artifacts, the item bootstrap
-of every direction (:mod:`.statistics`), the record's numbers and its answer."""
+of every direction (:func:`backretrieval.stats.crossed.crossed_bootstrap`), the record's numbers and its answer."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...stats.contributions import corr_contributions
+from ...stats.crossed import SeedOutcomes, crossed_bootstrap
+from ...stats.encoder_sets import encoder_families, encoder_sets
+from ...stats.questions import JACKKNIFE_GROUPS, two_questions
+from ...stats.weighted import STATS
 from ..artifacts import RunArtifacts
 from ..document import RunInfo, markdown_table
 from ..result import Csv, Result, query_outcomes, synthetic_note
-from . import REPLICATES_FILE
-from .statistics import cell_key, replicate_table
+from .figures import figure_title, plot_intervals
+from .replicates import REPLICATES_FILE, cell_key, replicate_table
+from .verdict import MIN_POOL_ENCODERS
 
 log = logging.getLogger("backretrieval")
 
@@ -27,12 +33,10 @@ def inference_outcomes(
     with_corr: bool = True,
 ) -> tuple[list, list[str], list[str]]:
     """The per-query outcomes of the first ``n_seeds`` seeds (None: all) of one direction
-    (:class:`~backretrieval.findings.inference.SeedOutcomes`: XLR and BkR hits, CORR's per-query
+    (:class:`~backretrieval.stats.crossed.SeedOutcomes`: XLR and BkR hits, CORR's per-query
     contributions), the item keys the queries index (the image id of each query item: items
     that show the same image share a bootstrap weight in every direction and configuration) and
     the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
-    from .statistics import SeedOutcomes, corr_contributions
-
     art.require_full_ranks()
     encoders = art.encoders
     m = art.metrics[art.metrics["direction"] == direction]
@@ -75,46 +79,14 @@ def inference_outcomes(
     return out, keys, encoders
 
 
-def encoder_sets(
-    encoders: Sequence[str],
-    random_encoders: Sequence[str],
-    family: Sequence[str],
-    english_only: Sequence[str] = (),
-) -> dict[str, list[str]]:
-    """``all``; ``no_random`` (without the chance-level encoders); ``core`` (without the random
-    and the English-only encoders, which inflate both correlations: they fail every non-English
-    side alike); ``family`` (one model family alone); sets with fewer than 3 encoders are left
-    out."""
-    sets = {"all": list(encoders)}
-    no_random = [e for e in encoders if e not in set(random_encoders)]
-    if len(no_random) < len(encoders) and len(no_random) >= 3:
-        sets["no_random"] = no_random
-    core = [e for e in no_random if e not in set(english_only)]
-    if len(core) < len(encoders) and len(core) >= 3:
-        sets["core"] = core
-    fam = [e for e in encoders if e in set(family)]
-    if len(fam) >= 3:
-        sets["family"] = fam
-    return sets
-
-
 #: the quantities whose replicates are kept for pooling across directions and configurations
 POOLED_QUANTITIES = ("rho_diff", "rho_diff_avg")
-
-
-def encoder_families(encoders: Sequence[str], family: Sequence[str], family_name: str) -> dict[str, str]:
-    """encoder → family: the ``family`` encoders (the word-vector models, which share their
-    base vectors) are one family, every other encoder its own."""
-    fam = set(family)
-    return {e: (family_name if e in fam else e) for e in encoders}
 
 
 def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     """Every direction → inference.{csv,md,json}, inference_replicates.csv (the pooled
     quantities' item bootstrap replicates, item jackknife values and leave-one-family-out
     estimates, for the cross-configuration verdict) + figures/inference_ci.*"""
-    from . import statistics as inf
-
     B, boot_seed, n_seeds = s["bootstrap"], s["bootstrap_seed"], s["max_seeds"]
     random_encoders, english_only = s["random_encoders"], s["english_only"] or []
     family, family_name = s["family"] or [], s["family_name"]
@@ -133,7 +105,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         n_used = len(seeds)
         sets = encoder_sets(encoders, random_encoders, family, english_only)
         families = encoder_families(encoders, family, family_name)
-        res = inf.crossed_bootstrap(
+        res = crossed_bootstrap(
             seeds,
             encoders,
             sets,
@@ -142,7 +114,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
             seed=boot_seed,
             leave_one_out="all",
             resample_encoders=False,
-            jackknife_groups=inf.JACKKNIFE_GROUPS,
+            jackknife_groups=JACKKNIFE_GROUPS,
             families=families,
         )
         f = res.frame()
@@ -168,13 +140,13 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         "n_seeds_used": n_used,
         "method": (
             "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± t·SE (Student t on "
-            f"{inf.JACKKNIFE_GROUPS - 1} df), z0 and "
+            f"{JACKKNIFE_GROUPS - 1} df), z0 and "
             "acceleration reported; encoders random: plus a leave-one-family-out jackknife over the encoders, "
             "normal interval"
         ),
         "item_key": "image_id",
-        "jackknife_groups": inf.JACKKNIFE_GROUPS,
-        "min_pool_encoders": inf.MIN_POOL_ENCODERS,
+        "jackknife_groups": JACKKNIFE_GROUPS,
+        "min_pool_encoders": MIN_POOL_ENCODERS,
         "random_encoders": list(random_encoders),
         "english_only": list(english_only),
         "family": list(family),
@@ -187,11 +159,11 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     }
     pooled: dict[str, dict[str, Any]] = {}
     for set_name in sets:
-        for stat in inf.STATS:
+        for stat in STATS:
             ks = [cell_key(d, set_name, "rho_diff", stat) for d in info.directions]
             if all(k in reps for k in ks):
                 loo = {fam: [fam_loo[k].get(fam, np.nan) for k in ks] for fam in sorted(fam_loo[ks[0]])}
-                pooled.setdefault(set_name, {})[stat] = inf.two_questions(
+                pooled.setdefault(set_name, {})[stat] = two_questions(
                     [points[k] for k in ks], [reps[k] for k in ks], [jack[k] for k in ks], loo
                 )
     numbers = inference_numbers(frame, info.directions, pooled.get("all"))
@@ -201,7 +173,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     }
     numbers["cell_points"] = points
     md = inference_markdown(frame, info, settings)
-    title = inf.figure_title(info)
+    title = figure_title(info)
     answer, verdict = inference_answer(numbers, info, settings)
     return Result(
         run=info,
@@ -214,7 +186,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
             "inference.csv": frame,
             REPLICATES_FILE: Csv(replicate_table(reps, jack, fam_loo), float_format="%.6g"),
         },
-        figures={"inference_ci": lambda p: inf.plot_intervals(frame, p, title)},
+        figures={"inference_ci": lambda p: plot_intervals(frame, p, title)},
     )
 
 
@@ -255,8 +227,6 @@ def inference_numbers(
     with XLR, their difference, order accuracies (with CIs); width ratios; ``pooled`` (the
     difference pooled over the directions within each joint replicate, per stat); sensitivity
     (sets, leave-one-out extremes)."""
-    from .statistics import STATS
-
     per_direction = []
     for d in directions:
         for stat in STATS:
@@ -355,7 +325,6 @@ def _excl0(r: dict[str, Any]) -> bool:
 
 def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, Any]) -> str:
     from ..document import fmt_ci
-    from .statistics import STATS
 
     head = (
         f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
@@ -446,7 +415,6 @@ def configuration_verdict(label: str, conf: Mapping[str, Any], n_directions: int
     """One configuration's sentence: BkR − CORR (Pearson, mean over its directions) for both
     questions where it has at least MIN_POOL_ENCODERS encoders, else descriptive."""
     from ..document import fmt_ci
-    from .statistics import MIN_POOL_ENCODERS
 
     p = conf.get("pearson")
     if not p:

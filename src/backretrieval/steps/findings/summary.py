@@ -25,13 +25,16 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     """The cross-configuration records (``overall``, ``calibration_lodo``) from every
     configuration's records; their tables and figures go to ``summary_dir``."""
     from ...findings import calibration as cal
-    from ...findings import inference as inf
     from ...findings.document import read_record
+    from ...findings.inference import COVERAGE_FILE
+    from ...findings.inference.figures import plot_forest
+    from ...findings.inference.verdict import overall_cells, verdict_layouts, verdict_pooled
+    from ...findings.inference.verdict_text import overall_text
 
     summary_dir = Path(summary_dir)
     recs = [(Path(p), read_record(p)) for p in record_files]
     out = []
-    cells = inf.overall_cells([r for _, r in recs])
+    cells = overall_cells([r for _, r in recs])
     inf_recs, inf_reps, stale = [], [], []
     for path, rec in recs:
         if rec.analysis == "inference" and rec.status == "ok" and rec.run is not None:
@@ -44,15 +47,15 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
             inf_recs.append(rec)
             inf_reps.append(pd.read_csv(rp))
     cells = cells[~cells["run_name"].isin(stale)].reset_index(drop=True)
-    numbers = inf.verdict_pooled(inf_recs, inf_reps)
+    numbers = verdict_pooled(inf_recs, inf_reps)
     numbers["layouts"] = {
         sn: [{"name": lay.name, "signature": lay.signature()} for lay in lays]
-        for sn, lays in inf.verdict_layouts(inf_recs).items()
+        for sn, lays in verdict_layouts(inf_recs).items()
     }
     pooled = numbers["pooled"]
-    cov_path = Path(inf.COVERAGE_FILE)  # relative to the working directory (the rule declares it)
+    cov_path = Path(COVERAGE_FILE)  # relative to the working directory (the rule declares it)
     coverage = json.loads(cov_path.read_text(encoding="utf-8")) if cov_path.is_file() else None
-    answer, verdict = inf.overall_text(numbers, coverage)
+    answer, verdict = overall_text(numbers, coverage)
     if stale:
         note = (
             f" Left out: the inference records of {', '.join(sorted(stale))}, made before the joint bootstrap "
@@ -76,7 +79,7 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
         )
         outputs = ["overall.md", "overall.csv"]
         if pooled:
-            inf.plot_forest(cells, pooled, summary_dir / "figures" / "overall_forest")
+            plot_forest(cells, pooled, summary_dir / "figures" / "overall_forest")
             outputs += [f"figures/overall_forest.{ext}" for ext in FIGURE_FORMATS]
     out.append(
         FindingsRecord(
