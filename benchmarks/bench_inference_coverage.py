@@ -18,10 +18,10 @@ import json
 import time
 from pathlib import Path
 
-from backretrieval.findings.document import read_record
 from backretrieval.findings.inference import COVERAGE_FILE
 from backretrieval.findings.inference.verdict import verdict_layouts
 from backretrieval.findings.inference_sim import coverage
+from backretrieval.findings.record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,7 @@
 """The layers of src/backretrieval and the one direction of imports between them
 (docs/ARCHITECTURE.md): every import, at module level or inside a function, points to the
-same or a lower layer, and the subpackages of one layer import each other without cycles."""
+same or a lower layer, the subpackages of one layer import each other without cycles, and no
+module imports itself back through others (every import counted, deferred ones included)."""
 
 from __future__ import annotations
 
@@ -95,17 +96,15 @@ def test_imports_point_down():
     assert not upward, "imports pointing to a higher layer:\n" + "\n".join(upward)
 
 
-def test_no_cycles_between_subpackages():
-    graph: dict[str, set[str]] = {}
-    for src, dst, _ in _edges():
-        graph.setdefault(src, set()).add(dst)
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (node -> the nodes it imports) as a closed path, or None."""
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done
 
     def visit(node: str, stack: list[str]) -> list[str] | None:
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt) :] + [nxt] if nxt in stack else [node, nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt, stack + [nxt])
                 if cycle:
@@ -116,7 +115,81 @@ def test_no_cycles_between_subpackages():
     for start in sorted(graph):
         if start not in state:
             cycle = visit(start, [start])
-            assert cycle is None, "import cycle between units: " + " -> ".join(cycle)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_cycles_between_subpackages():
+    graph: dict[str, set[str]] = {}
+    for src, dst, _ in _edges():
+        graph.setdefault(src, set()).add(dst)
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle between units: " + " -> ".join(cycle)
+
+
+def module_graph(pkg: Path) -> dict[str, set[str]]:
+    """The import graph of the modules of the package folder ``pkg``: module -> the modules of the
+    package it imports, from every import statement anywhere in the module (module level, inside
+    functions, under ``TYPE_CHECKING``); relative imports resolved; ``from p import name`` is an
+    import of the submodule ``p.name`` where there is one, else of ``p`` (its ``__init__``)."""
+    root = pkg.name
+
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name_of(p): p for p in sorted(pkg.rglob("*.py"))}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, path in modules.items():
+        package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names]
+            for target in targets:
+                if target.split(".")[0] == root and target != mod:
+                    graph[mod].add(target)
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    """No module of src/backretrieval imports itself back through other modules, counting every
+    import (deferred into a function or under TYPE_CHECKING included): a deferred import hides a
+    cycle at run time but not from a reader."""
+    graph = module_graph(PKG)
+    assert len(graph) > 100 and graph["backretrieval.steps.report"]  # the walk found the modules and imports
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle between modules: " + " -> ".join(cycle)
+
+
+def test_the_module_cycle_check_sees_a_deferred_and_a_type_checking_cycle(tmp_path):
+    """The checker fails on circles made on purpose: one closed by an import inside a function
+    (``from . import name`` of a submodule), one by a relative import under TYPE_CHECKING."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import a\n    return a\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n")
+    (pkg / "d.py").write_text("import pkg.c\nclass D: ...\n")
+    (pkg / "e.py").write_text("import pkg.a\nfrom pkg import c\n")  # imports into the cycles: no cycle of its own
+    graph = module_graph(pkg)
+    assert graph["pkg.sub.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.d"} and graph["pkg.e"] == {"pkg.a", "pkg.c"}
+    cycle = _find_cycle(graph)
+    assert cycle in (["pkg.a", "pkg.sub.b", "pkg.a"], ["pkg.c", "pkg.d", "pkg.c"]), cycle
+    (pkg / "sub" / "b.py").write_text("")
+    assert _find_cycle(module_graph(pkg)) == ["pkg.c", "pkg.d", "pkg.c"]
+    (pkg / "c.py").write_text("")
+    assert _find_cycle(module_graph(pkg)) is None
 
 
 def test_the_workflow_imports_no_heavy_library_when_it_parses():

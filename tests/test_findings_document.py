@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 from backretrieval.errors import InputError
+from backretrieval.evaluation import run_artifacts
 from backretrieval.findings import document as doc
+from backretrieval.findings import markdown, record
 from backretrieval.findings.analysis import summary_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(name="default", synthetic=True, reports_dir="reports"):
-    return doc.RunInfo(
+    return run_artifacts.RunInfo(
         run_name=name,
         dataset=f"ds-{name}",
         synthetic=synthetic,
@@ -42,15 +44,15 @@ def _rec(analysis="inference", run=None, **kw):
         outputs=(f"{analysis}.md", f"figures/{analysis}.png"),
     )
     base.update(kw)
-    return doc.FindingsRecord(**base)
+    return record.FindingsRecord(**base)
 
 
 def test_record_round_trip_and_nan_is_null(tmp_path):
     r = _rec()
-    doc.write_record(tmp_path / "inference.json", r)
+    record.write_record(tmp_path / "inference.json", r)
     raw = json.loads((tmp_path / "inference.json").read_text())
-    assert raw["numbers"]["nan"] is None and raw["schema"] == doc.SCHEMA_VERSION
-    back = doc.read_record(tmp_path / "inference.json")
+    assert raw["numbers"]["nan"] is None and raw["schema"] == record.SCHEMA_VERSION
+    back = record.read_record(tmp_path / "inference.json")
     assert back.to_dict() == r.to_dict()
     assert back.run == r.run
 
@@ -74,7 +76,7 @@ def test_bad_records_are_named(tmp_path, mutate, match):
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(d))
     with pytest.raises(InputError, match=match) as exc:
-        doc.read_record(p)
+        record.read_record(p)
     assert str(p) in str(exc.value)
 
 
@@ -82,7 +84,7 @@ def test_unreadable_record(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{not json")
     with pytest.raises(InputError, match="not a valid JSON"):
-        doc.read_record(p)
+        record.read_record(p)
 
 
 def test_render_is_deterministic_and_complete():
@@ -121,7 +123,7 @@ def test_readme_block():
 def test_markdown_table():
     import pandas as pd
 
-    t = doc.markdown_table(pd.DataFrame({"a": [1.23456, float("nan")], "b": ["x|y", "z"]}), digits=2)
+    t = markdown.markdown_table(pd.DataFrame({"a": [1.23456, float("nan")], "b": ["x|y", "z"]}), digits=2)
     assert t.splitlines() == ["| a | b |", "|---|---|", "| 1.23 | x\\|y |", "| n/a | z |"]
 
 
@@ -181,7 +183,7 @@ def test_committed_findings_document_is_up_to_date(tmp_path, monkeypatch):
             f"{name} is stale"
         )
     # links: the fresh document points into tmp_path; render the committed one's way
-    recs = doc.read_records(files) + doc.read_records(
+    recs = record.read_records(files) + record.read_records(
         [ROOT / "reports" / "findings_summary" / n for n in ("overall.json", "calibration_lodo.json")]
     )
     fresh = doc.render_findings(recs, doc_dir="docs", summary_dir="reports/findings_summary")

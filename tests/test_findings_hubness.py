@@ -12,7 +12,7 @@ import scipy.stats as st
 from backretrieval.cli import main
 from backretrieval.errors import InputError
 from backretrieval.findings import hubness as H
-from backretrieval.findings.document import read_record
+from backretrieval.findings.record import read_record
 from worlds import make_world, metrics_files, views, write_world
 
 

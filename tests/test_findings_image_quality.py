@@ -14,7 +14,7 @@ from backretrieval.cli import main
 from backretrieval.data.synthetic import sample_scene, scene_similarity
 from backretrieval.errors import InputError
 from backretrieval.findings import image_quality as iq
-from backretrieval.findings.document import read_record
+from backretrieval.findings.record import read_record
 from worlds import make_world, metrics_files, views, write_world
 
 

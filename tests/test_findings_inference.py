@@ -22,9 +22,7 @@ def _seed(seed, query_items, xlr, bkr, corr=None):
     per_query = {"bkr": np.asarray(bkr, float)}
     if corr is not None:
         per_query["corr"] = np.asarray(corr, float)
-    return SeedOutcomes(
-        seed=seed, query_items=np.asarray(query_items), xlr=np.asarray(xlr, float), per_query=per_query
-    )
+    return SeedOutcomes(seed=seed, query_items=np.asarray(query_items), xlr=np.asarray(xlr, float), per_query=per_query)
 
 
 def _keys(n):
@@ -358,9 +356,7 @@ def test_bca_and_two_questions_against_slow_formulas():
     assert r["z0"] == pytest.approx(st.norm.ppf(3 / 8))
     d = jk.mean() - jk
     assert r["a"] == pytest.approx(np.sum(d**3) / (6 * np.sum(d**2) ** 1.5))
-    tq = two_questions(
-        [0.3, 0.4], [rep, rep + 0.1], [jk, jk], {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]}
-    )
+    tq = two_questions([0.3, 0.4], [rep, rep + 0.1], [jk, jk], {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]})
     T = (rep + rep + 0.1) / 2
     loo = np.array([0.25, 0.45, 0.3])
     var_enc = 2 / 3 * np.sum((loo - loo.mean()) ** 2)

@@ -12,7 +12,7 @@ import pytest
 from backretrieval.cli import main
 from backretrieval.errors import InputError
 from backretrieval.findings import sample_size as ss
-from backretrieval.findings.document import read_record
+from backretrieval.findings.record import read_record
 from worlds import make_world, metrics_files, write_world
 
 

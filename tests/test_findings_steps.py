@@ -420,8 +420,7 @@ def test_everything_about_an_analysis_comes_from_its_class():
     from backretrieval.cli import build_parser
     from backretrieval.cli.findings import analysis_parser
     from backretrieval.config import load_config
-    from backretrieval.findings.analysis import questions, registry
-    from backretrieval.findings.analysis import config_keys, findings_settings
+    from backretrieval.findings.analysis import config_keys, findings_settings, questions, registry
 
     reg = registry()
     assert list(reg) == ANALYSES
@@ -492,8 +491,9 @@ def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatc
     import backretrieval.findings as package
     from backretrieval.config import load_config
     from backretrieval.findings import analysis
-    from backretrieval.findings.document import read_record, render_findings
     from backretrieval.findings.analysis import config_keys, findings_settings
+    from backretrieval.findings.document import render_findings
+    from backretrieval.findings.record import read_record
 
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "trivial.py").write_text(TRIVIAL, encoding="utf-8")
@@ -541,8 +541,10 @@ def test_the_step_writes_exactly_what_an_analysis_declares(run, tmp_path, monkey
 
 
 def test_one_writer_writes_files_figures_and_record_in_order(tmp_path):
-    from backretrieval.findings.document import RunInfo, read_record
-    from backretrieval.findings.result import Csv, Result, write_result
+    from backretrieval.evaluation.run_artifacts import RunInfo
+    from backretrieval.findings.record import read_record
+    from backretrieval.findings.result import Csv, Result
+    from backretrieval.findings.writer import write_result
 
     info = RunInfo("toy", "toy", True, "reports", 30, (0,), ("en-de",), ("a", "b", "c"), "img", 10)
     drawn = []

@@ -23,7 +23,7 @@ from backretrieval.evaluation import run as R
 from backretrieval.evaluation.core import METRIC_COLUMNS
 from backretrieval.evaluation.metric_tables import metrics_protocol, read_metric_tables
 from backretrieval.evaluation.protocol import Protocol
-from backretrieval.findings.artifacts import load_run
+from backretrieval.evaluation.run_artifacts import load_run
 from test_evaluate import NGRAM, _scene_features
 from test_findings_steps import _make_run
 
@@ -225,7 +225,6 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
     from backretrieval.cli import build_parser
     from backretrieval.data.sampling import draw_sample, draw_samples
     from backretrieval.steps.metrics import metrics_step
-    from backretrieval.steps.plan import COMMANDS
     from backretrieval.steps.sample import sample_step
     from test_cli_help import _subparsers
 
@@ -235,7 +234,7 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
     # the rules' params and every mapping or keyword that hands a value on keep its name
     renames = [r for p in sorted(SRC.rglob("*.py")) for r in _keyword_renames(p, names)]
     assert renames == [], renames
-    shells = "\n".join([*COMMANDS.values(), *(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk"))])
+    shells = "\n".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk"))
     assert "--sample-size {params.sample_size:q}" in shells and "--recall-k {params.recall_k:q}" in shells
     assert not re.search(r"\{params\.(n|k|N)[:}]", shells)
     for cmd, sp in _subparsers(build_parser()).items():

@@ -47,10 +47,10 @@ def cmd_findings(args: argparse.Namespace) -> int:
 
 def _artifacts(ns: argparse.Namespace, cls: type[Analysis], settings: dict[str, Any]) -> Any:
     """The run's artifacts named by the flags (the one loader,
-    :func:`backretrieval.findings.artifacts.load_run`); the per-query ranks are read beside each
+    :func:`backretrieval.evaluation.run_artifacts.load_run`); the per-query ranks are read beside each
     metrics CSV when the analysis reads them. The image embedding is named by the setting
     ``base`` where the analysis has one (the backbone it degrades), else ``image``."""
-    from ..findings.artifacts import load_run
+    from ..evaluation.run_artifacts import load_run
     from ..steps.layout import ranks_path
 
     metrics = [Path(p) for p in ns.metrics]

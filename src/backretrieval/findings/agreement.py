@@ -17,13 +17,13 @@ import numpy as np
 
 from ..errors import InputError
 from .analysis import Analysis, Question, Setting
-from .result import Result, synthetic_note
+from .answers import synthetic_note
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
-    from .document import RunInfo
+    from ..evaluation.run_artifacts import RunArtifacts, RunInfo
 
 
 AGREEMENT_METRICS = {
@@ -58,7 +58,7 @@ class Agreement(Analysis):
     def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         import pandas as pd
 
-        from .document import markdown_table
+        from .markdown import markdown_table
 
         art.require_full_ranks()
         points_file, bli_file = art.findings_file("calibration_points.csv"), art.findings_files.get("bli.csv")
@@ -119,7 +119,7 @@ class Agreement(Analysis):
 
 
 def agreement_answer(table: pd.DataFrame, info: RunInfo, xlr: str) -> str:
-    from .document import fmt_ci
+    from .markdown import fmt_ci
 
     ref = table[(table["metric_a"] == xlr) | (table["metric_b"] == xlr)].copy()
     ref["other"] = np.where(ref["metric_a"] == xlr, ref["metric_b"], ref["metric_a"])

@@ -41,12 +41,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import ConfigError, InputError, did_you_mean
 
 if TYPE_CHECKING:
-    from .artifacts import RunArtifacts
+    from ..evaluation.run_artifacts import RunArtifacts
     from .result import Result
 
 #: the modules of this package that are no analysis (shared machinery); every other module is
 #: imported by :func:`registry` as an analysis module
-SHARED_MODULES = frozenset({"analysis", "artifacts", "document", "inference_sim", "replot", "result", "views"})
+SHARED_MODULES = frozenset(
+    {"analysis", "answers", "document", "inference_sim", "markdown", "record", "replot", "result", "views", "writer"}
+)
 
 #: the artifacts of a run an analysis may read (its ``inputs``): what each is, on the command line
 INPUTS: dict[str, str] = {

@@ -33,13 +33,13 @@ import numpy as np
 
 from ..errors import InputError
 from .analysis import Analysis, Question, Setting
-from .result import Result, synthetic_note
+from .answers import synthetic_note
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
-    from .document import RunInfo
+    from ..evaluation.run_artifacts import RunArtifacts, RunInfo
 
 log = logging.getLogger("backretrieval")
 
@@ -103,7 +103,7 @@ class Bli(Analysis):
 
         from ..encoders.dictionaries import load_freedict_pairs
         from ..encoders.wordvec import build_wordvec_encoder, normalize_embeddings
-        from .document import markdown_table
+        from .markdown import markdown_table
 
         specs: dict[str, dict] = s["specs"]
         test_size, min_count, seed, csls_k = s["test_size"], s["min_count"], s["seed"], s["csls_k"]

@@ -37,14 +37,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
+from ..evaluation.outcomes import query_outcomes
 from .analysis import Analysis, Question, Setting
-from .result import Result, query_outcomes, synthetic_note
+from .answers import synthetic_note
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
-    from .document import RunInfo
+    from ..evaluation.run_artifacts import RunArtifacts, RunInfo
 
 log = logging.getLogger("backretrieval")
 
@@ -81,7 +82,7 @@ class Calibration(Analysis):
     def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         import pandas as pd
 
-        from .document import markdown_table
+        from .markdown import markdown_table
 
         soft_m = s["soft_m"]
         info = art.info()

@@ -24,12 +24,13 @@ from ..errors import InputError
 from ..metrics import BkrImageIndex, normalize, retrieval_scores
 from ..metrics.retrieval import CSLS_K, MARGIN_K
 from .analysis import Analysis, Question, Setting
-from .result import Result, question_files, question_result
+from .answers import question_files, question_result
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
+    from ..evaluation.run_artifacts import RunArtifacts
     from .views import Lookup, SampleView
 
 RETRIEVAL_ORDER = ("cosine", "csls", "margin")
@@ -62,7 +63,7 @@ class Hubness(Analysis):
     figures = ("hubness",)
 
     def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
-        from .document import markdown_table
+        from .markdown import markdown_table
         from .views import iter_views
 
         k, max_seeds, retrievals = art.k, s["max_seeds"], s["retrievals"]

@@ -33,12 +33,13 @@ import numpy as np
 from ..errors import InputError
 from ..metrics import BkrImageIndex, backretrieve, normalize, recall_at_k, xlr_ranks
 from .analysis import Analysis, Question, Setting
-from .result import Result, question_files, question_result
+from .answers import question_files, question_result
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
+    from ..evaluation.run_artifacts import RunArtifacts
     from .views import Lookup, SampleView
 
 #: the offline EfficientNet-Lite variants: a config on one of them compares the other

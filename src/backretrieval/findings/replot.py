@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
-from .document import FindingsRecord, read_record
+from .record import FindingsRecord, read_record
 
 log = logging.getLogger("backretrieval")
 

@@ -22,12 +22,13 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..metrics import evaluate_sample
 from .analysis import Analysis, Question, Setting
-from .result import Result, question_files, question_result
+from .answers import question_files, question_result
+from .result import Result
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .artifacts import RunArtifacts
+    from ..evaluation.run_artifacts import RunArtifacts
     from .views import Lookup
 
 log = logging.getLogger("backretrieval")
@@ -113,7 +114,7 @@ class SampleSize(Analysis):
         return s
 
     def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
-        from .document import markdown_table
+        from .markdown import markdown_table
 
         directions, n_grid, seeds, baseline, k = s["directions"], s["n_grid"], s["seeds"], s["baseline"], art.k
         criterion = Criterion(agreement=s["min_agreement"], share=s["min_share"])

@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .retrieval import _HubAdjustment
+
+class ScoreAdjustment(Protocol):
+    """What the blocked passes apply to a block of cosines before ranking (rows = queries
+    ``start:stop``, all candidates), in place: the CSLS / ratio-margin options of
+    :mod:`.retrieval` (its ``_HubAdjustment``)."""
+
+    def apply(self, scores: np.ndarray, start: int, stop: int) -> None: ...
+
 
 DEFAULT_BLOCK_ELEMS = 1 << 24
 #: rows per chunk of the BkR rank passes that gather a query's score row from the current
@@ -226,7 +232,7 @@ def _ranks_of_true(
     candidates: np.ndarray | Columns,
     true_idx: np.ndarray,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
-    adjust: _HubAdjustment | None = None,
+    adjust: ScoreAdjustment | None = None,
 ) -> np.ndarray:
     """rank[i] = 1 + #{j : <q_i, c_j> > <q_i, c_true[i]>}, computed block by block.
 
@@ -287,7 +293,7 @@ def _nearest(
     queries: np.ndarray,
     candidates: np.ndarray | Columns,
     block_elems: int = DEFAULT_BLOCK_ELEMS,
-    adjust: _HubAdjustment | None = None,
+    adjust: ScoreAdjustment | None = None,
 ) -> np.ndarray:
     """argmax_j <q_i, c_j> for every query (ties → lowest index), block by block; with
     ``adjust``, argmax of the CSLS / margin scores instead."""

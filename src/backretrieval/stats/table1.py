@@ -63,7 +63,7 @@ def table1_tests(
     dual test (:func:`random_question_test`).
 
     ``outcomes[direction] = (seed outcomes, item keys, encoders)`` as
-    :func:`backretrieval.findings.inference.inference_outcomes` returns them (per-query
+    :func:`backretrieval.evaluation.outcomes.inference_outcomes` returns them (per-query
     XLR and BkR hits and CORR contributions of every seed). ``encoder_sets``: name → encoders
     (default ``{"all": every encoder}``; e.g. ``all`` and ``core``, each >= 3 encoders);
     ``families``: encoder → family (default: every encoder its own family; the report step uses

@@ -287,11 +287,11 @@ def table1_outcomes(
     text_files: dict[str, list[Path]],
 ) -> dict[str, tuple]:
     """``{direction: (seed outcomes, item keys, encoders)}`` for :func:`table1_tests`: the
-    findings' own reader (:func:`~backretrieval.findings.inference.inference_outcomes`)
+    findings' own reader (:func:`~backretrieval.evaluation.outcomes.inference_outcomes`)
     on the run's artifacts: XLR and BkR hits from the ranks beside each metrics CSV and CORR's
     per-query contributions, checked against the metrics CSV."""
-    from ..findings.artifacts import load_run, text_keys
-    from ..findings.inference.per_run import inference_outcomes
+    from ..evaluation.outcomes import inference_outcomes
+    from ..evaluation.run_artifacts import load_run, text_keys
 
     art = load_run(
         dataset=Path(dataset),
@@ -301,7 +301,7 @@ def table1_outcomes(
         image_files={"image": Path(image_file)},
         text_files=text_keys([Path(p) for paths in text_files.values() for p in paths]),
     )
-    return {d: inference_outcomes(art, d, None) for d in art.directions}
+    return {d: inference_outcomes(art, d, None, with_corr=True) for d in art.directions}
 
 
 def _skipped(text_files: dict[str, list[Path]]) -> list[dict[str, str]]:

@@ -30,7 +30,7 @@ from .replicates import REPLICATES_FILE
 COVERAGE_FILE = "benchmarks/inference_coverage.json"
 
 if TYPE_CHECKING:
-    from ..artifacts import RunArtifacts
+    from ...evaluation.run_artifacts import RunArtifacts
     from ..result import Result
 
 

@@ -13,7 +13,7 @@ from .verdict import VERDICT_SETS
 
 
 def figure_title(info) -> str:
-    """The title of ``figures/inference_ci`` (a :class:`~backretrieval.findings.document.RunInfo`)."""
+    """The title of ``figures/inference_ci`` (a :class:`~backretrieval.evaluation.run_artifacts.RunInfo`)."""
     return f"{info.figure_label}: correlation with XLR across encoders, 95% CIs"
 
 

@@ -10,73 +10,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import InputError
-from ...stats.contributions import corr_contributions
-from ...stats.crossed import SeedOutcomes, crossed_bootstrap
+from ...evaluation.outcomes import inference_outcomes
+from ...evaluation.run_artifacts import RunArtifacts, RunInfo
+from ...stats.crossed import crossed_bootstrap
 from ...stats.encoder_sets import encoder_families, encoder_sets
 from ...stats.questions import JACKKNIFE_GROUPS, two_questions
 from ...stats.weighted import STATS
-from ..artifacts import RunArtifacts
-from ..document import RunInfo, markdown_table
-from ..result import Csv, Result, query_outcomes, synthetic_note
+from ..answers import synthetic_note
+from ..markdown import markdown_table
+from ..result import Csv, Result
 from .figures import figure_title, plot_intervals
 from .replicates import REPLICATES_FILE, cell_key, replicate_table
 from .verdict import MIN_POOL_ENCODERS
 
 log = logging.getLogger("backretrieval")
-
-
-def inference_outcomes(
-    art: RunArtifacts,
-    direction: str,
-    n_seeds: int | None,
-    with_corr: bool = True,
-) -> tuple[list, list[str], list[str]]:
-    """The per-query outcomes of the first ``n_seeds`` seeds (None: all) of one direction
-    (:class:`~backretrieval.stats.crossed.SeedOutcomes`: XLR and BkR hits, CORR's per-query
-    contributions), the item keys the queries index (the image id of each query item: items
-    that show the same image share a bootstrap weight in every direction and configuration) and
-    the encoders (rows). Checks that the ranks and contributions reproduce the metrics CSV."""
-    art.require_full_ranks()
-    encoders = art.encoders
-    m = art.metrics[art.metrics["direction"] == direction]
-    wide = m.pivot_table(index=["seed", "encoder"], columns="metric", values="value")
-    samples = sorted(art.samples[direction], key=lambda s: s.seed)[:n_seeds]
-    if not samples:
-        raise InputError(f"direction {direction}: no samples")
-    if samples[0].xlr_targets is None:
-        raise InputError(f"direction {direction}: the dataset is not parallel; XLR (the reference) is undefined")
-    if with_corr and "corr" not in wide.columns:
-        raise InputError(f"{direction}: the metrics CSV has no 'corr' rows")
-    ranks = art.ranks(direction)
-    image_of = art.image_of(direction.split("-")[0])
-    keys = sorted({image_of[i] for s in samples for i in s.queries})
-    pos = {k: j for j, k in enumerate(keys)}
-    out = []
-    for s in samples:
-        xlr = np.stack([query_outcomes(ranks, e, s.seed, "xlr", art.k) for e in encoders])
-        bkr = np.stack([query_outcomes(ranks, e, s.seed, "bkr", art.k) for e in encoders])
-        per_query = {"bkr": bkr}
-        checks = [("xlr", xlr, "xlr_recall", 1e-9), ("bkr", bkr, "bkr_recall", 1e-9)]
-        if with_corr:
-            emb = art.sample_embeddings(direction, s, encoders)
-            per_query["corr"] = corr_contributions(emb["q_img"], emb["t_img"], [emb["text"][e][:2] for e in encoders])
-            checks.append(("corr", per_query["corr"], "corr", 1e-5))
-        for what, arr, metric, tol in checks:
-            csv = wide.loc[s.seed].reindex(encoders)[metric].to_numpy(float)
-            if not np.allclose(arr.mean(axis=1), csv, rtol=0, atol=tol):
-                raise InputError(
-                    f"{direction} seed {s.seed}: per-query {what} outcomes do not reproduce {metric} of the metrics CSV"
-                )
-        out.append(
-            SeedOutcomes(
-                seed=s.seed,
-                query_items=np.array([pos[image_of[i]] for i in s.queries]),
-                xlr=xlr,
-                per_query=per_query,
-            )
-        )
-    return out, keys, encoders
 
 
 #: the quantities whose replicates are kept for pooling across directions and configurations
@@ -101,7 +48,7 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     families: dict[str, str] = {}
     n_used = 0
     for d in art.directions:
-        seeds, keys, encoders = inference_outcomes(art, d, n_seeds)
+        seeds, keys, encoders = inference_outcomes(art, d, n_seeds, with_corr=True)
         n_used = len(seeds)
         sets = encoder_sets(encoders, random_encoders, family, english_only)
         families = encoder_families(encoders, family, family_name)
@@ -324,7 +271,7 @@ def _excl0(r: dict[str, Any]) -> bool:
 
 
 def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, Any]) -> str:
-    from ..document import fmt_ci
+    from ..markdown import fmt_ci
 
     head = (
         f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
@@ -414,7 +361,7 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
 def configuration_verdict(label: str, conf: Mapping[str, Any], n_directions: int) -> str:
     """One configuration's sentence: BkR − CORR (Pearson, mean over its directions) for both
     questions where it has at least MIN_POOL_ENCODERS encoders, else descriptive."""
-    from ..document import fmt_ci
+    from ..markdown import fmt_ci
 
     p = conf.get("pearson")
     if not p:
@@ -445,7 +392,7 @@ def lean_text(q: Mapping[str, Any]) -> str:
 
 def inference_answer(numbers: dict[str, Any], info: RunInfo, settings: dict[str, Any]) -> tuple[str, str]:
     """The generated paragraph and one-sentence verdict of section 1 for one configuration."""
-    from ..document import fmt_ci
+    from ..markdown import fmt_ci
 
     pd_rows = numbers["per_direction"]
     parts = [

@@ -91,7 +91,7 @@ def _layout_signature(numbers: Mapping[str, Any], row: VerdictRow) -> str | None
 
 
 def _ci_cell(q: Mapping) -> str:
-    from ..document import fmt_ci
+    from ..markdown import fmt_ci
 
     low, high = q.get("low"), q.get("high")
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):

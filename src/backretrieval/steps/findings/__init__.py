@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...evaluation.run_artifacts import RunArtifacts
 from ...findings.analysis import get
-from ...findings.artifacts import RunArtifacts
-from ...findings.document import FindingsRecord
-from ...findings.result import write_result
+from ...findings.record import FindingsRecord
+from ...findings.writer import write_result
 from .summary import document_step, summary_records
 
 __all__ = ["analysis_step", "document_step", "summary_records"]

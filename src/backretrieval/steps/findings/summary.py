@@ -12,7 +12,8 @@ import pandas as pd
 from ..._util import io
 from ...errors import InputError
 from ...findings.analysis import FIGURE_FORMATS
-from ...findings.document import FindingsRecord, markdown_table, write_record
+from ...findings.markdown import markdown_table
+from ...findings.record import FindingsRecord, write_record
 
 log = logging.getLogger("backretrieval")
 
@@ -25,11 +26,11 @@ def summary_records(record_files: Sequence[Path], summary_dir: Path) -> list[Fin
     """The cross-configuration records (``overall``, ``calibration_lodo``) from every
     configuration's records; their tables and figures go to ``summary_dir``."""
     from ...findings import calibration as cal
-    from ...findings.document import read_record
     from ...findings.inference import COVERAGE_FILE
     from ...findings.inference.figures import plot_forest
     from ...findings.inference.verdict import overall_cells, verdict_layouts, verdict_pooled
     from ...findings.inference.verdict_text import overall_text
+    from ...findings.record import read_record
 
     summary_dir = Path(summary_dir)
     recs = [(Path(p), read_record(p)) for p in record_files]
@@ -153,7 +154,8 @@ def document_step(
     readme: Path | None = None,
 ) -> None:
     """The cross-configuration records, docs/FINDINGS.md, and (``readme``) the README's block."""
-    from ...findings.document import read_record, render_findings, update_readme_block
+    from ...findings.document import render_findings, update_readme_block
+    from ...findings.record import read_record
 
     record_files = sorted(
         {Path(p) for p in record_files if Path(p).name not in ("overall.json", "calibration_lodo.json")}

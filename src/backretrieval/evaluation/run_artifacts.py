@@ -1,6 +1,8 @@
-"""The one loader of the findings analyses: the cached artifacts of one run (:class:`RunArtifacts`,
-read from explicit files by :func:`load_run`) with the readers of the layers below (embeddings:
-``_util.io``, metrics tables: ``evaluation.metric_tables``, samples: ``data.sampling``)."""
+"""The cached artifacts of one run of the main pipeline (:class:`RunArtifacts`, read from explicit
+files by :func:`load_run`) with the readers of the layers below (embeddings: ``_util.io``, metrics
+tables: :mod:`.metric_tables`, samples: ``data.sampling``), and the configuration they describe
+(:class:`RunInfo`). The one loader of the findings analyses, and of the report step's Table 1
+test."""
 
 from __future__ import annotations
 
@@ -19,14 +21,98 @@ from .._util.io import load_embedding, skipped_reason
 from ..data.prepared import DatasetMeta, load_items, read_meta
 from ..data.sampling import Sample, read_samples
 from ..errors import InputError
-from ..evaluation.core import rows_of
-from ..evaluation.metric_tables import read_metrics, require_full_ranks
-from .document import RunInfo
-from .views import Lookup
+from .core import Lookup, rows_of
+from .metric_tables import read_metrics, require_full_ranks
 
 log = logging.getLogger("backretrieval")
 
 _TEXT_EMB = re.compile(r"^(?P<lang>[A-Za-z0-9_-]+)\.(?P<field>title|body|title_body)\.npz$")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The configuration an analysis ran on (from its artifacts, not from params.yaml)."""
+
+    run_name: str
+    dataset: str
+    synthetic: bool
+    reports_dir: str
+    sample_size: int
+    seeds: tuple[int, ...]
+    directions: tuple[str, ...]
+    encoders: tuple[str, ...]
+    image_backbone: str
+    k: int
+
+    @property
+    def figure_label(self) -> str:
+        """The dataset as figure titles name it, marked when the data are SYNTHETIC."""
+        return f"{'SYNTHETIC — ' if self.synthetic else ''}{self.dataset}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_name": self.run_name,
+            "dataset": self.dataset,
+            "synthetic": self.synthetic,
+            "reports_dir": self.reports_dir,
+            "sample_size": self.sample_size,
+            "seeds": list(self.seeds),
+            "directions": list(self.directions),
+            "encoders": list(self.encoders),
+            "image_backbone": self.image_backbone,
+            "k": self.k,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> RunInfo:
+        require_fields(
+            d,
+            (
+                "run_name",
+                "dataset",
+                "synthetic",
+                "reports_dir",
+                "sample_size",
+                "seeds",
+                "directions",
+                "encoders",
+                "image_backbone",
+                "k",
+            ),
+            f"{where}: field 'run'",
+        )
+        return cls(
+            run_name=str(d["run_name"]),
+            dataset=str(d["dataset"]),
+            synthetic=bool(d["synthetic"]),
+            reports_dir=str(d["reports_dir"]),
+            sample_size=int(d["sample_size"]),
+            seeds=tuple(int(s) for s in d["seeds"]),
+            directions=tuple(str(x) for x in d["directions"]),
+            encoders=tuple(str(x) for x in d["encoders"]),
+            image_backbone=str(d["image_backbone"]),
+            k=int(d["k"]),
+        )
+
+    def label(self) -> str:
+        """``run_name (dataset[, SYNTHETIC])``: how a configuration is named in the text."""
+        return f"{self.run_name} ({self.dataset}{', SYNTHETIC' if self.synthetic else ''})"
+
+    def scale(self) -> str:
+        return (
+            f"N={self.sample_size}, {len(self.seeds)} seed{'s' if len(self.seeds) != 1 else ''}, "
+            f"{len(self.encoders)} encoders, {len(self.directions)} directions, "
+            f"image backbone {self.image_backbone}"
+        )
+
+
+def require_fields(d: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
+    """``d`` is a JSON object with every key of ``keys`` (else an :class:`InputError` naming ``where``)."""
+    if not isinstance(d, Mapping):
+        raise InputError(f"{where}: expected a JSON object")
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise InputError(f"{where}: missing field(s) {missing}")
 
 
 @dataclass
