@@ -300,7 +300,7 @@ _FIELD = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
 
 def shell_fields() -> list[tuple[str, int, str]]:
     """(file, line, field) of every ``{...}`` in the ``shell:`` strings of the Snakefile and
-    workflow/rules/*.smk."""
+    workflow/rules/*.smk (each rule shows its command: a ``shell:`` runs to the next directive)."""
     out = []
     for f in [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]:
         in_shell = False
@@ -308,13 +308,11 @@ def shell_fields() -> list[tuple[str, int, str]]:
             s = line.strip()
             if s == "shell:":
                 in_shell = True
-            elif in_shell and s.startswith(('"', "'", 'f"', "r'", 'r"')):
-                out += [(f.name, n, m.group(1)) for m in _FIELD.finditer(s)]
+            elif in_shell and s and not re.match(r"^(rule\b|use rule\b|\w+:$|if .*:$|#)", s):
+                literals = re.findall(r'"((?:[^"\\]|\\.)*)"', s)
+                out += [(f.name, n, m.group(1)) for lit in literals for m in _FIELD.finditer(lit)]
             else:
                 in_shell = False
-    from backretrieval.steps.plan import COMMANDS  # the command lines too long for their rules
-
-    out += [("steps/plan.py", 0, m.group(1)) for cmd in COMMANDS.values() for m in _FIELD.finditer(cmd)]
     return out
 
 

@@ -1,5 +1,8 @@
 # Case study (paper Section 3.2): only when params.yaml has a `case_study` section. Its
-# wildcards ({head}, {tseed}) are constrained with the others in common.smk.
+# wildcards ({head}, {tseed}) are constrained with the others in common.smk. Each step gets the
+# case_study section (resolved: study.case_config.case_cfg) as --case, or only the keys it reads
+# (ITEM_KEYS, SELECT_KEYS), so a setting it does not read never reruns it; the training corpus
+# (case_study.train_corpus) is a declared input.
 if CASE:
 
     rule case_embed:
@@ -20,9 +23,16 @@ if CASE:
             mem_mb=4000,
         params:
             code=CODE["case_study"],
-            **plan.case_embed_params(),
+            case=plan.case_section(ITEM_KEYS),
+            corpus=corpus_flag,
+            rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),
+            threads=MODEL_THREADS,
+            spec=lambda wc, input: plan.encoder_spec(wc.encoder),
+            cache=plan.cache,
         shell:
-            COMMANDS["case-embed"]
+            "backretrieval case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --out-fields {output.fields:q} --out-repr {output.reprs:q}"
+            " --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_select:
         input:
@@ -40,9 +50,13 @@ if CASE:
             CONDA_ENV
         params:
             code=CODE["case_study"],
-            **plan.case_params(plan.select_keys, encoders=list(CASE["base_encoders"])),
+            case=plan.case_section(SELECT_KEYS),
+            corpus=corpus_flag,
+            encoders=list(CASE["base_encoders"]),
         shell:
-            COMMANDS["case-select"]
+            "backretrieval case-select --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --image-emb {input.images:q} --encoders {params.encoders:q} --repr {input.reprs:q}"
+            " --out-chosen {output.chosen:q} --out-bkr {output.csv:q} > {log:q} 2>&1"
 
     # one job per (head, training seed): {tseed} is one of case_study.training_seeds
     rule case_train:
@@ -63,9 +77,16 @@ if CASE:
             mem_mb=4000,
         params:
             code=CODE["case_study"],
-            **plan.case_params(encoders=list(CASE["base_encoders"]), threads=MODEL_THREADS),
+            case=plan.case_section(),
+            corpus=corpus_flag,
+            encoders=list(CASE["base_encoders"]),
+            threads=MODEL_THREADS,
         shell:
-            COMMANDS["case-train"]
+            "backretrieval case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --head {wildcards.head:q} --training-seed {wildcards.tseed:q} --chosen {input.chosen:q}"
+            " --encoders {params.encoders:q} --fields {input.fields:q}"
+            " --out-head {output.head:q} --out-meta {output.meta:q} --out-history {output.history:q}"
+            " --out-curve {output.curve:q} --out-repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_evaluate:
         input:
@@ -83,9 +104,13 @@ if CASE:
             CONDA_ENV
         params:
             code=CODE["case_study"],
-            **plan.case_params(models=plan.case_runs),
+            case=plan.case_section(),
+            corpus=corpus_flag,
+            models=plan.case_runs,
         shell:
-            COMMANDS["case-evaluate"]
+            "backretrieval case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --image-emb {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
+            " --out-bkr {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1"
 
     rule case_report:
         input:
@@ -103,9 +128,15 @@ if CASE:
             CONDA_ENV
         params:
             code=CODE["case_study"],
-            **plan.case_params(threads=MODEL_THREADS),
+            case=plan.case_section(),
+            corpus=corpus_flag,
+            threads=MODEL_THREADS,
         shell:
-            COMMANDS["case-report"]
+            "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --chosen {input.chosen:q} --bkr {input.bkr:q} --out-table2 {output.table2:q}"
+            " --out-table2-tex {output.table2_tex:q} --out-table2-csv {output.table2_csv:q} --out-sig {output.sig:q}"
+            " --out-fig3-png {output.fig3_png:q} --out-fig3-svg {output.fig3_svg:q} --out-fig3-pdf {output.fig3_pdf:q}"
+            " --out-metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule human_sheets:
         input:
@@ -122,9 +153,17 @@ if CASE:
             CONDA_ENV
         params:
             code=CODE["human_study"],
-            **plan.human_sheets_params(),
+            case=plan.case_section(),
+            corpus=corpus_flag,
+            # the human_study section but its ratings (those are the tally's input)
+            human=as_json({k: v for k, v in HUMAN.items() if k != "ratings"}),
+            models=plan.human_runs,
+            languages=plan.human_langs,
         shell:
-            COMMANDS["human-sheets"]
+            "backretrieval human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --human {params.human:q} --chosen {input.chosen:q} --models {params.models:q}"
+            " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
+            " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1"
 
     # the simulated rater and the tally exist only where a tally can be made (plan.human_tally),
     # so `make figures` never forces a rule the run cannot run
@@ -147,7 +186,8 @@ if CASE:
                 code=CODE["human_study"],
                 seed=HUMAN["seed"],
             shell:
-                COMMANDS["human-simulate"]
+                "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q}"
+                " --key {input.key:q} --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
 
         rule human_tally:
             input:
@@ -166,6 +206,8 @@ if CASE:
                 CONDA_ENV
             params:
                 code=CODE["human_study"],
-                **plan.human_tally_params(),
+                unverified=["--allow-unverified-key"] if HUMAN["allow_unverified_key"] else [],
+                simulated=[] if HUMAN.get("ratings") else ["--simulated"],
             shell:
-                COMMANDS["human-tally"]
+                "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
+                " {params.simulated:q} --out-tally-md {output.tally_md:q} --out-tally-json {output.tally_json:q} > {log:q} 2>&1"

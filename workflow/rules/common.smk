@@ -7,8 +7,9 @@ from backretrieval._util.code_version import SRC, step_versions
 from backretrieval.config import overrides_from, validate_config
 from backretrieval.steps.owner import check_reports_owner
 from backretrieval.steps.prepare import check_dataset_fits
-from backretrieval.steps.plan import CAPTIONS, COMMANDS, Plan, as_json, on_start, rerun_on
-from backretrieval.study.case_config import HEADS
+from backretrieval.steps.plan import CAPTIONS, Plan, as_json, corpus_flag, on_start, rerun_on, source_flag
+from backretrieval.steps.settings import fit_requirements, report_settings
+from backretrieval.study.case_config import HEADS, ITEM_KEYS, SELECT_KEYS
 
 # The config as the Snakefile layered it (CONFIG_SOURCE names its files), validated once before
 # any job runs: the schema (backretrieval.config.SCHEMA_PATH, its one copy), then every

@@ -1,4 +1,5 @@
 # The dataset and the configured text-only corpora, prepared by one command (`prepare`).
+# Reads: dataset, languages (corpora.<name> for a corpus); a bring-your-own folder's content.
 rule prepare_dataset:
     input:
         unpack(plan.dataset_source),
@@ -14,12 +15,17 @@ rule prepare_dataset:
         CONDA_ENV
     params:
         code=CODE["prepare"],
-        **plan.dataset_params(),
+        rerun_trigger=rerun_on(config["dataset"]),
+        languages=config["languages"],
+        content=plan.byo_content(config["dataset"]),
+        spec=lambda wc, input: plan.dataset_spec(config["dataset"], config["dataset"]["name"]),
+        source=source_flag,
     shell:
         "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
         " --out-dir {output:q} > {log:q} 2>&1"
 
 
+# a corpus's own `languages` (a word-vector family may train on more languages than the run's)
 use rule prepare_dataset as prepare_corpus with:
     input:
         unpack(plan.corpus_source),
@@ -32,11 +38,16 @@ use rule prepare_dataset as prepare_corpus with:
     wildcard_constraints:
         corpus="|".join(config.get("corpora") or {}) or "(?!x)x",
     params:
-        **plan.corpus_params(),
+        rerun_trigger=lambda wc: rerun_on(config["corpora"][wc.corpus]),
+        languages=lambda wc: config["corpora"][wc.corpus].get("languages") or config["languages"],
+        content=lambda wc: plan.byo_content(config["corpora"][wc.corpus]),
+        spec=lambda wc, input: plan.dataset_spec(config["corpora"][wc.corpus], wc.corpus),
 
 
 # The relations between the config and its data, checked once the dataset exists, before any
 # model runs (the consumers take the record as ancient(): common.smk's dataset_inputs).
+# Reads (steps.settings.fit_requirements): languages, directions, sample_size, image_backbone,
+# backbones.<it>, the case study's languages, splits and N, the human study's languages and sizes.
 rule check_dataset:
     input:
         DATASET,
@@ -52,7 +63,7 @@ rule check_dataset:
         CONDA_ENV
     params:
         code=CODE["prepare"],
-        requirements=plan.requirements,
+        requirements=as_json(fit_requirements(config)),
     shell:
         "backretrieval check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"
         " > {log:q} 2>&1"

@@ -1,3 +1,5 @@
+# Text embeddings: one job per encoder, every language. Reads: encoders.<encoder>, text_field,
+# languages, skip_unavailable, model_threads (cache_dir: a side store, passed absolute).
 rule embed_text:
     input:
         unpack(embed_inputs),
@@ -16,11 +18,20 @@ rule embed_text:
         mem_mb=4000,
     params:
         code=CODE["embed"],
-        **plan.embed_text_params(),
+        rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),
+        field=config["text_field"],
+        languages=config["languages"],
+        skip=["--skip-unavailable"] if config.get("skip_unavailable", False) else [],
+        threads=MODEL_THREADS,
+        spec=lambda wc, input: plan.encoder_spec(wc.encoder),
+        cache=plan.cache,
     shell:
-        COMMANDS["embed-text"]
+        "backretrieval embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
+        " --spec {params.spec:q} --text-field {params.field:q} --languages {params.languages:q} --out {output:q}"
+        " {params.skip:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
 
+# Image features of the configured backbone. Reads: image_backbone, backbones.<it>.
 rule embed_images:
     input:
         unpack(dataset_inputs),
@@ -39,6 +50,10 @@ rule embed_images:
         mem_mb=4000,
     params:
         code=CODE["embed"],
-        **plan.embed_images_params(),
+        backbone=config["image_backbone"],
+        spec=as_json(config["backbones"][config["image_backbone"]]),
+        threads=plan.image_threads,
+        cache=plan.cache,
     shell:
-        COMMANDS["embed-images"]
+        "backretrieval embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
+        " --spec {params.spec:q} --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"

@@ -1,4 +1,5 @@
 # One job draws every direction's samples (a file depends only on its direction).
+# Reads: sample_size, seeds, directions.
 rule sample:
     input:
         dataset=DATASET,
@@ -15,7 +16,9 @@ rule sample:
         CONDA_ENV
     params:
         code=CODE["sample"],
-        **plan.sample_params(),
+        sample_size=config["sample_size"],
+        seeds=config["seeds"],
+        directions=config["directions"],
     shell:
         "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.sample_size:q}"
         " --seeds {params.seeds:q} --out {output:q} > {log:q} 2>&1"
@@ -23,6 +26,8 @@ rule sample:
 
 # One metrics job per direction (every seed); with seed groups (`seed_group_size`) one per
 # (direction, group of seeds) instead: metrics_part, joined byte-identically by metrics_gather.
+# Reads: dataset.name, image_backbone, encoders (their names), text_field, recall_k, corr_max_pairs;
+# its torch/BLAS threads are the job's own (a fixed 1: the same bytes on any core count).
 rule metrics:
     input:
         unpack(plan.metrics_inputs),
@@ -40,9 +45,20 @@ rule metrics:
         mem_mb=2000,
     params:
         code=CODE["metrics"],
-        **plan.metrics_params(),
+        name=config["dataset"]["name"],
+        backbone=config["image_backbone"],
+        encoders=list(config["encoders"]),
+        field=config["text_field"],
+        recall_k=config["recall_k"],
+        corr=["--corr-max-pairs", config["corr_max_pairs"]] if config.get("corr_max_pairs") else [],
+        seeds=[],
     shell:
-        COMMANDS["metrics"]
+        "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q}"
+        " backretrieval metrics --dataset {input.dataset:q} --dataset-name {params.name:q}"
+        " --direction {wildcards.direction:q} --samples {input.samples:q} --image-emb {input.images:q}"
+        " --image-backbone {params.backbone:q} --encoders {params.encoders:q} --text-emb {input.text:q}"
+        " --text-field {params.field:q} --recall-k {params.recall_k:q} {params.corr:q} {params.seeds:q}"
+        " --out {output.csv:q} > {log:q} 2>&1"
 
 
 if plan.seed_group_size is not None:

@@ -2,8 +2,8 @@
 # artifacts -> <reports_dir>/findings/<analysis>.{csv,md,json} (+ figures/), then docs/FINDINGS.md,
 # reports/findings_summary/* and the README's verdict block from every configuration's committed
 # findings records. Target: `snakemake findings`. One rule per analysis, findings_<name>, made
-# by the loop below (steps.plan.FindingsPlan: its files and settings); adding an analysis adds its rule.
-from backretrieval.steps.plan import FindingsPlan
+# by the loop below (steps.findings_plan.FindingsPlan: its files and settings); adding an analysis adds its rule.
+from backretrieval.steps.findings_plan import FindingsPlan
 
 FP = FindingsPlan(plan)
 
@@ -23,10 +23,12 @@ for _name in FP.classes:
         conda:
             CONDA_ENV
         params:
-            code=CODE["findings"],
             **FP.params(_name),
+            code=CODE["findings"],
         shell:
-            COMMANDS["findings"]
+            "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q}"
+            " backretrieval findings --analysis {params.analysis:q} {params.run:q} --run-name {params.run_name:q}"
+            " --out-dir {params.out_dir:q} --settings {params.settings:q} {params.job:q} > {log:q} 2>&1"
 
 
 # ---- the intermediate artifacts of image quality and sample size -------------------------------
