@@ -211,7 +211,7 @@ def test_the_walk_finds_the_strings_the_workflow_reads():
 def schema_once(monkeypatch):
     """validate_config with the schema read once (it reads the file on every call)."""
     sch = schema()
-    monkeypatch.setattr(backretrieval.config, "schema", lambda: sch)
+    monkeypatch.setattr(backretrieval.config.validation, "schema", lambda: sch)
 
 
 @pytest.mark.parametrize(("kind", "path"), SLOTS, ids=SLOT_IDS)

@@ -1,32 +1,15 @@
-"""Load and validate ``params.yaml`` (the one config of Snakemake and DVC), and a config file
-laid over it (:func:`layered_config`, by the rule of :func:`overlay`): the workflow and
-``validate-config`` build the same config the same way.
-
-The JSON schema is one file shipped inside the package (:data:`SCHEMA_PATH`,
-``src/backretrieval/data/config.schema.yaml``). Cross-field checks (:func:`check_relations`)
-are done here too, so the CLI, Snakemake (``workflow/rules/common.smk`` calls
-:func:`validate_config`) and DVC (whose stages call the CLI) refuse the same configs before any
-work.
-"""
+"""The relations between a config's fields that the JSON schema cannot state (:func:`check_relations`):
+directions and languages, encoder and backbone specs, paths inside the checkout, code a config
+may run (:func:`code_notice`), the case and human studies, the findings' keys."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ._util.io import ARTIFACTS_ROOT, REPORTS_ROOT
-from .errors import ConfigError, did_you_mean
-
-#: the config's JSON schema (the only copy: the workflow validates through this module)
-SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.yaml"
-
-
-def schema() -> dict:
-    """The config's JSON schema (:data:`SCHEMA_PATH`)."""
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
-
+from .._util.io import ARTIFACTS_ROOT, REPORTS_ROOT
+from ..errors import ConfigError, did_you_mean
+from ._messages import _fail
 
 #: The config key of Recall@k (the main evaluation's and, under ``case_study``, the case
 #: study's). Every check of it below reads it through this name.
@@ -40,141 +23,6 @@ MIN_ENCODERS = 3
 #: A dataset without parallel texts has no correlation (no Table 1, Figure 2): ranking the
 #: encoders by BkR (pairwise McNemar tests) needs two.
 MIN_ENCODERS_NONPARALLEL = 2
-
-
-def _fail(source: str, field: str, msg: str, also: tuple[str, ...] = ()) -> None:
-    """ConfigError ``<source>: field '<field>': <msg>``; ``also``: other fields the relation
-    involves (a command-line override of any of them is named instead of the file)."""
-    exc = ConfigError(f"{source}: field '{field}': {msg}")
-    exc.fields = (field, *also)  # type: ignore[attr-defined]
-    raise exc
-
-
-def validate_config(
-    cfg: dict[str, Any], source: str = "params.yaml", overrides: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """Validate ``cfg``; raise ConfigError naming the offending field and the expectation.
-
-    First the JSON schema, then every relation between fields that a later step relies on (see
-    :func:`check_relations`), so a bad config fails before any work. ``overrides``: dotted
-    key -> how the user wrote it (``--config recall_k=15``) for the values given on the command
-    line; an error in such a field names the override rather than the file.
-    """
-    try:
-        return _validate(cfg, source)
-    except ConfigError as exc:
-        named = _overrides_named(exc, overrides or {})
-        if not named:
-            raise
-        msg = str(exc)
-        msg = msg[len(source) + 2 :] if msg.startswith(f"{source}: ") else msg
-        if any(t.startswith("--config ") and ("=[" in t or "={" in t or "." in t.split("=", 1)[0]) for t in named):
-            # Snakemake's --config reads a list's or mapping's items as strings ('0', not 0)
-            msg += "; --config cannot give a list or a mapping (its items arrive as strings): put it in a YAML file and pass it with --configfile"
-        raise ConfigError(f"{', '.join(named)} (overriding {source}): {msg}") from exc
-
-
-def _overrides_named(exc: ConfigError, overrides: dict[str, str]) -> list[str]:
-    fields = getattr(exc, "fields", ())
-    hit = []
-    for key, text in overrides.items():
-        if any(f == key or f.startswith(key + ".") or key.startswith(f + ".") for f in fields):
-            hit.append(text)
-    return hit
-
-
-def overrides_from(values: dict[str, Any], flag: str = "--config", prefix: str = "") -> dict[str, str]:
-    """``{dotted key: '<flag> key=value'}`` of a nested mapping of command-line values (e.g.
-    Snakemake's ``--config``), for :func:`validate_config`'s ``overrides``."""
-    out: dict[str, str] = {}
-    for k, v in values.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.update(overrides_from(v, flag, key + "."))
-        else:
-            out[key] = f"{flag} {key}={v}"
-    return out
-
-
-def _validate(cfg: dict[str, Any], source: str) -> dict[str, Any]:
-    problems = schema_problems(cfg)
-    if len(problems) == 1:
-        _fail(source, *problems[0])
-    if problems:  # every missing, unknown or invalid key at once, not one per run
-        exc = ConfigError(f"{source}: {len(problems)} problems: " + "; ".join(f"field '{f}': {m}" for f, m in problems))
-        exc.fields = tuple(f for f, _ in problems)  # type: ignore[attr-defined]
-        raise exc
-    check_relations(cfg, source)
-    return cfg
-
-
-def schema_problems(cfg: Any) -> list[tuple[str, str]]:
-    """``(field, message)`` for every way ``cfg`` breaks the schema (empty when it does not): a
-    missing key named by itself, an unknown key with the closest known one, a wrong value with
-    what the schema expects."""
-    import jsonschema
-
-    sch = schema()
-    validator = jsonschema.Draft202012Validator(sch)
-    out: list[tuple[str, str]] = []
-    for e in sorted(validator.iter_errors(cfg), key=lambda e: [str(p) for p in e.absolute_path]):
-        where = ".".join(str(p) for p in e.absolute_path)
-        msg = e.message
-        if e.validator == "required" and isinstance(e.instance, dict):
-            missing = [k for k in e.validator_value if k not in e.instance]
-            out += [(f"{where}.{k}" if where else k, f"{k!r} is a required property") for k in missing]
-            continue
-        if e.validator == "additionalProperties" and isinstance(e.instance, dict) and isinstance(e.schema, dict):
-            known = sorted(e.schema.get("properties") or {})
-            for k in sorted(set(e.instance) - set(known)):
-                field = f"{where}.{k}" if where else str(k)
-                out.append((field, f"unknown key ({k!r} was unexpected){did_you_mean(str(k), known)}"))
-            continue
-        if e.validator == "pattern" and isinstance(e.schema, dict) and e.schema.get("description"):
-            # the schema's $defs say what a name, a language or a path may hold
-            msg = f"{_short(e.instance)} does not match {e.validator_value!r}: {e.schema['description']}"
-        elif e.validator == "maxLength":  # a name or path the filesystem would refuse, hours later
-            msg = f"{_short(e.instance)} is {len(e.instance)} characters long; the limit is {e.validator_value}"
-        elif e.validator == "not" and isinstance(e.instance, str):  # $defs.path: a component's length
-            msg = f"{_short(e.instance)} has a folder or file name longer than 255 characters (the filesystem's limit)"
-        elif e.validator == "anyOf":  # say what is allowed, not "not valid under any of the given schemas"
-            msg = f"{_short(e.instance)} is not {' or '.join(_what(s) for s in e.validator_value)}"
-            limits = [c for c in e.context or () if c.validator in ("maxLength", "not")]
-            if limits:
-                msg += " (too long: at most 1024 characters, 255 per folder or file name)"
-        if "propertyNames" in e.relative_schema_path:  # a map's key (an encoder's name, ...)
-            msg = f"key {msg}"
-        out.append((where or "(top level)", msg))
-    return list(dict.fromkeys(out))  # a missing key is in each of its mapping's `required` errors
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters with the full length said (a 10,000-character
-    value is not repeated in a message)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
-
-
-def _what(sub: dict) -> str:
-    """What a sub-schema of an ``anyOf`` allows, in words."""
-    if "$ref" in sub:
-        name = sub["$ref"].rsplit("/", 1)[-1]
-        desc = (schema().get("$defs", {}).get(name) or {}).get("description")
-        return f"a {name}" + (f" ({desc})" if desc else "")
-    if "enum" in sub:
-        return "one of " + ", ".join(repr(v) for v in sub["enum"])
-    kind = sub.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    words = {
-        "null": "null",
-        "integer": "an integer",
-        "number": "a number",
-        "string": "a string",
-        "boolean": "true or false",
-        "array": "a list",
-        "object": "a mapping",
-    }
-    return " or ".join(words.get(str(k), str(k)) for k in kinds)
 
 
 def _check_inside(source: str, field: str, value: str, root: str, root_allowed: bool, prefix: str = "") -> None:
@@ -286,7 +134,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
             f"{RECALL_K} >= N every query is a hit and every recall is 1",
             also=("sample_size",),
         )
-    from .steps.layout import dataset_parallel
+    from ..steps.layout import dataset_parallel
 
     if dataset_parallel(cfg):
         if len(cfg["encoders"]) < MIN_ENCODERS:
@@ -341,7 +189,7 @@ def check_relations(cfg: dict[str, Any], source: str = "params.yaml") -> None:
 
 
 def _check_findings(source: str, cfg: dict[str, Any]) -> None:
-    from .findings.analysis import check_config as check_findings
+    from ..findings.analysis import check_config as check_findings
 
     try:  # the analyses and their settings are known where their defaults are declared
         check_findings(cfg)
@@ -352,7 +200,7 @@ def _check_findings(source: str, cfg: dict[str, Any]) -> None:
 
 
 def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
-    from .encoders import COMMON_SPEC_KEYS, ENCODER_SPEC_KEYS
+    from ..encoders import COMMON_SPEC_KEYS, ENCODER_SPEC_KEYS
 
     where = f"encoders.{enc_id}"
     kind = spec["type"]
@@ -372,7 +220,7 @@ def _check_encoder_spec(source: str, enc_id: str, spec: dict) -> None:
 
 
 def _check_source_options(source: str, where: str, section: dict) -> None:
-    from .data.prepare import SOURCE_OPTIONS
+    from ..data.prepare import SOURCE_OPTIONS
 
     allowed = SOURCE_OPTIONS[section["source"]]  # the schema admits only these sources
     for key in section.get("options") or {}:
@@ -386,7 +234,7 @@ def _check_source_options(source: str, where: str, section: dict) -> None:
 
 
 def _check_backbone_spec(source: str, bb_id: str, spec: dict) -> None:
-    from .images import BACKBONE_SPEC_KEYS
+    from ..images import BACKBONE_SPEC_KEYS
 
     allowed = BACKBONE_SPEC_KEYS[spec["type"]]  # the schema admits only these types
     for key in spec:
@@ -423,7 +271,7 @@ def _check_cache_dir(source: str, cfg: dict[str, Any]) -> None:
 def _check_model_path(source: str, enc_id: str, spec: dict) -> None:
     import os
 
-    from .encoders import looks_like_path
+    from ..encoders import looks_like_path
 
     value = spec.get("model")
     if looks_like_path(value) and not Path(os.path.expanduser(value)).exists():
@@ -435,7 +283,7 @@ def _check_model_path(source: str, enc_id: str, spec: dict) -> None:
 
 
 def _check_code_allowed(source: str, cfg: dict[str, Any], enc_id: str, spec: dict) -> None:
-    from .encoders import code_target
+    from ..encoders import code_target
 
     target = code_target(spec)
     if target is not None and not cfg.get(ALLOW_CODE):
@@ -449,7 +297,7 @@ def _check_code_allowed(source: str, cfg: dict[str, Any], enc_id: str, spec: dic
 
 def code_notice(cfg: dict[str, Any]) -> str | None:
     """One line for ``validate-config``: the config opts into running code, and which code."""
-    from .encoders import code_target
+    from ..encoders import code_target
 
     if not cfg.get(ALLOW_CODE):
         return None
@@ -459,7 +307,7 @@ def code_notice(cfg: dict[str, Any]) -> str | None:
 
 
 def _check_precomputed(source: str, enc_id: str, spec: dict, languages: list[str]) -> None:
-    from .encoders.precomputed import precomputed_files
+    from ..encoders.precomputed import precomputed_files
 
     where = f"encoders.{enc_id}"
     try:
@@ -504,7 +352,7 @@ def _check_corpus(source: str, field: str, path: str, corpora: dict) -> None:
 
 
 def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
-    from .study.case_config import case_cfg, human_cfg
+    from ..study.case_config import case_cfg, human_cfg
 
     raw = cfg["case_study"]
     try:  # the section's own checks (known languages, encoders, head_base) live with its defaults
@@ -533,7 +381,7 @@ def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
                 "case_study.train_splits",
                 f"{both} also in case_study.eval_splits: the heads would be trained on evaluation items",
             )
-    from .study.triplet import TripletConfig
+    from ..study.triplet import TripletConfig
 
     tri = TripletConfig.from_dict(dict(cs["triplet"]))
     if tri.k >= tri.batch_size:
@@ -557,185 +405,6 @@ def _check_case_study(cfg: dict[str, Any], source: str, corpora: dict) -> None:
         raise ConfigError(f"{source}: {exc}") from exc
     if hs.get("ratings") and not Path(hs["ratings"]).is_file():
         _fail(source, "human_study.ratings", f"{hs['ratings']}: file not found")
-
-
-# -------------------------------------------------------------------------------------------
-# a config file laid over params.yaml
-
-#: The defaults a config file is laid over: the checkout's ``params.yaml`` (in the working
-#: directory, where Snakemake and DVC run). A config file names only what differs from it.
-BASE_CONFIG = "params.yaml"
-#: Top-level mappings that a config file's value replaces whole instead of merging into: their
-#: keys are names the run picks (``encoders``, ``backbones``, ``corpora``), or, for
-#: ``dataset``, keys that mean something only for one source.
-REPLACED_WHOLE = ("dataset", "encoders", "backbones", "corpora")
-#: Keys of the base that belong to its own run and never pass to a config laid over it: the
-#: run's name and reports folder (``reports_dir`` defaults to ``reports/<run_name>``) and its
-#: studies, which study its dataset and encoders (a config has them only if it names them).
-NOT_INHERITED = ("run_name", "reports_dir", "case_study", "human_study")
-
-
-def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """``top`` laid over ``base`` (neither changed): a key of ``top`` replaces ``base``'s value,
-    except that where both values are mappings they are merged key by key, recursively, by the
-    same rule; a top-level mapping of :data:`REPLACED_WHOLE` replaces ``base``'s whole. Lists,
-    scalars and ``null`` replace."""
-    import copy
-
-    out = copy.deepcopy(base)
-    for key, value in top.items():
-        if key not in REPLACED_WHOLE and isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    import copy
-
-    out = copy.deepcopy(base)
-    for key, value in top.items():
-        both = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = _merge(out[key], value) if both else copy.deepcopy(value)
-    return out
-
-
-#: YTE, the template engine Snakemake runs on a YAML config file whose top level says
-#: ``__use_yte__: true``: its ``__definitions__`` block and every ``?``-prefixed key or value are
-#: Python, run while the file is loaded. A config runs no code of its own (docs/SECURITY.md), so
-#: a config file with any of them is refused, before Snakemake reads it wherever the project's
-#: doors can (:func:`read_config_file`; the Makefile's targets: scripts/plain_config.py).
-YTE_KEYS = ("__use_yte__", "__definitions__")
-
-
-def templating(cfg: Any) -> str | None:
-    """Where a parsed config file uses YTE templating (the first place found), or None."""
-    if isinstance(cfg, dict):
-        for key in YTE_KEYS:
-            if key in cfg:
-                return f"its top-level key {key!r}"
-
-    def walk(node: Any, where: str) -> str | None:
-        if isinstance(node, str):
-            return f"{where or '(top level)'}: {node[:60]!r} (a '?' expression)" if node.startswith("?") else None
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            sub = f"{where}.{key}" if where else str(key)
-            if isinstance(key, str) and key.startswith("?"):
-                return f"key {sub!r} (a '?' expression)"
-            if found := walk(value, sub):
-                return found
-        return None
-
-    return walk(cfg, "")
-
-
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """A config file's mapping (ConfigError naming the file when it is missing, not UTF-8, not
-    YAML, not a mapping, or a YTE template: :func:`templating`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(f"{path}: config file cannot be read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError:
-        from .data.prepared import read_text_utf8
-        from .errors import InputError
-
-        try:  # its message names the first bad byte, its line and column
-            read_text_utf8(path, "config file")
-        except InputError as exc:
-            raise ConfigError(str(exc)) from exc
-        raise
-    try:
-        cfg = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from exc
-    if where := templating(cfg):
-        raise ConfigError(
-            f"{path}: uses YTE templating ({where}), which runs Python when Snakemake loads the file; "
-            "a backretrieval config is plain YAML and runs no code: write the values out (docs/SECURITY.md)"
-        )
-    if cfg is None:
-        return {}
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{path}: expected a mapping of config keys, got a YAML {type(cfg).__name__}")
-    return cfg
-
-
-def layered_config(files: list[str | Path], base: str | Path | None = BASE_CONFIG) -> tuple[dict[str, Any], str]:
-    """The config of ``files`` laid over ``base`` (each file over the ones before it, by
-    :func:`overlay`), and the name of its source for error messages. Not validated.
-
-    The base contributes every key but :data:`NOT_INHERITED`; ``reports_dir``, when no file
-    names it, is ``reports/<run_name>``. Without ``files`` the config is ``base`` itself; where
-    ``base`` is None, missing, or one of ``files``, the files alone are the config (the first
-    one complete, as before config files were laid over params.yaml)."""
-    paths = [Path(f) for f in files]
-    if not paths:
-        if base is None:
-            raise ConfigError("no config file given")
-        if not Path(base).is_file():
-            raise ConfigError(f"{base}: config file not found (the workflow's config; or pass --configfile FILE)")
-        return read_config_file(base), str(base)
-    layers = [read_config_file(p) for p in paths]
-    names = " + ".join(str(p) for p in paths)
-    under = base is not None and Path(base).is_file() and not any(_same_file(p, Path(base)) for p in paths)
-    cfg: dict[str, Any] = {}
-    if under:
-        assert base is not None
-        cfg = {k: v for k, v in read_config_file(base).items() if k not in NOT_INHERITED}
-    for layer in layers:
-        cfg = overlay(cfg, layer)
-    if not under:
-        return cfg, names
-    if "reports_dir" not in cfg and isinstance(cfg.get("run_name"), str):
-        cfg["reports_dir"] = f"{REPORTS_ROOT}/{cfg['run_name']}"
-    return cfg, f"{names} (over {base})"
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:
-        return False
-
-
-def load_config(
-    path: str | Path = "params.yaml", overrides: list[str] | None = None, base: str | Path | None = None
-) -> dict[str, Any]:
-    """Read a YAML config (laid over ``base``, e.g. :data:`BASE_CONFIG`, as the workflow lays a
-    ``--configfile`` over params.yaml: :func:`layered_config`), apply ``key.sub=value``
-    overrides (YAML-parsed), validate."""
-    cfg, source = layered_config([path], base)
-    given: dict[str, str] = {}
-    for ov in overrides or []:
-        if "=" not in ov:
-            raise ConfigError(f"--set {_short(ov)}: expected key.path=value")
-        key, value = ov.split("=", 1)
-        node = cfg
-        parts = key.split(".")
-        for i, p in enumerate(parts[:-1]):
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):  # --set run_name.x=1, --set seeds.0=5
-                what = (
-                    "a list (give it whole: --set key=[...])" if isinstance(node, list) else f"a {type(node).__name__}"
-                )
-                raise ConfigError(
-                    f"--set {_short(ov)}: {'.'.join(parts[: i + 1])!r} is {what}, not a mapping with keys; "
-                    "a --set key names a mapping's key"
-                )
-        try:
-            node[parts[-1]] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ConfigError(
-                f"--set {_short(ov)}: the value is not YAML ({' '.join(str(exc).split())}); quote it: --set 'key=\"...\"'"
-            ) from exc
-        given[key] = f"--set {ov}"
-    return validate_config(cfg, source, given)
 
 
 def all_directions(languages: list[str]) -> list[str]:
