@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import snake
+from backretrieval._util.code_version import VERSIONS_FILE
 from snake import BIN, ROOT, run_snakemake
 
 TINY = "tests/data/tiny.yaml"
@@ -132,71 +133,46 @@ def test_every_named_config_is_a_stage_or_listed_with_a_reason():
 
 
 @needs_dvc
-def test_one_stage_per_snakemake_job_with_its_command_inputs_outputs_and_keys():
+def test_a_few_stages_per_run_each_running_snakemake_until_its_rules():
+    """A stage per kind of output (data, embeddings, metrics, report, case study), each
+    `snakemake --until` its rules (Snakemake decides which jobs run); no stage lists a source
+    file: the code is the steps' versions (workflow/code_versions.yaml); outs are folders where
+    every file in them is the stage's; the committed reports and the training curves' data are
+    git files; the DVC files of every configuration are short."""
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    # the default run's stages (the real-data runs': test_real_data_runs_are_stages_on_versioned_raw_data)
-    stages = {name: stage for name, stage in doc["stages"].items() if name.startswith("default-")}
-    # one stage per concrete job of the default DAG (5 encoders, 10 directions, 4 case-study
-    # encoders, 2 heads), each the rule's own `backretrieval <step>` command line
-    assert {n for n in stages if n.startswith("default-embed_text-")} == {
-        f"default-embed_text-{e}" for e in ("e5-small", "use-m", "minilm-en", "char-ngram", "random")
-    }
-    assert len([n for n in stages if n.startswith("default-metrics-")]) == 10
-    # one case_train stage per head and training seed (case_study.training_seeds: 0..7)
-    assert {f"default-case_train-{h}-{s}" for h in ("triplet", "tripletxl") for s in range(8)} | {
-        "default-report"
-    } <= set(stages)
+    stages = doc["stages"]
+    assert list(stages) == [f"default-{s}" for s in ("data", "embeddings", "metrics", "report", "case_study")]
     for name, stage in stages.items():
-        # Snakemake runs the job with the config as the params file has it now (dvc exp run -S);
-        # desc: the job's `backretrieval <step>` command line, in the repository root
-        rule = name.split("-")[1]
-        assert stage["cmd"].startswith(
-            f"snakemake --cores all --quiet --forcerun {rule} --force-use-threads --allowed-rules {rule} -- "
-        ), name
-        assert re.sub(r"^(\w+=\S+ )*", "", stage["desc"]).startswith("backretrieval "), name  # env settings first
-        assert " > logs/" not in stage["desc"] and "/work" not in stage["desc"], name
-        # the code the job runs, file by file: the workflow's shared files, the rule's, the modules
-        # (tests/test_dvc_deps.py)
-        assert stage["deps"][:2] == ["Snakefile", "workflow/rules/common.smk"], name
-        assert "src/backretrieval/cli/__init__.py" in stage["deps"] and "src/backretrieval" not in stage["deps"], name
-    sample = stages["default-sample"]
-    assert sample["params"] == [{"params.yaml": ["sample_size", "seeds", "directions"]}]
-    assert "data/prepared/synthetic" in sample["deps"]
-    assert "artifacts/default/samples/en-de.json" in sample["outs"]
-    embed = stages["default-embed_text-e5-small"]
-    assert "--cache-dir .cache/embeddings" in embed["desc"]
+        assert stage["cmd"].startswith("snakemake --cores all --quiet --until "), name
+        assert not any(d.startswith(("src/", "workflow/", "Snakefile")) for d in stage.get("deps", [])), name
+        (versions,) = [p for p in stage["params"] if VERSIONS_FILE in p]
+        assert set(versions[VERSIONS_FILE]) <= set(yaml.safe_load((ROOT / VERSIONS_FILE).read_text())), name
+    assert stages["default-metrics"]["cmd"].endswith("--until sample metrics")
+    assert stages["default-metrics"]["params"][0] == {
+        "params.yaml": ["sample_size", "seeds", "directions", "recall_k", "corr_max_pairs", "dataset.name"]
+    }
+    embed = stages["default-embeddings"]
+    assert embed["outs"] == ["artifacts/default/image", "artifacts/default/text"]
     assert "sample_size" not in embed["params"][0]["params.yaml"]
-    assert "encoders.e5-small" in embed["params"][0]["params.yaml"]
-    assert not any("checks/" in d for d in embed["deps"])  # ancient(): a re-check reruns no model
-    # per-key params: no stage lists the whole file
-    assert all(isinstance(next(iter(p.values())), list) for s in stages.values() for p in s.get("params", []))
-    metrics = [next(iter(m)) for s in stages.values() for m in s.get("metrics", [])]
-    assert sorted(metrics) == [
+    assert set(stages["default-report"]["deps"]) >= {"artifacts/default/metrics", "artifacts/default/samples"}
+    report_outs = [o for o in stages["default-report"]["outs"] if isinstance(o, dict)]
+    assert {"reports/default/table1.md": {"cache": False}} in report_outs
+    assert not any("logs/" in str(o) for s in stages.values() for o in s.get("outs", []))
+    assert sorted(doc["metrics"]) == [
         "reports/default/case_study/human_study.json",
         "reports/default/case_study/metrics.json",
         "reports/default/metrics.json",
     ]
-    plots = {next(iter(p)) for s in stages.values() for p in s.get("plots", [])}
-    assert {"reports/default/plots/fig2_xlr_vs_bkr.csv", "reports/default/case_study/figures/fig3_boxplot.png"} <= plots
-    report_outs = [o for o in stages["default-report"]["outs"] if isinstance(o, dict)]
-    assert {"reports/default/table1.md": {"cache": False}} in report_outs
-    assert not any("logs/" in str(o) for s in stages.values() for o in s.get("outs", []))
-    # the heads' training curves: plot data (per-epoch losses) in the case_train stages' outs, git
-    # files (not cached), so that the plots render in a clone without the DVC cache
-    curves = {next(iter(p)): next(iter(p.values())) for p in doc["plots"] if next(iter(p)).startswith("default ")}
-    assert {c["x"] for c in curves.values()} == {"epoch"}
-    histories = {f for c in curves.values() for f in c["y"]}
+    # the heads' training curves: git files (not cached), so the plots render without the cache
+    (curves,) = [p["default training loss"] for p in doc["plots"] if "default training loss" in p]
+    histories = set(curves["y"])
     assert histories == {
         f"artifacts/default/case/heads/seed{s}/{h}.history.csv" for h in ("triplet", "tripletxl") for s in range(8)
     }
-    assert all(
-        any(
-            {h: {"cache": False}} in stages[f"default-case_train-{x}-{s}"]["outs"]
-            for x in ("triplet", "tripletxl")
-            for s in range(8)
-        )
-        for h in histories
-    )
+    assert all({h: {"cache": False}} in stages["default-case_study"]["outs"] for h in histories)
+    lines = sum(len((ROOT / f).read_text().splitlines()) for f in ("dvc.yaml", "dvc.lock", "runs/dvc.yaml"))
+    lines += sum(len(p.read_text().splitlines()) for p in [ROOT / "runs/dvc.lock"] if p.is_file())
+    assert lines <= 5000, lines
 
 
 @needs_dvc
@@ -222,43 +198,6 @@ def test_committed_dvc_lock_records_this_trees_code_config_and_params():
     )
 
 
-def test_findings_stage_follows_its_run_and_versions_only_its_own_outputs(tmp_path):
-    """The stage scripts/dvc_stages.py generates for a run config listed under `findings:` (none
-    is by default: see scripts/dvc_runs.yaml)."""
-    out = tmp_path / "dvc.yaml"
-    res = subprocess.run(
-        [sys.executable, "scripts/dvc_stages.py", "--findings", "--output", str(out), "params.yaml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=_env(ROOT),
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    stages = yaml.safe_load(out.read_text())["stages"]
-    stage = stages["default-findings"]
-    assert stage["cmd"] == "snakemake --cores all findings"
-    assert stage["params"] == [{"params.yaml": None}]
-    assert {"Snakefile", "workflow", "src/backretrieval", "artifacts/default", "data/prepared/synthetic"} <= set(
-        stage["deps"]
-    )
-    outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
-    assert "artifacts/default.findings" in outs and "reports/default/findings/inference.json" in outs
-    assert {
-        f"reports/default/findings/{a}.json"
-        for a in ("inference", "image_quality", "sample_size", "hubness", "calibration", "bli", "agreement")
-    } <= set(outs)
-    # generated across configurations (git files), and the run's own outs belong to its stage
-    assert not any(o.startswith(("docs/", "reports/findings_summary", "artifacts/default/")) for o in outs)
-    default = {
-        o if isinstance(o, str) else next(iter(o))
-        for name, stage in stages.items()
-        if name != "default-findings"
-        for o in stage.get("outs", [])
-    }
-    assert len(default) > 50 and not default & set(outs)
-
-
 REAL_RUNS = ("config/multi30k.yaml", "config/multi30k_task2.yaml", "config/multi30k_flickr8k.yaml")
 SHARED = ROOT.parent / "shared" / "datasets"
 
@@ -277,7 +216,6 @@ def test_real_data_runs_are_stages_on_versioned_raw_data():
     # so `make run` commits and pushes the default run's stages as one target, the file
     assert _ok([sys.executable, "scripts/dvc_stages.py", "--targets", "params.yaml"], ROOT).split() == ["dvc.yaml"]
     stages = yaml.safe_load((ROOT / "runs/dvc.yaml").read_text())["stages"]
-    lock = yaml.safe_load((ROOT / "runs/dvc.lock").read_text())["stages"]
     assert all(s["wdir"] == ".." for s in stages.values())  # run in the repository root
     for cfg in REAL_RUNS:
         qualified = _ok([sys.executable, "scripts/dvc_stages.py", "--targets", cfg], ROOT).split()
@@ -285,13 +223,10 @@ def test_real_data_runs_are_stages_on_versioned_raw_data():
         run = yaml.safe_load((ROOT / cfg).read_text())["run_name"]
         assert all(n.startswith("runs/dvc.yaml:") for n in qualified), cfg
         assert names and all(n.startswith(f"{run}-") for n in names), cfg
-        prepare = stages[f"{run}-prepare_dataset"]
-        raw_deps = [d for d in prepare["deps"] if d.startswith("data/raw/")]
-        assert raw_deps, prepare["deps"]
-        assert not any(d.startswith("..") for s in names for d in stages[s]["deps"]), cfg  # nothing outside
-        # every stage's lock entry is committed (from the run that made the committed reports)
-        assert not [n for n in names if n not in lock], f"{cfg}: stages without a dvc.lock entry"
-        assert any(o["path"] == f"reports/{run}/metrics.json" for s in names for o in lock[s].get("outs", [])), cfg
+        assert f" --configfile {cfg} " in stages[f"{run}-data"]["cmd"]
+        raw_deps = [d for d in stages[f"{run}-data"]["deps"] if d.startswith("data/raw/")]
+        assert raw_deps, stages[f"{run}-data"]["deps"]
+        assert not any(d.startswith("..") for s in names for d in stages[s].get("deps", [])), cfg  # nothing outside
 
 
 @needs_dvc
@@ -300,8 +235,8 @@ def test_status_names_the_raw_input_and_outputs_a_clone_lacks(tmp_path):
     the missing raw input of its prepare stage and data.dvc's missing folder."""
     repo = _fresh_copy(tmp_path / "repo")
     assert not (repo / "data" / "raw").exists()
-    status = json.loads(_dvc(repo, "status", "--json", "data.dvc", "runs/dvc.yaml:multi30k-prepare_dataset"))
-    (deps,) = [e["changed deps"] for e in status["runs/dvc.yaml:multi30k-prepare_dataset"] if "changed deps" in e]
+    status = json.loads(_dvc(repo, "status", "--json", "data.dvc", "runs/dvc.yaml:multi30k-data"))
+    (deps,) = [e["changed deps"] for e in status["runs/dvc.yaml:multi30k-data"] if "changed deps" in e]
     assert deps["data/raw/multi30k"] == "deleted"
     assert deps["data/raw/multi30k-resnet50/test_2016_flickr-resnet50-avgpool.npy"] == "deleted"
     (outs,) = [e["changed outs"] for e in status["data.dvc"] if "changed outs" in e]
@@ -440,12 +375,11 @@ def test_every_named_config_runs_under_both_runners(tmp_path):
     owner = {name: max((r for r in runs if name.startswith(f"{r}-")), key=len, default=None) for name in stages}
     assert set(owner.values()) >= set(runs)
     for run, cfg in runs.items():
-        want = (
-            "snakemake --cores all" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --quiet --forcerun "
-        )
+        want = "snakemake --cores all --quiet" + ("" if cfg == "params.yaml" else f" --configfile {cfg}") + " --until "
         own = [s for name, s in stages.items() if owner[name] == run]
         assert own and all(s["cmd"].startswith(want) for s in own), run
-        assert all(next(iter(p)) == cfg for s in own for p in s.get("params", [])), run
+        files = {next(iter(p)) for s in own for p in s.get("params", [])}
+        assert cfg in files and files <= {cfg, "params.yaml", VERSIONS_FILE}, run
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "all stages")
     dag = _dvc(repo, "dag", "--md")
@@ -460,6 +394,9 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     _ok([sys.executable, "scripts/dvc_stages.py", TINY], c1)
     assert all(n.startswith("tiny-") for n in yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"])
     _only_the_generated_dvc_yaml(c1)
+    assert list(yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"]) == [
+        f"tiny-{s}" for s in ("data", "embeddings", "metrics", "report", "case_study")
+    ]
     _git(c1, "add", "-A")
     _git(c1, "commit", "-qm", "a DVC stage for tests/data/tiny.yaml")
     _git(tmp_path, "clone", "-q", str(c1), "c3")
@@ -476,6 +413,9 @@ def test_dvc_repro_push_pull_and_snakemake_give_the_same_bytes(tmp_path, s3_remo
     out, _ = repro.communicate(timeout=1800)
     assert repro.returncode == 0, f"dvc repro:\n{out[-5000:]}"
     assert _status(c1) == {}
+    # and Snakemake agrees: nothing to do after `dvc repro`
+    dry = run_snakemake(None, "--dry-run", configfile=TINY, snakefile=None, environ=_env(c1), cwd=c1)
+    assert "Nothing to be done" in dry.stdout, dry.stdout[-3000:]
     expected = _tree(c1)
     assert len(expected) > 60 and any(k.startswith("reports/tiny/case_study/") for k in expected)
     assert _tree(reference) == expected
@@ -581,7 +521,7 @@ def _push_to_s3_and_pull_into_a_fresh_clone(c1: Path, tmp_path: Path, endpoint: 
     assert _status(c4) == {}
     plots = json.loads(_dvc(c4, "plots", "show", "--json"))
     assert not plots.get("errors"), plots.get("errors")
-    assert {"tiny triplet seed 0 training loss", "tiny tripletxl seed 1 training loss"} <= set(plots["data"])
+    assert "tiny training loss" in plots["data"]
 
 
 def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commits(c1: Path) -> None:
@@ -592,9 +532,8 @@ def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commit
     params_file = next(iter(next(iter(yaml.safe_load((c1 / "dvc.yaml").read_text())["stages"].values()))["params"][0]))
     out = _dvc(c1, "exp", "run", "-S", f"{params_file}:sample_size=24")
     ran = sorted(set(re.findall(r"Running stage '([^']+)'", out)))
-    rules = {name.removeprefix("tiny-").split("-")[0] for name in ran}
-    assert {"sample", "report"} <= rules, out[-3000:]
-    assert rules <= {"check_dataset", "sample", "metrics", "metrics_part", "metrics_gather", "report"}, ran
+    # the stages that track sample_size (the dataset check reads it too) and the report after them
+    assert set(ran) == {"tiny-data", "tiny-metrics", "tiny-report"}, out[-3000:]
     assert _status(c1) == {}
     _git(c1, "add", "-A")
     _git(c1, "commit", "-qm", "sample_size 24")
@@ -607,7 +546,7 @@ def _experiment_reruns_only_what_depends_on_sample_size_and_diffs_between_commit
 
     plots = json.loads(_dvc(c1, "plots", "diff", "HEAD~1", "HEAD", "--json"))
     assert not plots.get("errors"), plots.get("errors")
-    for name in ("tiny triplet seed 0 training loss", "reports/tiny/plots/fig2_xlr_vs_bkr.csv"):
+    for name in ("tiny training loss", "reports/tiny/plots/fig2_xlr_vs_bkr.csv"):
         (entry,) = plots["data"][name]
         values = entry["content"]["data"]["values"]
         assert entry["revisions"] == ["HEAD~1", "HEAD"] and {v["rev"] for v in values} == {"HEAD~1", "HEAD"}, name
