@@ -72,11 +72,11 @@ pull:
 	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE)) \
 	  && $(SNAKEMAKE) --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG))
 
-# what is out of date, in a few lines: Snakemake's plan (the jobs it would run, by rule) and DVC's
-# stages whose deps, params or outs changed (a fresh clone: the outputs it lacks: make pull or make run)
+# what is out of date for CONFIG, a line per tool and stage: the jobs Snakemake would run (by rule,
+# with its reasons) and each DVC stage whose deps, params or outs changed, with what to run
+# (a fresh clone: the outputs it lacks -> make pull or make run)
 status:
-	$(ACTIVATE) && $(SNAKEMAKE) -n --quiet rules $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
-	  && dvc status --quiet $$(python scripts/dvc_stages.py --targets $(CONFIG)) && echo "dvc: $(CONFIG)'s stages are up to date"
+	$(ACTIVATE) && $(PLAIN) && python scripts/status.py $(CONFIG)
 
 # The run's reports vs the committed ones (git HEAD), field by field within the tolerances of
 # `backretrieval verify --tolerances`: byte-identical on the machine that made them, within
