@@ -316,6 +316,7 @@ def p_value_ratio(run: Path, reference: Path) -> tuple[float, int]:
     """The largest ratio between two runs' p-values of one reported test, over the tests whose
     larger p-value is at least alpha/10 (where a decision can be near), the case study left out
     (its heads were trained once there). Returns (ratio, number of tests compared)."""
+    from backretrieval.reporting import tolerances as T
     from backretrieval.reporting import verify as V
 
     a, b = V.read_folder(run), V.read_folder(reference)
@@ -327,9 +328,9 @@ def p_value_ratio(run: Path, reference: Path) -> tuple[float, int]:
         if not fa or not fb:
             continue
         for key in set(fa) & set(fb):
-            tol = V.tolerance_for(f"{name} {key}")
+            tol = T.tolerance_for(f"{name} {key}")
             x, y = V._number(fa[key]), V._number(fb[key])
-            if tol is None or tol.kind != "decision" or x is None or y is None or max(x, y) < V.ALPHA / 10:
+            if tol is None or tol.kind != "decision" or x is None or y is None or max(x, y) < T.ALPHA / 10:
                 continue
             count += 1
             if min(x, y) > 0:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from backretrieval.cli import main
+from backretrieval.reporting import tolerances as T
 from backretrieval.reporting import verify as V
 from snake import ROOT, run_snakemake
 
@@ -57,9 +58,9 @@ def test_identical_reports_pass(tmp_path):
 def _bound(path: str, n: int = 1000, seeds: int = 25) -> float:
     """The derived tolerance verify gives metrics.json field ``path`` (N and seeds as in METRICS)."""
     desc = f"metrics.json {path}".lower()
-    tol = V.tolerance_for(desc)
+    tol = T.tolerance_for(desc)
     assert tol is not None and tol.bound is not None, path
-    return tol.bound(V.Context(V._named(desc, V.measured()["propagated"]["per_encoder"]), n, desc, seeds))
+    return tol.bound(T.Context(V._named(desc, T.measured()["propagated"]["per_encoder"]), n, desc, seeds))
 
 
 @pytest.mark.parametrize(
@@ -95,7 +96,7 @@ def test_the_derived_tolerances_follow_the_measurement():
     assert _bound("encoders/minilm-en/bkr_recall", n=20) >= 1 / 20
     assert _bound("encoders/e5-small/corr") == _bound("encoders/e5-small/corr", n=2000)
     assert _bound("encoders/char-ngram/corr", n=20) == 24 / 20**4  # one swap of two pair ranks
-    per = V.measured()["propagated"]["per_encoder"]
+    per = T.measured()["propagated"]["per_encoder"]
     largest = max(_bound(f"encoders/{e}/bkr_recall") for e in per)
     assert _bound("encoders/my-own-encoder/bkr_recall") == largest
 
@@ -115,8 +116,8 @@ SIG = "direction,stat,test,p,statistic\nen-de,pearson,paired t-test,{p},{stat}\n
 
 
 def test_p_values_are_compared_as_decisions_with_a_borderline_band(tmp_path):
-    lo, hi = V.p_band()
-    assert lo < V.ALPHA < hi
+    lo, hi = T.p_band()
+    assert lo < T.ALPHA < hi
     ref = tmp_path / "ref"
     ref.mkdir()
     (ref / "significance.csv").write_text(SIG.format(p=0.01, stat=3.0))
@@ -129,8 +130,8 @@ def test_p_values_are_compared_as_decisions_with_a_borderline_band(tmp_path):
 
     same = run(0.001, 4.5)  # the same decision; the statistic follows it
     assert same.ok and not same.borderline and len(same.within) == 2
-    (ref / "significance.csv").write_text(SIG.format(p=V.ALPHA * 0.99, stat=3.0))
-    border = run(min(hi, V.ALPHA * 1.01), 2.9)  # flips, both p-values in the band
+    (ref / "significance.csv").write_text(SIG.format(p=T.ALPHA * 0.99, stat=3.0))
+    border = run(min(hi, T.ALPHA * 1.01), 2.9)  # flips, both p-values in the band
     assert border.ok and len(border.borderline) == 1 and "band" in border.borderline[0]
     (ref / "significance.csv").write_text(SIG.format(p=lo / 2, stat=3.0))
     flip = run(0.5, 0.1)  # flips from far outside the band
@@ -165,7 +166,7 @@ def test_trained_outcomes_are_compared_as_two_samples_of_training_seeds(tmp_path
     from scipy import stats
 
     ref = _case(tmp_path / "ref", TRIPLET, [7, 8, 9, 8, 7])
-    level = V.TRAINED_ALPHA / 2  # triplet and the human study's very_relevant_a
+    level = T.TRAINED_ALPHA / 2  # triplet and the human study's very_relevant_a
     # a shift whose Welch p lies just above / below the level (same spread on both sides)
     sd = stats.tstd(TRIPLET)
 
@@ -247,9 +248,9 @@ def test_cli_exit_codes_and_the_git_reference(tmp_path, capsys):
 
 
 def test_every_tolerance_states_its_reason_and_source():
-    table = V.tolerance_table()
-    assert all(t.why and t.source and t.name in table and t.source in table for t in V.TOLERANCES)
-    for enc in V.measured()["measured"]:
+    table = T.tolerance_table()
+    assert all(t.why and t.source and t.name in table and t.source in table for t in T.TOLERANCES)
+    for enc in T.measured()["measured"]:
         assert f"| {enc} |" in table
 
 
@@ -258,9 +259,9 @@ def test_every_default_encoder_and_backbone_was_measured():
     from backretrieval.config import load_config
 
     cfg = load_config(str(ROOT / "params.yaml"))
-    per = V.measured()["propagated"]["per_encoder"]
+    per = T.measured()["propagated"]["per_encoder"]
     assert set(cfg["encoders"]) <= set(per)
-    assert cfg["image_backbone"] in V.measured()["measured"]
+    assert cfg["image_backbone"] in T.measured()["measured"]
 
 
 # ---------------------------------------------------------------------------------- slow

@@ -187,10 +187,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """The run's reports vs the committed ones (git revision) or a reference folder."""
+    from ..reporting import tolerances as T
     from ..reporting import verify as V
 
     if args.tolerances:
-        print(V.tolerance_table())
+        print(T.tolerance_table())
         return 0
     from ..reporting.environment import environment_cause, environment_diff
 
