@@ -27,13 +27,8 @@ from backretrieval.study.human_study import (
     make_sheets,
     top_k_suggestions,
 )
-from backretrieval.study.human_tally import (
-    paired_query_tests,
-    relevance_to_rating,
-    simulate_ratings,
-    tally,
-    tally_markdown,
-)
+from backretrieval.study.human_tally import paired_query_tests, tally, tally_markdown
+from backretrieval.study.simulated_rater import relevance_to_rating, simulate_ratings
 
 HOSTILE = '<script>alert(1)</script> & "quoted" <img src=x onerror=alert(2)>'
 NAMES = ("SecretModelAlpha", "SecretModelBeta")

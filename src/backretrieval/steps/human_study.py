@@ -153,7 +153,7 @@ def sheets_step(
 def simulate_step(dataset: Path, template: Path, key: Path, seed: int, out: Path) -> Path:
     """SIMULATED ratings of the rating template from the synthetic ground truth (scene similarity)."""
     from ..data.synthetic import load_scenes, scene_similarity
-    from ..study.human_tally import simulate_ratings
+    from ..study.simulated_rater import simulate_ratings
 
     meta = read_meta(dataset)
     if not meta.synthetic:

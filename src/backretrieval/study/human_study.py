@@ -51,7 +51,7 @@ produces the rating material (steps 1-2); :mod:`backretrieval.study.human_tally`
      approximation with tie correction) and an exact sign test. Queries are the independent
      units here, which the pooled tests do not respect (suggestions of one query are related,
      shared suggestions appear in both samples).
-4. :func:`simulate_ratings` - a SIMULATED rater for the synthetic dataset (no humans): it reads
+4. :func:`~.simulated_rater.simulate_ratings` - a SIMULATED rater for the synthetic dataset (no humans): it reads
    the key to learn each suggestion's candidate id (acceptable only because it is a simulation)
    and maps a ground-truth relevance score in [0, 1] to a rating with fixed thresholds. Its
    output has a ``rater`` column set to ``simulated``; :func:`tally` and

@@ -1,196 +1,23 @@
-"""Human study, second half: read the sealed key and a ratings file (human or SIMULATED), check
-that they belong together, unblind and tally (pooled and paired per query), and the SIMULATED
-rater of the synthetic dataset. The rating material itself is made by
+"""Human study, second half: with the sealed key and a ratings file (human or SIMULATED) read by
+:mod:`.human_ratings`, check that they belong together, unblind and tally (pooled and paired per
+query) and write the tally's Markdown; the SIMULATED rater of the synthetic dataset is
+:mod:`.simulated_rater`. The rating material itself is made by
 :mod:`backretrieval.study.human_study`, whose docstring describes the whole study."""
 
 from __future__ import annotations
 
-import hashlib
-import io as _io
-import json
 import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from .._util.io import write_csv
 from ..errors import InputError
-from .human_study import DEFAULT_THRESHOLDS, KEY_FORMAT, KEY_NAME, RATER_RE, RATING_LABELS, SIMULATED_RATER
-
-# --------------------------------------------------------------------------- key + ratings IO
-
-
-def read_key(key_path: str | Path) -> tuple[dict[str, Any], str]:
-    """The sealed key (validated) and the sha256 of its bytes."""
-    p = Path(key_path)
-    if not p.is_file():
-        raise InputError(f"{p}: key file not found")
-    raw = p.read_bytes()
-    try:
-        key = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{p}: not valid JSON ({exc})") from exc
-    if not isinstance(key, dict) or key.get("format") != KEY_FORMAT:
-        raise InputError(f"{p}: not a human-study key (field 'format' must be {KEY_FORMAT!r})")
-    for field in ("model_names", "suggestions"):
-        if field not in key:
-            raise InputError(f"{p}: field {field!r} is required")
-    for sid, ent in key["suggestions"].items():
-        for field in ("query_id", "candidate_id", "models"):
-            if field not in ent:
-                raise InputError(f"{p}: suggestion {sid!r} lacks field {field!r}")
-    return key, hashlib.sha256(raw).hexdigest()
-
-
-#: Separators a spreadsheet may save a "CSV" with (comma; semicolon where the decimal mark is a
-#: comma; tab for "Unicode text"). The ratings file's own is detected from its header line.
-RATING_SEPARATORS = ",;\t"
-
-
-def _decode_ratings(path: Path, raw: bytes) -> str:
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a byte-order mark ("Unicode text")
-        try:
-            return raw.decode("utf-16")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: ratings file is damaged UTF-16 ({exc}); save it as 'CSV UTF-8'") from exc
-    if b"\x00" in raw[:4096]:
-        raise InputError(
-            f"{path}: ratings file looks like UTF-16 without a byte-order mark (NUL bytes); "
-            "save it as 'CSV UTF-8 (comma delimited)'"
-        )
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path}: ratings file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "save it as 'CSV UTF-8 (comma delimited)'"
-        ) from exc
-
-
-def _read_ratings_csv(path: Path) -> pd.DataFrame:
-    """The ratings table: UTF-8 (or UTF-16 with a byte-order mark), separated by commas,
-    semicolons or tabs (detected from the header line by :class:`csv.Sniffer`)."""
-    import csv
-
-    if not path.is_file():
-        raise InputError(f"{path}: ratings file not found")
-    text = _decode_ratings(path, path.read_bytes())
-    header = text.split("\n", 1)[0]
-    try:
-        sep = csv.Sniffer().sniff(header, delimiters=RATING_SEPARATORS).delimiter
-    except csv.Error:
-        sep = ","
-    try:
-        df = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: cannot be read as CSV ({exc})") from exc
-    for col in ("suggestion_id", "rating"):
-        if col not in df.columns:
-            seen = ", ".join(map(str, df.columns[:6]))
-            raise InputError(
-                f"{path}: missing column {col!r}; expected at least suggestion_id, rating separated by "
-                f"commas (header read as: {seen})"
-            )
-    df["suggestion_id"] = df["suggestion_id"].str.strip()
-    df["rating"] = df["rating"].str.strip()
-    return df
-
-
-_INT_RE = re.compile(r"^[+-]?\d+(\.0*)?$")
-
-
-@dataclass(frozen=True)
-class _Ratings:
-    by_rater: dict[str, dict[str, int]]  # rater -> suggestion id -> rating
-    key_verified: bool  # every row carried the key's sha256
-
-
-def _parse_ratings(
-    df: pd.DataFrame, path: Path, key: dict[str, Any], key_sha: str, key_path: Path, allow_unverified_key: bool
-) -> _Ratings:
-    """Validate every row; raise one InputError listing the problems, else the ratings."""
-    if "rater" not in df.columns:
-        raise InputError(
-            f"{path}: missing column 'rater' (the rater id of each row); expected columns "
-            "suggestion_id, rating, rater, key_sha256"
-        )
-    problems: list[str] = []
-    keyed = key["suggestions"]
-    first_row: dict[tuple[str, str], int] = {}
-    by_rater: dict[str, dict[str, int]] = {}
-    raters = df["rater"].str.strip()
-    # row i is the file's line i (the header is row 1), as validate-dataset numbers rows
-    for i, (sid, raw, rater) in enumerate(zip(df["suggestion_id"], df["rating"], raters), start=2):
-        where = f"row {i} (suggestion_id {sid!r}, rater {rater!r})"
-        if not RATER_RE.match(rater):
-            problems.append(f"{where}: rater id must be 1-64 letters, digits, '_', '.' or '-'")
-            continue
-        by_rater.setdefault(rater, {})
-        if (rater, sid) in first_row:
-            problems.append(f"{where}: duplicate suggestion_id for this rater (first at row {first_row[(rater, sid)]})")
-            continue
-        first_row[(rater, sid)] = i
-        if sid not in keyed:
-            problems.append(f"{where}: suggestion_id is not in the key")
-            continue
-        if raw == "":
-            problems.append(f"{where}: no rating")
-            continue
-        if not _INT_RE.match(raw):
-            hint = " (a decimal comma: write whole numbers, e.g. 3)" if re.match(r"^\d+,\d*$", raw) else ""
-            problems.append(f"{where}: rating {raw!r} is not an integer 1-4{hint}")
-            continue
-        v = int(float(raw))
-        if not 1 <= v <= 4:
-            problems.append(f"{where}: rating {v} outside 1-4")
-            continue
-        by_rater[rater][sid] = v
-    for rater in by_rater:
-        missing = [sid for sid in keyed if (rater, sid) not in first_row]
-        if missing:
-            problems.append(
-                f"rater {rater!r}: {len(missing)} suggestion(s) of the key have no row (missing rows), "
-                f"e.g. {missing[:3]}"
-            )
-    if not by_rater and not problems:
-        problems.append("no rating rows")
-    if SIMULATED_RATER in by_rater and len(by_rater) > 1:
-        problems.append(
-            f"rater {SIMULATED_RATER!r} (the SIMULATED rater) mixed with human raters "
-            f"{sorted(set(by_rater) - {SIMULATED_RATER})[:5]}; tally them separately"
-        )
-    hashes = df["key_sha256"].str.strip() if "key_sha256" in df.columns else pd.Series([""] * len(df))
-    bad = sorted({h for h in hashes if h and h != key_sha})
-    if bad:
-        problems.append(
-            f"column key_sha256 = {bad[0][:16]}... does not match the key's sha256 "
-            f"{key_sha[:16]}... (ratings made for a different sheet)"
-        )
-    n_unchecked = int((hashes == "").sum())
-    if n_unchecked and not allow_unverified_key:
-        what = (
-            "has no column key_sha256"
-            if "key_sha256" not in df.columns
-            else f"has {n_unchecked} row(s) without key_sha256"
-        )
-        problems.append(
-            f"the ratings file {what}, so it cannot be checked against the key {key_path} "
-            f"(sha256 {key_sha[:16]}...); if you are sure they belong together, pass "
-            "--allow-unverified-key (backretrieval human-tally) or set human_study.allow_unverified_key: true"
-        )
-    if problems:
-        shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
-        raise InputError(f"{path}: {len(problems)} problem(s), nothing tallied: {shown}")
-    return _Ratings(by_rater=by_rater, key_verified=n_unchecked == 0)
-
-
-# --------------------------------------------------------------------------- tally
+from .human_ratings import parse_ratings, read_key, read_ratings_csv
+from .human_study import RATING_LABELS, SIMULATED_RATER
 
 
 @dataclass(frozen=True)
@@ -298,8 +125,8 @@ def tally(
     names = list(model_names) if model_names is not None else key_models
     if len(names) != 2 or sorted(names) != sorted(key_models):
         raise InputError(f"model_names {names} do not match the key's model_names {key_models} ({key_path})")
-    df = _read_ratings_csv(path)
-    parsed = _parse_ratings(df, path, key, key_sha, Path(key_path), allow_unverified_key)
+    df = read_ratings_csv(path)
+    parsed = parse_ratings(df, path, key, key_sha, Path(key_path), allow_unverified_key)
 
     a, b = names
     query_ids = [str(q) for q in key.get("queries") or sorted({e["query_id"] for e in key["suggestions"].values()})]
@@ -553,66 +380,3 @@ def tally_markdown(result: TallyResult, simulated: bool | None = None) -> str:
             )
         lines += ["", "</details>", ""]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- simulated rater
-
-
-def relevance_to_rating(score: float, thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> int:
-    """1 if score >= t1, 2 if >= t2, 3 if >= t3, else 4 (thresholds strictly decreasing)."""
-    for level, t in enumerate(thresholds, start=1):
-        if score >= t:
-            return level
-    return len(thresholds) + 1
-
-
-def simulate_ratings(
-    template_csv: str | Path,
-    relevance_fn: Callable[[str, str], float],
-    out_csv: str | Path,
-    seed: int,
-    key_path: str | Path | None = None,
-    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-    noise_sd: float = 0.0,
-) -> pd.DataFrame:
-    """SIMULATED rater: rating = thresholds applied to ``relevance_fn(query_id, candidate_id)``.
-
-    The simulated rater reads the sealed key (default: ``key.sealed.json`` next to the
-    template) to learn each suggestion's candidate id - acceptable only because it is a
-    simulation. ``noise_sd`` > 0 adds seeded Gaussian noise to the score before thresholding.
-    Writes ``suggestion_id, query_id, rating, rater, key_sha256`` with ``rater = simulated``.
-    """
-    template_csv = Path(template_csv)
-    if len(thresholds) != 3 or any(x <= y for x, y in zip(thresholds, thresholds[1:])):
-        raise InputError(f"thresholds must be 3 strictly decreasing values, got {tuple(thresholds)}")
-    if noise_sd < 0:
-        raise InputError(f"noise_sd must be >= 0, got {noise_sd}")
-    key, key_sha = read_key(key_path if key_path is not None else template_csv.parent / KEY_NAME)
-    df = _read_ratings_csv(template_csv)
-    if "query_id" not in df.columns:
-        raise InputError(f"{template_csv}: missing column 'query_id'")
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i, (sid, qid) in enumerate(zip(df["suggestion_id"], df["query_id"]), start=2):  # the file's line
-        ent = key["suggestions"].get(sid)
-        if ent is None:
-            raise InputError(f"{template_csv}: row {i}: suggestion_id {sid!r} is not in the key")
-        score = float(relevance_fn(str(qid), str(ent["candidate_id"])))
-        if not (math.isfinite(score) and 0.0 <= score <= 1.0):
-            raise InputError(
-                f"relevance_fn({qid!r}, {ent['candidate_id']!r}) returned {score}; expected a value in [0, 1]"
-            )
-        if noise_sd > 0:
-            score = float(np.clip(score + rng.normal(0.0, noise_sd), 0.0, 1.0))
-        rows.append(
-            {
-                "suggestion_id": sid,
-                "query_id": qid,
-                "rating": relevance_to_rating(score, thresholds),
-                "rater": SIMULATED_RATER,
-                "key_sha256": key_sha,
-            }
-        )
-    out = pd.DataFrame(rows, columns=["suggestion_id", "query_id", "rating", "rater", "key_sha256"])
-    write_csv(out_csv, out)
-    return out
