@@ -4,10 +4,9 @@
 Snakemake alone decides which jobs run (inputs, params, each step's code version). DVC versions
 what they made: per run of scripts/dvc_runs.yaml (`stages`) one stage per `stage_kinds` entry,
 `snakemake --until <its rules>`. Outs: its rules' outputs (`snakemake --summary`), a folder where
-every output in it is the stage's; the reports and the training curves' data are git files
-(`cache: false`). Deps: the outs of the stages it reads, the raw data. Params: the config keys its
-rules read, its steps' code versions (workflow/code_versions.yaml).
-
+every output in it is the stage's; reports and training curves' data: git files (`cache: false`).
+Deps: the outs of the stages it reads, the raw data. Params: the config keys its rules read, its
+steps' code versions (workflow/code_versions.yaml). A run's outs another run made are its deps.
   python scripts/dvc_stages.py [--check]        write (compare) the files of scripts/dvc_runs.yaml's runs
   python scripts/dvc_stages.py CONFIG ...       one dvc.yaml with these configs' stages instead
   python scripts/dvc_stages.py --targets CONFIG what `dvc commit`/`dvc push` take for CONFIG's stages
@@ -53,21 +52,18 @@ def summary(config: str) -> list[tuple[str, str]]:
 
 
 def _option_paths(opts: dict) -> list[str]:  # local input data a dataset's options name
-    found: list[str] = []
-    for key, value in (opts or {}).items():
-        if isinstance(value, dict):
-            found += _option_paths(value)
-        elif key in SOURCE_OPTIONS and isinstance(value, str) and value and "://" not in value:
-            found.append(os.path.normpath(value))
-    return found
+    found = [p for value in (opts or {}).values() if isinstance(value, dict) for p in _option_paths(value)]
+    named = [v for k, v in (opts or {}).items() if k in SOURCE_OPTIONS and isinstance(v, str) and v]
+    return [os.path.normpath(v) for v in named if "://" not in v] + found
+
+
+def _path(out: str | dict) -> str:
+    return out if isinstance(out, str) else next(iter(out))
 
 
 def _has(doc: dict, key: str) -> bool:
-    for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
-            return False
-        doc = doc[part]
-    return True
+    head, _, rest = key.partition(".")
+    return isinstance(doc, dict) and head in doc and (not rest or _has(doc[head], rest))
 
 
 def _tracked(config: str, cfg_file: dict, keys: list[str]) -> list[dict]:
@@ -82,8 +78,7 @@ def _tracked(config: str, cfg_file: dict, keys: list[str]) -> list[dict]:
 
 
 def _cover(files: set[str], others: set[str], stop: set[str]) -> list[str]:
-    """``files`` as few paths as possible: a folder where every output under it is in ``files``."""
-    out = set()
+    out = set()  # ``files`` as few paths as possible: a folder where every output in it is in ``files``
     for f in files:
         p = Path(f)
         while p.parent.as_posix() not in stop and not any(o.startswith(p.parent.as_posix() + "/") for o in others):
@@ -115,7 +110,7 @@ def stages(config: str, wdir: bool = False) -> dict[str, dict]:
             part = {f for f in mine if cached[f] == git}
             others = {f for f, _ in produced if f not in part}
             entries += [{p: {"cache": False}} if git else p for p in _cover(part, others, stop)]
-        outs_of[name] = [e if isinstance(e, str) else next(iter(e)) for e in entries]
+        outs_of[name] = [_path(e) for e in entries]
         deps = [p for s in kind["reads"] for p in outs_of.get(s, [])]
         sources = [cfg["dataset"], *(cfg.get("corpora") or {}).values()] if name == "data" else []
         deps += [p for sec in sources for p in _option_paths(sec.get("options"))]
@@ -136,10 +131,8 @@ def _curve_files(cfg: dict) -> list[Path]:  # the training curves' data: git fil
 def top_level(config: str, prefix: str) -> tuple[list, list]:
     cfg = load_config(ROOT / config)
     rep = layout.report_paths(cfg, layout.dataset_parallel(cfg))
-    metrics = [rep["metrics"]]
-    plots: list[dict] = []
-    if "fig2_csv" in rep:
-        plots.append({f"{prefix}{rep['fig2_csv']}": {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter"}})
+    metrics, fig2 = [rep["metrics"]], {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter"}
+    plots: list[dict] = [{f"{prefix}{rep['fig2_csv']}": fig2}] if "fig2_csv" in rep else []
     if cfg.get("case_study"):
         metrics += [layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]]
         histories = {f"{prefix}{p}": ["train_loss", "val_loss"] for p in _curve_files(cfg)}
@@ -154,10 +147,16 @@ def pipeline_file(config: str) -> str:  # the real-data runs' stages apart: they
 def generate(configs: list[str] | None = None) -> dict[str, str]:
     """{file: text} of the listed runs; of ``configs`` instead: one dvc.yaml (a test project's)."""
     files: dict[str, dict] = {}
+    owned: set[str] = set()
     for config in configs or yaml.safe_load(RUNS.read_text(encoding="utf-8"))["stages"]:
         path = "dvc.yaml" if configs else pipeline_file(config)
         doc = files.setdefault(path, {"stages": {}, "metrics": [], "plots": []})
-        doc["stages"].update(stages(config, wdir=path != "dvc.yaml"))
+        for name, stage in stages(config, wdir=path != "dvc.yaml").items():
+            shared = [o for o in stage["outs"] if _path(o) in owned]  # another run's: a dep here
+            stage["outs"] = [o for o in stage["outs"] if o not in shared]
+            stage["deps"] = list(dict.fromkeys([*stage.get("deps", []), *shared])) if shared else stage.get("deps")
+            owned.update(map(_path, stage["outs"]))
+            doc["stages"][name] = {k: v for k, v in stage.items() if v is not None}
         metrics, plots = top_level(config, "" if path == "dvc.yaml" else "../")
         doc["metrics"] += metrics
         doc["plots"] += plots
