@@ -68,11 +68,6 @@ def test_table2_statistics_match_direct_calls(tmp_path):
     # mean over pairs of per-pair means, x1000
     expect = df[df.model == "cg"].groupby("direction").bkr_recall.mean().mean() * 1000
     assert t.set_index("model").loc["cg", "bkr_x1000"] == pytest.approx(expect)
-    # best vs other: the difference of the table's means (over training seeds), its CI around it
-    row = sig[sig.comparison == "best vs other"].set_index("b").loc["random"]
-    by = t.set_index("model")["bkr_x1000"]
-    assert row["a"] == "tripletxl" and row["diff_x1000"] == pytest.approx(by["tripletxl"] - by["random"])
-    assert row["ci_low"] <= row["diff_x1000"] <= row["ci_high"] and row["decided"] == "tripletxl ahead"
     # the paper's comparisons, over training seeds, in the paper's order
     paper = sig[sig.comparison == "paper"]
     assert list(zip(paper.a, paper.b)) == [("tripletxl", "triplet"), ("triplet", "e5"), ("tripletxl", "e5")]
@@ -451,3 +446,84 @@ def test_the_papers_comparisons_are_differences_over_training_seeds_paired_where
     m, lo, hi = _slow_seed_comparison(per["triplet"], [base] * 4)
     assert (hb.diff_x1000, hb.ci_low, hb.ci_high) == pytest.approx((m, lo, hi))
     assert hb.decided == ("not decided" if lo <= 0 <= hi else "triplet ahead" if lo > 0 else "e5 ahead")
+
+
+# ------------------------------------------------------- Table 2: best vs other over items
+
+
+def _item_case():
+    """Three models on 2 pairs × 2 sample seeds; 8 images, each queried in every pair and seed
+    (16 queries per image). ``head`` (two training runs) beats ``base`` on images 0 and 1 in
+    every query, ties elsewhere: the pooled queries make 32 discordant pairs of one sign, the
+    items 2."""
+    queries = {(d, s): [f"img{i}" for i in range(8)] for d in ("en-de", "de-en") for s in (0, 1)}
+    hits = {}
+    for d, s in queries:
+        for r in ("head@0", "head@1"):
+            hits[f"{r}/{d}/{s}"] = np.array([1, 1, 1, 0, 1, 0, 1, 0], dtype=np.int8)
+        hits[f"base/{d}/{s}"] = np.array([0, 0, 1, 0, 1, 0, 1, 0], dtype=np.int8)
+    return hits, queries
+
+
+def _slow_item_test(hits, queries, runs_a, runs_b):
+    """Straight from the definition: per image the summed difference (a model's hit averaged
+    over its runs) over every query of it; p = share of all 2^k sign patterns of the k images
+    with a nonzero sum whose |total| reaches the observed one."""
+    import itertools
+
+    per_item, n = {}, 0
+    for (d, s), imgs in queries.items():
+        for j, img in enumerate(imgs):
+            a = sum(float(hits[f"{r}/{d}/{s}"][j]) for r in runs_a) / len(runs_a)
+            b = sum(float(hits[f"{r}/{d}/{s}"][j]) for r in runs_b) / len(runs_b)
+            per_item[img] = per_item.get(img, 0.0) + a - b
+            n += 1
+    moving = [v for v in per_item.values() if v != 0]
+    obs = abs(sum(moving))
+    hits_ = 0
+    for signs in itertools.product((1, -1), repeat=len(moving)):
+        hits_ += abs(sum(sg * v for sg, v in zip(signs, moving))) >= obs - 1e-9
+    return sum(per_item.values()) / n, hits_ / 2 ** len(moving), len(per_item)
+
+
+def test_best_vs_other_rests_on_the_distinct_images_where_pooling_says_otherwise():
+    from scipy.stats import binomtest
+
+    hits, queries = _item_case()
+    c = cs.best_vs_other_items(hits, queries, ["head@0", "head@1"], ["base"], B=200, seed=0)
+    diff, p, n_items = _slow_item_test(hits, queries, ["head@0", "head@1"], ["base"])
+    assert c["diff"] == pytest.approx(diff * 1000)
+    assert c["p"] == pytest.approx(p) and p == 0.5  # 2 images: no sign pattern is rare
+    assert (c["n_items"], c["n_queries"]) == (n_items, 32) == (8, 32)
+    # the pooled queries' McNemar (what counting every query as new would say): 32 discordant
+    # pairs, all one way
+    assert binomtest(32, 32).pvalue < 1e-8
+    # 8 images (fewer than the item bootstrap's 20): no interval, and the reason
+    assert np.isnan(c["low"]) and np.isnan(c["high"]) and c["note"]
+
+
+def test_table2_best_vs_other_over_items_matches_the_slow_loop():
+    c = cs.case_cfg(_cfg(bootstrap={"B": 200, "seed": 3}, training_seeds=[0, 1, 2]))
+    df, hits = _fake_results(c)
+    # every (pair, seed) queries 50 images of a pool of 60: images recur across pairs and seeds
+    rng = np.random.default_rng(1)
+    queries = {
+        (d, s): [f"im{i}" for i in rng.choice(60, 50, replace=False)] for d in cs.directions(c) for s in c["seeds"]
+    }
+    t, sig = cs.table2(df, c, "e5", hits, queries)
+    best = sig[sig.comparison == "best vs other"].set_index("b")
+    assert set(best.index) == set(t.model[1:]) and (best.a == "tripletxl").all()
+    by = t.set_index("model")["bkr_x1000"]
+    runs = {m: [cs.run_id(m, s) for s in c["training_seeds"]] if m in cs.HEADS else [m] for m in by.index}
+    for m, row in best.iterrows():
+        diff, _, n_items = _slow_item_test(hits, queries, runs["tripletxl"], runs[m])
+        assert row["diff_x1000"] == pytest.approx(diff * 1000) == pytest.approx(by["tripletxl"] - by[m])
+        assert row["n_items"] == n_items == len({i for v in queries.values() for i in v})
+        assert row["n_queries"] == 50 * len(queries)
+        assert row["interval"].startswith(f"items ({n_items} distinct query images")
+    row = best.loc["random"]
+    assert row["ci_low"] <= row["diff_x1000"] <= row["ci_high"] and row["decided"] == "tripletxl ahead"
+    assert row["p"] < 0.01
+    # without the hits the best-vs-other rows are left out, not tested over pooled queries
+    _, sig0 = cs.table2(df, c, "e5")
+    assert "best vs other" not in set(sig0.comparison)

@@ -225,6 +225,7 @@ def cmd_case_report(args: argparse.Namespace) -> int:
         Path(args.bkr),
         outputs(args, CASE_REPORT_FILES),
         args.threads,
+        Path(args.hits) if args.hits else None,
     )
     return 0
 
@@ -448,6 +449,13 @@ def register_case_study(add) -> None:
     case(sp)
     req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
     req(sp, "--bkr", "input: case-evaluate CSV", metavar="FILE")
+    opt(
+        sp,
+        "--hits",
+        "input: case-evaluate's per-query hits (bkr_hits.npz); Table 2's best-vs-other tests over the distinct "
+        "query images need them (without: those rows are left out)",
+        metavar="FILE",
+    )
     named_outputs(sp, CASE_REPORT_FILES, "case report file")
     opt(
         sp,

@@ -187,7 +187,8 @@ def _runs(r: pd.Series) -> str:
 
 def _interval(r: pd.Series) -> str:
     if pd.isna(r["ci_low"]) or pd.isna(r["ci_high"]):
-        return "— (one training seed: no interval)"
+        note = r.get("note")
+        return f"— ({note})" if isinstance(note, str) and note else "— (one training seed: no interval)"
     return f"[{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
 
 

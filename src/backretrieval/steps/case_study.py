@@ -14,8 +14,8 @@
 5. ``report``: Table 2 (BkR ×1000 per model: mean over training seeds of the mean over pairs,
    sd over training seeds, a bootstrap CI over training seeds × pairs; the paper's comparisons,
    TRIPLETXL vs TRIPLET and each head vs its base, as differences with a Student t interval over
-   the training seeds and a plain "decided"; the best model vs each other one by the bootstrap
-   over training seeds × pairs) and Figure 3 (per-pair values, per-seed means marked).
+   the training seeds and a plain "decided"; the best model vs each other one over the distinct
+   query images, from case-evaluate's hits) and Figure 3 (per-pair values, per-seed means marked).
 
 The library part (config defaults, item selection, Table 2 statistics) is
 :mod:`backretrieval.study.case_study`; the human-study steps are :mod:`.human_study`.
@@ -33,7 +33,6 @@ import pandas as pd
 from .._util import io
 from .._util.device import limit_threads
 from ..data.prepared import read_meta
-from ..data.sampling import draw_sample
 from ..errors import ConfigError, InputError
 from ..metrics import BkrImageIndex, backretrieve
 from ..study.case_study import (
@@ -42,7 +41,9 @@ from ..study.case_study import (
     _concat_repr,
     case_items,
     directions,
+    eval_samples,
     parse_run,
+    query_images,
     runs,
     table2,
     training_spread,
@@ -103,17 +104,14 @@ def _eval_models(
     missing = [(m, lang) for m in reprs for lang in cs["languages"] if lang not in reprs[m]]
     if missing:
         raise InputError(f"case study: no representation file for (model, language) {missing[:3]}")
-    items = case_items(dataset, cs)
-    meta = read_meta(dataset)
-    ev = items[items["split"].isin(cs["eval_splits"])]
-    image_of = {lang: dict(zip(g["item_id"], g["image_id"])) for lang, g in ev.groupby("lang")}
+    image_of, samples = eval_samples(dataset, cs)  # Table 2's item test redraws them the same way
     img_index, img = _load(image_file)
     loaded = {m: {lang: _load(reprs[m][lang]) for lang in cs["languages"]} for m in reprs}
     rows, hits_store = [], {}
     for d in directions(cs):
         src, tgt = d.split("-")
         for seed in cs["seeds"]:
-            s = draw_sample(ev, src, tgt, int(cs["sample_size"]), int(seed), parallel=meta.parallel)
+            s = samples[(d, int(seed))]
             qi = [img_index[image_of[src][i]] for i in s.queries]
             ti = [img_index[image_of[tgt][i]] for i in s.bkr_targets]
             index = BkrImageIndex.build(img[qi], img[ti], k=int(cs["recall_k"]))
@@ -264,6 +262,25 @@ def evaluate_step(dataset: Path, cs: dict, image_file: Path, reprs: Reprs, out_c
 # 5. report: Table 2 + Figure 3
 
 
+def _best_vs_other_text(sig: pd.DataFrame, cs: dict, with_hits: bool) -> str:
+    """Table 2's sentence on the best-vs-other comparisons: their unit and how many items."""
+    if not with_hits:
+        return (
+            "Best model vs each other one: not tested (no per-query hits given, `case-report --hits`); a test over "
+            "the pooled queries would count an image drawn by several pairs and sample seeds as new evidence."
+        )
+    rows = sig[sig["comparison"] == "best vs other"]
+    if rows.empty:
+        return ""
+    n_items, n_q = int(rows["n_items"].iloc[0]), int(rows["n_queries"].iloc[0])
+    return (
+        f"Best model vs each other one: the distinct query image is the unit ({n_items} distinct images behind "
+        f"{n_q} queries over {len(directions(cs))} pairs × {len(cs['seeds'])} sample seeds); per query a head's hit is "
+        "averaged over its training seeds; paired permutation test over images (sign flips of each image's summed "
+        "difference) and the item bootstrap's 95% interval, none printed where it cannot be estimated honestly."
+    )
+
+
 def report_step(
     dataset: Path,
     cs: dict,
@@ -271,11 +288,16 @@ def report_step(
     bkr_csv: Path,
     out: dict[str, Path],
     threads: int | None = None,
+    hits: Path | None = None,
 ) -> None:
     """Table 2 and Figure 3 → ``out`` (names: :data:`backretrieval.steps.layout.CASE_REPORT_FILES`);
     ``threads``: the model jobs' torch/BLAS threads (``model_threads``), recorded in the
     environment block of metrics.json (:mod:`backretrieval.reporting.environment`).
-    ``metrics`` also records each head's BkR per training seed and their sd (``training_spread``)."""
+    ``metrics`` also records each head's BkR per training seed and their sd (``training_spread``).
+    ``hits``: ``case-evaluate``'s per-query hits (``bkr_hits.npz``): with them Table 2 compares
+    the best model with each other one over the distinct query images (the samples redrawn
+    from ``dataset``, :func:`~backretrieval.study.case_study.query_images`); without them those
+    rows are left out (the text says so)."""
     # matplotlib and SciPy: imported by this step only, not by every case-study job
     from ..reporting.environment import ENVIRONMENT, environment_block
     from ..reporting.figures import fig3_boxplot
@@ -289,7 +311,8 @@ def report_step(
     chosen_info = json.loads(Path(chosen_json).read_text(encoding="utf-8"))
     chosen = chosen_info["chosen"]
     df = pd.read_csv(bkr_csv)
-    t, sig = table2(df, cs, chosen)
+    loaded_hits = io.load_npz(hits) if hits is not None else None
+    t, sig = table2(df, cs, chosen, loaded_hits, query_images(dataset, cs) if hits is not None else None)
     R = len(cs["training_seeds"])
     syn = "SYNTHETIC dataset — " if meta.synthetic else ""
     caption = (
@@ -300,7 +323,7 @@ def report_step(
         + f"), once per training seed: each head's BkR is the mean over R={R} training seeds "
         f"({', '.join(map(str, cs['training_seeds']))}) of the mean over pairs, ± the sd over training seeds "
         "(base encoders are not trained: one run, no sd). CI: percentile bootstrap over training seeds × language "
-        "pairs (over pairs for a model with one run)."
+        "pairs (over pairs for a model with one run). " + _best_vs_other_text(sig, cs, hits is not None)
     )
     io.write_text(out["table2"], table2_markdown(t, sig, caption))
     io.write_text(out["table2_tex"], table2_latex(t, f"{syn}{meta.name}"))

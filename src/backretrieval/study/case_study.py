@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +43,9 @@ __all__ = [
     "runs",
     "seed_pair_bootstrap",
     "seed_comparison",
+    "best_vs_other_items",
+    "eval_samples",
+    "query_images",
     "table2",
     "training_spread",
 ]
@@ -134,6 +139,34 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 
+def eval_samples(dataset: Path, cs: dict) -> tuple[dict[str, dict], dict[tuple[str, int], object]]:
+    """The case study's evaluation samples, as ``case-evaluate`` draws them: (image id of every
+    evaluation item per language, ``{(direction, sample seed): Sample}``) from
+    :func:`~backretrieval.data.sampling.draw_sample` on the evaluation split of :func:`case_items`."""
+    from ..data.prepared import read_meta
+    from ..data.sampling import draw_sample
+
+    items = case_items(dataset, cs)
+    meta = read_meta(dataset)
+    ev = items[items["split"].isin(cs["eval_splits"])]
+    image_of = {lang: dict(zip(g["item_id"], g["image_id"])) for lang, g in ev.groupby("lang")}
+    samples = {}
+    for d in directions(cs):
+        src, tgt = d.split("-")
+        for seed in cs["seeds"]:
+            samples[(d, int(seed))] = draw_sample(
+                ev, src, tgt, int(cs["sample_size"]), int(seed), parallel=meta.parallel
+            )
+    return image_of, samples
+
+
+def query_images(dataset: Path, cs: dict) -> dict[tuple[str, int], list[str]]:
+    """``{(direction, sample seed): the image id of each query}``, in the order of the hits that
+    ``case-evaluate`` records (:func:`eval_samples`): the item keys of Table 2's item test."""
+    image_of, samples = eval_samples(dataset, cs)
+    return {(d, seed): [str(image_of[d.split("-")[0]][i]) for i in s.queries] for (d, seed), s in samples.items()}
+
+
 def _concat_repr(title: np.ndarray, body: np.ndarray) -> np.ndarray:
     return np.hstack([normalize(title.astype(np.float32)), normalize(body.astype(np.float32))]).astype(np.float32)
 
@@ -204,14 +237,6 @@ def seed_pair_bootstrap(
     return out
 
 
-def _bootstrap_p(boot: np.ndarray, diff: float) -> float:
-    """Two-sided p of a bootstrap difference, the distribution shifted to the null (as
-    :func:`backretrieval.stats.paired_bootstrap_diff`): ``(1 + #{|d* - d| >= |d|}) / (B + 1)``."""
-    if diff == 0.0:
-        return 1.0
-    return float((1 + int(np.sum(np.abs(boot - diff) >= abs(diff) - 1e-12))) / (len(boot) + 1))
-
-
 def training_spread(df: pd.DataFrame, cs: dict) -> dict[str, dict]:
     """Per trained head: its BkR×1000 (mean over pairs) per training seed, in the order of
     ``training_seeds``, their sd (ddof 1; None for one seed) and the number of seeds, as
@@ -268,7 +293,58 @@ def seed_comparison(a: np.ndarray, b: np.ndarray | None, level: float = 0.95) ->
     return dict(diff=mean, sd=sd, low=mean - half, high=mean + half, p=p, r=r)
 
 
-def table2(df: pd.DataFrame, cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def best_vs_other_items(
+    hits: Mapping[str, np.ndarray],
+    queries: Mapping[tuple[str, int], Sequence[str]],
+    runs_a: Sequence[str],
+    runs_b: Sequence[str],
+    B: int = 1000,
+    seed: int = 0,
+    n_permutations: int = 9999,
+) -> dict[str, Any]:
+    """Model a − model b in BkR×1000 with the distinct query item as the unit.
+
+    ``hits[f"{run}/{direction}/{sample seed}"]``: a run's per-query hits (``case-evaluate``'s
+    ``bkr_hits.npz``); ``queries[(direction, sample seed)]``: each query's image id
+    (:func:`query_images`); ``runs_a`` / ``runs_b``: each model's runs (a head: one per training
+    seed; a base encoder: itself). Per query the outcome is the hit averaged over the model's
+    runs (so the difference is that of Table 2's means); an image queried in several pairs and
+    sample seeds is one unit: :func:`backretrieval.stats.item_paired_test` (sign flips of each
+    image's summed difference; the item bootstrap's interval, NaN with ``note`` where none is
+    honest). The training runs are taken as they are: the training's spread is what the paper's
+    comparisons over training seeds answer."""
+    from ..stats.items import item_paired_test
+
+    va, vb, keys = [], [], []
+    for (d, s), imgs in sorted(queries.items()):
+        a = np.mean([np.asarray(hits[f"{r}/{d}/{s}"], dtype=np.float64) for r in runs_a], axis=0)
+        b = np.mean([np.asarray(hits[f"{r}/{d}/{s}"], dtype=np.float64) for r in runs_b], axis=0)
+        if a.shape != (len(imgs),) or b.shape != (len(imgs),):
+            raise InputError(
+                f"case study: {d} seed {s}: {a.size} and {b.size} hits for {len(imgs)} queries (hits and samples out of step?)"
+            )
+        va.append(a)
+        vb.append(b)
+        keys += list(imgs)
+    r = item_paired_test(np.concatenate(va), np.concatenate(vb), keys, B=B, n_permutations=n_permutations, seed=seed)
+    return dict(
+        diff=r.diff * 1000,
+        low=r.low * 1000,
+        high=r.high * 1000,
+        p=r.pvalue,
+        n_items=r.n_items,
+        n_queries=r.n_queries,
+        note=r.note,
+    )
+
+
+def table2(
+    df: pd.DataFrame,
+    cs: dict,
+    chosen: str,
+    hits: Mapping[str, np.ndarray] | None = None,
+    queries: Mapping[tuple[str, int], Sequence[str]] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 2: per model BkR×1000 and its CI; the paper's comparisons and the best model against
     each other one.
 
@@ -286,8 +362,12 @@ def table2(df: pd.DataFrame, cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.Da
       plain ``decided``: the paper's (:data:`PAPER_COMPARISONS`) over the R training seeds
       (:func:`seed_comparison`: TRIPLETXL − TRIPLET paired by seed, a head − its untrained
       base), so they say whether the training reliably gives that difference on these
-      evaluation samples; then the best model against each other one by the bootstrap over
-      training seeds × pairs (as the CIs).
+      evaluation samples; then, given ``hits`` and ``queries`` (``case-evaluate``'s per-query
+      hits and :func:`query_images`), the best model against each other one with the distinct
+      query image as the unit (:func:`best_vs_other_items`: ``n_items`` distinct images,
+      ``n_queries`` queries; no interval where none is honest). Without them these rows are
+      left out: a test over pooled queries would count an image drawn by several pairs and
+      sample seeds as new evidence each time.
     """
     from .. import stats  # SciPy: only the report step needs it, not every case-study job
 
@@ -348,24 +428,27 @@ def table2(df: pd.DataFrame, cs: dict, chosen: str) -> tuple[pd.DataFrame, pd.Da
                 n_training_seeds=c["r"],
             )
         )
-    for m in t["model"][1:]:
-        diff = float(mats[best].mean() - mats[m].mean()) * 1000
-        boot = seed_pair_bootstrap(mats[best] * 1000, B, seed, W=mats[m] * 1000)
-        lo, hi = np.quantile(boot, [0.025, 0.975])
-        sig.append(
-            dict(
-                comparison="best vs other",
-                a=best,
-                b=m,
-                diff_x1000=diff,
-                ci_low=float(lo),
-                ci_high=float(hi),
-                interval="bootstrap over training seeds × pairs",
-                p=_bootstrap_p(boot, diff),
-                decided=decided(float(lo), float(hi), best, m),
-                n_training_seeds=max(
-                    int(mats[best].shape[0]) if best in HEADS else 0, int(mats[m].shape[0]) if m in HEADS else 0
-                ),
+    if hits is not None and queries is not None:
+        runs_of = {m: [run_id(m, s) for s in seeds_of[m]] for m in mats}
+        for m in t["model"][1:]:
+            c = best_vs_other_items(hits, queries, runs_of[best], runs_of[m], B=B, seed=seed)
+            sig.append(
+                dict(
+                    comparison="best vs other",
+                    a=best,
+                    b=m,
+                    diff_x1000=c["diff"],
+                    ci_low=c["low"],
+                    ci_high=c["high"],
+                    interval=f"items ({c['n_items']} distinct query images, {c['n_queries']} queries)",
+                    p=c["p"],
+                    decided=decided(c["low"], c["high"], best, m),
+                    n_training_seeds=max(
+                        int(mats[best].shape[0]) if best in HEADS else 0, int(mats[m].shape[0]) if m in HEADS else 0
+                    ),
+                    n_items=c["n_items"],
+                    n_queries=c["n_queries"],
+                    note=c["note"],
+                )
             )
-        )
     return t, pd.DataFrame(sig)
