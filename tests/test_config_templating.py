@@ -115,7 +115,7 @@ def test_the_dvc_yaml_generator_refuses_a_template_before_snakemake(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     cfg = _templated(tmp_path, form)
     with pytest.raises(SystemExit, match=rf"^dvc_stages: {cfg}: {REFUSAL}"):
-        stages._snakemake_outputs(str(cfg))
+        stages.dag(str(cfg))
     assert not _canary(tmp_path, form).exists()
 
 
