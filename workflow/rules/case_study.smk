@@ -114,7 +114,7 @@ if CASE:
 
     rule case_report:
         input:
-            **case_step_inputs(chosen=plan.chosen, bkr=plan.case_bkr),
+            **case_step_inputs(chosen=plan.chosen, bkr=plan.case_bkr, hits=plan.case_hits),
         output:
             **with_captions(plan.case_reports),
             done=touch(f"{FLAGS}/case_report.done"),
@@ -133,7 +133,7 @@ if CASE:
             threads=MODEL_THREADS,
         shell:
             "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --chosen {input.chosen:q} --bkr {input.bkr:q} --out-table2 {output.table2:q}"
+            " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --out-table2 {output.table2:q}"
             " --out-table2-tex {output.table2_tex:q} --out-table2-csv {output.table2_csv:q} --out-sig {output.sig:q}"
             " --out-fig3-png {output.fig3_png:q} --out-fig3-svg {output.fig3_svg:q} --out-fig3-pdf {output.fig3_pdf:q}"
             " --out-metrics {output.metrics:q} --threads {params.threads:q} > {log:q} 2>&1"
