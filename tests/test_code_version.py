@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 import snake
-from snake import ROOT, run_snakemake
-
 from backretrieval._util.code_version import VERSIONS_FILE, closure, step_versions, versions_text
+from snake import ROOT, run_snakemake
 
 KERNELS = Path("backretrieval/metrics/kernels.py")
 TINY = ROOT / "tests" / "data" / "tiny.yaml"

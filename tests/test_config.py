@@ -59,8 +59,7 @@ def test_findings_keys_are_the_settings_of_each_analysis():
     """A config's findings section may set exactly the settings each analysis declares but those
     that follow from the config (its encoders' roles, its image backbone); each is accepted and
     used, and one that follows from the config is refused by name."""
-    from backretrieval.findings.analysis import registry
-    from backretrieval.findings.analysis import config_keys, findings_settings
+    from backretrieval.findings.analysis import config_keys, findings_settings, registry
 
     cfg = load_config(ROOT / "params.yaml")
     keys = config_keys()

@@ -47,7 +47,19 @@ if TYPE_CHECKING:
 #: the modules of this package that are no analysis (shared machinery); every other module is
 #: imported by :func:`registry` as an analysis module
 SHARED_MODULES = frozenset(
-    {"analysis", "answers", "document", "inference_sim", "markdown", "record", "replot", "result", "views", "writer"}
+    {
+        "analysis",
+        "answers",
+        "document",
+        "inference_sim",
+        "inference_sim_hits",
+        "markdown",
+        "record",
+        "replot",
+        "result",
+        "views",
+        "writer",
+    }
 )
 
 #: the artifacts of a run an analysis may read (its ``inputs``): what each is, on the command line

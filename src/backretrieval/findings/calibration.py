@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..evaluation.outcomes import query_outcomes
 from .analysis import Analysis, Question, Setting
 from .answers import synthetic_note
 from .result import Result
@@ -143,6 +142,7 @@ def calibration_points(art: RunArtifacts, soft_m: Sequence[int], n_seeds: int | 
     m=1 column must equal the metrics CSV's BkR (checked)."""
     import pandas as pd
 
+    from ..evaluation.outcomes import query_outcomes
     from ..metrics import BkrImageIndex, nearest_m
 
     art.require_full_ranks()
