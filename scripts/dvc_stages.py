@@ -102,8 +102,8 @@ def stages(config: str, wdir: bool = False) -> dict[str, dict]:
     cfg_file = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
     run, reports = cfg["run_name"], Path(cfg["reports_dir"]).as_posix()
     git_files = {p.as_posix() for p in _curve_files(cfg)}
-    produced, downstream = dag(config)
-    kinds = yaml.safe_load(RUNS.read_text(encoding="utf-8"))["stage_kinds"]
+    (produced, downstream), checks = dag(config), layout.dataset_check_path(cfg).parent.as_posix()
+    kinds = yaml.safe_load(RUNS.read_text("utf-8"))["stage_kinds"]
     stage_of = {rule: s for s, kind in kinds.items() for rule in kind["rules"]}
     if unknown := sorted({rule for _, rule in produced if rule not in stage_of and rule != "results_doc"}):
         raise SystemExit(f"dvc_stages: rules {unknown} are in no stage of scripts/dvc_runs.yaml")
@@ -119,7 +119,8 @@ def stages(config: str, wdir: bool = False) -> dict[str, dict]:
             others = {f for f, _ in produced if f not in part}
             entries += [{p: {"cache": False}} if kind_git else p for p in _cover(part, others, stop)]
         outs_of[name] = [_path(e) for e in entries]
-        deps = [p for s in kind["reads"] for p in outs_of.get(s, [])]
+        # the dataset check is Snakemake's ancient() input: a re-check reruns nothing
+        deps = [p for s in kind["reads"] for p in outs_of.get(s, []) if p != checks]
         sources = [cfg["dataset"], *(cfg.get("corpora") or {}).values()] if name == "data" else []
         deps += [p for sec in sources for p in _option_paths(sec.get("options"))]
         # --until its last rules (Snakemake stops before a rule after one of them)
