@@ -10,7 +10,9 @@ question's truth (the binomial SD at 1,000 worlds is 0.007, at 200 worlds 0.015)
 benchmarks/inference_coverage.json, which the verdict cites by layout. A verdict whose layout
 is not in that file says so, and tests/test_findings_inference.py fails until this is rerun.
 
-    python benchmarks/bench_inference_coverage.py --world hits [--worlds 100] [--seeds 5] [--layouts SUBSTR,...]
+    python benchmarks/bench_inference_coverage.py --world hits [--worlds 400] [--seeds 25] [--layouts SUBSTR,...]
+        [--checkpoint FILE.jsonl] [--max-cpu-minutes M] [--out PATH]
+    python benchmarks/bench_inference_coverage.py --alt-intervals benchmarks/inference_coverage_hits.json
 
 The same layouts in the data's own outcome model (backretrieval.findings.inference_sim_hits:
 binary XLR and BkR hits, noise shared within an encoder family, each configuration's hit rates
