@@ -31,10 +31,10 @@ for _name in FP.classes:
             " --out-dir {params.out_dir:q} --settings {params.settings:q} {params.job:q} > {log:q} 2>&1"
 
 
-# ---- the intermediate artifacts of image quality and sample size -------------------------------
+# ---- intermediate artifacts: other backbones' features (an analysis's input `backbones`) -------
 use rule embed_images as findings_embed_backbone with:
     output:
-        FP.iq_image("{backbone}"),
+        FP.backbone_image("{backbone}"),
     log:
         f"{LOGS}/findings/embed_backbone/{{backbone}}.log",
     benchmark:
@@ -48,54 +48,80 @@ use rule embed_images as findings_embed_backbone with:
         threads=MODEL_THREADS,
 
 
-if FP.synthetic:
+# ---- an analysis's own dataset and its embeddings (its OwnData), findings_<analysis>_<kind> ----
+for _name in FP.own:
+    if "dataset" in FP.intermediates(_name):
 
-    rule findings_sample_size_dataset:
-        output:
-            directory(FP.ss_dataset),
-        log:
-            f"{LOGS}/findings/sample_size_dataset.log",
-        shadow:
-            SHADOW
-        conda:
-            CONDA_ENV
-        params:
-            code=CODE["prepare"],
-            spec=FP.ss_dataset_spec(),
-            languages=FP.ss["synthetic"]["languages"],
-        shell:
-            "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} --out-dir {output:q} > {log:q} 2>&1"
+        rule:
+            name:
+                f"findings_{_name}_dataset"
+            output:
+                directory(FP.own_dataset(_name)),
+            log:
+                f"{LOGS}/findings/{_name}_dataset.log",
+            shadow:
+                SHADOW
+            conda:
+                CONDA_ENV
+            params:
+                **FP.own_params(_name, "dataset", code=CODE["prepare"]),
+            shell:
+                "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} --out-dir {output:q} > {log:q} 2>&1"
 
-    use rule embed_text as findings_sample_size_embed_text with:
-        input:
-            dataset=FP.ss_dataset,
-        output:
-            [FP.ss_text("{encoder}", lang) for lang in FP.ss_langs],
-        log:
-            f"{LOGS}/findings/sample_size_embed/{{encoder}}.log",
-        benchmark:
-            f"{LOGS}/benchmarks/findings/sample_size_embed/{{encoder}}.tsv"
-        wildcard_constraints:
-            encoder="|".join(FP.ss["encoders"]),
-        threads: HEAVY_THREADS
-        params:
-            rerun_trigger=lambda wc: rerun_on(FP.ss["encoders"][wc.encoder]),
-            spec=lambda wc, input: as_json(FP.ss["encoders"][wc.encoder]),
-            languages=FP.ss_langs,
-            skip=[],
+    if "embed_text" in FP.intermediates(_name):
 
-    use rule embed_images as findings_sample_size_embed_images with:
-        input:
-            dataset=FP.ss_dataset,
-        output:
-            FP.ss_image,
-        log:
-            f"{LOGS}/findings/sample_size_embed_images.log",
-        benchmark:
-            f"{LOGS}/benchmarks/findings/sample_size_embed_images.tsv"
-        threads: HEAVY_THREADS
-        params:
-            threads=MODEL_THREADS,
+        rule:
+            name:
+                f"findings_{_name}_embed_text"
+            input:
+                dataset=FP.own_dataset(_name),
+            output:
+                FP.own_texts(_name),
+            log:
+                f"{LOGS}/findings/{_name}_embed/{{encoder}}.log",
+            benchmark:
+                f"{LOGS}/benchmarks/findings/{_name}_embed/{{encoder}}.tsv"
+            wildcard_constraints:
+                encoder="|".join(FP.own[_name].encoders),
+            shadow:
+                SHADOW
+            conda:
+                CONDA_ENV
+            threads: HEAVY_THREADS
+            resources:
+                mem_mb=4000,
+            params:
+                **FP.own_params(_name, "embed_text", code=CODE["embed"], threads=MODEL_THREADS),
+            shell:
+                "backretrieval embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
+                " --spec {params.spec:q} --text-field {params.field:q} --languages {params.languages:q} --out {output:q}"
+                " {params.skip:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
+
+    if "embed_images" in FP.intermediates(_name):
+
+        rule:
+            name:
+                f"findings_{_name}_embed_images"
+            input:
+                dataset=FP.own_dataset(_name),
+            output:
+                FP.own_image(_name),
+            log:
+                f"{LOGS}/findings/{_name}_embed_images.log",
+            benchmark:
+                f"{LOGS}/benchmarks/findings/{_name}_embed_images.tsv"
+            shadow:
+                SHADOW
+            conda:
+                CONDA_ENV
+            threads: HEAVY_THREADS
+            resources:
+                mem_mb=4000,
+            params:
+                **FP.own_params(_name, "embed_images", code=CODE["embed"], threads=MODEL_THREADS),
+            shell:
+                "backretrieval embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
+                " --spec {params.spec:q} --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
 
 # ---- across configurations: docs/FINDINGS.md, the overall verdict ------------------------------

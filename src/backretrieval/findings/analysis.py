@@ -7,10 +7,15 @@ An analysis is a subclass of :class:`Analysis` in a module of this package
 
 * ``name``: the record's ``analysis``, the stem of its files, ``backretrieval findings
   --analysis NAME``, the config's ``findings.<name>`` section and the rule ``findings_<name>``;
-* ``question``: the :class:`Question` it answers (its section and title in docs/FINDINGS.md),
-  and ``summaries``, the questions of the cross-configuration records built from its records;
+* ``question``: the :class:`Question` it answers (its section and title in docs/FINDINGS.md);
+* its summary across configurations, if any: ``summaries``, the questions of the
+  cross-configuration records :meth:`Analysis.summarize` builds from every configuration's
+  records, ``summary_reads``, the files beside each configuration's record it reads, and
+  ``summary_files``, the repository's files it cites where they exist;
 * ``inputs``: the artifacts of the run it reads (keys of :data:`INPUTS`), and ``reads``: files
   of the run's other analyses it reads (their names in ``<reports_dir>/findings``);
+  :meth:`Analysis.own_data`: the data it reads instead of the run's (:class:`OwnData`: its own
+  encoders and languages, and a dataset the workflow prepares and embeds for it first);
 * ``settings``: each :class:`Setting` with its default (the one value of that name: the
   command's flag, the config's key and the workflow read it), and :meth:`Analysis.configure`
   for the settings that follow from the config;
@@ -18,7 +23,7 @@ An analysis is a subclass of :class:`Analysis` in a module of this package
 * ``run(artifacts, settings) -> Result``: it computes and writes nothing; the one step
   (:func:`backretrieval.steps.findings.analysis_step`) writes the result.
 
-Adding an analysis is one new module: :func:`registry` imports every module of this package
+Adding an analysis is one new module (a summary or intermediate artifacts included): :func:`registry` imports every module of this package
 but the shared ones (:data:`SHARED_MODULES`) and finds the classes.
 
 Light at import (the standard library only): the workflow reads the settings when it parses,
@@ -34,8 +39,9 @@ import copy
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError, InputError, did_you_mean
@@ -70,6 +76,15 @@ INPUTS: dict[str, str] = {
     "backbones": "the image features of the setting 'backbones' (more --image NAME=FILE)",
     "text": "the text embeddings of every encoder and language (--text)",
     "wordvec": "the word-vector encoders' vectors, seed dictionaries and maps (their specs: the setting 'specs')",
+}
+
+#: the intermediate artifacts the workflow makes for an analysis with its own dataset
+#: (:class:`OwnData`), each by one rule ``findings_<analysis>_<kind>`` (workflow/rules/findings.smk)
+INTERMEDIATES: dict[str, str] = {
+    "dataset": "its dataset, prepared (`backretrieval prepare`): the step's --dataset (the run's: --run-dataset)",
+    "embed_text": "its encoders' text embeddings of its languages on its dataset (`backretrieval embed-text`)",
+    "embed_images": "the config's image backbone's features on its dataset (`backretrieval embed-images`), "
+    "where it reads the input 'image'",
 }
 
 #: the formats every figure is written in (``figures/<stem>.<format>``)
@@ -141,6 +156,27 @@ class Setting:
         parser.add_argument(self.option, **kw)
 
 
+@dataclass(frozen=True)
+class OwnData:
+    """What an analysis reads instead of the run's text embeddings and dataset
+    (:meth:`Analysis.own_data`): the text of ``encoders`` (id → spec) in ``languages``; with a
+    ``dataset`` (the spec of ``backretrieval prepare --spec``, its ``name`` the prepared
+    folder's, prepared in ``dataset_languages``), the workflow makes its :data:`INTERMEDIATES`
+    first and the step reads them (the run's dataset as ``--run-dataset``); without one, the
+    run's embeddings of ``encoders`` (configured encoders, as configured)."""
+
+    encoders: Mapping[str, Mapping[str, Any]]
+    languages: tuple[str, ...]
+    dataset: Mapping[str, Any] | None = None
+    dataset_languages: tuple[str, ...] = ()
+
+    def intermediates(self, inputs: tuple[str, ...]) -> tuple[str, ...]:
+        """The :data:`INTERMEDIATES` the workflow makes for an analysis reading ``inputs``."""
+        if self.dataset is None:
+            return ()
+        return ("dataset", "embed_text", *(("embed_images",) if "image" in inputs else ()))
+
+
 class Analysis:
     """One findings analysis (see the module's docstring). A subclass that sets ``name`` is
     registered when it is defined."""
@@ -148,6 +184,8 @@ class Analysis:
     name: ClassVar[str]
     question: ClassVar[Question]
     summaries: ClassVar[tuple[Question, ...]] = ()
+    summary_reads: ClassVar[tuple[str, ...]] = ()
+    summary_files: ClassVar[tuple[str, ...]] = ()
     inputs: ClassVar[tuple[str, ...]] = ()
     reads: ClassVar[tuple[str, ...]] = ()
     settings: ClassVar[tuple[Setting, ...]] = ()
@@ -161,6 +199,8 @@ class Analysis:
         unknown = sorted(set(cls.inputs) - set(INPUTS))
         if unknown:
             raise TypeError(f"findings analysis {cls.name!r}: unknown inputs {unknown}; known: {sorted(INPUTS)}")
+        if cls.summary_reads and not cls.summaries:
+            raise TypeError(f"findings analysis {cls.name!r}: summary_reads without summaries")
         names = [s.name for s in cls.settings]
         if len(set(names)) != len(names):
             raise TypeError(f"findings analysis {cls.name!r}: a setting declared twice in {names}")
@@ -218,10 +258,27 @@ class Analysis:
         files, figures = cls.outputs(settings)
         return [f"{cls.name}.json", *files, *(f"figures/{f}.{ext}" for f in figures for ext in FIGURE_FORMATS)]
 
+    # ---- what it reads besides the run's artifacts
+
+    @classmethod
+    def own_data(cls, cfg: Mapping[str, Any], settings: Mapping[str, Any]) -> OwnData | None:
+        """The data it reads instead of the run's (:class:`OwnData`) for a validated config and
+        its settings there; None (the default): the run's."""
+        return None
+
     # ---- the analysis
 
     def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result:
         raise NotImplementedError
+
+    @classmethod
+    def summarize(cls, records: Sequence[tuple[Path, Any]], summary_dir: Path) -> list[Any]:
+        """Its cross-configuration records, one per question of ``summaries`` in that order
+        (``FindingsRecord`` with ``run`` None), from every configuration's records (``(path,
+        FindingsRecord)``, every analysis's: it picks its own; the files of ``summary_reads`` lie
+        beside them); their tables and figures it writes to ``summary_dir`` (the step writes
+        the records). The default: none."""
+        return []
 
     @classmethod
     def sort_key(cls) -> tuple[int, int, str]:

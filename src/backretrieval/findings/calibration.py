@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,6 +71,7 @@ class Calibration(Analysis):
             analysis="calibration_lodo",
         ),
     )
+    summary_reads = ("calibration_points.csv",)
     inputs = ("samples", "ranks", "image", "text")
     settings = (
         Setting("soft_m", [1, 3, 5, 10], "m of soft BkR (1 = BkR)", type=int, nargs="+"),
@@ -77,6 +79,10 @@ class Calibration(Analysis):
     )
     files = ("calibration.md", "calibration.csv", "calibration_soft.csv", "calibration_points.csv")
     figures = ("calibration",)
+
+    @classmethod
+    def summarize(cls, records: Sequence[tuple[Path, Any]], summary_dir: Path) -> list[Any]:
+        return [lodo_record(records, summary_dir)]
 
     def run(self, art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         import pandas as pd
@@ -477,3 +483,61 @@ def lodo_text(summary: pd.DataFrame, datasets: Sequence[str]) -> tuple[str, str]
         b = best.iloc[0]
         verdict = f"Predicting XLR@1 on an unseen dataset, the best calibration ({b.model}) has MAE {b.mae:.3f}."
     return " ".join(parts), verdict
+
+
+# ---- across configurations: leave one dataset out
+
+
+def lodo_record(records: Sequence[tuple[Path, Any]], summary_dir: Path) -> Any:
+    """The record ``calibration_lodo``: the calibration fitted on the other datasets, evaluated
+    on each (every configuration's ``calibration_points.csv``, beside its ``calibration``
+    record); its tables go to ``summary_dir`` (with two datasets or more)."""
+    import pandas as pd
+
+    from .._util import io
+    from .markdown import markdown_table
+    from .record import FindingsRecord
+
+    frames = []
+    for path, rec in records:
+        if rec.analysis == "calibration" and rec.status == "ok":
+            pts = path.parent / "calibration_points.csv"
+            if not pts.is_file():
+                raise InputError(f"{pts}: missing; the calibration record {path} names it")
+            frames.append(pd.read_csv(pts))
+    datasets: list[str] = []
+    summary = pd.DataFrame()
+    outputs: list[str] = []
+    if frames:
+        points = pd.concat(frames, ignore_index=True)
+        datasets = sorted(points["dataset"].unique())
+        if len(datasets) >= 2:
+            cells = cell_means(points[[c for c in points.columns if not c.startswith("soft_")]])
+            pred = pd.concat(
+                [leave_one_group_out(cells, "dataset", t) for t in ("xlr_r1", "xlr_rk")], ignore_index=True
+            )
+            summary = error_summary(pred)
+            io.write_csv(Path(summary_dir) / "calibration_lodo.csv", pred)
+            io.write_text(
+                Path(summary_dir) / "calibration_lodo.md",
+                "## Calibration, leave one dataset out\n\n" + markdown_table(summary, 4),
+            )
+            outputs = ["calibration_lodo.md", "calibration_lodo.csv"]
+    answer, verdict = lodo_text(summary, datasets)
+    return FindingsRecord(
+        analysis="calibration_lodo",
+        run=None,
+        settings={"models": list(MODELS)},
+        numbers={
+            "datasets": datasets,
+            "errors": {
+                f"{r.model}/{r.target}": {"mae": r.mae, "rmse": r.rmse, "bias": r.bias, "n": r.n}
+                for r in summary.itertuples()
+            }
+            if len(summary)
+            else {},
+        },
+        answer=answer,
+        verdict=verdict,
+        outputs=tuple(outputs),
+    )

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..metrics import evaluate_sample
-from .analysis import Analysis, Question, Setting
+from .analysis import Analysis, OwnData, Question, Setting
 from .answers import question_files, question_result
 from .result import Result
 
@@ -71,6 +71,24 @@ class SampleSize(Analysis):
     )
     files = question_files("sample_size")
     figures = ("sample_size",)
+
+    @classmethod
+    def own_data(cls, cfg: Mapping[str, Any], settings: Mapping[str, Any]) -> OwnData:
+        """Its encoders in the languages of its directions: on the synthetic config, on the
+        SYNTHETIC generator scaled up (its first items equal the default's), prepared and embedded
+        by the workflow; else the run's."""
+        languages = tuple(sorted({lang for d in settings["directions"] for lang in d.split("-")}))
+        syn = settings["synthetic"]
+        if cfg["dataset"]["source"] != "synthetic":
+            return OwnData(encoders=settings["encoders"], languages=languages)
+        name = f"synthetic-findings-{syn['n_items']}-{'-'.join(syn['languages'])}-s{syn['seed']}"
+        dataset = {
+            "name": name,
+            "source": "synthetic",
+            "options": {},
+            "synthetic": {k: syn[k] for k in ("n_items", "seed", "image_size")},
+        }
+        return OwnData(settings["encoders"], languages, dataset, tuple(syn["languages"]))
 
     @classmethod
     def configure(cls, cfg: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

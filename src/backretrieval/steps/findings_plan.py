@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import layout
-from .plan import Plan, as_json, spec_input_paths
+from .plan import Plan, as_json, rerun_on, spec_input_paths
 
 
 class FindingsPlan:
@@ -19,7 +19,8 @@ class FindingsPlan:
     to this config's artifacts by :meth:`run`), the files it writes, and its settings
     (:func:`backretrieval.findings.analysis.findings_settings`: its defaults, what follows from the
     config, the config's `findings:` section), passed as one JSON. Intermediate artifacts (other
-    backbones' features, the scaled SYNTHETIC set) go to artifacts/<run>.findings/."""
+    backbones' features; an analysis's own dataset and its embeddings, :attr:`own`) go to
+    artifacts/<run>.findings/; its summary across configurations reads what :meth:`document_inputs` lists."""
 
     def __init__(self, plan: Plan):
         from ..findings.analysis import findings_settings, registry
@@ -33,7 +34,6 @@ class FindingsPlan:
         self.summary = str(layout.FINDINGS_SUMMARY)
         self.doc = str(layout.FINDINGS_DOC)
         self.records = [self.record(a) for a in self.classes]
-        self.synthetic = cfg["dataset"]["source"] == "synthetic"
         self.wordvec_encoders = sorted(e for e, s in cfg["encoders"].items() if s.get("type") == "wordvec")
         self.direction_langs = sorted({lang for d in cfg["directions"] for lang in d.split("-")})
         # the other backbones whose features an analysis reads (its setting `backbones`)
@@ -45,22 +45,12 @@ class FindingsPlan:
         }
         # every file the analyses write (an analysis reads those of its `reads` made here)
         self.outputs = {p: a for a, cls in self.classes.items() for p in cls.output_paths(self.settings[a])}
-        ss = self.ss = self.settings["sample_size"]
-        self.ss_langs = sorted({lang for d in ss["directions"] for lang in d.split("-")})
-        if self.synthetic:  # the SYNTHETIC generator scaled up (its first items equal the default's)
-            self.ss_dataset = str(layout.findings_sample_size_dataset(cfg, ss["synthetic"]))
-            self.ss_image = str(layout.findings_sample_size_image_path(cfg))
-        else:
-            self.ss_dataset, self.ss_image = plan.dataset, plan.image_emb()
-        # the analyses that read other artifacts than the run's: input -> files (run)
-        self.own_inputs = {
-            "sample_size": {
-                "dataset": self.ss_dataset,
-                "run_dataset": plan.dataset,
-                "image": self.ss_image,
-                "text": {(e, lang): self.ss_text(e, lang) for e in ss["encoders"] for lang in self.ss_langs},
-            },
-        }
+        # the analyses that read their own data (OwnData) instead of the run's
+        self.own = {a: od for a, cls in self.classes.items() if (od := cls.own_data(cfg, self.settings[a]))}
+        for a, od in self.own.items():
+            unknown = [e for e, spec in od.encoders.items() if spec != cfg["encoders"].get(e)]
+            if od.dataset is None and unknown:
+                raise ValueError(f"findings {a}: without its own dataset it reads configured encoders only: {unknown}")
 
     def record(self, analysis: str) -> str:
         return str(layout.findings_record_path(self.config, analysis))
@@ -69,21 +59,59 @@ class FindingsPlan:
         """A file of <reports_dir>/findings besides an analysis's record, tables and figures."""
         return str(layout.findings_root(self.config) / name)
 
-    def iq_image(self, backbone: str) -> str:
+    def backbone_image(self, backbone: str) -> str:
         """Image features of another backbone on the config's dataset (an analysis's `backbones`)."""
         return str(layout.findings_backbone_image_path(self.config, backbone))
 
-    def ss_text(self, encoder: str, lang: str) -> str:
-        """A text embedding of the sample-size analysis: the scaled SYNTHETIC set's, else the run's."""
-        if self.synthetic:
-            return str(layout.findings_sample_size_text_path(self.config, encoder, lang))
-        return self.plan.text_emb(encoder, lang)
+    # ---- an analysis's own data (backretrieval.findings.analysis.OwnData) and the rules making it
 
-    def ss_dataset_spec(self) -> str:
-        syn = self.ss["synthetic"]
-        keys = ("n_items", "seed", "image_size")
-        spec = {"name": Path(self.ss_dataset).name, "source": "synthetic", "options": {}}
-        return as_json({**spec, "synthetic": {k: syn[k] for k in keys}})
+    def intermediates(self, analysis: str) -> tuple[str, ...]:
+        """The intermediate artifacts made for ``analysis`` (kinds of analysis.INTERMEDIATES)."""
+        od = self.own.get(analysis)
+        return od.intermediates(self.classes[analysis].inputs) if od else ()
+
+    def own_dataset(self, analysis: str) -> str:
+        """The dataset an analysis reads: its own, prepared (data/prepared/<its name>), else the run's."""
+        od = self.own[analysis]
+        return str(layout.PREPARED / od.dataset["name"]) if od.dataset else self.plan.dataset
+
+    def own_text(self, analysis: str, encoder: str, lang: str) -> str:
+        """A text embedding an analysis reads: on its own dataset
+        artifacts/<run>.findings/<analysis>/text/<encoder>/<lang>.<text_field>.npz, else the run's."""
+        if self.own[analysis].dataset is None:
+            return self.plan.text_emb(encoder, lang)
+        name = f"{lang}.{self.config['text_field']}.npz"
+        return str(Path(self.artifacts) / analysis / "text" / encoder / name)
+
+    def own_texts(self, analysis: str) -> list[str]:
+        """The outputs of rule findings_<analysis>_embed_text: one per language (wildcard encoder)."""
+        return [self.own_text(analysis, "{encoder}", lang) for lang in self.own[analysis].languages]
+
+    def own_image(self, analysis: str) -> str:
+        """The image features an analysis reads: the config's backbone on its own dataset
+        (artifacts/<run>.findings/<analysis>/image/<backbone>.npz), else the run's."""
+        if self.own[analysis].dataset is None:
+            return self.plan.image_emb()
+        return str(Path(self.artifacts) / analysis / "image" / f"{self.config['image_backbone']}.npz")
+
+    def own_params(self, analysis: str, kind: str, **more: Any) -> dict:
+        """The params of rule findings_<analysis>_<kind> (``more``: the workflow's, e.g. its code)."""
+        od, cfg = self.own[analysis], self.config
+        if kind == "dataset":
+            return {"spec": as_json(od.dataset), "languages": list(od.dataset_languages), **more}
+        if kind == "embed_text":
+            return {
+                "rerun_trigger": lambda wc: rerun_on(od.encoders[wc.encoder]),
+                "spec": lambda wc, input: as_json(od.encoders[wc.encoder]),
+                "field": cfg["text_field"],
+                "languages": list(od.languages),
+                "skip": [],
+                "cache": self.plan.cache,
+                **more,
+            }
+        backbone = cfg["image_backbone"]
+        spec = as_json(cfg["backbones"][backbone])
+        return {"backbone": backbone, "spec": spec, "cache": self.plan.cache, **more}
 
     def wordvec_inputs(self) -> list[str]:
         """The word-vector encoders' embeddings (their vectors, seed dictionaries and maps are
@@ -103,11 +131,15 @@ class FindingsPlan:
             "samples": plan.samples_files(),
             "ranks": plan.ranks_files(),
             "image": plan.image_emb(),
-            "backbones": {b: self.iq_image(b) for b in self.settings[analysis].get("backbones", {})},
+            "backbones": {b: self.backbone_image(b) for b in self.settings[analysis].get("backbones", {})},
             "text": {(e, lang): plan.text_emb(e, lang) for e in cfg["encoders"] for lang in self.direction_langs},
             "wordvec": self.wordvec_inputs(),
-            **self.own_inputs.get(analysis, {}),
         }
+        if analysis in self.own:
+            od = self.own[analysis]
+            run["dataset"], run["run_dataset"] = self.own_dataset(analysis), plan.dataset
+            run["image"] = self.own_image(analysis)
+            run["text"] = {(e, lang): self.own_text(analysis, e, lang) for e in od.encoders for lang in od.languages}
         files: dict = {"dataset": run["dataset"], "metrics": metrics}
         flags: list[str] = ["--dataset", run["dataset"], "--metrics", *metrics]
         if "run_dataset" in run:
@@ -160,31 +192,34 @@ class FindingsPlan:
         return as_json({e: json.loads(self.plan.encoder_spec(e)) for e in self.wordvec_encoders})
 
     def document_inputs(self) -> dict:
-        """What docs/FINDINGS.md and the verdict are made from: this config's records, the other
-        configurations' (:meth:`other_configs`) and the simulated coverage the verdict cites
-        (benchmarks/bench_inference_coverage.py; where absent the verdict says so)."""
-        from ..findings.inference import COVERAGE_FILE
-
+        """What docs/FINDINGS.md and the verdict are made from: this config's records, the files
+        beside them the analyses' summaries read (their `summary_reads`), the repository's files
+        they cite where present (`summary_files`, e.g. the simulated coverage of
+        benchmarks/bench_inference_coverage.py), and the other configurations' (:meth:`other_configs`)."""
+        cited = [f for cls in self.classes.values() for f in cls.summary_files]
         return {
             "own": self.records,
-            "points": self.file("calibration_points.csv"),
-            "replicates": self.file("inference_replicates.csv"),
-            "coverage": lambda wc: [COVERAGE_FILE] if Path(COVERAGE_FILE).is_file() else [],
+            "summary_reads": [self.file(name) for name, _ in self._summary_reads()],
+            "summary_files": lambda wc: [f for f in cited if Path(f).is_file()],
             "others": self.other_configs(),
         }
 
+    def _summary_reads(self) -> list[tuple[str, str]]:
+        """(file, analysis) of every analysis's `summary_reads`, by file name."""
+        return sorted((f, a) for a, cls in self.classes.items() for f in cls.summary_reads)
+
     def other_configs(self) -> list[str]:
         """The committed findings records of the other configurations (each made by its own
-        `snakemake findings --configfile ...`), their calibration points and joint-bootstrap
-        replicate tables (a record made before the joint bootstrap has none)."""
+        `snakemake findings --configfile ...`) and the files beside them the summaries read
+        (where present: a record made before its summary read one has none)."""
         own = {Path(self.root), Path(self.summary)}
         records = [
             p for p in sorted(glob.glob("reports/**/findings/*.json", recursive=True)) if Path(p).parent not in own
         ]
-        points = [str(Path(p).parent / "calibration_points.csv") for p in records if Path(p).name == "calibration.json"]
-        replicates = [
-            str(Path(p).parent / "inference_replicates.csv")
+        beside = [
+            str(Path(p).parent / name)
+            for name, analysis in self._summary_reads()
             for p in records
-            if Path(p).name == "inference.json" and (Path(p).parent / "inference_replicates.csv").is_file()
+            if Path(p).name == f"{analysis}.json" and (Path(p).parent / name).is_file()
         ]
-        return [*records, *points, *replicates]
+        return [*records, *beside]

@@ -12,13 +12,16 @@ across configurations.
 * :mod:`.verdict` (the verdict across configurations in numbers, with its simulation
   :class:`~.verdict.Layout`) and :mod:`.verdict_text` (in words); the simulation that checks its
   coverage, :mod:`backretrieval.findings.inference_sim`, builds on them;
+* :mod:`.summary`: the record ``overall``, the verdict across configurations (the analysis's
+  summary, :meth:`Inference.summarize`);
 * :class:`Inference`, here: the analysis's declaration (light: the registry imports this package
   whenever the command line builds its parser, which must not load pandas or SciPy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...stats.encoder_sets import WORDVEC_FAMILY, encoder_roles
@@ -56,6 +59,8 @@ class Inference(Analysis):
             analysis="overall",
         ),
     )
+    summary_reads = (REPLICATES_FILE,)
+    summary_files = (COVERAGE_FILE,)
     inputs = ("samples", "ranks", "image", "text")
     settings = (
         Setting("bootstrap", 1000, "bootstrap resamples B", type=int, metavar="B"),
@@ -93,6 +98,12 @@ class Inference(Analysis):
     @classmethod
     def configure(cls, cfg: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
         return {**cls.defaults(), **given, **encoder_roles(cfg)}
+
+    @classmethod
+    def summarize(cls, records: Sequence[tuple[Path, Any]], summary_dir: Path) -> list[Any]:
+        from .summary import overall_record
+
+        return [overall_record(records, summary_dir, COVERAGE_FILE)]
 
     def run(self, artifacts: RunArtifacts, settings: Mapping[str, Any]) -> Result:
         from .per_run import inference_result
