@@ -111,3 +111,13 @@ def test_snakemake_reruns_exactly_what_a_change_reaches(tiny_reference, src, tmp
     jobs = _planned(wd, src, "--config", f"case_study={seeds}")
     assert "case_train" in jobs and {"case_evaluate", "case_report"} <= jobs, jobs
     assert not jobs & {"prepare_dataset", "embed_text", "embed_images", "case_embed", "sample", "metrics"}, jobs
+
+
+def test_an_analysis_the_registry_imports_by_name_counts_for_the_findings_step(src, tmp_path):
+    # backretrieval.findings.analysis.registry imports every analysis module with importlib: no
+    # import statement names image_quality, yet a change in it must rerun the findings jobs
+    before = _versions(src, tmp_path)
+    module = src / "backretrieval/findings/image_quality.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\n_CHANGED = 1\n", encoding="utf-8")
+    after = _versions(src, tmp_path)
+    assert {step for step in before if before[step] != after[step]} == {"findings"}

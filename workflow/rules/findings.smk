@@ -79,8 +79,6 @@ for _name in FP.own:
                 FP.own_texts(_name),
             log:
                 f"{LOGS}/findings/{_name}_embed/{{encoder}}.log",
-            benchmark:
-                f"{LOGS}/benchmarks/findings/{_name}_embed/{{encoder}}.tsv"
             wildcard_constraints:
                 encoder="|".join(FP.own[_name].encoders),
             shadow:

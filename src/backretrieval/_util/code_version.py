@@ -78,10 +78,21 @@ def _imports(name: str, tree: ast.Module) -> list[str]:
     return sorted(found)
 
 
+def _expand(entry: str) -> list[str]:
+    """``pkg.*``: every module of package ``pkg`` (one a registry imports by name); else ``entry``."""
+    if not entry.endswith(".*"):
+        return [entry]
+    base = entry[:-2]
+    folder = SRC.joinpath(*base.split("."))
+    names = [".".join([base, *p.relative_to(folder).with_suffix("").parts]) for p in sorted(folder.rglob("*.py"))]
+    return [n.removesuffix(".__init__") for n in names]
+
+
 def closure(*entries: str) -> list[str]:
-    """Every module the entries run, by name, sorted (the entries and their parents included)."""
+    """Every module the entries run, by name, sorted (the entries and their parents included);
+    an entry ``pkg.*`` stands for every module of ``pkg``."""
     seen: set[str] = set()
-    todo = [p for e in entries for p in _parents(e)]
+    todo = [p for e in entries for x in _expand(e) for p in _parents(x)]
     while todo:
         name = todo.pop()
         if name in seen or _file(name) is None:
@@ -161,7 +172,8 @@ STEPS: dict[str, tuple[str, ...]] = {
     "case_study": ("backretrieval.steps.case_study",),
     "human_study": ("backretrieval.steps.human_study",),
     "results_doc": ("backretrieval.steps.results_doc",),
-    "findings": ("backretrieval.steps.findings", "backretrieval.findings"),
+    # the findings registry imports every analysis module by name: the whole package counts
+    "findings": ("backretrieval.steps.findings", "backretrieval.findings.*"),
 }
 CLI = ("backretrieval.cli", "backretrieval.cli._args", "backretrieval.cli.pipeline", "backretrieval.cli.findings")
 #: where the workflow records them (relative to its folder's parent, the repository root): DVC
