@@ -47,6 +47,25 @@ def test_the_file_covers_every_committed_layout_and_its_shares_follow_from_its_w
             assert z == pytest.approx(float(np.median([abs(w["z0"][stat]) for w in worlds])))
 
 
+def test_the_file_is_the_settled_run_and_its_diagnostics_agree_with_its_intervals(committed):
+    """At least 400 worlds per layout (binomial SD <= 0.011 at 0.95), the real runs' 25 seeds,
+    and every world's ``diag`` (what --alt-intervals scores) consistent with its verdict interval."""
+    import scipy.stats as st
+
+    assert committed["worlds"] >= 400 and committed["n_seeds"] == 25
+    for sig, rec in committed["layouts"].items():
+        for w in rec["per_world"]:
+            for stat, d in w["diag"].items():
+                t = st.t.ppf(0.975, d["G"] - 1)
+                assert w["width"][f"fixed/{stat}"] == pytest.approx(2 * t * d["se_items"], rel=1e-9), sig
+                lo, hi = d["estimate"] - t * d["se_items"], d["estimate"] + t * d["se_items"]
+                assert w["hit"][f"fixed/{stat}"] == int(lo <= d["truth_fixed"] <= hi), sig
+                se_r = np.hypot(d["se_items"], d["se_encoders"])
+                assert w["width"][f"random/{stat}"] == pytest.approx(
+                    2 * st.norm.ppf(0.975) * se_r, rel=1e-9, nan_ok=True
+                ), sig
+
+
 def test_a_committed_world_is_what_the_code_gives(committed):
     """The cheapest layout's first world, recomputed with the committed settings."""
     from backretrieval.findings.inference_sim_hits import _world_hits
@@ -63,6 +82,12 @@ def test_a_committed_world_is_what_the_code_gives(committed):
         assert got["width"][key] == pytest.approx(want["width"][key], rel=1e-9, nan_ok=True)
     for stat in want["z0"]:
         assert got["z0"][stat] == pytest.approx(want["z0"][stat], rel=1e-9)
+    # the benchmark's own path (with the diagnostics) gives the same world
+    diag = bench.world_hits_diag((0, lay, bench.layout_rates(lay), committed["B"], committed["seed"], kw))
+    assert diag["hit"] == want["hit"]
+    for stat, d in want["diag"].items():
+        for key, v in d.items():
+            assert diag["diag"][stat][key] == pytest.approx(v, rel=1e-9, nan_ok=True), (stat, key)
 
 
 def test_the_hits_world_has_binary_hits_shared_within_a_family_and_the_real_rates():
