@@ -9,7 +9,7 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,9 @@ from .case_config import (
     run_id,
     runs,
 )
+
+if TYPE_CHECKING:
+    from ..data.sampling import Sample
 
 __all__ = [
     "HEADS",
@@ -139,7 +142,7 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 
-def eval_samples(dataset: Path, cs: dict) -> tuple[dict[str, dict], dict[tuple[str, int], object]]:
+def eval_samples(dataset: Path, cs: dict) -> tuple[dict[str, dict], dict[tuple[str, int], Sample]]:
     """The case study's evaluation samples, as ``case-evaluate`` draws them: (image id of every
     evaluation item per language, ``{(direction, sample seed): Sample}``) from
     :func:`~backretrieval.data.sampling.draw_sample` on the evaluation split of :func:`case_items`."""

@@ -44,8 +44,8 @@ def document_step(
     """The cross-configuration records, docs/FINDINGS.md, and (``readme``) the README's block."""
     from ...findings.document import render_findings, update_readme_block
 
-    cross = {f"{name}.json" for name in summary_names()}
-    record_files = sorted({Path(p) for p in record_files if Path(p).name not in cross})
+    cross_files = {f"{name}.json" for name in summary_names()}
+    record_files = sorted({Path(p) for p in record_files if Path(p).name not in cross_files})
     per_run = [read_record(p) for p in record_files]
     cross = summary_records(record_files, summary_dir)
     records = per_run + cross
