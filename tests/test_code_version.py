@@ -84,8 +84,8 @@ def test_the_closure_follows_imports_in_function_bodies_but_not_lazy_package_hoo
     assert "backretrieval.encoders.base" in closure("backretrieval.steps.case_study")
 
 
-def _planned(wd: Path, src: Path, *args: str) -> set[str]:
-    res = run_snakemake(wd, "-n", *args, configfile=TINY, environ=snake.env(src), cwd=wd)
+def _planned(wd: Path, src: Path, configfile: Path = TINY) -> set[str]:
+    res = run_snakemake(wd, "-n", configfile=configfile, environ=snake.env(src), cwd=wd)
     table = re.search(r"^job\s+count\n[-\s]+\n(.*?)^total", res.stdout, re.S | re.M)
     return set() if table is None else {line.split()[0] for line in table.group(1).splitlines() if line.strip()}
 
@@ -107,8 +107,9 @@ def test_snakemake_reruns_exactly_what_a_change_reaches(tiny_reference, src, tmp
     assert not jobs & {"prepare_dataset", "check_dataset", "sample", "embed_text", "embed_images"}, jobs
     shutil.copy2(ROOT / "src" / KERNELS, src / KERNELS)
     cfg = yaml.safe_load(TINY.read_text(encoding="utf-8"))
-    seeds = json.dumps({**cfg["case_study"], "training_seeds": [0, 1, 2]})
-    jobs = _planned(wd, src, "--config", f"case_study={seeds}")
+    cfg["case_study"]["training_seeds"] = [0, 1, 2]
+    (tmp_path / "seeds.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    jobs = _planned(wd, src, tmp_path / "seeds.yaml")
     assert "case_train" in jobs and {"case_evaluate", "case_report"} <= jobs, jobs
     assert not jobs & {"prepare_dataset", "embed_text", "embed_images", "case_embed", "sample", "metrics"}, jobs
 
