@@ -70,7 +70,7 @@ raw-data: setup
 # download, naming them, while an output's folder holds files DVC does not track
 pull:
 	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE)) \
-	  && $(SNAKEMAKE) --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG))
+	  && if [ -f Snakefile ]; then $(SNAKEMAKE) --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)); fi
 
 # what is out of date for CONFIG, a line per tool and stage: the jobs Snakemake would run (by rule,
 # with its reasons) and each DVC stage whose deps, params or outs changed, with what to run

@@ -46,6 +46,7 @@ import pandas as pd
 from .. import stats
 from .._util import io
 from ..errors import InputError
+from ..stats.items import MIN_ITEMS
 from .core import duplicates_sentence
 from .defaults import DEFAULT_BOOTSTRAP
 
@@ -134,7 +135,7 @@ def _ci_method(B: int, level: float) -> str:
     return (
         f"{pct} CI: percentile bootstrap over the distinct items (query images; an item drawn by several seeds "
         f"counts once, with all its queries; B={B}); none where it cannot be estimated honestly (CORR has no "
-        f"per-query values; fewer than {stats.items.MIN_ITEMS} items; every item alike)"
+        f"per-query values; fewer than {MIN_ITEMS} items; every item alike)"
     )
 
 

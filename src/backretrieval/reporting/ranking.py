@@ -25,6 +25,7 @@ from .. import stats
 from ..evaluation.compare import PAIRWISE_COLUMNS, interval_text, pairwise_comparisons
 from ..evaluation.core import duplicates_sentence
 from ..evaluation.results import random_baseline
+from ..stats.items import MIN_ITEMS
 from ._common import direction_order
 
 #: the reason printed in place of every XLR table on non-parallel data
@@ -357,7 +358,7 @@ def ranking_markdown(r: Ranking, *, title: str, caption: str) -> str:
         "",
         "CIs: percentile bootstrap over the distinct items (each resampled item brings its queries of every seed "
         "and direction); no interval is shown where none can be estimated honestly (CORR has no per-query values; "
-        f"fewer than {stats.items.MIN_ITEMS} items; every item alike). Δ: the pooled difference of the hit rates, "
+        f"fewer than {MIN_ITEMS} items; every item alike). Δ: the pooled difference of the hit rates, "
         "with the same item bootstrap. p: paired permutation test over distinct items (the signs of each item's "
         "summed A − B difference flipped at random); Holm-adjusted across the pairs (per-direction tests, "
         "Holm-adjusted across a pair's directions, are in pairwise.csv). Marks: * p<.05, ** p<.01, *** p<.001. "
