@@ -6,39 +6,7 @@ tolerance of its class, and every decision is the same. :data:`.tolerances.TOLER
 that states the classes, each with where its number comes from; ``backretrieval verify
 --tolerances`` prints the table (:mod:`.tolerances`).
 
-Classes:
-
-- **float-level** (recall, MRR, mean rank, CORR, correlations across encoders): a kernel of
-  another CPU moves the last bits of the torch encoders' vectors and of the image features.
-  ``cross_cpu.json`` (beside this module, written by ``scripts/measure_cross_cpu.py``) holds
-  the measured max |Δ| and RMS Δ per encoder between two real CPUs and their propagation
-  through the pipeline's own metric code; a field's tolerance is :data:`MARGIN` × the largest
-  propagated change of its encoder (all encoders where the field names none), scaled to the
-  run's N;
-- **trained outcomes** (the case study's heads and the human study rated on them): each
-  trained quantity the reports record per training seed (``training_spread`` of
-  ``case_study/metrics.json`` and ``case_study/human_study.json``; TRIPLETXL − TRIPLET paired by
-  seed, derived from the heads' values) is compared as two samples, the run's R seeds against
-  the reference's: Welch's t test, which uses both runs' spreads and, through its degrees of
-  freedom, the uncertainty of an sd estimated from few seeds. A quantity fails when its p is
-  below :data:`TRAINED_ALPHA` / m (m: the quantities compared), so a run in which nothing but
-  the CPU changed fails with probability at most :data:`TRAINED_ALPHA`
-  (``benchmarks/bench_trained_verify.py`` measures it). Every other field that names a head
-  (CIs, per-seed values, per-pair values, the human study's tallies) is a function of the same
-  draws and follows its quantity's comparison; a decision over trained heads that differs is
-  listed as borderline. A reference or run without a training spread fails, named; a human
-  study rated on one training draw (a single sheet: reports before the multi-seed sheet) has no
-  spread on either side, and its outcomes are listed, not compared;
-- **decisions** (p-values): compared as decisions at α = 0.05; a flip whose p-values both lie
-  in the band :func:`p_band` around α is listed as borderline, not failed; the statistics and
-  effect sizes of a test follow its p-value and are not compared by value;
-- **counts and settings**: exact; **anything else**: exact.
-
-What is compared (the union of the files of both folders; a file on one side only is a
-failure): ``.json`` files leaf by leaf and ``.csv`` files cell by cell (rows matched by their
-text columns), numbers by their class, everything else exactly. Other files (Markdown/LaTeX
-tables, figures, HTML) render the checked numbers; they are compared byte for byte and a
-difference is listed as a note, not a failure.
+The classes of fields and their tolerances are described in :mod:`.tolerances`.
 """
 
 from __future__ import annotations
