@@ -14,7 +14,7 @@ from backretrieval.findings.inference import COVERAGE_FILE
 from backretrieval.metrics import corr
 from backretrieval.stats.contributions import corr_contributions
 from backretrieval.stats.crossed import SeedOutcomes, crossed_bootstrap, pool_replicates
-from backretrieval.stats.questions import bca_interval, two_questions
+from backretrieval.stats.questions import bca_interval, random_question_test, two_questions
 from backretrieval.stats.weighted import corr_rows, pairwise_order_accuracy, unit_weights, weighted_corr, weighted_ranks
 
 
@@ -345,9 +345,13 @@ def test_the_old_pooled_procedure_fails_and_the_new_passes():
 
 
 def test_bca_and_two_questions_against_slow_formulas():
-    """BCa's z0 and acceleration as Efron (1987) defines them, the encoders-random SE as the sum of
-    the item variance and the family jackknife variance, and the encoders-fixed interval as the
-    bootstrap SE times Student t on G - 1 df, checked by hand on small arrays."""
+    """BCa's z0 and acceleration as Efron (1987) defines them; the encoders-fixed interval as
+    max(bootstrap SE, delete-a-group jackknife SE) times Student t on G - 1 df; the
+    encoders-random SE as the sum of that item variance and the family jackknife variance, with
+    Student t on the Welch-Satterthwaite df of the two; checked by slow loops on small arrays, in
+    one case where the bootstrap SE is the larger and one where the jackknife's is (the readings
+    "bootstrap SE only", "jackknife SE only" and "normal quantile" differ from the formula in one
+    of them)."""
     import scipy.stats as st
 
     rep = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
@@ -356,17 +360,40 @@ def test_bca_and_two_questions_against_slow_formulas():
     assert r["z0"] == pytest.approx(st.norm.ppf(3 / 8))
     d = jk.mean() - jk
     assert r["a"] == pytest.approx(np.sum(d**3) / (6 * np.sum(d**2) ** 1.5))
-    tq = two_questions([0.3, 0.4], [rep, rep + 0.1], [jk, jk], {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]})
-    T = (rep + rep + 0.1) / 2
-    loo = np.array([0.25, 0.45, 0.3])
-    var_enc = 2 / 3 * np.sum((loo - loo.mean()) ** 2)
-    se = np.sqrt(np.var(T, ddof=1) + var_enc)
-    assert tq["random"]["se"] == pytest.approx(se)
-    assert tq["random"]["high"] - 0.35 == pytest.approx(st.norm.ppf(0.975) * se)
-    # encoders fixed: Student t on (jackknife groups - 1) df, here 4 groups -> 3 df
-    assert tq["fixed"]["df"] == 3
-    assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, 3) * np.std(T, ddof=1))
-    assert tq["fixed"]["low"] - 0.35 == pytest.approx(-st.t.ppf(0.975, 3) * np.std(T, ddof=1))
+    fams = {"f1": [0.2, 0.3], "f2": [0.4, 0.5], "f3": [0.3, 0.3]}
+
+    def slow(reps, jacks):
+        B, G = len(reps[0]), len(jacks[0])
+        T = [sum(r[b] for r in reps) / len(reps) for b in range(B)]
+        J = [sum(j[g] for j in jacks) / len(jacks) for g in range(G)]
+        mt, mj = sum(T) / B, sum(J) / G
+        se_boot = (sum((t - mt) ** 2 for t in T) / (B - 1)) ** 0.5
+        se_jack = ((G - 1) / G * sum((j - mj) ** 2 for j in J)) ** 0.5
+        se_i = max(se_boot, se_jack)
+        loo = [sum(v) / len(v) for v in fams.values()]
+        F = len(loo)
+        ml = sum(loo) / F
+        v_enc = (F - 1) / F * sum((x - ml) ** 2 for x in loo)
+        v_it = se_i**2
+        df = (v_it + v_enc) ** 2 / (v_it**2 / (G - 1) + v_enc**2 / (F - 1))
+        return se_boot, se_jack, se_i, G - 1, (v_it + v_enc) ** 0.5, df
+
+    for reps, jacks in (([rep, rep + 0.1], [jk, jk]), ([rep * 0.1, rep * 0.1], [jk * 3, jk * 3])):
+        se_boot, se_jack, se_i, df_i, se_r, df_r = slow(reps, jacks)
+        tq = two_questions([0.3, 0.4], reps, jacks, fams)
+        assert tq["fixed"]["se_bootstrap"] == pytest.approx(se_boot)
+        assert tq["fixed"]["se_jackknife"] == pytest.approx(se_jack)
+        assert tq["fixed"]["se"] == pytest.approx(se_i) and tq["fixed"]["df"] == df_i == 3
+        assert tq["fixed"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, 3) * se_i)
+        assert tq["fixed"]["low"] - 0.35 == pytest.approx(-st.t.ppf(0.975, 3) * se_i)
+        assert tq["random"]["se"] == pytest.approx(se_r)
+        assert tq["random"]["df"] == pytest.approx(df_r) and 2 <= df_r <= 5
+        assert tq["random"]["high"] - 0.35 == pytest.approx(st.t.ppf(0.975, df_r) * se_r)
+        tval, p = random_question_test(tq["random"])
+        assert tval == pytest.approx(0.35 / se_r) and p == pytest.approx(2 * st.t.sf(0.35 / se_r, df_r))
+    # the two cases differ in which item SE is the larger
+    assert slow([rep, rep + 0.1], [jk, jk])[0] > slow([rep, rep + 0.1], [jk, jk])[1]
+    assert slow([rep * 0.1] * 2, [jk * 3] * 2)[0] < slow([rep * 0.1] * 2, [jk * 3] * 2)[1]
     with pytest.raises(InputError, match="undefined replicates"):
         bca_interval(0.3, np.array([0.1, np.nan, 0.2]), jk)
 

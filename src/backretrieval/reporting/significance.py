@@ -23,8 +23,9 @@ Resampling the encoders with replacement is avoided on purpose: a draw with fewe
 distinct encoders leaves the correlation undefined, and dropping those draws conditions the
 bootstrap (probability :func:`~backretrieval.stats.weighted.degenerate_probability`, 0.26
 with 5 encoders). The sum of the two variances counts the residual (item × encoder) noise in
-both parts, so it errs on the wide side. 95 % CI estimate ± 1.96 SE (two_questions' interval,
-normal reference), z = estimate / SE, two-sided normal p (its dual test,
+both parts, so it errs on the wide side. 95 % CI estimate ± t·SE (two_questions' interval: Student
+t on the Welch–Satterthwaite degrees of freedom of the two parts), t = estimate / SE, two-sided p on
+the same reference (its dual test,
 :func:`~backretrieval.stats.questions.random_question_test`); undefined (no mark) with fewer
 than 3 families or fewer than 3 encoders left without some family. The mark comes from the
 p-value Holm-adjusted across the table's directions (per block and statistic), * p<.05,

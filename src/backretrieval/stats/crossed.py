@@ -286,8 +286,9 @@ def crossed_bootstrap(
     replicate (an item-only bootstrap; no replicate is degenerate). ``jackknife_groups`` G > 0:
     also the delete-a-group item jackknife values (``jackknife``: G per key; groups from
     :func:`item_groups`), encoders at weight 1. ``families`` (encoder → family): also, per set,
-    the point estimates without each family (``family_loo[(set, family, quantity, stat)]``; NaN
-    where fewer than 3 encoders are left). Deterministic for a seed; vectorised over the
+    the point estimates without each family (``family_loo[(set, family, quantity, stat)]``: the
+    mean over the seeds where it is defined; NaN where fewer than 3 encoders are left or no seed
+    defines it). Deterministic for a seed; vectorised over the
     replicates.
     """
     if B < 2:
@@ -341,7 +342,13 @@ def crossed_bootstrap(
         per_seed, avg = points(idx)
         for key in [k for k in res.point if k[0] == name]:
             q = (key[1], key[2])
-            val = float(np.mean(per_seed[q])) if q in per_seed else avg.get(q, float("nan"))
+            if q in per_seed:
+                # the mean over the seeds where it is defined: without a large family, few
+                # encoders are left, and in some seed a metric can be constant across them
+                ok = np.isfinite(per_seed[q])
+                val = float(np.mean(per_seed[q][ok])) if ok.any() else float("nan")
+            else:
+                val = avg.get(q, float("nan"))
             res.family_loo[(name, fam, key[1], key[2])] = val
 
     # replicates: item weights keyed by item, encoder weights keyed by encoder name

@@ -1,6 +1,6 @@
 """Table 1's test of BkR − CORR, with the items and the encoder families as the units: the
 "encoders random" question (:func:`.questions.two_questions`) on one cell of the item-only
-crossed bootstrap (:func:`.crossed.crossed_bootstrap`), its dual z test, Holm across directions."""
+crossed bootstrap (:func:`.crossed.crossed_bootstrap`), its dual t test, Holm across directions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .weighted import MIN_ENCODERS, STATS
 
 #: the unit label and test name of Table 1's test
 ITEMS_UNIT = "items and encoder families"
-TABLE1_TEST = "item bootstrap + leave-one-family-out jackknife (encoders random), z test"
+TABLE1_TEST = "item bootstrap + leave-one-family-out jackknife (encoders random), t test"
 
 
 def _table1_undefined(
@@ -74,9 +74,10 @@ def table1_tests(
     (:func:`crossed_bootstrap` with ``resample_encoders=False``: Poisson(1) weights keyed by
     image id, shared by every seed) + the leave-one-family-out jackknife variance
     (F − 1)/F · Σ_f (θ_(−f) − θ̄_(·))² over the set's F encoder families; the interval and
-    the reference distribution are two_questions' (estimate ± z_(1−α/2)·SE), z = estimate / SE,
-    two-sided normal p. Columns: direction, set, stat, test, unit, estimate, se, se_items,
-    se_encoders, ci_low, ci_high, z, p, n_encoders, n_families, n_items, n_seeds, B, why (the
+    the reference distribution are two_questions' (estimate ± t_(1−α/2, df)·SE, df the
+    Welch–Satterthwaite degrees of freedom of the two parts), t = estimate / SE, two-sided p.
+    Columns: direction, set, stat, test, unit, estimate, se, se_items, se_encoders, df, ci_low,
+    ci_high, t, p, n_encoders, n_families, n_items, n_seeds, B, why (the
     reason the test is undefined, else empty), p_holm (Holm across the directions, per set and
     stat). Undefined
     (NaN, no mark, ``why`` says which): fewer than :data:`MIN_JACKKNIFE_FAMILIES` families,
@@ -121,9 +122,10 @@ def table1_tests(
                     se=nan,
                     se_items=nan,
                     se_encoders=nan,
+                    df=nan,
                     ci_low=nan,
                     ci_high=nan,
-                    z=nan,
+                    t=nan,
                     p=nan,
                     n_encoders=len(members),
                     n_families=n_fam,
@@ -138,10 +140,11 @@ def table1_tests(
                         se=rn["se"],
                         se_items=rn["se_items"],
                         se_encoders=rn["se_encoders"],
+                        df=rn["df"],
                         ci_low=rn["low"],
                         ci_high=rn["high"],
                     )
-                    row["z"], row["p"] = random_question_test(rn)
+                    row["t"], row["p"] = random_question_test(rn)
                     if not np.isfinite(row["p"]):
                         row["why"] = "SE = 0 (BkR − CORR is the same in every replicate and without every family)"
                 rows.append(row)

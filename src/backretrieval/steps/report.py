@@ -258,7 +258,7 @@ def table1_marks_note(tests: pd.DataFrame, B: int, labels: dict[str, str], famil
         "XLR) tested with the items and the encoder families as the units (a family: encoders built from the same "
         f"base vectors; here {unit}): the findings' encoders-random question, SE² = item bootstrap (B={B}, image "
         "ids resampled, shared by every seed) + leave-one-family-out jackknife over the block's families; two-sided "
-        "z test (z = estimate / SE), Holm-adjusted across directions within each block (* p<.05, ** p<.01, "
+        "t test (t = estimate / SE, Welch–Satterthwaite degrees of freedom of the two parts), Holm-adjusted across directions within each block (* p<.05, ** p<.01, "
         "*** p<.001)."
     ]
     for name, label in labels.items():

@@ -30,7 +30,7 @@ from .replicates import REPLICATES_FILE
 
 #: the committed coverage table of benchmarks/bench_inference_coverage.py (per layout signature),
 #: relative to the repository root; the overall verdict cites it by layout
-COVERAGE_FILE = "benchmarks/inference_coverage.json"
+COVERAGE_FILE = "benchmarks/inference_coverage_hits.json"
 
 if TYPE_CHECKING:
     from ...evaluation.run_artifacts import RunArtifacts

@@ -86,10 +86,10 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         "bootstrap_seed": boot_seed,
         "n_seeds_used": n_used,
         "method": (
-            "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± t·SE (Student t on "
-            f"{JACKKNIFE_GROUPS - 1} df), z0 and "
+            "encoders fixed: item-only Poisson bootstrap (weights keyed by image id), estimate ± t·SE with SE the larger of the "
+            f"bootstrap's and the item jackknife's (Student t on {JACKKNIFE_GROUPS - 1} df), z0 and "
             "acceleration reported; encoders random: plus a leave-one-family-out jackknife over the encoders, "
-            "normal interval"
+            "Student t on the Welch-Satterthwaite df"
         ),
         "item_key": "image_id",
         "jackknife_groups": JACKKNIFE_GROUPS,
@@ -277,10 +277,12 @@ def inference_markdown(frame: pd.DataFrame, info: RunInfo, settings: dict[str, A
         f"## Unit of inference — {info.label()}\n\n{info.scale()}. Two questions. **Encoders fixed** (for these "
         f"encoders): an item-only Poisson bootstrap (weights keyed by image id, B={settings['B']}, seed "
         f"{settings['bootstrap_seed']}, first {settings['n_seeds_used']} seeds; XLR, BkR and CORR all reweight "
-        f"their per-query outcomes), 95% CI = estimate ± t·SE (Student t on {settings['jackknife_groups'] - 1} degrees "
+        f"their per-query outcomes), 95% CI = estimate ± t·SE, SE the larger of the bootstrap's and the "
+        f"delete-a-group item jackknife's (Student t on {settings['jackknife_groups'] - 1} degrees "
         "of freedom: the SE is itself estimated); nothing is dropped. **Encoders random** (for "
         "encoders like these): the same item variance plus a leave-one-family-out jackknife over the encoders "
-        f"(the {settings['family_name']} encoders count as one family), normal interval; at least 3 families. "
+        f"(the {settings['family_name']} encoders count as one family), Student t on the Welch–Satterthwaite degrees of freedom of the two "
+        "variances (about families − 1); at least 3 families. "
         "'seeds CI' treats the seeds as independent replicates (Table 1's view; too narrow: every seed "
         "re-splits the same items).\n\n"
     )

@@ -142,6 +142,7 @@ def detail_table(numbers: Mapping[str, Any], coverage: Mapping | None) -> str:
             continue
         sig = _layout_signature(numbers, r)
         c = cov.get(sig) if sig else None
+        c = c.get("coverage", c) if c else None
         fixed_cov = f"{c['fixed/pearson']:.3f}" if c else "not simulated"
         random_cov = f"{c['random/pearson']:.3f}" if c else "not simulated"
         z0 = p["fixed"].get("z0")
@@ -238,13 +239,15 @@ def overall_text(numbers: Mapping[str, Any], coverage: Mapping | None = None) ->
         "Pearson correlations across encoders (the paper's statistic), averaged over the configuration's "
         "directions (or the pooled cells). Encoders fixed (*these encoders*): an item-only Poisson bootstrap, "
         "every image keyed by its id so that cells on the same images (both directions; task 1 and task 2 share "
-        "test_2016) get the same weight in a replicate; the interval is the estimate ± t·SE of the replicates "
-        f"averaged over the cells (Student t on {JACKKNIFE_GROUPS - 1} degrees of freedom: the SE is itself estimated), "
+        "test_2016) get the same weight in a replicate; the interval is the estimate ± t·SE, SE the larger of the "
+        "replicates' and the delete-a-group item jackknife's, averaged over the cells "
+        f"(Student t on {JACKKNIFE_GROUPS - 1} degrees of freedom: the SE is itself estimated), "
         "and nothing is dropped; z0 is BCa's bias correction of the replicates. Encoders random (*encoders like "
         "these*): the same item variance plus a leave-one-family-out jackknife over the shared encoders (the "
-        "word-vector variants are one family: they share their base vectors), normal interval (Student t "
-        "over-covered in the simulated layouts). Coverage: of the nominal 95% interval, simulated in the row's "
-        "layout (benchmarks/bench_inference_coverage.py, benchmarks/README.md)"
+        "word-vector variants are one family: they share their base vectors), Student t on the "
+        "Welch–Satterthwaite degrees of freedom of the two variances. Coverage: of the nominal 95% interval, "
+        "simulated in the row's layout with binary hits and noise shared within a family "
+        "(benchmarks/bench_inference_coverage.py --world hits, benchmarks/README.md)"
         + (f" over {coverage['worlds']} worlds." if coverage and "worlds" in coverage else ".")
     )
     answer = "\n\n".join([verdict, detail_table(numbers, coverage).rstrip("\n"), " ".join(notes + [method])])
