@@ -43,13 +43,15 @@ setup:
 lock:
 	bash scripts/setup.sh lock
 
-# dvc commit rewrites every output it stores (in no particular order); `snakemake --touch` then
-# gives them back the DAG's order of modification times, so the next `snakemake -n` has nothing
-# to do (it changes no content: dvc status stays clean)
+# dvc commit rewrites every output it stores (in no particular order). Snakemake sees that the
+# bytes are the same (the inputs' checksums it recorded: profiles/default), and
+# `snakemake --touch --forceall` gives every output back the DAG's order of modification times, so
+# the next `snakemake -n` has nothing to do and compares no checksums (no content changes: dvc
+# status stays clean)
 run: setup
 	source $(VENV)/activate && $(PLAIN) && time snakemake --cores all $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && stages=$(STAGES) && dvc commit --force --quiet $$stages \
-	  && snakemake --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
+	  && snakemake --touch --forceall --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)) \
 	  && if [ -n "$$(dvc remote default 2>/dev/null)" ]; then dvc push $$stages; fi \
 	  && reports=$(REPORTS) && if git cat-file -e "HEAD:$$reports" 2>/dev/null; then backretrieval verify "$$reports"; \
 	  else echo "verify: $$reports has no committed reports yet (a new run): nothing to compare; commit them to make them the reference"; fi
@@ -67,10 +69,13 @@ raw-data: setup
 # every output the lock files record, from the DVC remote (REMOTE=<name> for another), each
 # object re-hashed after the download: a corrupted one is named by its workspace path, kept out
 # of the cache and the workspace, and the target fails (scripts/dvc_pull.py); refused before any
-# download, naming them, while an output's folder holds files DVC does not track
+# download, naming them, while an output's folder holds files DVC does not track. Then every
+# output is touched in the DAG's order (a fresh clone has no Snakemake records to compare
+# checksums with; a plain --touch touches only the jobs it would run, which can leave a folder
+# DVC wrote last newer than what it feeds)
 pull:
 	$(ACTIVATE) && python scripts/dvc_pull.py $(if $(REMOTE),-r $(REMOTE)) \
-	  && if [ -f Snakefile ]; then $(SNAKEMAKE) --touch --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)); fi
+	  && if [ -f Snakefile ]; then $(SNAKEMAKE) --touch --forceall --cores 1 --quiet $(if $(filter params.yaml,$(CONFIG)),,--configfile $(CONFIG)); fi
 
 # what is out of date for CONFIG, a line per tool and stage: the jobs Snakemake would run (by rule,
 # with its reasons) and each DVC stage whose deps, params or outs changed, with what to run

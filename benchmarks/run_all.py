@@ -1,6 +1,6 @@
 """Run the metric benchmark suite and print one Markdown report.
 
-    python benchmarks/run_all.py [--quick] [--gpu] [--only kernels,baselines,...] [--skip ...]
+    python benchmarks/run_all.py [--quick] [--only kernels,baselines,...] [--skip ...]
                                  [--out report.md]
 
 Sections: machine, kernels (ours vs bare matrix products; shared image index), baselines
@@ -8,9 +8,8 @@ Sections: machine, kernels (ours vs bare matrix products; shared image index), b
 evaluated alternative: bf16 product + exact re-check), corr (old vs new implementation,
 exact and max_pairs, the bare products, the estimator error over seeds),
 scaling (N = 1k..100k in subprocesses; --quick: 1k, 10k), projection (paper protocol from the
-measured units), gpu (only with --gpu: metrics_torch on CUDA vs numpy + accuracy check;
-prints "no CUDA device" without one). All inputs are SYNTHETIC normalised float32 embeddings.
---quick: fewer repeats, corr exact at N=3,000, no N >= 30k, GPU at N=10k only.
+measured units). All inputs are SYNTHETIC normalised float32 embeddings.
+--quick: fewer repeats, corr exact at N=3,000, no N >= 30k.
 Encoder throughput (embedding time) is measured separately by benchmarks/throughput.py.
 """
 
@@ -25,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_common  # noqa: E402
 
-SECTIONS = ["machine", "kernels", "baselines", "bf16screen", "corr", "scaling", "projection", "gpu"]
+SECTIONS = ["machine", "kernels", "baselines", "bf16screen", "corr", "scaling", "projection"]
 SEEDS, ENCODERS, DIRECTIONS, N_PAPER = 25, 10, 8, 10_000
 
 
@@ -102,7 +101,6 @@ def projection(k: dict, corr_res: dict | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--gpu", action="store_true", help="also run the torch/CUDA section")
     ap.add_argument("--only", default="", help=f"comma-separated subset of {SECTIONS}")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip")
     ap.add_argument("--n", type=int, default=N_PAPER)
@@ -113,8 +111,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     want = [s for s in SECTIONS if (not a.only or s in a.only.split(",")) and s not in a.skip.split(",")]
-    if "gpu" in want and not a.gpu and not a.only:
-        want.remove("gpu")
     parts: list[str] = [f"# Metric benchmarks ({'quick' if a.quick else 'full'}; {time.strftime('%Y-%m-%d %H:%M')})"]
     kernels_units: dict = {}
     corr_res: dict | None = None
@@ -161,11 +157,6 @@ def main(argv: list[str] | None = None) -> int:
             emit("Scaling of one XLR + BkR (subprocess per N)", body)
         elif sec == "projection":
             emit("Projected wall time of the paper protocol", projection(kernels_units, corr_res))
-        elif sec == "gpu":
-            import bench_gpu
-
-            body, all_units["gpu"] = bench_gpu.run(a.quick, a.n)
-            emit("GPU: metrics_torch vs numpy", body)
         print(f"[{sec} took {time.perf_counter() - t0:.0f}s]", file=sys.stderr, flush=True)
     tail = f"_total benchmark wall time {time.perf_counter() - t_start:.0f}s_"
     parts.append(tail)

@@ -141,10 +141,11 @@ def _curve_files(cfg: dict) -> list[Path]:  # the training curves' data: git fil
 def top_level(config: str, prefix: str) -> tuple[list, list]:
     cfg = load_config(ROOT / config)
     rep = layout.report_paths(cfg, layout.dataset_parallel(cfg))
-    metrics, fig2 = [rep["metrics"]], {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter"}
+    # the declared metrics: the run's headline numbers only (metrics.json and the case study's stay
+    # versioned outs; `dvc metrics show <file>` shows any of them)
+    metrics, fig2 = [rep["headline"]], {"x": "xlr_recall", "y": "bkr_recall", "template": "scatter"}
     plots: list[dict] = [{f"{prefix}{rep['fig2_csv']}": fig2}] if "fig2_csv" in rep else []
     if cfg.get("case_study"):
-        metrics += [layout.case_report_paths(cfg)["metrics"], layout.human_paths(cfg)["tally_json"]]
         histories = {f"{prefix}{p}": ["train_loss", "val_loss"] for p in _curve_files(cfg)}
         plots.append({f"{cfg['run_name']} training loss": {"template": "linear", "x": "epoch", "y": histories}})
     return [f"{prefix}{m}" for m in metrics], plots

@@ -1,10 +1,9 @@
 #!/usr/bin/env python
 """`dvc exp show` cut to what a person compares in an experiment on the default run: its main
-parameters (params.yaml) and summary metrics (reports/default/). Plain `dvc exp show` lists every
-key of every run's params file, every metric of every run and every dep (969 columns with
-the real-data runs), and its --keep/--drop regexes cannot select by file: a column is prefixed
-with its file only where another file has the same name. So this reads `dvc exp show --json` and
-selects by file and key.
+parameters (params.yaml; the seeds as a count) and its headline metrics (reports/default/headline.json).
+Plain `dvc exp show` lists every key of every run's params file and every dep, and its
+--keep/--drop regexes cannot select by file: a column is prefixed with its file only where
+another file has the same name. So this reads `dvc exp show --json` and selects by file and key.
 
   python scripts/exp_show.py [--csv | --md] [DVC EXP SHOW OPTIONS, e.g. -A, -n 5]   (make exp-show)
 """
@@ -22,12 +21,7 @@ import pandas as pd
 PARAMS_FILE = "params.yaml"
 PARAMS = re.compile(r"(sample_size|seeds|recall_k|corr_max_pairs|image_backbone)")
 METRICS_DIR = "reports/default/"
-METRICS = re.compile(
-    r"correlation_with_xlr\.(bkr|corr)_spearman\.mean_over_directions"
-    r"|encoders\.[^.]+\.(bkr|xlr)_recall"
-    r"|bkr_x1000_mean_over_pairs\.triplet(xl)?"
-    r"|wilcoxon_p"
-)
+METRICS = re.compile(r"(bkr|corr)_(r|rho)|best|best_bkr")
 
 
 def _flat_keys(d: dict) -> dict:
@@ -41,7 +35,7 @@ def _row(entry: dict) -> dict:
     row = {"Experiment": entry.get("name") or "", "rev": rev[:7] if re.fullmatch(r"[0-9a-f]{40}", rev) else rev}
     row["Created"] = data.get("timestamp") or ""
     params = _flat_keys(((data.get("params") or {}).get(PARAMS_FILE) or {}).get("data") or {})
-    row |= {k: v for k, v in params.items() if PARAMS.fullmatch(k)}
+    row |= {k: len(v) if isinstance(v, list) else v for k, v in params.items() if PARAMS.fullmatch(k)}
     for path, metrics in sorted((data.get("metrics") or {}).items()):
         if path.startswith(METRICS_DIR):
             row |= {k: v for k, v in _flat_keys(metrics.get("data") or {}).items() if METRICS.fullmatch(k)}

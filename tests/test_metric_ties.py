@@ -152,18 +152,6 @@ def test_one_and_two_blas_threads_give_identical_results():
     assert all(np.array_equal(k1[x], k2[x]) for x in k1)
 
 
-def test_torch_kernels_tie_identical_candidates():
-    torch_kernels = pytest.importorskip("backretrieval.metrics.torch_kernels")
-    cand, groups = _with_copies(150, 32, 14)
-    q = np.random.default_rng(15).standard_normal((7, 32)).astype(np.float32)
-    q[0] = cand[0]
-    t = torch_kernels.backretrieve(q, cand, device="cpu")
-    assert t[0] == 0 and np.array_equal(t, M.backretrieve(q, cand))
-    assert np.array_equal(torch_kernels.xlr_ranks(cand, cand, device="cpu"), M.xlr_ranks(cand, cand))
-    # each copy of row 0 ties with row 0: rank 1 for all of them
-    assert (torch_kernels.xlr_ranks(cand, cand, device="cpu")[groups[0]] == 1).all()
-
-
 def test_columns_product_equals_the_plain_product_without_duplicates():
     """No duplicates: the same sgemm as before (bit-identical)."""
     rng = np.random.default_rng(16)

@@ -112,6 +112,20 @@ def test_metrics_json_shape():
     assert mj["encoders"]["e"]["xlr_recall"] == pytest.approx(0.9)
 
 
+def test_headline_json_is_metrics_json_in_a_few_keys():
+    """DVC's declared metrics: N, seeds and encoders as counts and the four mean-over-directions
+    correlations with XLR, copied from metrics.json; on non-parallel data the best encoder."""
+    m = _metrics()
+    mj = tables.metrics_json(correlate(m), m, {"run_name": "x", "sample_size": 50, "n_seeds": 3})
+    h = tables.headline_json(mj)
+    assert h["N"] == 50 and h["n_seeds"] == 3 and h["n_encoders"] == len(mj["encoders"])
+    for key, short in tables.HEADLINE_KEYS.items():
+        assert h[short] == mj["correlation_with_xlr"][key]["mean_over_directions"]
+    assert set(h) == {"N", "n_seeds", "n_encoders", *tables.HEADLINE_KEYS.values()}
+    nonpar = {"meta": {"sample_size": 9, "n_seeds": 2}, "encoders": {"a": {"bkr": 0.1}, "b": {"bkr": 0.3}}, "ranking": ["b", "a"]}
+    assert tables.headline_json(nonpar) == {"N": 9, "n_seeds": 2, "n_encoders": 2, "best": "b", "best_bkr": 0.3}
+
+
 def _world(rs: int, signal: bool = False, E: int = 6, n_items: int = 80, n: int = 60, n_seeds: int = 10):
     """Per-query outcomes of one direction: every seed re-splits the same 80 items (60 queries
     each). Without ``signal`` BkR and CORR are XLR plus equally large noise (no true difference);

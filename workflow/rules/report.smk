@@ -30,11 +30,12 @@ rule report:
         + (
             " --image-emb {input.image:q} --out-correlations {output.correlations:q} --out-table1 {output.table1:q}"
             " --out-table1-tex {output.table1_tex:q} --out-corr-ci {output.corr_ci:q} --out-recall-ci {output.recall_ci:q}"
-            " --out-metrics {output.metrics:q} --out-significance {output.significance:q}"
+            " --out-metrics {output.metrics:q} --out-headline {output.headline:q} --out-significance {output.significance:q}"
             " --out-fig2-png {output.fig2_png:q} --out-fig2-svg {output.fig2_svg:q} --out-fig2-pdf {output.fig2_pdf:q}"
             " --out-fig2-csv {output.fig2_csv:q} --out-means {output.means:q} > {log:q} 2>&1"
             if PARALLEL
             else " --out-bkr-report {output.bkr_report:q} --out-bkr-ci {output.bkr_ci:q} --out-ranking {output.ranking:q}"
-            " --out-pairwise {output.pairwise:q} --out-metrics {output.metrics:q} --out-bkr-png {output.bkr_png:q}"
+            " --out-pairwise {output.pairwise:q} --out-metrics {output.metrics:q} --out-headline {output.headline:q}"
+            " --out-bkr-png {output.bkr_png:q}"
             " --out-bkr-svg {output.bkr_svg:q} --out-bkr-pdf {output.bkr_pdf:q} --out-means {output.means:q} > {log:q} 2>&1"
         )

@@ -3,9 +3,7 @@
 
 :mod:`.kernels` holds the numpy XLR and BkR kernels and ``evaluate_sample`` (the reference
 implementation, used by the pipeline), :mod:`.corr_baseline` the CORR baseline's exact-rank engine,
-:mod:`.retrieval` the CSLS / ratio-margin options and :mod:`._base` the shared rank passes;
-:mod:`.torch_kernels` the same kernels in PyTorch (CUDA when present), checked
-against the numpy ones. Importing this package does not import torch.
+:mod:`.retrieval` the CSLS / ratio-margin options and :mod:`._base` the shared rank passes.
 """
 
 from ._base import DEFAULT_BLOCK_ELEMS, mean_rank, mrr, normalize, recall_at_k

@@ -191,6 +191,7 @@ def build_report(
     )
     mj[ENVIRONMENT] = environment_block(s.get("model_threads"))
     io.write_json(out["metrics"], mj)
+    io.write_json(out["headline"], tables.headline_json(mj))
 
 
 #: the caption's sentence on the over-seeds tests
@@ -495,3 +496,4 @@ def build_bkr_report(
     )
     mj[ENVIRONMENT] = environment_block(s.get("model_threads"))
     io.write_json(out["metrics"], mj)
+    io.write_json(out["headline"], tables.headline_json(mj))
