@@ -229,4 +229,4 @@ def test_the_documented_config_runs(byo_workdir):
     md = (rep / "bkr_report.md").read_text(encoding="utf-8")
     assert "N=12, 2 seeds, 3 encoders" in md and "random baseline" in md
     metrics = json.loads((rep / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["meta"]["sample_size"] == 12 and metrics["meta"]["k"] == 3
+    assert metrics["meta"]["sample_size"] == 12 and metrics["meta"]["recall_k"] == 3

@@ -57,9 +57,9 @@ def test_the_protocol_is_checked_when_made_and_frozen():
     with pytest.raises(TypeError, match="not both"):
         Protocol.of(p, sample_size=20)
     assert p.record() == {
-        "n": 50,
+        "sample_size": 50,
         "seeds": [0, 1, 2],
-        "k": 5,
+        "recall_k": 5,
         "text_field": "title",
         "corr": True,
         "corr_max_pairs": None,
@@ -107,7 +107,7 @@ def test_one_evaluate_checks_its_protocol_and_directions_once(syn, monkeypatch):
     ev = R.evaluate_model(
         NGRAM, syn, "en-de", Protocol(sample_size=40, seeds=2, recall_k=7, image_backbone="scene"), cache_dir=None
     )
-    assert len(made) == 1 and ev.protocol["k"] == 7 and ev.scores.equals(df[df["direction"] == "en-de"])
+    assert len(made) == 1 and ev.protocol["recall_k"] == 7 and ev.scores.equals(df[df["direction"] == "en-de"])
     with pytest.raises(TypeError, match="not both"):
         R.evaluate_model(NGRAM, syn, "en-de", Protocol(sample_size=40), recall_k=3)
 
@@ -218,8 +218,9 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
     """N and k are ``sample_size`` and ``recall_k`` at every station of their walk: params.yaml,
     the rule's params (steps.plan), the shell's ``{params.*}``, the CLI flag and its dest, the
     step's parameter, the Protocol's field (so every door's keyword) and the sampling kernel's
-    parameter. The metric kernels take the formula's ``k`` (Recall@k); the files record the
-    values as ``n`` and ``k`` (data columns, as the paper writes N and k)."""
+    parameter. The metric kernels take the formula's ``k`` (Recall@k); the JSON records spell them
+    as the Protocol does (``Protocol.record``), the metrics CSV's data columns as ``n`` and ``k``
+    (as the paper writes N and k)."""
     import inspect
 
     from backretrieval.cli import build_parser
@@ -248,6 +249,110 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
         assert name in inspect.signature(fn).parameters, fn.__name__
     assert "recall_k" in inspect.signature(metrics_step).parameters
     # the doors take the Protocol's names; the old keywords are refused with the new ones
-    assert Protocol.of(None, sample_size=40, recall_k=4).record()["n"] == 40
+    assert Protocol.of(None, sample_size=40, recall_k=4).record()["sample_size"] == 40
     with pytest.raises(TypeError, match="n= is now sample_size=; k= is now recall_k="):
         Protocol.of(None, n=40, k=4)
+
+
+class _MtebNgram:
+    """An mteb encoder (mteb's EncoderProtocol) over the char n-gram encoder of the library test."""
+
+    mteb_model_meta = None
+
+    def __init__(self) -> None:
+        from backretrieval.encoders import build_text_encoder
+
+        self.enc = build_text_encoder("ngram", NGRAM)
+
+    def encode(self, inputs, **kw):
+        import numpy as np
+
+        return np.vstack([self.enc.encode(list(batch["text"])) for batch in inputs])
+
+    def similarity(self, a, b):
+        raise NotImplementedError
+
+    def similarity_pairwise(self, a, b):
+        raise NotImplementedError
+
+
+def test_every_door_records_the_protocol_as_protocol_record(syn, tmp_path, monkeypatch):
+    """One record, one spelling: the library's Evaluation and result JSON, the MTEB task's subset
+    evaluation and the sentence-transformers evaluator's config record Protocol.record() (keys as
+    params.yaml and the CLI flags spell them), plus the fields that are theirs (directions, ...)."""
+    pytest.importorskip("mteb", reason="mteb is not installed (pip install -e '.[mteb]')")
+    from backretrieval.evaluation import mteb_task
+    from backretrieval.evaluation import results as RES
+    from backretrieval.evaluation.protocol import RENAMED
+    from backretrieval.evaluation.st_evaluator import BackretrievalEvaluator
+
+    prot = Protocol(sample_size=40, seeds=2, recall_k=4, image_backbone="scene", with_corr=False)
+    record = prot.record()
+    assert list(record) == ["sample_size", "seeds", "recall_k", "text_field", "corr", "corr_max_pairs"]
+    assert not set(RENAMED) & set(record)
+    want = {"directions": ["en-de"], **record}
+
+    # the library: the Evaluation, its result JSON, and the file read back
+    ev = R.evaluate_model(NGRAM, syn, "en-de", prot, cache_dir=None)
+    assert ev.protocol == want
+    res = RES.result_dict(ev, B=20)
+    assert {key: res["protocol"][key] for key in want} == want and not set(RENAMED) & set(res["protocol"])
+    back = RES.read_result(RES.write_result(tmp_path / "r.json", res))["protocol"]
+    assert {key: back[key] for key in want} == want
+
+    # the MTEB task: the Evaluation of one subset (hf_subset = the direction)
+    made = []
+
+    def recording(**kw):
+        made.append(kw["protocol"])
+        return R.Evaluation(**kw)
+
+    monkeypatch.setattr(mteb_task, "Evaluation", recording)
+    task = mteb_task.backretrieval_task(syn, "en-de", prot, cache_dir=None, B=20)
+    task.load_data()
+    entry = task._evaluate_subset(
+        _MtebNgram(),
+        task.dataset["en-de"]["test"],
+        hf_split="test",
+        hf_subset="en-de",
+        encode_kwargs={"batch_size": 64},
+    )
+    assert made == [want]
+    assert entry["per_query"]["bkr_hits"] == RES.scores_by_direction(res)["en-de"]["per_query"]["bkr_hits"]
+
+    # the sentence-transformers evaluator's config (its model card's record)
+    st = BackretrievalEvaluator(syn, "en-de", prot, cache_dir=None)
+    assert st.get_config_dict() == {"dataset": ev.dataset["name"], **want, "image_backbone": "scene"}
+
+
+#: the keys of an earlier release's protocol record, from today's
+RENAMED_BACK = {"sample_size": "n", "recall_k": "k"}
+
+
+def test_a_record_of_an_earlier_release_still_loads(syn, tmp_path):
+    """Result JSONs written before the protocol's keys were renamed (``n``, ``k``) are read with
+    the new names (evaluation.protocol.read_record): the table, compare; new files have the new
+    names only."""
+    from backretrieval.evaluation import results as RES
+    from backretrieval.evaluation.compare import compare_results, format_comparison
+    from backretrieval.evaluation.protocol import read_record
+
+    assert read_record({"n": 50, "seeds": [0], "k": 5, "text_field": "title"}) == {
+        "sample_size": 50,
+        "seeds": [0],
+        "recall_k": 5,
+        "text_field": "title",
+    }
+    assert read_record({"sample_size": 50, "n": 9}) == {"sample_size": 50}  # both: the new spelling wins
+    assert read_record({"run_name": "r", "k": 10, "n_seeds": 3}) == {"run_name": "r", "recall_k": 10, "n_seeds": 3}
+
+    res = RES.result_dict(R.evaluate_model(NGRAM, syn, "en-de", sample_size=40, seeds=2, recall_k=4,
+                                           image_backbone="scene", cache_dir=None), B=20)  # fmt: skip
+    old = dict(res, protocol={RENAMED_BACK.get(key, key): v for key, v in res["protocol"].items()})
+    assert {"n", "k"} <= set(old["protocol"]) and not {"sample_size", "recall_k"} & set(old["protocol"])
+    back = RES.read_result(RES.write_result(tmp_path / "old.json", old))
+    assert back["protocol"] == res["protocol"]
+    assert RES.format_table(back) == RES.format_table(res) == RES.format_table(old)
+    (c,) = compare_results(old, res)  # read or not, the old spelling pairs with the new
+    assert c.diff == 0 and c.n_queries == 80
+    assert format_comparison([c], old, res) == format_comparison([c], res, res)

@@ -216,7 +216,7 @@ def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
         io.save_npz(layout.ranks_path(f), **ranks)
         files.append(f)
     names = {"bkr_ci": "bkr_ci.csv", "ranking": "ranking.csv", "pairwise": "pairwise.csv", "bkr_report": "r.md"}
-    names |= {"means": "means.csv", "metrics": "metrics.json"}
+    names |= {"means": "means.csv", "metrics": "metrics.json", "headline": "headline.json"}
     names |= {f"bkr_{e}": f"fig.{e}" for e in ("png", "svg", "pdf")}
     out = {key: tmp_path / "out" / v for key, v in names.items()}
     settings = dict(
@@ -225,6 +225,9 @@ def test_the_pipeline_report_is_the_ranking_markdown(tmp_path):
     )  # fmt: skip
     meta = DatasetMeta(name="byo", synthetic=False, parallel=False, languages=LANGS)
     build_bkr_report(metrics_files=files, meta=meta, text_files={}, settings=settings, out=out)
+    # metrics.json's meta spells the protocol as Protocol.record() does
+    mj_meta = json.loads(out["metrics"].read_text(encoding="utf-8"))["meta"]
+    assert (mj_meta["sample_size"], mj_meta["recall_k"]) == (30, 3) and not {"n", "k"} & set(mj_meta)
 
     r = rank_encoders(metrics, _ranks(hits), None, k=3, sample_size=30, n_seeds=3, B=200, seed=0)
     caption = ranking_caption(

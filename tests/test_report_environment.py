@@ -22,7 +22,7 @@ LOCK = ROOT / E.LOCK_FILE
 
 METRICS = {
     "encoders": {"minilm-en": {"bkr_recall": 0.03568, "corr": 0.006902859362}},
-    "meta": {"k": 10, "sample_size": 1000, "n_seeds": 25},
+    "meta": {"recall_k": 10, "sample_size": 1000, "n_seeds": 25},
 }
 
 

@@ -122,7 +122,11 @@ def test_headline_json_is_metrics_json_in_a_few_keys():
     for key, short in tables.HEADLINE_KEYS.items():
         assert h[short] == mj["correlation_with_xlr"][key]["mean_over_directions"]
     assert set(h) == {"N", "n_seeds", "n_encoders", *tables.HEADLINE_KEYS.values()}
-    nonpar = {"meta": {"sample_size": 9, "n_seeds": 2}, "encoders": {"a": {"bkr": 0.1}, "b": {"bkr": 0.3}}, "ranking": ["b", "a"]}
+    nonpar = {
+        "meta": {"sample_size": 9, "n_seeds": 2},
+        "encoders": {"a": {"bkr": 0.1}, "b": {"bkr": 0.3}},
+        "ranking": ["b", "a"],
+    }
     assert tables.headline_json(nonpar) == {"N": 9, "n_seeds": 2, "n_encoders": 2, "best": "b", "best_bkr": 0.3}
 
 
@@ -459,6 +463,10 @@ def test_report_says_why_there_is_no_core_block(tmp_path):
     """A run without random and English-only encoders has one block (core = all), and says so;
     so does one whose core would keep fewer than 3 encoders."""
     out = _report(tmp_path / "a", {})
+    # metrics.json's meta spells the protocol as Protocol.record() does (N=30, k=5: _make_run's)
+    meta = json.loads(out["metrics"].read_text())["meta"]
+    assert (meta["sample_size"], meta["recall_k"], meta["text_field"]) == (30, 5, "title")
+    assert not {"n", "k"} & set(meta)
     md, tex = out["table1"].read_text(), out["table1_tex"].read_text()
     assert {b for b, _ in _marks_md(md)} == {"all 5 encoders"} and _marks_md(md) == _marks_tex(tex)
     assert "No core block: the run has no random or English-only encoder (core = all encoders)." in md

@@ -26,7 +26,7 @@ REFERENCE = ROOT / "tests" / "data" / "tiny_reports"
 METRICS = {
     "correlation_with_xlr": {"bkr_pearson": {"de-en": 0.994895}, "bkr_spearman": {"de-en": 0.9}},
     "encoders": {"minilm-en": {"bkr_recall": 0.03568, "corr": 0.006902859362, "bkr_mean_rank": 434.6}},
-    "meta": {"k": 10, "sample_size": 1000, "n_seeds": 25, "dataset": "synthetic-scenes"},
+    "meta": {"recall_k": 10, "sample_size": 1000, "n_seeds": 25, "dataset": "synthetic-scenes"},
 }
 RECALL = "direction,encoder,metric,mean,ci_low,ci_high,n_seeds\nde-en,minilm-en,bkr_recall,0.03568,0.031,0.04,25\n"
 
@@ -53,6 +53,20 @@ def _edited(**changes) -> dict:
 def test_identical_reports_pass(tmp_path):
     rep = V.verify(_reports(tmp_path / "run"), reference_dir=_reports(tmp_path / "ref"))
     assert rep.ok and rep.identical == rep.files == 3
+
+
+def test_reference_reports_of_an_earlier_release_spell_recall_k_as_k(tmp_path):
+    """metrics.json's meta.k (the spelling of earlier releases) is read as meta.recall_k: a
+    reference made before the rename still verifies, and a changed k is named by its new name."""
+    old = json.loads(json.dumps(METRICS))
+    old["meta"]["k"] = old["meta"].pop("recall_k")
+    rep = V.verify(_reports(tmp_path / "run"), reference_dir=_reports(tmp_path / "ref", metrics=old))
+    assert rep.ok and not rep.failures, rep.summary()
+    old["meta"]["k"] = 5
+    rep = V.verify(_reports(tmp_path / "run2"), reference_dir=_reports(tmp_path / "ref2", metrics=old))
+    assert [f for f in rep.failures if "meta" in f] == [
+        "metrics.json: meta/recall_k: 10 vs reference 5 (|diff| 5 > 0, counts and settings)"
+    ], rep.failures
 
 
 def _bound(path: str, n: int = 1000, seeds: int = 25) -> float:
@@ -286,7 +300,7 @@ def test_tiny_run_matches_the_committed_reference_reports_and_a_real_change_fail
     run_snakemake(wd, "--config", "sandbox=False", cores=2, configfile=tmp_path / "changed.yaml")
     rep = V.verify(wd / "reports" / "tiny", reference_dir=REFERENCE)
     assert not rep.ok
-    assert "metrics.json: meta/k: 4 vs reference 5 (|diff| 1 > 0, counts and settings)" in rep.failures
+    assert "metrics.json: meta/recall_k: 4 vs reference 5 (|diff| 1 > 0, counts and settings)" in rep.failures
     assert any("recall_ci.csv:" in f and "xlr_recall" in f for f in rep.failures)
 
     wd2 = tmp_path / "wd2"

@@ -130,7 +130,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
     first = evs[0]
     prot, dataset = first.protocol, {key: v for key, v in first.dataset.items() if key != "path"}
-    n, k, n_seeds, B = int(prot["n"]), int(prot["k"]), len(prot["seeds"]), int(args.bootstrap)
+    n, k, n_seeds, B = int(prot["sample_size"]), int(prot["recall_k"]), len(prot["seeds"]), int(args.bootstrap)
     metrics = pd.concat([ev.scores for ev in evs], ignore_index=True)
     ranks = {
         ev.model["name"]: {

@@ -26,6 +26,7 @@ import pandas as pd
 from .. import stats
 from ..errors import InputError
 from .defaults import DEFAULT_BOOTSTRAP
+from .protocol import read_record
 from .results import scores_by_direction, unpack_hits
 
 
@@ -90,8 +91,8 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
             f"{str(da.get('content_sha256'))[:12]}… vs {db.get('name')} sha256 {str(db.get('content_sha256'))[:12]}…): "
             "their queries are not paired; evaluate both models on the same dataset"
         )
-    pa, pb = a["protocol"], b["protocol"]
-    for key in ("k", "text_field"):
+    pa, pb = read_record(a["protocol"]), read_record(b["protocol"])
+    for key in ("recall_k", "text_field"):
         if pa.get(key) != pb.get(key):
             raise InputError(
                 f"{label_a} and {label_b} differ in {key} ({pa.get(key)!r} vs {pb.get(key)!r}); "
@@ -110,7 +111,7 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
         if sa[d].get("samples_sha256") != sb[d].get("samples_sha256"):
             raise InputError(
                 f"{label_a} and {label_b} used different samples for {d} (N "
-                f"{pa.get('n')} vs {pb.get('n')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
+                f"{pa.get('sample_size')} vs {pb.get('sample_size')}, seeds {pa.get('seeds')} vs {pb.get('seeds')}); "
                 "evaluate both with the same --sample-size and seeds"
             )
         for sc, lab in ((sa, label_a), (sb, label_b)):
@@ -120,7 +121,7 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any], label_a: str = "A", l
 
 
 def _pooled_hits(res: dict[str, Any], d: str, label: str) -> np.ndarray:
-    n = int(res["protocol"]["n"])
+    n = int(read_record(res["protocol"])["sample_size"])
     try:
         return np.concatenate([unpack_hits(s, n) for s in scores_by_direction(res)[d]["per_query"]["bkr_hits"]])
     except (ValueError, TypeError) as exc:
@@ -299,8 +300,8 @@ def _pair_row(c: Comparison, p_holm: float, family: str) -> dict[str, Any]:
 
 def format_comparison(comps: list[Comparison], a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -> str:
     """The verdict per direction in words, with the test details beneath it."""
-    prot = a["protocol"]
-    k, n, seeds = prot["k"], prot["n"], len(prot["seeds"])
+    prot = read_record(a["protocol"])
+    k, n, seeds = prot["recall_k"], prot["sample_size"], len(prot["seeds"])
     lines = [
         f"BkR Recall@{k}: {comps[0].model_a} (A) vs {comps[0].model_b} (B) on {a['dataset']['name']}"
         f"{' (SYNTHETIC data)' if a['dataset'].get('synthetic') else ''}; N={n}, {seeds} seed(s)",

@@ -149,7 +149,7 @@ class BackretrievalTask(AbsTask):
             model={},
             dataset={},
             image_backbone={},
-            protocol={"directions": [d], "n": plan.sample_size, "seeds": plan.seeds, "k": plan.recall_k},
+            protocol=plan.record([d]),
             samples_sha256={d: plan.samples_sha256()[d]},
             # the query images: the unit of the intervals (an item drawn by several seeds is one)
             query_units={d: {smp.seed: [image_of[src][i] for i in smp.queries] for smp in plan.samples[d]}},

@@ -7,7 +7,7 @@ sentence-transformers evaluator, the MTEB task and the pipeline's metrics step e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +29,17 @@ def parse_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-#: the keywords of earlier releases, refused with their new names
+#: the keywords of earlier releases, refused with their new names; also the keys of the protocol
+#: records they wrote (result JSONs, metrics.json's ``meta``), read as the new ones (:func:`read_record`)
 RENAMED = {"n": "sample_size", "k": "recall_k"}
+
+
+def read_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A protocol record as read, in this version's spelling: the keys of an earlier release
+    (``n``, ``k``) renamed to ``sample_size`` and ``recall_k`` in place, so old result JSONs and
+    reports still load; a record that has both spellings keeps the new one. Files are written with
+    the new spelling only (:meth:`Protocol.record`)."""
+    return {RENAMED.get(key, key): v for key, v in record.items() if not (key in RENAMED and RENAMED[key] in record)}
 
 
 @dataclass(frozen=True)
@@ -87,12 +96,14 @@ class Protocol:
         return protocol
 
     def record(self) -> dict[str, Any]:
-        """The protocol as a result JSON records it (seeds as a list, CORR as ``corr``; the
-        image backbone is recorded, resolved, in the result's ``image_backbone`` block)."""
+        """The protocol as every result records it, its keys spelled as params.yaml and the CLI
+        flags spell them (seeds as a list, CORR as ``corr``; the image backbone is recorded,
+        resolved, in the result's ``image_backbone`` block). The one record of every door: the
+        library's result JSON, the MTEB task, the sentence-transformers evaluator."""
         return {
-            "n": self.sample_size,
+            "sample_size": self.sample_size,
             "seeds": list(self.seeds),
-            "k": self.recall_k,
+            "recall_k": self.recall_k,
             "text_field": self.text_field,
             "corr": self.with_corr,
             "corr_max_pairs": self.corr_max_pairs,

@@ -18,7 +18,9 @@ model, data, protocol → same bytes); ``volatile`` holds the evaluation time, t
 time, the software versions and the dataset's local path. Per-query BkR (and XLR) hits are
 stored per direction and seed as base64 of ``numpy.packbits`` (N bits, big-endian bit order),
 so ``backretrieval compare`` can pair two results query by query. Version 1 files (``scores``
-keyed by direction) are still read.
+keyed by direction) are still read. ``protocol`` is :meth:`.protocol.Protocol.record` with the
+directions (keys as params.yaml spells them: ``sample_size``, ``seeds``, ``recall_k``, ...); the
+``n`` and ``k`` of earlier releases are read as those (:func:`.protocol.read_record`).
 
 CIs (95 % by default): the percentile bootstrap over the distinct items of a direction (the
 query images; :func:`backretrieval.stats.item_bootstrap_ci`, B resamples, seeded) of the
@@ -49,6 +51,7 @@ from ..errors import InputError
 from ..stats.items import MIN_ITEMS
 from .core import duplicates_sentence
 from .defaults import DEFAULT_BOOTSTRAP
+from .protocol import read_record
 
 FORMAT = "backretrieval-result"
 FORMAT_VERSION = 2
@@ -153,7 +156,7 @@ def _item_interval(
 ) -> tuple[float, float, int, str]:
     """(low, high, distinct items, note) of the item bootstrap of ``metric``'s per-query values
     of direction ``d`` pooled over ``seeds`` (NaN and the reason where there is none)."""
-    k = int(ev.protocol["k"])
+    k = int(ev.protocol["recall_k"])
     by_seed = ev.ranks.get(d, {})
     parts = [_per_query_values(metric, by_seed[s], k) if s in by_seed else None for s in seeds]
     if not parts or any(p is None for p in parts):
@@ -241,7 +244,7 @@ def direction_entry(ev: Any, d: str, summ: pd.DataFrame) -> dict[str, Any]:
     Recall@k), each metric's mean as a flat key (:func:`metric_key`), and our fields:
     ``metrics`` (mean, sd, CI, per-seed values), ``per_query`` hits, ``random_baseline``,
     ``samples_sha256``. Shared by the result JSON and the MTEB task."""
-    n, k = int(ev.protocol["n"]), int(ev.protocol["k"])
+    n, k = int(ev.protocol["sample_size"]), int(ev.protocol["recall_k"])
     seeds = [int(s) for s in ev.protocol["seeds"]]
     sub = summ[summ["direction"] == d]
     per_seed = ev.scores[ev.scores["direction"] == d]
@@ -294,7 +297,7 @@ def result_dict(
 ) -> dict[str, Any]:
     """The result JSON of one :class:`~.run.Evaluation` (see the module docstring)."""
     summ = ev.summary(B=B, seed=seed, level=level)
-    k = int(ev.protocol["k"])
+    k = int(ev.protocol["recall_k"])
     entries = [direction_entry(ev, d, summ) for d in ev.protocol["directions"]]
     mains = [e["main_score"] for e in entries if e["main_score"] is not None]
     dataset = {key: v for key, v in ev.dataset.items() if key != "path"}
@@ -392,6 +395,9 @@ def read_result(path: str | Path) -> dict[str, Any]:
         res["scores"].get(SPLIT) if isinstance(res["scores"], dict) else None, list
     ):
         raise InputError(f"{p}: field 'scores.{SPLIT}' is not a list of per-direction entries")
+    if not isinstance(res["protocol"], dict):
+        raise InputError(f"{p}: field 'protocol' is not an object")
+    res["protocol"] = read_record(res["protocol"])  # written by an earlier release: n and k, read as now
     return res
 
 
@@ -463,8 +469,8 @@ def _fmt(x: float | None) -> str:
 def format_table(result: dict[str, Any]) -> str:
     """Plain-text tables of a result JSON: one per direction, mean and CI per metric, and the
     random baseline for scale."""
-    ds, prot = result["dataset"], result["protocol"]
-    k, n = prot["k"], prot["n"]
+    ds, prot = result["dataset"], read_record(result["protocol"])
+    k, n = prot["recall_k"], prot["sample_size"]
     synth = " (SYNTHETIC data)" if ds.get("synthetic") else ""
     lines = [
         f"Backretrieval of {result['model']['name']} on {ds['name']}{synth}: N={n}, {len(prot['seeds'])} seed(s), "

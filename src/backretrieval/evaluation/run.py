@@ -113,6 +113,12 @@ class EvaluationPlan:
     def text_field(self) -> str:
         return self.protocol.text_field
 
+    def record(self, directions: Sequence[str] | None = None) -> dict[str, Any]:
+        """The protocol record of an evaluation of ``directions`` (default: the plan's): the
+        directions, then :meth:`Protocol.record`. Every door records this (the result JSON, the
+        MTEB task's subsets, the sentence-transformers evaluator's config)."""
+        return {"directions": list(self.directions if directions is None else directions), **self.protocol.record()}
+
     def needed_items(self) -> dict[str, list[str]]:
         """Per language, the item ids whose texts the samples use (items-file order)."""
         want: dict[str, set[str]] = {}
@@ -360,7 +366,7 @@ class Evaluation:
     def hits(self, kind: str = "bkr") -> dict[str, np.ndarray]:
         """Per direction, the per-query hits (rank <= k) of ``kind`` (``bkr`` or ``xlr``), the
         seeds' samples concatenated in seed order (the queries McNemar pairs across encoders)."""
-        k = int(self.protocol["k"])
+        k = int(self.protocol["recall_k"])
         return {
             d: np.concatenate([np.asarray(by_seed[s][kind]) <= k for s in sorted(by_seed)])
             for d, by_seed in self.ranks.items()
@@ -442,7 +448,7 @@ def evaluate_models(
         "languages": sorted(set(plan.items["lang"])),
         "path": str(root),
     }
-    record = {"directions": plan.directions, **protocol.record()}
+    record = plan.record()
     image_of = plan.image_of()
     query_units = {
         d: {s.seed: [image_of[d.split("-")[0]][i] for i in s.queries] for s in plan.samples[d]} for d in plan.directions

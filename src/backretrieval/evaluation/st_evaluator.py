@@ -165,11 +165,4 @@ class BackretrievalEvaluator(SentenceEvaluator):
         return metrics
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {
-            "dataset": self.plan.meta.name,
-            "directions": self.plan.directions,
-            "n": self.plan.sample_size,
-            "seeds": self.plan.seeds,
-            "k": self.recall_k,
-            "image_backbone": self.image_info["id"],
-        }
+        return {"dataset": self.plan.meta.name, **self.plan.record(), "image_backbone": self.image_info["id"]}

@@ -141,11 +141,14 @@ def render_section(src: RunSource, out_dir: Path) -> str:
             f"{rd / 'metrics.json'}: written by run {meta['run_name']!r}, but {src.config} "
             f"names run {src.run_name!r} with reports_dir {rd}: rerun that configuration"
         )
+    from ..evaluation.protocol import read_record  # (pandas: not when the workflow parses)
+
+    meta = read_record(meta)  # reports of an earlier release: k, read as recall_k
     synthetic = bool(meta.get("synthetic"))
     data = f"{meta['dataset']}" + (" — **SYNTHETIC data**" if synthetic else " (real data)")
     parts.append(
         f"Dataset {data}; image backbone {meta['image_backbone']}, text field '{meta['text_field']}', "
-        f"N={meta['sample_size']}, {meta['n_seeds']} seeds, Recall@{meta['k']}. "
+        f"N={meta['sample_size']}, {meta['n_seeds']} seeds, Recall@{meta['recall_k']}. "
         f"Produced by {_command(src)}; reports in `{rd.as_posix()}/`.\n"
     )
     skipped = meta.get("skipped_encoders") or []
@@ -154,7 +157,7 @@ def render_section(src: RunSource, out_dir: Path) -> str:
     parts.append(_read_md(rd / "table1.md"))
     parts.append(_mean_line(metrics.get("correlation_with_xlr", {})))
     parts.append(f"Mean over directions and seeds of each encoder's metrics (`{(rd / 'metrics.json').as_posix()}`):\n")
-    parts.append(_encoder_table(metrics["encoders"], int(meta["k"])))
+    parts.append(_encoder_table(metrics["encoders"], int(meta["recall_k"])))
     case = rd / "case_study"
     if (case / "table2.md").exists():
         cm = _read_json(case / "metrics.json")

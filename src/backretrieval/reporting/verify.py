@@ -160,7 +160,12 @@ def _csv_fields(name: str, data: bytes) -> dict[str, object]:
 
 def _fields(name: str, data: bytes) -> dict[str, object] | None:
     if name.endswith(".json"):
-        return _flatten(json.loads(data.decode("utf-8")))
+        doc = json.loads(data.decode("utf-8"))
+        if Path(name).name == "metrics.json" and isinstance(doc, dict) and isinstance(doc.get("meta"), dict):
+            from ..evaluation.protocol import read_record  # (pandas: only when a metrics.json differs)
+
+            doc = {**doc, "meta": read_record(doc["meta"])}  # reports of an earlier release: meta.k is recall_k
+        return _flatten(doc)
     if name.endswith(".csv"):
         return _csv_fields(name, data)
     return None

@@ -40,6 +40,7 @@ from ..study.case_study import (
     HEADS,
     _concat_repr,
     case_items,
+    case_protocol,
     directions,
     eval_samples,
     parse_run,
@@ -104,17 +105,18 @@ def _eval_models(
     missing = [(m, lang) for m in reprs for lang in cs["languages"] if lang not in reprs[m]]
     if missing:
         raise InputError(f"case study: no representation file for (model, language) {missing[:3]}")
-    image_of, samples = eval_samples(dataset, cs)  # Table 2's item test redraws them the same way
+    prot = case_protocol(cs)  # N, the seeds and k, checked as every evaluation's
+    image_of, samples = eval_samples(dataset, cs, prot)  # Table 2's item test redraws them the same way
     img_index, img = _load(image_file)
     loaded = {m: {lang: _load(reprs[m][lang]) for lang in cs["languages"]} for m in reprs}
     rows, hits_store = [], {}
     for d in directions(cs):
         src, tgt = d.split("-")
-        for seed in cs["seeds"]:
-            s = samples[(d, int(seed))]
+        for seed in prot.seeds:
+            s = samples[(d, seed)]
             qi = [img_index[image_of[src][i]] for i in s.queries]
             ti = [img_index[image_of[tgt][i]] for i in s.bkr_targets]
-            index = BkrImageIndex.build(img[qi], img[ti], k=int(cs["recall_k"]))
+            index = BkrImageIndex.build(img[qi], img[ti], k=prot.recall_k)
             for m in reprs:
                 (si, se), (tix, te) = loaded[m][src], loaded[m][tgt]
                 q = se[[si[i] for i in s.queries]]
@@ -126,7 +128,7 @@ def _eval_models(
                         model=model,
                         training_seed=training_seed,
                         direction=d,
-                        seed=int(seed),
+                        seed=seed,
                         n=len(h),
                         bkr_recall=float(h.mean()),
                     )
@@ -312,12 +314,13 @@ def report_step(
     chosen = chosen_info["chosen"]
     df = pd.read_csv(bkr_csv)
     loaded_hits = io.load_npz(hits) if hits is not None else None
-    t, sig = table2(df, cs, chosen, loaded_hits, query_images(dataset, cs) if hits is not None else None)
+    prot = case_protocol(cs)  # N, the seeds and k, checked as every evaluation's
+    t, sig = table2(df, cs, chosen, loaded_hits, query_images(dataset, cs, prot) if hits is not None else None)
     R = len(cs["training_seeds"])
     syn = "SYNTHETIC dataset — " if meta.synthetic else ""
     caption = (
-        f"{syn}{meta.name}; {len(directions(cs))} ordered pairs of {', '.join(cs['languages'])}; N={cs['sample_size']} "
-        f"(non-matching target sets), {len(cs['seeds'])} sample seeds; Recall@{cs['recall_k']}. Heads trained on frozen "
+        f"{syn}{meta.name}; {len(directions(cs))} ordered pairs of {', '.join(cs['languages'])}; N={prot.sample_size} "
+        f"(non-matching target sets), {len(prot.seeds)} sample seeds; Recall@{prot.recall_k}. Heads trained on frozen "
         f"'{chosen}' title/body embeddings (base chosen by {chosen_info['rule']}: "
         + ", ".join(f"{m} {v * 1000:.1f}" for m, v in chosen_info["mean_bkr"].items())
         + f"), once per training seed: each head's BkR is the mean over R={R} training seeds "
@@ -345,8 +348,8 @@ def report_step(
             "head_base": chosen,
             "synthetic": meta.synthetic,
             # the evaluation's N and recall k (verify scales its float-level tolerances with N)
-            "sample_size": int(cs["sample_size"]),
-            "recall_k": int(cs["recall_k"]),
+            "sample_size": prot.sample_size,
+            "recall_k": prot.recall_k,
             ENVIRONMENT: environment_block(threads),
             # the heads' training settings and base encoders: `backretrieval verify` compares them
             # exactly, so a changed training is named even where its outcome stays within the spread

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..data.prepared import load_items
 from ..errors import InputError
+from ..evaluation.protocol import Protocol
 from ..metrics import normalize
 from .case_config import (
     HEAD_LABEL,
@@ -38,6 +39,7 @@ __all__ = [
     "HEAD_LABEL",
     "case_cfg",
     "case_items",
+    "case_protocol",
     "directions",
     "human_cfg",
     "models",
@@ -142,13 +144,24 @@ def case_items(dataset: Path, cs: dict) -> pd.DataFrame:
     return pd.concat([train, ev]).sort_values(["lang", "item_id"], kind="stable").reset_index(drop=True)
 
 
-def eval_samples(dataset: Path, cs: dict) -> tuple[dict[str, dict], dict[tuple[str, int], Sample]]:
+def case_protocol(cs: dict) -> Protocol:
+    """The case study's evaluation protocol, made of its section (``sample_size``, ``seeds``,
+    ``recall_k``) and so checked as every evaluation's (InputError naming the flag). No CORR (Table
+    2 is BkR only); its text is the title and body embeddings side by side, not one ``text_field``."""
+    return Protocol(sample_size=cs["sample_size"], seeds=cs["seeds"], recall_k=cs["recall_k"], with_corr=False)
+
+
+def eval_samples(
+    dataset: Path, cs: dict, protocol: Protocol | None = None
+) -> tuple[dict[str, dict], dict[tuple[str, int], Sample]]:
     """The case study's evaluation samples, as ``case-evaluate`` draws them: (image id of every
     evaluation item per language, ``{(direction, sample seed): Sample}``) from
-    :func:`~backretrieval.data.sampling.draw_sample` on the evaluation split of :func:`case_items`."""
+    :func:`~backretrieval.data.sampling.draw_sample` on the evaluation split of :func:`case_items`,
+    N and the seeds those of ``protocol`` (default: :func:`case_protocol` of ``cs``)."""
     from ..data.prepared import read_meta
     from ..data.sampling import draw_sample
 
+    prot = protocol if protocol is not None else case_protocol(cs)
     items = case_items(dataset, cs)
     meta = read_meta(dataset)
     ev = items[items["split"].isin(cs["eval_splits"])]
@@ -156,17 +169,15 @@ def eval_samples(dataset: Path, cs: dict) -> tuple[dict[str, dict], dict[tuple[s
     samples = {}
     for d in directions(cs):
         src, tgt = d.split("-")
-        for seed in cs["seeds"]:
-            samples[(d, int(seed))] = draw_sample(
-                ev, src, tgt, int(cs["sample_size"]), int(seed), parallel=meta.parallel
-            )
+        for seed in prot.seeds:
+            samples[(d, seed)] = draw_sample(ev, src, tgt, prot.sample_size, seed, parallel=meta.parallel)
     return image_of, samples
 
 
-def query_images(dataset: Path, cs: dict) -> dict[tuple[str, int], list[str]]:
+def query_images(dataset: Path, cs: dict, protocol: Protocol | None = None) -> dict[tuple[str, int], list[str]]:
     """``{(direction, sample seed): the image id of each query}``, in the order of the hits that
     ``case-evaluate`` records (:func:`eval_samples`): the item keys of Table 2's item test."""
-    image_of, samples = eval_samples(dataset, cs)
+    image_of, samples = eval_samples(dataset, cs, protocol)
     return {(d, seed): [str(image_of[d.split("-")[0]][i]) for i in s.queries] for (d, seed), s in samples.items()}
 
 
