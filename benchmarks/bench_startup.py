@@ -8,7 +8,7 @@ component; one ``backretrieval`` per step), side by side, alternated, median of 
 - ``snakemake`` (dry run): ``-n --forceall`` of tests/data/tiny.yaml with this Snakefile against
   a copy without its ``gc.freeze()`` line (in a scratch folder whose ``workflow`` links to this
   one's).
-- ``backretrieval embed-images``: EfficientNet-Lite0 features of a SYNTHETIC 20-item dataset
+- ``backretrieval step embed-images``: EfficientNet-Lite0 features of a SYNTHETIC 20-item dataset
   (32 px, a cold embedding cache each time): the program (``backretrieval.cli.run``) against
   :func:`backretrieval.cli.main` called the same way without the freeze.
 
@@ -88,8 +88,8 @@ def pairs(tmp: Path) -> dict[str, tuple[object, object]]:
         "synthetic": {"n_items": 20, "image_size": 32, "seed": 0},
     }
     _cpu(
-        [sys.executable, "-m", "backretrieval", "prepare", "--spec", json.dumps(spec), "--languages", "en", "de"]
-        + ["--out-dir", str(tmp / "syn")],
+        [sys.executable, "-m", "backretrieval", "step", "prepare", "--spec", json.dumps(spec)]
+        + ["--languages", "en", "de", "--out-dir", str(tmp / "syn")],
         tmp,
         env,
     )
@@ -98,7 +98,7 @@ def pairs(tmp: Path) -> dict[str, tuple[object, object]]:
     def embed(program: list[str], tag: str):
         def go(i: int) -> tuple[float, str]:
             out = tmp / f"{tag}-{i}.npz"
-            argv = ["embed-images", "--dataset", str(tmp / "syn"), "--image-backbone", "effnet-lite0"]
+            argv = ["step", "embed-images", "--dataset", str(tmp / "syn"), "--image-backbone", "effnet-lite0"]
             argv += ["--spec", backbone]
             argv += ["--out", str(out), "--cache-dir", str(tmp / f"cache-{tag}-{i}"), "--threads", "1"]
             cpu, _ = _cpu([*program, *argv], tmp, env)
@@ -108,7 +108,7 @@ def pairs(tmp: Path) -> dict[str, tuple[object, object]]:
 
     return {
         "snakemake (dry run, 22 jobs)": (dry(ROOT / "Snakefile"), dry(plain)),
-        "backretrieval embed-images": (
+        "backretrieval step embed-images": (
             embed([sys.executable, "-m", "backretrieval"], "run"),
             embed([sys.executable, "-c", NO_FREEZE_MAIN], "main"),
         ),

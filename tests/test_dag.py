@@ -185,7 +185,7 @@ def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tm
 def test_recall_k_can_be_set_on_the_command_line(tmp_path):
     res = _smk(tmp_path / "wd", "-n", "-p", "--configfile", str(TINY), "--config", "recall_k=3")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert re.search(r"backretrieval metrics .*--recall-k 3 ", res.stdout)
+    assert re.search(r"backretrieval step metrics .*--recall-k 3 ", res.stdout)
     res = _smk(tmp_path / "wd", "-n", "--configfile", str(TINY), "--config", "k=3")
     assert res.returncode != 0  # Snakemake itself refuses one-letter keys: hence recall_k
 
@@ -199,10 +199,10 @@ def test_human_tally_reads_the_configured_ratings(tmp_path):
     (tmp_path / "rated.yaml").write_text(yaml.safe_dump(cfg))
     res = _smk(wd, "-n", "-p", "--configfile", str(tmp_path / "rated.yaml"))
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "backretrieval human-tally --ratings data/raw/ratings.csv " in res.stdout
+    assert "backretrieval step human-tally --ratings data/raw/ratings.csv " in res.stdout
     assert "human_simulate" not in _jobs(res.stdout)
     res = _smk(wd, "-n", "-p", "--configfile", str(TINY))  # no ratings: the SIMULATED rater
-    assert "backretrieval human-tally --ratings artifacts/tiny/case/human/ratings.simulated.csv " in res.stdout
+    assert "backretrieval step human-tally --ratings artifacts/tiny/case/human/ratings.simulated.csv " in res.stdout
     assert "--simulated" in res.stdout and "human_simulate" in _jobs(res.stdout)
 
 

@@ -83,7 +83,7 @@ def test_hub_names_are_not_checked_as_paths():
 def test_model_flag_path_that_does_not_exist_fails_before_work():
     from backretrieval.evaluation.models import parse_model
 
-    with pytest.raises(InputError, match=r"--model '/nonexistent/path': path does not exist"):
+    with pytest.raises(InputError, match=r"--encoder '/nonexistent/path': path does not exist"):
         parse_model("/nonexistent/path")
     assert parse_model("org/name")[1] == {"type": "sentence-transformers", "model": "org/name"}
 
@@ -189,12 +189,12 @@ def test_callable_encoder_needs_allow_code(tmp_path, capsys):
 
 
 def test_model_flag_callable_needs_allow_code(tmp_path, capsys):
-    rc = main(["evaluate", "--model", "subprocess:run", "--dataset", str(tmp_path / "none"), "--directions", "en-de"])
+    rc = main(["evaluate", "--encoder", "subprocess:run", "--dataset", str(tmp_path / "none"), "--directions", "en-de"])
     assert rc == 2 and "--allow-code" in capsys.readouterr().err
     rc = main(
         [
             "evaluate",
-            "--model",
+            "--encoder",
             "{type: callable, target: 'os:system'}",
             "--dataset",
             str(tmp_path / "none"),

@@ -102,7 +102,7 @@ def _eval_args(data: Path | str, out: Path, *extra: str) -> list[str]:
     ]
 
 
-# ------------------------------------------------------------------ --model strings
+# ------------------------------------------------------------------ --encoder strings
 
 
 def test_model_strings_map_to_registry_specs(tmp_path):
@@ -124,7 +124,7 @@ def test_model_strings_map_to_registry_specs(tmp_path):
     assert name == "pc" and sorted(spec["npy"]) == ["de", "en"]
     assert spec["ids"]["de"] == str(tmp_path / "pc" / "de.ids.txt")
     for bad in ("", "precomputed:nowhere", "{dim: 3}", "{type: [unclosed"):
-        with pytest.raises(InputError, match="--model"):
+        with pytest.raises(InputError, match="--encoder"):
             parse_model(bad)
 
 
@@ -193,7 +193,7 @@ def test_objects_are_models_too(syn):
 
 def test_cli_evaluate_prints_tables_and_a_deterministic_result(syn, tmp_path, capsys):
     out1, out2 = tmp_path / "a" / "r.json", tmp_path / "b" / "r.json"
-    rc, text, _ = _cli(capsys, *_eval_args(syn, out1, "--model", NGRAM_TEXT))
+    rc, text, _ = _cli(capsys, *_eval_args(syn, out1, "--encoder", NGRAM_TEXT))
     assert rc == 0
     for want in (
         "en→de",
@@ -209,7 +209,7 @@ def test_cli_evaluate_prints_tables_and_a_deterministic_result(syn, tmp_path, ca
         "Repeated target texts",
     ):
         assert want in text, want
-    assert _cli(capsys, *_eval_args(syn, out2, "--model", NGRAM_TEXT))[0] == 0
+    assert _cli(capsys, *_eval_args(syn, out2, "--encoder", NGRAM_TEXT))[0] == 0
     r1, r2 = json.loads(out1.read_text()), json.loads(out2.read_text())
     assert set(r1["volatile"]) == {"evaluation_time_s", "created_utc", "software_versions", "dataset_path"}
     assert r1["evaluation_time"] == r1["volatile"]["evaluation_time_s"]
@@ -296,7 +296,7 @@ def test_default_backbone_embeds_the_image_files(syn, tmp_path, capsys):
     rc, text, _ = _cli(
         capsys,
         "evaluate",
-        "--model",
+        "--encoder",
         NGRAM_TEXT,
         "--dataset",
         str(syn),
@@ -386,7 +386,7 @@ def test_bad_precomputed_files_are_named(syn, tmp_path, capsys, how):
     model = _write_precomputed(syn, tmp_path / "pc", per_language=False)
     want = _break(tmp_path / "pc", how)
     out = tmp_path / "res" / "r.json"
-    rc, _, err = _cli(capsys, *_eval_args(syn, out, "--model", model, "--directions", "en-de"))
+    rc, _, err = _cli(capsys, *_eval_args(syn, out, "--encoder", model, "--directions", "en-de"))
     assert rc == 2 and err.startswith("backretrieval: error: ") and want in err, err
     assert err.count("\n") == 1 and not (tmp_path / "res").exists()
 
@@ -495,9 +495,8 @@ def test_compare_two_models_in_one_run(syn, capsys):
     rc, text, _ = _cli(
         capsys,
         "compare",
-        "--model",
+        "--encoders",
         NGRAM_TEXT,
-        "--model",
         RANDOM_TEXT,
         "--dataset",
         str(syn),
@@ -626,10 +625,10 @@ def test_unknown_model_offline_is_one_line(syn, tmp_path, capsys, monkeypatch):
     _fails(
         capsys,
         tmp_path,
-        _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model"),
+        _eval_args(syn, tmp_path / "res" / "r.json", "--encoder", "no-such-org/no-such-model"),
         "'no-such-org/no-such-model'",
         "not available offline",
-        "--model /path/to/model",
+        "--encoder /path/to/model",
         "precomputed:",
     )
 
@@ -639,7 +638,7 @@ def test_dataset_with_one_language(syn, tmp_path, capsys, synthetic_dataset):
     _fails(
         capsys,
         tmp_path,
-        _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
+        _eval_args(root, tmp_path / "res" / "r.json", "--encoder", NGRAM_TEXT),
         "texts in only one language (en)",
         "add the texts of a second language",
     )
@@ -647,7 +646,7 @@ def test_dataset_with_one_language(syn, tmp_path, capsys, synthetic_dataset):
 
 def test_too_few_items_for_n(syn, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the data is checked before any model is looked for
-    args = _eval_args(syn, tmp_path / "res" / "r.json", "--model", "no-such-org/no-such-model")
+    args = _eval_args(syn, tmp_path / "res" / "r.json", "--encoder", "no-such-org/no-such-model")
     args[args.index("--sample-size") + 1] = "121"
     _fails(
         capsys,
@@ -660,7 +659,7 @@ def test_too_few_items_for_n(syn, tmp_path, capsys, monkeypatch):
 
 
 def test_direction_language_absent(syn, tmp_path, capsys):
-    args = _eval_args(syn, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT)
+    args = _eval_args(syn, tmp_path / "res" / "r.json", "--encoder", NGRAM_TEXT)
     args[args.index("--directions") + 1] = "en-fr"
     _fails(capsys, tmp_path, args, "--directions en-fr", "no 'fr' texts", "languages: de, en, ru")
     args[args.index("--directions") + 1] = "en_de"
@@ -672,7 +671,7 @@ def test_dataset_without_images(syn, tmp_path, capsys):
 
     root = tmp_path / "noimg"
     shutil.copytree(syn, root, ignore=shutil.ignore_patterns("images", "images.csv", "features"))
-    args = _eval_args(root, tmp_path / "res" / "r.json", "--model", NGRAM_TEXT)
+    args = _eval_args(root, tmp_path / "res" / "r.json", "--encoder", NGRAM_TEXT)
     del args[args.index("--image-backbone") : args.index("--image-backbone") + 2]
     _fails(capsys, tmp_path, args, "no images (no images.csv) and no precomputed image features")
     _fails(capsys, tmp_path, args + ["--image-backbone", "effnet-lite0"], "has no image files")
@@ -682,7 +681,7 @@ def test_unknown_data(tmp_path, capsys):
     _fails(
         capsys,
         tmp_path,
-        _eval_args(tmp_path / "nowhere", tmp_path / "res" / "r.json", "--model", NGRAM_TEXT),
+        _eval_args(tmp_path / "nowhere", tmp_path / "res" / "r.json", "--encoder", NGRAM_TEXT),
         "nowhere",
         "not a named dataset",
         "multi30k-test2016, synthetic",
@@ -752,7 +751,7 @@ def test_named_synthetic_is_prepared_once(tmp_path, monkeypatch, capsys):
     prepared = tmp_path / "prepared"
     base = [
         "evaluate",
-        "--model",
+        "--encoder",
         NGRAM_TEXT,
         "--dataset",
         "synthetic",
@@ -825,7 +824,7 @@ def test_named_multi30k_needs_its_features(tmp_path, capsys):
         tmp_path,
         [
             "evaluate",
-            "--model",
+            "--encoder",
             NGRAM_TEXT,
             "--dataset",
             "multi30k-test2016",
@@ -853,7 +852,7 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
     rc, text, _ = _cli(
         capsys,
         "evaluate",
-        "--model",
+        "--encoder",
         NGRAM_TEXT,
         "--dataset",
         "multi30k-test2016",
@@ -884,7 +883,7 @@ def test_named_multi30k_from_the_local_mirror(tmp_path, capsys):
     rc, _, err = _cli(
         capsys,
         "evaluate",
-        "--model",
+        "--encoder",
         NGRAM_TEXT,
         "--dataset",
         "multi30k-test2016",

@@ -188,7 +188,7 @@ def test_committed_findings_document_is_up_to_date(tmp_path, monkeypatch):
     )
     fresh = doc.render_findings(recs, doc_dir="docs", summary_dir="reports/findings_summary")
     assert (ROOT / "docs" / "FINDINGS.md").read_text(encoding="utf-8") == fresh, (
-        "docs/FINDINGS.md is stale: run `backretrieval findings-document` (rule findings_document)"
+        "docs/FINDINGS.md is stale: run `backretrieval step findings-document` (rule findings_document)"
     )
     assert (ROOT / "README.md").read_text(encoding="utf-8") == readme.read_text(encoding="utf-8"), (
         "README.md's findings-verdict block is stale"

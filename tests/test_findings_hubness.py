@@ -87,6 +87,7 @@ def test_injected_hubs_raise_skewness_and_csls_margin_release_them():
 def test_cli_outputs_are_deterministic(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w", n_items=300, n=60, seeds=(0, 1))
     args = [
+        "step",
         "findings",
         "--analysis",
         "hubness",

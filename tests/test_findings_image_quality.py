@@ -91,6 +91,7 @@ def test_good_images_agree_shuffled_images_score_chance():
 def test_step_and_cli_write_outputs_deterministically(tmp_path):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     args = [
+        "step",
         "findings",
         "--analysis",
         "image_quality",
@@ -151,6 +152,7 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
     ds, text_files, img, samples = write_world(tmp_path / "w")
     out = tmp_path / "out"
     base = [
+        "step",
         "findings",
         "--analysis",
         "image_quality",
@@ -168,9 +170,9 @@ def test_cli_bad_input_is_a_clear_error_without_outputs(tmp_path, capsys):
         str(out),
     ]
     texts = [f"{e}:{lang}={p}" for (e, lang), p in text_files.items()]
-    # --image-emb is the base backbone's features (named by --base); the others are --backbone-emb
-    assert main(base + ["--text-emb", *texts, "--base", "bb", "--backbone-emb", f"bb={img}"]) == 2
-    assert "--backbone-emb bb: the backbone of --image-emb" in capsys.readouterr().err
+    # --image-emb: the base backbone's features (named by --base) without a name, the others NAME=FILE
+    assert main(base + ["--text-emb", *texts, "--base", "bb", "--image-emb", str(img), f"bb={img}"]) == 2
+    assert "--image-emb bb=...: the run's backbone is the file without a name" in capsys.readouterr().err
     assert main(base + ["--text-emb", "good-en.npz", "--base", "bb"]) == 2
     assert "ENCODER:LANG=PATH" in capsys.readouterr().err
     assert main(base + ["--text-emb", *texts[:2], "--base", "bb"]) == 2  # one encoder only

@@ -184,17 +184,17 @@ def test_the_workflow_plans_the_example_analyses(plugins, tmp_path):
         assert rule in jobs, (rule, sorted(set(jobs)))
     assert jobs.count("findings_scaled_embed_text") == 2  # one job per encoder
     out = res.stdout
-    assert 'backretrieval prepare --spec \'{"name": "synthetic-scaled-300"' in out
+    assert 'backretrieval step prepare --spec \'{"name": "synthetic-scaled-300"' in out
     assert "--languages en de --out-dir data/prepared/synthetic-scaled-300" in out
     assert re.search(
-        r"backretrieval embed-text --dataset data/prepared/synthetic-scaled-300 --encoder tiny-ngram .*--languages de en"
+        r"backretrieval step embed-text --dataset data/prepared/synthetic-scaled-300 --encoder tiny-ngram .*--languages de en"
         r" --out artifacts/tiny.findings/scaled/text/tiny-ngram/de.title.npz artifacts/tiny.findings/scaled/text/"
         r"tiny-ngram/en.title.npz",
         out,
     )
     assert "--out artifacts/tiny.findings/scaled/image/effnet-lite0.npz" in out
     assert re.search(
-        r"backretrieval findings --analysis scaled --dataset data/prepared/synthetic-scaled-300 .*"
+        r"backretrieval step findings --analysis scaled --dataset data/prepared/synthetic-scaled-300 .*"
         r"--run-dataset data/prepared/synthetic-tiny --image-emb artifacts/tiny.findings/scaled/image/effnet-lite0.npz",
         out,
     )

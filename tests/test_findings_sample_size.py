@@ -76,6 +76,7 @@ def test_cli_writes_outputs_and_drops_too_large_n(tmp_path, caplog):
     ds, text_files, img, _ = write_world(tmp_path / "w", n_items=300)
     out = tmp_path / "out"
     args = [
+        "step",
         "findings",
         "--analysis",
         "sample_size",

@@ -24,7 +24,7 @@ from backretrieval.steps.sample import sample_step
 
 NOISE = {"good": 0.3, "mid": 0.8, "weak": 1.6, "poor": 3.0, "random": None}
 INFERENCE, CALIBRATION, BLI, AGREEMENT = (
-    ["findings", "--analysis", a] for a in ("inference", "calibration", "bli", "agreement")
+    ["step", "findings", "--analysis", a] for a in ("inference", "calibration", "bli", "agreement")
 )
 
 
@@ -168,6 +168,7 @@ def _all_steps(root: Path, f: dict, out: Path, summary: Path, doc: Path) -> None
     assert (
         main(
             [
+                "step",
                 "findings-document",
                 "--records",
                 *sorted(str(p) for p in out.glob("*.json")),
@@ -439,7 +440,8 @@ def test_everything_about_an_analysis_comes_from_its_class():
     settings = findings_settings(cfg)
     keys = config_keys()
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    assert list({a.dest: a for a in sub.choices["findings"]._actions}["analysis"].choices) == ANALYSES
+    (steps,) = [a for a in sub.choices["step"]._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list({a.dest: a for a in steps.choices["findings"]._actions}["analysis"].choices) == ANALYSES
     for name, cls in reg.items():
         declared = {s.name for s in cls.settings}
         assert cls.name == name and set(settings[name]) == declared, name
@@ -513,12 +515,12 @@ def test_a_new_analysis_is_one_module_and_nothing_else(run, tmp_path, monkeypatc
     with pytest.raises(ConfigError, match="analysis 'trivial' has no setting 'scal' \\(did you mean 'scale'\\?\\)"):
         findings_settings({**cfg, "findings": {"trivial": {"scal": 3}}})
 
-    assert main(["findings", "--analysis", "trivial", "--help"]) == 0
+    assert main(["step", "findings", "--analysis", "trivial", "--help"]) == 0
     assert re.search(r"--scale SCALE +the factor \(default 2\)", capsys.readouterr().out)
     root, f = run
     out = tmp_path / "findings"
     args = ["--dataset", str(f["dataset"]), "--metrics", *f["metrics"], "--run-name", "toy"]
-    assert main(["findings", "--analysis", "trivial", *args, "--out-dir", str(out), "--scale", "3"]) == 0
+    assert main(["step", "findings", "--analysis", "trivial", *args, "--out-dir", str(out), "--scale", "3"]) == 0
     rec = read_record(out / "trivial.json")
     assert rec.numbers == {"n": 15} and rec.outputs == ("trivial.md",) and (out / "trivial.md").read_text() == "15"
     assert "## 7. A trivial question" in render_findings([rec]) and "15 encoders." in render_findings([rec])
@@ -613,7 +615,7 @@ def test_hits_only_metrics_fail_naming_the_file(run, tmp_path, capsys):
         ],
     }
     for step, args in steps.items():
-        assert main(["findings", "--analysis", step, *args]) == 2, step
+        assert main(["step", "findings", "--analysis", step, *args]) == 2, step
         err = capsys.readouterr().err
         assert expected in err and "expected full BkR ranks: rerun the metrics step" in err, (step, err)
         assert not (tmp_path / args[args.index("--out-dir") + 1]).exists(), step

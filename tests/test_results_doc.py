@@ -60,6 +60,7 @@ def test_cli_writes_doc_and_marks_configs_not_run(tiny_reports, monkeypatch):
     monkeypatch.chdir(tiny_reports)
     rc = main(
         [
+            "step",
             "results-doc",
             "--run-configs",
             "params.yaml",
@@ -86,6 +87,7 @@ def test_reports_of_another_run_are_refused(tiny_reports, monkeypatch, capsys):
     (tiny_reports / "reports/default/metrics.json").write_text(json.dumps(meta))
     rc = main(
         [
+            "step",
             "results-doc",
             "--run-configs",
             "params.yaml",

@@ -400,8 +400,6 @@ def test_prepare_step_makes_the_tiny_config_dataset(tiny_dataset, tmp_path):
 
     cfg = yaml.safe_load((Path(__file__).parent / "data" / "tiny.yaml").read_text(encoding="utf-8"))
     out = tmp_path / "prepared"
-    assert (
-        main(["prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"], "--out-dir", str(out)])
-        == 0
-    )
+    argv = ["step", "prepare", "--spec", json.dumps(cfg["dataset"]), "--languages", *cfg["languages"]]
+    assert main([*argv, "--out-dir", str(out)]) == 0
     assert _hashes(out) == _hashes(tiny_dataset)

@@ -30,8 +30,8 @@ if CASE:
             spec=lambda wc, input: plan.encoder_spec(wc.encoder),
             cache=plan.cache,
         shell:
-            "backretrieval case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --out-fields {output.fields:q} --out-repr {output.reprs:q}"
+            "backretrieval step case-embed --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --encoder {wildcards.encoder:q} --spec {params.spec:q} --out-text-emb {output.fields:q} {output.reprs:q}"
             " --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_select:
@@ -54,8 +54,8 @@ if CASE:
             corpus=corpus_flag,
             encoders=list(CASE["base_encoders"]),
         shell:
-            "backretrieval case-select --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --image-emb {input.images:q} --encoders {params.encoders:q} --repr {input.reprs:q}"
+            "backretrieval step case-select --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --image-emb {input.images:q} --encoders {params.encoders:q} --text-emb {input.reprs:q}"
             " --out-chosen {output.chosen:q} --out-bkr {output.csv:q} > {log:q} 2>&1"
 
     # one job per (head, training seed): {tseed} is one of case_study.training_seeds
@@ -82,11 +82,11 @@ if CASE:
             encoders=list(CASE["base_encoders"]),
             threads=MODEL_THREADS,
         shell:
-            "backretrieval case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            "backretrieval step case-train --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --head {wildcards.head:q} --training-seed {wildcards.tseed:q} --chosen {input.chosen:q}"
-            " --encoders {params.encoders:q} --fields {input.fields:q}"
+            " --encoders {params.encoders:q} --text-emb {input.fields:q}"
             " --out-head {output.head:q} --out-meta {output.meta:q} --out-history {output.history:q}"
-            " --out-curve {output.curve:q} --out-repr {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
+            " --out-curve {output.curve:q} --out-text-emb {output.reprs:q} --threads {params.threads:q} > {log:q} 2>&1"
 
     rule case_evaluate:
         input:
@@ -106,10 +106,10 @@ if CASE:
             code=CODE["case_study"],
             case=plan.case_section(),
             corpus=corpus_flag,
-            models=plan.case_runs,
+            encoders=plan.case_runs,
         shell:
-            "backretrieval case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --image-emb {input.images:q} --models {params.models:q} --repr {input.reprs:q}"
+            "backretrieval step case-evaluate --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --image-emb {input.images:q} --encoders {params.encoders:q} --text-emb {input.reprs:q}"
             " --out-bkr {output.csv:q} --out-hits {output.hits:q} > {log:q} 2>&1"
 
     rule case_report:
@@ -132,7 +132,7 @@ if CASE:
             corpus=corpus_flag,
             threads=MODEL_THREADS,
         shell:
-            "backretrieval case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            "backretrieval step case-report --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
             " --chosen {input.chosen:q} --bkr {input.bkr:q} --hits {input.hits:q} --out-table2 {output.table2:q}"
             " --out-table2-tex {output.table2_tex:q} --out-table2-csv {output.table2_csv:q} --out-sig {output.sig:q}"
             " --out-fig3-png {output.fig3_png:q} --out-fig3-svg {output.fig3_svg:q} --out-fig3-pdf {output.fig3_pdf:q}"
@@ -157,12 +157,12 @@ if CASE:
             corpus=corpus_flag,
             # the human_study section but its ratings (those are the tally's input)
             human=as_json({k: v for k, v in HUMAN.items() if k != "ratings"}),
-            models=plan.human_runs,
+            encoders=plan.human_runs,
             languages=plan.human_langs,
         shell:
-            "backretrieval human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
-            " --human {params.human:q} --chosen {input.chosen:q} --models {params.models:q}"
-            " --languages {params.languages:q} --repr {input.reprs:q} --out-template {output.template:q}"
+            "backretrieval step human-sheets --dataset {input.dataset:q} --case {params.case:q} {params.corpus:q}"
+            " --human {params.human:q} --chosen {input.chosen:q} --encoders {params.encoders:q}"
+            " --languages {params.languages:q} --text-emb {input.reprs:q} --out-template {output.template:q}"
             " --out-html {output.html:q} --out-key {output.key:q} --out-page {output.page:q} > {log:q} 2>&1"
 
     # the simulated rater and the tally exist only where a tally can be made (plan.human_tally),
@@ -186,7 +186,7 @@ if CASE:
                 code=CODE["human_study"],
                 seed=HUMAN["seed"],
             shell:
-                "backretrieval human-simulate --dataset {input.dataset:q} --template {input.template:q}"
+                "backretrieval step human-simulate --dataset {input.dataset:q} --template {input.template:q}"
                 " --key {input.key:q} --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
 
         rule human_tally:
@@ -209,5 +209,5 @@ if CASE:
                 unverified=["--allow-unverified-key"] if HUMAN["allow_unverified_key"] else [],
                 simulated=[] if HUMAN.get("ratings") else ["--simulated"],
             shell:
-                "backretrieval human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
+                "backretrieval step human-tally --ratings {input.ratings:q} --key {input.key:q} {params.unverified:q}"
                 " {params.simulated:q} --out-tally-md {output.tally_md:q} --out-tally-json {output.tally_json:q} > {log:q} 2>&1"

@@ -21,7 +21,7 @@ rule prepare_dataset:
         spec=lambda wc, input: plan.dataset_spec(config["dataset"], config["dataset"]["name"]),
         source=source_flag,
     shell:
-        "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
+        "backretrieval step prepare --spec {params.spec:q} --languages {params.languages:q} {params.source:q}"
         " --out-dir {output:q} > {log:q} 2>&1"
 
 
@@ -65,5 +65,5 @@ rule check_dataset:
         code=CODE["prepare"],
         requirements=as_json(fit_requirements(config)),
     shell:
-        "backretrieval check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"
+        "backretrieval step check-dataset --dataset {input:q} --requirements {params.requirements:q} --out {output:q}"
         " > {log:q} 2>&1"

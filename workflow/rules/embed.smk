@@ -26,7 +26,7 @@ rule embed_text:
         spec=lambda wc, input: plan.encoder_spec(wc.encoder),
         cache=plan.cache,
     shell:
-        "backretrieval embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
+        "backretrieval step embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
         " --spec {params.spec:q} --text-field {params.field:q} --languages {params.languages:q} --out {output:q}"
         " {params.skip:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
@@ -55,5 +55,5 @@ rule embed_images:
         threads=plan.image_threads,
         cache=plan.cache,
     shell:
-        "backretrieval embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
+        "backretrieval step embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
         " --spec {params.spec:q} --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"

@@ -20,7 +20,7 @@ rule sample:
         seeds=config["seeds"],
         directions=config["directions"],
     shell:
-        "backretrieval sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.sample_size:q}"
+        "backretrieval step sample --dataset {input.dataset:q} --directions {params.directions:q} --sample-size {params.sample_size:q}"
         " --seeds {params.seeds:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -54,7 +54,7 @@ rule metrics:
         seeds=[],
     shell:
         "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q}"
-        " backretrieval metrics --dataset {input.dataset:q} --dataset-name {params.name:q}"
+        " backretrieval step metrics --dataset {input.dataset:q} --dataset-name {params.name:q}"
         " --direction {wildcards.direction:q} --samples {input.samples:q} --image-emb {input.images:q}"
         " --image-backbone {params.backbone:q} --encoders {params.encoders:q} --text-emb {input.text:q}"
         " --text-field {params.field:q} --recall-k {params.recall_k:q} {params.corr:q} {params.seeds:q}"
@@ -91,7 +91,7 @@ if plan.seed_group_size is not None:
         params:
             code=CODE["metrics"],
         shell:
-            "backretrieval metrics-gather --metrics {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
+            "backretrieval step metrics-gather --metrics {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
 
     # the joined parts, not the whole-direction job, make a direction's metrics
     ruleorder: metrics_gather > metrics

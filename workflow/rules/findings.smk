@@ -27,7 +27,7 @@ for _name in FP.classes:
             code=CODE["findings"],
         shell:
             "OMP_NUM_THREADS={threads:q} OPENBLAS_NUM_THREADS={threads:q} MKL_NUM_THREADS={threads:q}"
-            " backretrieval findings --analysis {params.analysis:q} {params.run:q} --run-name {params.run_name:q}"
+            " backretrieval step findings --analysis {params.analysis:q} {params.run:q} --run-name {params.run_name:q}"
             " --out-dir {params.out_dir:q} --settings {params.settings:q} {params.job:q} > {log:q} 2>&1"
 
 
@@ -66,7 +66,7 @@ for _name in FP.own:
             params:
                 **FP.own_params(_name, "dataset", code=CODE["prepare"]),
             shell:
-                "backretrieval prepare --spec {params.spec:q} --languages {params.languages:q} --out-dir {output:q} > {log:q} 2>&1"
+                "backretrieval step prepare --spec {params.spec:q} --languages {params.languages:q} --out-dir {output:q} > {log:q} 2>&1"
 
     if "embed_text" in FP.intermediates(_name):
 
@@ -91,7 +91,7 @@ for _name in FP.own:
             params:
                 **FP.own_params(_name, "embed_text", code=CODE["embed"], threads=MODEL_THREADS),
             shell:
-                "backretrieval embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
+                "backretrieval step embed-text --dataset {input.dataset:q} --encoder {wildcards.encoder:q}"
                 " --spec {params.spec:q} --text-field {params.field:q} --languages {params.languages:q} --out {output:q}"
                 " {params.skip:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
@@ -118,7 +118,7 @@ for _name in FP.own:
             params:
                 **FP.own_params(_name, "embed_images", code=CODE["embed"], threads=MODEL_THREADS),
             shell:
-                "backretrieval embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
+                "backretrieval step embed-images --dataset {input.dataset:q} --image-backbone {params.backbone:q}"
                 " --spec {params.spec:q} --out {output:q} --cache-dir {params.cache:q} --threads {params.threads:q} > {log:q} 2>&1"
 
 
@@ -143,7 +143,7 @@ rule findings_document:
         others=lambda wc, input: [p for p in input.others if p.endswith(".json")],
         readme=lambda wc, input: plan.absolute("README.md"),
     shell:
-        "backretrieval findings-document --records {input.own:q} {params.others:q} --out-doc {output.doc:q}"
+        "backretrieval step findings-document --records {input.own:q} {params.others:q} --out-doc {output.doc:q}"
         " --out-dir {output.summary:q} --readme {params.readme:q} > {log:q} 2>&1"
 
 

@@ -23,19 +23,12 @@ rule report:
         encoders=list(config["encoders"]),
         languages=config["languages"],
         settings=as_json(report_settings(config)),
+        # reports_dir, where metrics.json is: the step writes the report files under it by their
+        # names (layout.REPORT_FILES or BKR_REPORT_FILES, as plan.report_outputs declares them)
+        out_dir=lambda wc, output: str(Path(output.metrics).parent),
     shell:
-        "backretrieval report --metrics {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
+        "backretrieval step report --metrics {input.metrics:q} --dataset {input.dataset:q} --encoders {params.encoders:q}"
         " --languages {params.languages:q} --text-emb {input.text:q} --settings {params.settings:q}"
         " --samples {input.samples:q}"
-        + (
-            " --image-emb {input.image:q} --out-correlations {output.correlations:q} --out-table1 {output.table1:q}"
-            " --out-table1-tex {output.table1_tex:q} --out-corr-ci {output.corr_ci:q} --out-recall-ci {output.recall_ci:q}"
-            " --out-metrics {output.metrics:q} --out-headline {output.headline:q} --out-significance {output.significance:q}"
-            " --out-fig2-png {output.fig2_png:q} --out-fig2-svg {output.fig2_svg:q} --out-fig2-pdf {output.fig2_pdf:q}"
-            " --out-fig2-csv {output.fig2_csv:q} --out-means {output.means:q} > {log:q} 2>&1"
-            if PARALLEL
-            else " --out-bkr-report {output.bkr_report:q} --out-bkr-ci {output.bkr_ci:q} --out-ranking {output.ranking:q}"
-            " --out-pairwise {output.pairwise:q} --out-metrics {output.metrics:q} --out-headline {output.headline:q}"
-            " --out-bkr-png {output.bkr_png:q}"
-            " --out-bkr-svg {output.bkr_svg:q} --out-bkr-pdf {output.bkr_pdf:q} --out-means {output.means:q} > {log:q} 2>&1"
-        )
+        + (" --image-emb {input.image:q} --out-correlations {output.correlations:q}" if PARALLEL else "")
+        + " --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -22,5 +22,5 @@ rule results_doc:
         code=CODE["results_doc"],
         reports=lambda wc: [r for _, r in plan.results_doc_runs(DVC_RUNS)],
     shell:
-        "backretrieval results-doc --run-configs {input.configs:q} --reports {params.reports:q} --dvc-runs {input.runs:q}"
+        "backretrieval step results-doc --run-configs {input.configs:q} --reports {params.reports:q} --dvc-runs {input.runs:q}"
         " --out {output:q} > {log:q} 2>&1"

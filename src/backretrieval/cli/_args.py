@@ -7,16 +7,21 @@ one of the named flag sets below, so each flag has help text and one spelling ac
 
 The vocabulary (:data:`VOCABULARY`, checked over every command by ``tests/test_cli_help.py``):
 
-* one flag per noun: the dataset is ``--dataset``, the translation directions ``--directions
-  A B ...`` (a space-separated list; ``--direction`` where a command takes exactly one), the
-  image embedding ``--image-emb``, the text embeddings ``--text-emb``, the metrics CSVs
-  ``--metrics``, the bootstrap count ``--bootstrap``; seeds are ``--seeds SEED ...`` (values),
+* one flag per noun, in params.yaml's words, in user commands and pipeline steps alike: the
+  dataset is ``--dataset``, the translation directions ``--directions A B ...`` (a
+  space-separated list; ``--direction`` where a command takes exactly one), the encoders
+  ``--encoders A B ...`` (``--encoder`` where a command takes exactly one; params.yaml
+  ``encoders``; never ``--model``), the image backbone ``--image-backbone`` (params.yaml
+  ``image_backbone``), image embeddings ``--image-emb``, text embeddings (a field's or an
+  evaluated representation's) ``--text-emb``, the metrics CSVs ``--metrics``, the bootstrap
+  count ``--bootstrap``; seeds are ``--seeds SEED ...`` (values),
   ``--n-seeds S`` (the seeds 0..S-1), ``--max-seeds N`` (the first N seeds of a run's samples)
   and ``--seed`` (the seed of a command's own random draws);
 * a plural flag takes a space-separated list, its singular exactly one value;
 * outputs have one shape: ``--out FILE`` (a command's output file, or its list of output files
   in a stated order), ``--out-dir DIR`` (an output folder) and ``--out-<what> FILE`` (one of
-  several named outputs); no input flag starts with ``--out``, so inputs and outputs never
+  several named outputs; ``<what>`` is never another spelling of a noun: text embeddings written
+  are ``--out-text-emb``); no input flag starts with ``--out``, so inputs and outputs never
   share a name;
 * a renamed user-command flag stays as a hidden, deprecated alias (:class:`Deprecated`) that
   prints a one-line note; pipeline steps are renamed outright (the workflow is their one caller).
@@ -87,19 +92,22 @@ VOCABULARY: dict[str, Noun] = {
         Noun(
             "--image-emb",
             "image embedding",
-            "image embedding: the image-feature npz of the run's image backbone",
+            "image embedding: the image-feature npz of the run's image backbone (a findings analysis that "
+            "compares backbones: then NAME=FILE of each other one)",
             "input",
+            many=None,
             metavar="FILE",
-            retired=("--images", "--image"),
+            retired=("--images", "--image", "--backbone-emb"),
         ),
         Noun(
             "--text-emb",
             "text embeddings",
-            "text embeddings: npz files, per encoder and language (each command states their order)",
+            "text embeddings: npz files, per encoder and language (each command states their order; "
+            "a case-study representation or title/body field is a text embedding too)",
             "input",
             many=True,
             metavar="FILE",
-            retired=("--text",),
+            retired=("--text", "--repr", "--reprs", "--fields", "--field-emb"),
         ),
         Noun(
             "--metrics",
@@ -128,9 +136,22 @@ VOCABULARY: dict[str, Noun] = {
             many=True,
             metavar="SRC-TGT",
         ),
-        Noun("--encoder", "encoder", "one encoder id (a key of params.yaml encoders)", "setting", metavar="ENC"),
         Noun(
-            "--encoders", "encoder", "encoder ids (keys of params.yaml encoders)", "setting", many=True, metavar="ENC"
+            "--encoder",
+            "encoder",
+            "one encoder: a key of params.yaml encoders (a user command: any encoder spec, see `backretrieval models`)",
+            "setting",
+            metavar="ENC",
+            retired=("--model",),
+        ),
+        Noun(
+            "--encoders",
+            "encoder",
+            "encoders, space-separated: keys of params.yaml encoders (a user command: encoder specs)",
+            "setting",
+            many=True,
+            metavar="ENC",
+            retired=("--models",),
         ),
         Noun(
             "--image-backbone",
@@ -186,16 +207,23 @@ VOCABULARY: dict[str, Noun] = {
 
 class Deprecated(argparse.Action):
     """A retired spelling of a flag, hidden from ``--help``: stores into the flag's dest and
-    prints a one-line note naming the flag to use instead."""
+    prints a one-line note naming the flag to use instead. ``append``: the retired flag was
+    given once per value (``--model A --model B``); each use adds its value to the new flag's
+    list."""
 
-    def __init__(self, option_strings, dest, canonical: str, **kw) -> None:
+    def __init__(self, option_strings, dest, canonical: str, append: bool = False, **kw) -> None:
         kw["help"] = argparse.SUPPRESS  # hidden whatever the caller gave
         super().__init__(option_strings, dest, **kw)
         self.canonical = canonical
+        self.append = append
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"backretrieval: note: {option_string} is deprecated; use {self.canonical}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
+        before = (getattr(namespace, self.dest, None) or []) if self.append else []
+        if not before:  # one note, at the first use
+            use = f"{option_string} A {option_string} B" if self.append else option_string
+            new = f"{self.canonical} A B" if self.append else self.canonical
+            print(f"backretrieval: note: {use} is deprecated; use {new}", file=sys.stderr)
+        setattr(namespace, self.dest, [*before, values] if self.append else values)
 
 
 class DirectionList(argparse.Action):
@@ -253,18 +281,27 @@ def noun(
 
 
 def noun_with_alias(
-    sp: argparse.ArgumentParser, name: str, old: str, help_: str | None = None, *, required: bool, **kw
+    sp: argparse.ArgumentParser,
+    name: str,
+    old: str,
+    help_: str | None = None,
+    *,
+    required: bool,
+    append: bool = False,
+    **kw,
 ):
     """:func:`noun` of a user command plus its retired spelling ``old`` as a :class:`Deprecated`
-    alias (the two are exclusive; a required flag is required as either spelling)."""
+    alias (the two are exclusive; a required flag is required as either spelling). ``append``:
+    the retired flag took one value per use (``--model A --model B`` for ``--encoders A B``)."""
     group = sp.add_mutually_exclusive_group(required=required)
     action = noun(group, name, help_, required=False, **kw)
     group.add_argument(
         old,
         action=Deprecated,
         canonical=action.option_strings[0],
+        append=append,
         dest=action.dest,
-        nargs=action.nargs,
+        nargs=None if append else action.nargs,
         type=action.type,
         metavar=action.metavar,
     )
@@ -287,7 +324,7 @@ def json_object(text: str) -> dict:
 
 def grid(files: list[str], flag: str, *axes: tuple[str, list[str]]) -> Any:
     """``files`` in row-major order over ``axes`` ((flag, values), ...) as nested dicts,
-    e.g. ``grid(f, "--repr", ("--models", ms), ("--languages", ls))[m][lang]``."""
+    e.g. ``grid(f, "--text-emb", ("--encoders", es), ("--languages", ls))[e][lang]``."""
     n = 1
     for _, values in axes:
         n *= len(values)

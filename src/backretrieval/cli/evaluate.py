@@ -44,7 +44,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).is_dir():
         raise InputError(f"--out {args.out}: is a folder; name the result JSON file")
-    ev = evaluate_model(args.model, args.dataset, args.directions, name=args.name, **_eval_kwargs(args))
+    ev = evaluate_model(args.encoder, args.dataset, args.directions, name=args.name, **_eval_kwargs(args))
     res = R.result_dict(ev, B=args.bootstrap)
     out = R.write_result(args.out, res) if args.out else R.write_result_to_cache(res)
     print(R.format_table(res))
@@ -65,13 +65,13 @@ def short_labels(paths: list[str]) -> list[str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Two result JSONs, or two --model runs on the same samples: which has the higher BkR."""
+    """Two result JSONs, or two --encoders runs on the same samples: which has the higher BkR."""
     from ..evaluation import results as R
     from ..evaluation.compare import compare_results, format_comparison
     from ..evaluation.run import evaluate_models
 
-    if args.results and args.model:
-        raise InputError("compare: give two result JSONs or two --model, not both")
+    if args.results and args.encoders:
+        raise InputError("compare: give two result JSONs or --encoders A B, not both")
     if args.results:
         if len(args.results) != 2:
             raise InputError(f"compare: expected two result JSONs, got {len(args.results)}")
@@ -80,9 +80,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if labels[0] == labels[1]:
             labels = short_labels([str(p) for p in args.results])
     else:
-        if not args.model or len(args.model) != 2 or not args.dataset or not args.directions:
-            raise InputError("compare: pass two result JSONs, or --model A --model B with --dataset and --directions")
-        evs = evaluate_models(args.model, args.dataset, args.directions, **_eval_kwargs(args))
+        if not args.encoders or len(args.encoders) != 2 or not args.dataset or not args.directions:
+            raise InputError("compare: pass two result JSONs, or --encoders A B with --dataset and --directions")
+        evs = evaluate_models(args.encoders, args.dataset, args.directions, **_eval_kwargs(args))
         a, b = (R.result_dict(ev, B=args.bootstrap) for ev in evs)
         labels = [ev.model["name"] for ev in evs]
     comps = compare_results(a, b, label_a=labels[0], label_b=labels[1], B=args.bootstrap)
@@ -110,16 +110,16 @@ RANK_FILES = (
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    """Two or more --model on the same samples: ranked by BkR with CIs, every pair tested, the
+    """Two or more --encoders on the same samples: ranked by BkR with CIs, every pair tested, the
     random baseline (and XLR on parallel data); the tables of the pipeline's bkr_report."""
     from ..evaluation.results import task_name
     from ..evaluation.run import evaluate_models
     from ..reporting.figures import bkr_bars
     from ..reporting.ranking import RANDOM_BASELINE, rank_encoders, ranking_caption
 
-    models = args.model or []
+    models = args.encoders or []
     if len(models) < 2:
-        raise InputError(f"rank: expected at least two --model (the encoders to rank), got {len(models)}")
+        raise InputError(f"rank: expected at least two --encoders (the encoders to rank), got {len(models)}")
     if args.out_dir and Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
         raise InputError(
             f"--out-dir {args.out_dir}: is a file; name the folder for the ranking's files ({', '.join(RANK_FILES)})"
@@ -221,7 +221,7 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
     fits = (
         f"fits the prepared dataset {root}"
         if prepared
-        else f"dataset {root} not prepared yet (its checks run in `check-dataset`, before any model)"
+        else f"dataset {root} not prepared yet (its checks run in `backretrieval step check-dataset`, before any model)"
     )
     print(
         f"{args.config}: OK ({len(cfg['encoders'])} encoders, {len(cfg['directions'])} directions, "
@@ -258,14 +258,14 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     rows = catalog()
     width = max(len(e.model) for e in rows) + 2
-    print(f"{'--model':<{width}}{'offline':<9}weights")
+    print(f"{'--encoder':<{width}}{'offline':<9}weights")
     for e in rows:
         print(f"{e.model:<{width}}{'yes' if e.offline else 'no':<9}{e.weights}")
     listed = {e.model.split()[-1].rstrip("}") for e in rows if e.model.startswith("{")}
     others = [t for t in ENCODER_TYPES if t not in listed and t != "sentence-transformers"]
     print(
-        "\nAlso: any sentence-transformers model by Hub name or folder (--model org/name, --model /path), "
-        "your own vectors (--model precomputed:<npy>,<ids.txt>), and the registry types that take a model "
+        "\nAlso: any sentence-transformers model by Hub name or folder (--encoder org/name, --encoder /path), "
+        "your own vectors (--encoder precomputed:<npy>,<ids.txt>), and the registry types that take a model "
         f"or files of yours ('{{type: ..., ...}}'): {', '.join(others)}"
     )
     return 0
@@ -316,7 +316,7 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
     switch(
         sp,
         "--allow-code",
-        "allow --model module:callable and {type: callable} specs, which import and run that code "
+        "allow --encoder module:callable and {type: callable} specs, which import and run that code "
         "(see docs/SECURITY.md)",
     )
 
@@ -324,14 +324,15 @@ def _eval_opts(sp: argparse.ArgumentParser, required: bool) -> None:
 def register(add) -> None:
     """Add the user commands (``add(name, fn, help)`` returns the subparser)."""
     sp = add("evaluate", cmd_evaluate, "evaluate one encoder on image-text data (no config): table + result JSON")
-    opt(
+    noun_with_alias(
         sp,
+        "encoder",
         "--model",
-        "sentence-transformers name or folder | module:callable | "
+        "the encoder: sentence-transformers name or folder | module:callable | "
         "precomputed:<npy>,<ids.txt> | precomputed:<folder> | '{type: ..., ...}' (registry spec)",
         required=True,
     )
-    opt(sp, "--name", "label of the model in the result (default: from --model)")
+    opt(sp, "--name", "label of the encoder in the result (default: from --encoder)")
     noun(
         sp,
         "out",
@@ -347,7 +348,10 @@ def register(add) -> None:
         "which of two encoders has the higher BkR (paired permutation test and bootstrap over distinct items)",
     )
     positional(sp, "results", "two result JSONs of `backretrieval evaluate`", nargs="*")
-    opt(sp, "--model", "instead of JSONs: evaluate two models (give --model twice)", action="append")
+    noun_with_alias(
+        sp, "encoders", "--model", "instead of JSONs: evaluate two encoders (as evaluate's --encoder)", required=False,
+        append=True,
+    )  # fmt: skip
     noun(sp, "out", "output: the comparison as JSON too (optional)", required=False)
     _eval_opts(sp, required=False)
 
@@ -356,13 +360,14 @@ def register(add) -> None:
         cmd_rank,
         "rank two or more encoders by BkR on the same samples: item-bootstrap CIs, every pair tested (Holm), random baseline",
     )
-    opt(
+    noun_with_alias(
         sp,
+        "encoders",
         "--model",
-        "an encoder to rank, as evaluate's --model (give it once per encoder, at least twice; "
-        "'{type: ..., name: label}' sets a spec's label)",
-        action="append",
+        "the encoders to rank, at least two, each as evaluate's --encoder "
+        "('{type: ..., name: label}' sets a spec's label)",
         required=True,
+        append=True,
     )
     noun_with_alias(
         sp,
@@ -406,4 +411,8 @@ def register(add) -> None:
     text_field(sp, "the item text the evaluation embeds (its duplicates are reported)", default=D.DEFAULT_TEXT_FIELD)
 
     add("versions", cmd_versions, "print software versions")
-    add("models", cmd_models, "list the models --model names without a path: where their weights live, offline or not")
+    add(
+        "models",
+        cmd_models,
+        "list the encoders --encoder names without a path: where their weights live, offline or not",
+    )

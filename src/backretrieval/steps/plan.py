@@ -153,7 +153,7 @@ class Plan:
         return out
 
     def dataset_spec(self, spec: dict, name: str) -> str:
-        """A dataset/corpus section for `backretrieval prepare`: locations absolute (downloads are
+        """A dataset/corpus section for `backretrieval step prepare`: locations absolute (downloads are
         kept in data/downloads, outside the shadow directory); a bring-your-own folder (source:
         prepared) is the rule's declared input instead."""
         spec = {**{k: v for k, v in spec.items() if k != "languages"}, "name": name}

@@ -175,7 +175,7 @@ def parse_ratings(
         problems.append(
             f"the ratings file {what}, so it cannot be checked against the key {key_path} "
             f"(sha256 {key_sha[:16]}...); if you are sure they belong together, pass "
-            "--allow-unverified-key (backretrieval human-tally) or set human_study.allow_unverified_key: true"
+            "--allow-unverified-key (backretrieval step human-tally) or set human_study.allow_unverified_key: true"
         )
     if problems:
         shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
