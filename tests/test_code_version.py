@@ -104,7 +104,7 @@ def test_snakemake_reruns_exactly_what_a_change_reaches(tiny_reference, src, tmp
     (src / KERNELS).write_text((src / KERNELS).read_text(encoding="utf-8") + "\n_CHANGED = 1\n", encoding="utf-8")
     jobs = _planned(wd, src)
     assert {"metrics", "report", "case_select", "case_evaluate", "case_report"} <= jobs, jobs
-    assert not jobs & {"prepare_dataset", "check_dataset", "sample", "embed_text", "embed_images"}, jobs
+    assert not jobs & {"prepare_dataset", "check_dataset", "sample", "embed_text", "embed_images", "case_embed"}, jobs
     shutil.copy2(ROOT / "src" / KERNELS, src / KERNELS)
     cfg = yaml.safe_load(TINY.read_text(encoding="utf-8"))
     cfg["case_study"]["training_seeds"] = [0, 1, 2]

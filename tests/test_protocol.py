@@ -227,7 +227,7 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
     from backretrieval.data.sampling import draw_sample, draw_samples
     from backretrieval.steps.metrics import metrics_step
     from backretrieval.steps.sample import sample_step
-    from test_cli_help import _subparsers
+    from test_cli_help import all_subcommands
 
     names = {"sample_size", "recall_k"}
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -238,7 +238,7 @@ def test_sample_size_and_recall_k_keep_one_name_from_params_yaml_to_the_kernel()
     shells = "\n".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk"))
     assert "--sample-size {params.sample_size:q}" in shells and "--recall-k {params.recall_k:q}" in shells
     assert not re.search(r"\{params\.(n|k|N)[:}]", shells)
-    for cmd, sp in _subparsers(build_parser()).items():
+    for cmd, sp in all_subcommands(build_parser()).items():
         for a in sp._actions:
             if {"--sample-size", "--recall-k"} & set(a.option_strings):
                 assert a.dest == a.option_strings[0].lstrip("-").replace("-", "_"), (cmd, a.option_strings, a.dest)

@@ -118,16 +118,22 @@ def test_headline_json_is_metrics_json_in_a_few_keys():
     m = _metrics()
     mj = tables.metrics_json(correlate(m), m, {"run_name": "x", "sample_size": 50, "n_seeds": 3})
     h = tables.headline_json(mj)
-    assert h["N"] == 50 and h["n_seeds"] == 3 and h["n_encoders"] == len(mj["encoders"])
+    assert h["sample_size"] == 50 and h["n_seeds"] == 3 and h["n_encoders"] == len(mj["encoders"])
     for key, short in tables.HEADLINE_KEYS.items():
         assert h[short] == mj["correlation_with_xlr"][key]["mean_over_directions"]
-    assert set(h) == {"N", "n_seeds", "n_encoders", *tables.HEADLINE_KEYS.values()}
+    assert set(h) == {"sample_size", "n_seeds", "n_encoders", *tables.HEADLINE_KEYS.values()}
     nonpar = {
         "meta": {"sample_size": 9, "n_seeds": 2},
         "encoders": {"a": {"bkr": 0.1}, "b": {"bkr": 0.3}},
         "ranking": ["b", "a"],
     }
-    assert tables.headline_json(nonpar) == {"N": 9, "n_seeds": 2, "n_encoders": 2, "best": "b", "best_bkr": 0.3}
+    assert tables.headline_json(nonpar) == {
+        "sample_size": 9,
+        "n_seeds": 2,
+        "n_encoders": 2,
+        "best": "b",
+        "best_bkr": 0.3,
+    }
 
 
 def _world(rs: int, signal: bool = False, E: int = 6, n_items: int = 80, n: int = 60, n_seeds: int = 10):
@@ -181,12 +187,15 @@ def test_table1_test_uses_items_and_encoders_not_seeds():
 
 
 def _slow_table1_test(seeds, keys, encs, members, family, B, seed, stat):
-    """Table 1's test by hand, one loop per replicate and per left-out unit: per seed the
-    item-weighted means of the per-query outcomes, scipy's correlation of BkR and of CORR with
-    XLR across ``members``, their difference averaged over the seeds; SE² = the variance of the
-    item-bootstrap replicates + (U − 1)/U Σ_u (θ_(−u) − mean)² over the units u (the families of
-    ``family``: encoder → unit), z = θ / SE, two-sided normal p. Returns (θ, SE, p)."""
-    from backretrieval.stats.weighted import unit_weights
+    """Table 1's test by hand, one loop per replicate, per left-out item group and per left-out
+    unit: per seed the item-weighted means of the per-query outcomes, scipy's correlation of BkR
+    and of CORR with XLR across ``members``, their difference averaged over the seeds; the item
+    variance = the larger of the item-bootstrap replicates' variance and the delete-a-group
+    jackknife's (G = 20 groups); SE² = that + (U − 1)/U Σ_u (θ_(−u) − mean)² over the units u (the
+    families of ``family``: encoder → unit); t = θ / SE, two-sided p on the Welch–Satterthwaite
+    df (G − 1 and U − 1). Returns (θ, SE, p, df)."""
+    from backretrieval.stats.questions import JACKKNIFE_GROUPS
+    from backretrieval.stats.weighted import item_groups, unit_weights
 
     corr = {"pearson": ss.pearsonr, "spearman": ss.spearmanr}[stat]
 
@@ -203,13 +212,19 @@ def _slow_table1_test(seeds, keys, encs, members, family, B, seed, stat):
 
     est = theta(members)
     W = unit_weights(keys, B, seed, "item")
-    var_items = float(np.var([theta(members, W[:, b]) for b in range(B)], ddof=1))
+    var_boot = float(np.var([theta(members, W[:, b]) for b in range(B)], ddof=1))
+    G = JACKKNIFE_GROUPS
+    groups = item_groups(keys, G)
+    jk = np.array([theta(members, (groups != g).astype(float)) for g in range(G)])
+    var_jack = (G - 1) / G * float(np.sum((jk - jk.mean()) ** 2))
+    var_items = max(var_boot, var_jack)
     units = sorted({family[e] for e in members})
     loo = np.array([theta([e for e in members if family[e] != u]) for u in units])
     U = len(units)
     var_units = (U - 1) / U * float(np.sum((loo - loo.mean()) ** 2))
     se = float(np.sqrt(var_items + var_units))
-    return est, se, float(2 * ss.norm.sf(abs(est / se)))
+    df = (var_items + var_units) ** 2 / (var_items**2 / (G - 1) + var_units**2 / (U - 1))
+    return est, se, float(2 * ss.t.sf(abs(est / se), df)), df
 
 
 def _family_world(rs: int = 1, n_items: int = 40, n: int = 30, n_seeds: int = 3):
@@ -238,8 +253,8 @@ def _family_world(rs: int = 1, n_items: int = 40, n: int = 30, n_seeds: int = 3)
 def test_table1_test_leaves_one_family_out_by_hand():
     """Three of six encoders form one family (near copies: they share their base vectors):
     Table 1's test leaves the family out as one unit (4 families); a slow hand computation gives
-    the same estimate, SE and p, and the CI is the findings' encoders-random interval, estimate
-    ± 1.96 SE. Leaving one encoder out instead (6 units) gives a much smaller SE and another p
+    the same estimate, SE, df and p, and the CI is the findings' encoders-random interval,
+    estimate ± t·SE on the Welch–Satterthwaite df. Leaving one encoder out instead (6 units) gives a much smaller SE and another p
     here, so the test tells the two apart."""
     from backretrieval.stats.table1 import table1_tests
 
@@ -249,12 +264,12 @@ def test_table1_test_leaves_one_family_out_by_hand():
     t = table1_tests({"en-de": (seeds, keys, encs)}, B=B, seed=0, families=fam)
     for stat in ("pearson", "spearman"):
         r = t[t["stat"] == stat].iloc[0]
-        est, se, p = _slow_table1_test(seeds, keys, encs, encs, fam, B, 0, stat)
-        assert (r["estimate"], r["se"], r["p"]) == pytest.approx((est, se, p), rel=1e-9)
+        est, se, p, df = _slow_table1_test(seeds, keys, encs, encs, fam, B, 0, stat)
+        assert (r["estimate"], r["se"], r["p"], r["df"]) == pytest.approx((est, se, p, df), rel=1e-9)
         assert r["n_families"] == 4 and r["why"] == "" and r["p_holm"] == pytest.approx(p)
-        half = ss.norm.ppf(0.975) * se
+        half = ss.t.ppf(0.975, df) * se
         assert (r["ci_low"], r["ci_high"]) == pytest.approx((est - half, est + half), rel=1e-9)
-        _, se_encoders, p_encoders = _slow_table1_test(seeds, keys, encs, encs, {e: e for e in encs}, B, 0, stat)
+        _, se_encoders, p_encoders, _ = _slow_table1_test(seeds, keys, encs, encs, {e: e for e in encs}, B, 0, stat)
         assert se > 1.5 * se_encoders and abs(p - p_encoders) > 0.1, (stat, se, se_encoders, p, p_encoders)
 
 

@@ -22,7 +22,7 @@ if CASE:
         resources:
             mem_mb=4000,
         params:
-            code=CODE["case_study"],
+            code=CODE["case_embed"],
             case=plan.case_section(ITEM_KEYS),
             corpus=corpus_flag,
             rerun_trigger=lambda wc: rerun_on(config["encoders"][wc.encoder]),

@@ -169,6 +169,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "sample": ("backretrieval.steps.sample",),
     "metrics": ("backretrieval.steps.metrics",),
     "report": ("backretrieval.steps.report",),
+    "case_embed": ("backretrieval.steps.case_embed",),
     "case_study": ("backretrieval.steps.case_study",),
     "human_study": ("backretrieval.steps.human_study",),
     "results_doc": ("backretrieval.steps.results_doc",),

@@ -121,7 +121,7 @@ VOCABULARY: dict[str, Noun] = {
         Noun(
             "--samples",
             "samples",
-            "samples JSON of `backretrieval sample` (one per direction)",
+            "samples JSON of `backretrieval step sample` (one per direction)",
             "input",
             many=None,
             metavar="FILE",

@@ -166,7 +166,7 @@ def cmd_results_doc(args: argparse.Namespace) -> int:
 
 
 def cmd_case_embed(args: argparse.Namespace) -> int:
-    from ..steps import case_study as cs
+    from ..steps import case_embed
 
     c = case_section(args)
     langs = list(c["languages"])
@@ -183,7 +183,7 @@ def cmd_case_embed(args: argparse.Namespace) -> int:
         ("fields", list(CASE_FIELDS)),
     )
     reprs = grid(args.out_text_emb[n_fields:], "--out-text-emb", ("case_study.languages", langs))
-    cs.embed_step(
+    case_embed.embed_step(
         Path(args.dataset), c, args.encoder, args.spec, optional_path(args.cache_dir), fields, reprs, args.threads
     )
     return 0

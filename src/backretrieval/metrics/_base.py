@@ -24,6 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
+from .._util.vectors import DEFAULT_BLOCK_ELEMS, NORMALIZE_BLOCK_ELEMS, normalize
+from .._util.vectors import block_rows as _block_rows
+
 
 class ScoreAdjustment(Protocol):
     """What the blocked passes apply to a block of cosines before ranking (rows = queries
@@ -33,65 +36,15 @@ class ScoreAdjustment(Protocol):
     def apply(self, scores: np.ndarray, start: int, stop: int) -> None: ...
 
 
-DEFAULT_BLOCK_ELEMS = 1 << 24
 #: rows per chunk of the BkR rank passes that gather a query's score row from the current
 #: image block, compare and count (:func:`bkr_image_pass`): the gathered rows and their mask
 #: stay in the CPU cache (4 MB + 1 MB), where 64 MB chunks run from memory at about 4x the time
 #: (benchmarks/README.md). Counting does not depend on the chunk, so neither do the ranks.
 GATHER_BLOCK_ELEMS = 1 << 20
-#: rows per block of :func:`normalize`'s divide and norm passes (256 KB of float32: L2-resident)
-NORMALIZE_BLOCK_ELEMS = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
 # helpers
-
-
-def normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
-    """L2-normalise rows (float32 stays float32, other dtypes become float64).
-
-    An all-zero row stays all-zero (its cosine with anything is 0). NaN/inf → ValueError.
-    ``inplace=True`` overwrites ``x`` (a writeable float32/float64 array) instead of making
-    one full-size copy — same arithmetic, same bits; for very large N (memory).
-    """
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"expected a 2-D embedding matrix, got shape {arr.shape}")
-    can_inplace = inplace and arr.dtype in (np.float32, np.float64) and arr.flags.writeable
-    if inplace and not can_inplace:
-        raise ValueError("inplace=True needs a writeable float32 or float64 array")
-    owned = can_inplace  # may be overwritten: the caller's array (inplace) or our own copy
-    if arr.dtype != np.float32 and not can_inplace:
-        arr, owned = arr.astype(np.float64), True
-    # scale by the largest magnitude first so tiny/huge rows neither underflow nor overflow;
-    # finiteness and row maxima per block (no full-size temporaries)
-    scale = np.empty((arr.shape[0], 1), dtype=arr.dtype)
-    step = _block_rows(arr.shape[0], arr.shape[1], DEFAULT_BLOCK_ELEMS)
-    for start in range(0, arr.shape[0], step):
-        blk = arr[start : start + step]
-        # max |x| as max(max x, -min x): the same value, without an |x| temporary
-        row_max = (
-            np.maximum(np.max(blk, axis=1, keepdims=True), -np.min(blk, axis=1, keepdims=True))
-            if blk.shape[1]
-            else np.zeros((blk.shape[0], 1))
-        )
-        if not np.isfinite(row_max).all():  # max propagates NaN and inf: one pass checks both
-            raise ValueError("embedding matrix contains NaN or inf values")
-        scale[start : start + step] = row_max
-    scale[scale == 0] = 1
-    # then divide, square-sum and divide again block by block in the CPU cache (one read and
-    # one write of the matrix instead of five passes); row-wise arithmetic as np.linalg.norm
-    # does it (sqrt of the pairwise add.reduce of x*x), so the same bits as one call
-    out = arr if owned else np.empty(arr.shape, dtype=arr.dtype)
-    step = _block_rows(arr.shape[0], arr.shape[1], NORMALIZE_BLOCK_ELEMS)
-    sq = np.empty((step, arr.shape[1]), dtype=arr.dtype)
-    for start in range(0, arr.shape[0], step):
-        stop = min(arr.shape[0], start + step)
-        blk = np.divide(arr[start:stop], scale[start:stop], out=out[start:stop])
-        norms = np.sqrt(np.add.reduce(np.multiply(blk, blk, out=sq[: stop - start]), axis=1, keepdims=True))
-        norms[norms == 0] = 1
-        blk /= norms
-    return out
 
 
 def _as_pair(a: np.ndarray, b: np.ndarray, what: str, inplace: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -194,10 +147,6 @@ class Columns:
         part = _scratch("distinct", (queries.shape[0], self.distinct.shape[0]), dtype)
         np.matmul(queries, self.distinct.T, out=part)
         return np.take(part, self.inverse, axis=1, out=out)
-
-
-def _block_rows(n_rows: int, n_cols: int, block_elems: int) -> int:
-    return max(1, min(n_rows, block_elems // max(1, n_cols)))
 
 
 def recall_at_k(ranks: np.ndarray, k: int) -> float:

@@ -108,16 +108,25 @@ def metrics_json(correlations: pd.DataFrame, metrics: pd.DataFrame, meta: dict[s
 
 
 #: headline.json's keys for metrics.json's correlations with XLR (mean over the directions)
-HEADLINE_KEYS = {"bkr_pearson": "bkr_r", "corr_pearson": "corr_r", "bkr_spearman": "bkr_rho", "corr_spearman": "corr_rho"}
+HEADLINE_KEYS = {
+    "bkr_pearson": "bkr_r",
+    "corr_pearson": "corr_r",
+    "bkr_spearman": "bkr_rho",
+    "corr_spearman": "corr_rho",
+}
 
 
 def headline_json(mj: dict[str, Any]) -> dict[str, Any]:
     """The run's few headline numbers, DVC's declared metrics (``dvc metrics show`` / ``diff``,
-    ``dvc exp show``: a row that fits a terminal): N, the number of seeds and of encoders; on
+    ``dvc exp show``: a row that fits a terminal): the sample size N, the number of seeds and of encoders; on
     parallel data the correlations of BkR and CORR with XLR (Pearson r, Spearman rho; mean over
     the directions), else the best encoder by BkR and its BkR. Everything else is in metrics.json."""
     meta = mj["meta"]
-    out: dict[str, Any] = {"N": meta["sample_size"], "n_seeds": meta["n_seeds"], "n_encoders": len(mj["encoders"])}
+    out: dict[str, Any] = {
+        "sample_size": meta["sample_size"],
+        "n_seeds": meta["n_seeds"],
+        "n_encoders": len(mj["encoders"]),
+    }
     for key, short in HEADLINE_KEYS.items():
         if key in mj.get("correlation_with_xlr", {}):
             out[short] = mj["correlation_with_xlr"][key]["mean_over_directions"]

@@ -1,8 +1,8 @@
 """The paper's case study (Section 3.2) as pipeline steps.
 
-1. ``embed``: title and body embeddings of every case-study item with each base encoder
-   (and the random baseline); the evaluated base representation is
-   ``concat(normalize(title), normalize(body))``.
+1. ``embed`` (:mod:`.case_embed`, its own step: it runs no retrieval kernel): title and body
+   embeddings of every case-study item with each base encoder (and the random baseline); the
+   evaluated base representation is ``concat(normalize(title), normalize(body))``.
 2. ``select``: BkR of each base encoder over all ordered language pairs → the base encoder
    the heads are trained on (``head_base: auto`` picks the best, as the paper chose LaBSE).
 3. ``train``: a TRIPLET / TRIPLETXL head on the *training* items' frozen base embeddings
@@ -38,7 +38,6 @@ from ..metrics import BkrImageIndex, backretrieve
 from ..study.case_study import (
     HEAD_LABEL,
     HEADS,
-    _concat_repr,
     case_items,
     case_protocol,
     directions,
@@ -56,43 +55,6 @@ log = logging.getLogger("backretrieval")
 #: run → language → path of its evaluated representation (npz: ``emb``, ``ids``); a run is a
 #: base encoder's name or a head's ``<head>@<training seed>`` (:func:`~backretrieval.study.case_config.run_id`).
 Reprs = dict[str, dict[str, Path]]
-
-
-# -------------------------------------------------------------------------------------------
-# 1. embed
-
-
-def embed_step(
-    dataset: Path,
-    cs: dict,
-    encoder: str,
-    spec: dict,
-    cache_dir: Path | None,
-    field_outs: dict[str, dict[str, Path]],
-    repr_outs: dict[str, Path],
-    threads: int | None = None,
-) -> None:
-    """Title and body embeddings of every case-study item (``case_items``) with ``encoder``
-    (``spec``: its params.yaml entry) → ``field_outs[lang][field]``, and the evaluated base
-    representation → ``repr_outs[lang]``. ``cs``: the resolved ``case_study`` section, whose
-    ``train_corpus`` is the prepared training corpus (or None)."""
-    from ..encoders import build_text_encoder
-    from ..encoders.embed import embed_texts
-
-    if threads is not None:
-        limit_threads(threads)
-    items = case_items(dataset, cs)
-    enc = build_text_encoder(encoder, dict(spec))
-    for lang in cs["languages"]:
-        sub = items[items["lang"] == lang]
-        ids = sub["item_id"].to_numpy(dtype=str)
-        fields = {}
-        for fld in ("title", "body"):
-            texts = [t if t.strip() else "-" for t in sub[fld].tolist()]
-            emb = embed_texts(enc, texts, cache_dir, lang=lang)
-            fields[fld] = emb
-            io.save_npz(field_outs[lang][fld], emb=emb.astype(np.float32), ids=ids)
-        io.save_npz(repr_outs[lang], emb=_concat_repr(fields["title"], fields["body"]), ids=ids)
 
 
 # -------------------------------------------------------------------------------------------

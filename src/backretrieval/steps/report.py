@@ -3,7 +3,7 @@ on data without parallel texts, BkR per encoder with CIs, a ranking with pairwis
 random baseline instead (no XLR).
 
 Reads only artifacts (no embeddings are computed), so "regenerate the paper's tables and
-figures" is ``backretrieval report`` on cached artifacts. Table 1 has a block of all encoders
+figures" is ``backretrieval step report`` on cached artifacts. Table 1 has a block of all encoders
 and one of the core encoders (without the random and the English-only ones: the findings'
 ``core`` set, :func:`table1_sets`). Its significance marks need the per-query outcomes: the
 ranks beside each metrics CSV, the samples, the image features and the text embeddings

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._util.vectors import normalize
 from ..data.prepared import load_items
 from ..errors import InputError
 from ..evaluation.protocol import Protocol
-from ..metrics import normalize
 from .case_config import (
     HEAD_LABEL,
     HEADS,
