@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.md:
         print(df.to_markdown(index=False))
     else:
-        print(df.to_string(index=False))
+        # a terminal's width: the creation time (month-day hour:minute), the metrics to 3 decimals
+        if "Created" in df:
+            df["Created"] = df["Created"].astype(str).str.slice(5, 16).str.replace("T", " ")
+        if {"Experiment", "rev"} <= set(df):  # an experiment by its name, a commit by its rev
+            df.insert(0, "experiment", df["Experiment"].where(df["Experiment"] != "", df["rev"]))
+            df = df.drop(columns=["Experiment", "rev"])
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
 
