@@ -437,3 +437,28 @@ def test_the_committed_verdicts_layouts_have_a_measured_coverage():
     overall = json.loads((root / "reports/findings_summary/overall.json").read_text(encoding="utf-8"))
     cited = {lay["signature"] for lays in overall["numbers"]["layouts"].values() for lay in lays}
     assert cited == {lay.signature() for lay in layouts}
+
+
+def test_the_verdict_pools_configurations_by_the_digest_of_their_images_not_by_dataset_name():
+    """Two configurations on the same images (different dataset names, one image-pool digest in
+    their records) are one pool of 2 + 2 cells; other images make a pool of their own. No dataset
+    name is read: a record without a digest falls back to its dataset."""
+    from types import SimpleNamespace
+
+    from backretrieval.findings.inference.verdict import MIN_POOL_ENCODERS, verdict_layouts
+
+    encs = [f"e{i}" for i in range(MIN_POOL_ENCODERS)]
+
+    def rec(name, dataset, pool):
+        settings = {"encoder_sets": {"all": encs}, "encoder_families": {}}
+        if pool is not None:
+            settings["image_pool"] = pool
+        run = SimpleNamespace(run_name=name, dataset=dataset, directions=("en-de", "de-en"), synthetic=False)
+        return SimpleNamespace(run=run, settings=settings)
+
+    same = verdict_layouts([rec("a", "task-one", "abc"), rec("b", "task-two", "abc")])["all"]
+    assert same[-1].signature().startswith("4 cells (4 per image pool)"), same[-1].signature()
+    other = verdict_layouts([rec("a", "task-one", "abc"), rec("b", "task-two", "xyz")])["all"]
+    assert other[-1].signature().startswith("4 cells (2 + 2 per image pool)"), other[-1].signature()
+    legacy = verdict_layouts([rec("a", "d1", None), rec("b", "d1", None)])["all"]
+    assert legacy[-1].signature().startswith("4 cells (4 per image pool)")

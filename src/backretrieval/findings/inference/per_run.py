@@ -3,6 +3,7 @@ of every direction (:func:`backretrieval.stats.crossed.crossed_bootstrap`), the 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -47,7 +48,9 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
     sets: dict[str, list[str]] = {}
     families: dict[str, str] = {}
     n_used = 0
+    pool: set[str] = set()
     for d in art.directions:
+        pool.update(str(i) for i in art.image_of(d.split("-")[0]).values())
         seeds, keys, encoders = inference_outcomes(art, d, n_seeds, with_corr=True)
         n_used = len(seeds)
         sets = encoder_sets(encoders, random_encoders, family, english_only)
@@ -102,6 +105,9 @@ def inference_result(art: RunArtifacts, s: Mapping[str, Any]) -> Result:
         "encoder_sets": sets,
         "confidence": 0.95,
         "items_per_direction": n_items_by_dir,
+        # the images the configuration samples, as a digest of their ids: configurations on the
+        # same images share the verdict's bootstrap weights and count as one image pool
+        "image_pool": hashlib.sha256("\n".join(sorted(pool)).encode()).hexdigest()[:16],
         "replicates_file": REPLICATES_FILE,
     }
     pooled: dict[str, dict[str, Any]] = {}

@@ -86,7 +86,7 @@ def verdict_layouts(records: Sequence) -> dict[str, list]:
     """``{set: [Layout]}``: the pooled groups the verdict reports (real-data configurations
     that share one encoder set of at least :data:`MIN_POOL_ENCODERS`), as simulation layouts
     (cells per configuration and image pool, encoder families). Configurations on the same
-    images (Multi30K task 1 and task 2: test_2016) share a pool."""
+    images share a pool (:func:`_image_pool`: the digest of the image ids in their records)."""
 
     out: dict[str, list] = {}
     for set_name, groups in _groups(records).items():
@@ -114,9 +114,10 @@ def verdict_layouts(records: Sequence) -> dict[str, list]:
 
 
 def _image_pool(rec) -> str:
-    # the images a configuration samples: Multi30K task 1 and task 2 both use test_2016's
-    ds = str(rec.run.dataset)
-    return "multi30k-test2016" if ds.startswith("multi30k-") and ds.endswith("test2016") else ds
+    """The images a configuration samples: the digest of their ids its inference record holds
+    (configurations on the same images, e.g. Multi30K task 1 and task 2 on test_2016, share a
+    pool); a record made before the digest existed: its dataset's name."""
+    return str(rec.settings.get("image_pool") or rec.run.dataset)
 
 
 def _verdict_records(records: Sequence) -> list:
