@@ -88,6 +88,12 @@ def verdict_layouts(records: Sequence) -> dict[str, list]:
     (cells per configuration and image pool, encoder families). Configurations on the same
     images share a pool (:func:`_image_pool`: the digest of the image ids in their records)."""
 
+    # a pool's label in the simulation (its items are keyed by it): any fixed label would do;
+    # the largest dataset name among the records on those images keeps it stable as records
+    # are added, and keeps the committed simulations reproducible
+    label: dict[str, str] = {}
+    for r in _verdict_records(records):
+        label[_image_pool(r)] = max(label.get(_image_pool(r), ""), str(r.run.dataset))
     out: dict[str, list] = {}
     for set_name, groups in _groups(records).items():
         for members, recs in groups.items():
@@ -100,9 +106,9 @@ def verdict_layouts(records: Sequence) -> dict[str, list]:
             fam_sizes = tuple(sorted(fams.values(), reverse=True))
             if len(recs) > 1:  # each configuration's own result is stated too: its layout alone
                 for r in recs:
-                    one = ((r.run.run_name, _image_pool(r), len(r.run.directions)),)
+                    one = ((r.run.run_name, label[_image_pool(r)], len(r.run.directions)),)
                     out.setdefault(set_name, []).append(Layout(f"{set_name}:{r.run.run_name}", one, fam_sizes))
-            cells = tuple((r.run.run_name, _image_pool(r), len(r.run.directions)) for r in recs)
+            cells = tuple((r.run.run_name, label[_image_pool(r)], len(r.run.directions)) for r in recs)
             out.setdefault(set_name, []).append(
                 Layout(
                     f"{set_name}:{'+'.join(r.run.run_name for r in recs)}",
