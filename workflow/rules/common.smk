@@ -61,6 +61,11 @@ def dataset_inputs(wildcards):
     return {"dataset": DATASET, "check": ancient(CHECK)}
 
 
+def corpus_languages(wildcards):
+    """A corpus's languages: its own, else the config's."""
+    return config["corpora"][wildcards.corpus].get("languages") or config["languages"]
+
+
 def extra_inputs(wildcards):
     """The files the encoder reads besides the dataset. A corpus the workflow prepares
     (data/prepared/<corpus>, which two configurations may share) is ancient: its own job's params

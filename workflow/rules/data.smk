@@ -40,13 +40,8 @@ use rule prepare_dataset as prepare_corpus with:
     params:
         # the section with its languages resolved: two configurations that share a corpus (one
         # naming the default languages, one not) record the same params, so neither reruns it
-        rerun_trigger=lambda wc: rerun_on(
-            {
-                **config["corpora"][wc.corpus],
-                "languages": config["corpora"][wc.corpus].get("languages") or config["languages"],
-            }
-        ),
-        languages=lambda wc: config["corpora"][wc.corpus].get("languages") or config["languages"],
+        rerun_trigger=lambda wc: rerun_on({**config["corpora"][wc.corpus], "languages": corpus_languages(wc)}),
+        languages=corpus_languages,
         content=lambda wc: plan.byo_content(config["corpora"][wc.corpus]),
         spec=lambda wc, input: plan.dataset_spec(config["corpora"][wc.corpus], wc.corpus),
 
