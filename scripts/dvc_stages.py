@@ -119,7 +119,7 @@ def stages(config: str, wdir: bool = False) -> dict[str, dict]:
             others = {f for f, _ in produced if f not in part}
             entries += [{p: {"cache": False}} if kind_git else p for p in _cover(part, others, stop)]
         outs_of[name] = [_path(e) for e in entries]
-        # the dataset check is Snakemake's ancient() input: a re-check reruns nothing
+        # no job reads the dataset check's record: a re-check reruns nothing after it
         deps = [p for s in kind["reads"] for p in outs_of.get(s, []) if p != checks]
         sources = [cfg["dataset"], *(cfg.get("corpora") or {}).values()] if name == "data" else []
         deps += [p for sec in sources for p in _option_paths(sec.get("options"))]

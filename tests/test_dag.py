@@ -6,6 +6,7 @@ and `recall_k` can be set from the command line."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -93,6 +94,11 @@ def test_an_undeclared_read_fails_in_the_sandbox(tmp_path, executor):
     wd = tmp_path / "wd"
     target = "artifacts/tiny/samples/en-de.json"
     mode = ("--force-use-threads",) if executor == "threads" else ()
+    # the dataset first (the rule no longer declares it, so nothing else would make it before)
+    prepared = _smk(
+        wd, "data/prepared/synthetic-tiny", "--cores", "1", "--configfile", str(TINY), snakefile=wf / "Snakefile"
+    )
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
     res = _smk(wd, target, "--cores", "1", *mode, "--configfile", str(TINY), snakefile=wf / "Snakefile")
     assert res.returncode != 0
     log = (wd / "logs/tiny/sample.log").read_text()
@@ -177,6 +183,37 @@ def test_byo_dataset_is_copied_and_an_edit_in_place_reruns_what_depends_on_it(tm
     assert _smk(wd, *args, cores=1).returncode == 0
     assert {p.name: _sha(p) for p in text.iterdir()} == before
     assert _sha(wd / "artifacts/byo/metrics/en-de.csv") == metrics_before
+
+
+@pytest.mark.slow
+def test_a_changed_sample_size_reruns_the_sampling_and_what_follows_in_one_run(tmp_path):
+    """sample_size, which the dataset check also reads: one `snakemake` call re-checks, re-draws
+    the samples and recomputes the metrics and the report, and embeds nothing. (While the check
+    was an ancient() input of the sampling and embedding jobs, Snakemake planned the check alone
+    and called the run done: a job reached from a rerun job only through ancient inputs is not
+    evaluated at all: https://github.com/snakemake/snakemake/issues/4166.)"""
+    wd = tmp_path / "wd"
+    make_prepared(wd / "data/raw/hand", splits=("test",))
+    cfg = ("--configfile", str(_byo_config(tmp_path / "byo.yaml")))
+    res = _smk(wd, *cfg, cores=1)
+    assert res.returncode == 0, res.stderr[-4000:]
+    samples = wd / "artifacts/byo/samples/en-de.json"
+    assert json.loads(samples.read_text())["n"] == 10
+    dry = _smk(wd, *cfg, "--config", "sample_size=8", "-n", cores=1)
+    jobs = _jobs(dry.stdout)
+    assert {"check_dataset", "sample", "metrics", "report"} <= set(jobs), jobs
+    assert not {"prepare_dataset", "embed_text", "embed_images"} & set(jobs), jobs
+    res = _smk(wd, *cfg, "--config", "sample_size=8", cores=1)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert json.loads(samples.read_text())["n"] == 8
+    assert json.loads((wd / "artifacts/byo/checks/dataset.json").read_text())["fits"]["sample_size"] == 8
+    assert "Nothing to be done" in _smk(wd, *cfg, "--config", "sample_size=8", "-n", cores=1).stdout
+
+
+def test_no_input_is_ancient():
+    """ancient() would hide a producer's rerun from the jobs after it (see the test above)."""
+    for smk in [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]:
+        assert "ancient(" not in smk.read_text(), smk
 
 
 # ------------------------------------------------------------------------- settings

@@ -1,7 +1,6 @@
 # Config validation and what the rules share: the paths, settings and input functions of every
 # job come from backretrieval.steps.plan (the files of backretrieval.steps.layout, the one
 # config -> path mapping, and the settings of backretrieval.steps.settings).
-import os
 from pathlib import Path
 
 from backretrieval._util.code_version import SRC, step_versions
@@ -55,10 +54,13 @@ CASE, HUMAN = plan.case, plan.human
 
 
 # ---- input functions ---------------------------------------------------------------------
+# No input is marked ancient: a job whose ancient input's producer reruns is then not even checked
+# for its own changes, in that run or any later one, so a changed corpus would never reach its
+# encoders (https://github.com/snakemake/snakemake/issues/4166). The dataset check is an input of
+# the default target only.
 def dataset_inputs(wildcards):
-    """The prepared dataset and the record that it fits the config (ancient: a re-check does
-    not by itself rerun the jobs after it)."""
-    return {"dataset": DATASET, "check": ancient(CHECK)}
+    """The prepared dataset."""
+    return {"dataset": DATASET}
 
 
 def corpus_languages(wildcards):
@@ -66,26 +68,17 @@ def corpus_languages(wildcards):
     return config["corpora"][wildcards.corpus].get("languages") or config["languages"]
 
 
-def extra_inputs(wildcards):
-    """The files the encoder reads besides the dataset. A corpus the workflow prepares
-    (data/prepared/<corpus>, which two configurations may share) is ancient: its own job's params
-    and content decide when it is remade, and then the jobs after it rerun, but its rewrite by
-    another configuration's run (DVC stores it, --touch) reruns nothing here."""
-    corpora = {os.path.normpath(f"data/prepared/{c}") for c in config.get("corpora") or {}}
-    return [ancient(p) if os.path.normpath(p) in corpora else p for p in plan.encoder_extra_inputs(wildcards)]
-
-
 def embed_inputs(wildcards):
     """The dataset and the files the encoder reads besides it (a word-vector training corpus,
     precomputed matrices)."""
-    return {**dataset_inputs(wildcards), "extra": extra_inputs(wildcards)}
+    return {**dataset_inputs(wildcards), "extra": plan.encoder_extra_inputs(wildcards)}
 
 
 def case_embed_inputs(wildcards):
-    """A case-study step's dataset (and training corpus), the check, the encoder's files, and the
+    """A case-study step's dataset (and training corpus), the encoder's files, and the
     same encoder's main embeddings (case_embed runs after them: it reads the cache they filled)."""
-    extra = {"extra": extra_inputs(wildcards), "after": plan.case_embed_after(wildcards)}
-    return {**plan.case_inputs(wildcards), "check": ancient(CHECK), **extra}
+    extra = {"extra": plan.encoder_extra_inputs(wildcards), "after": plan.case_embed_after(wildcards)}
+    return {**plan.case_inputs(wildcards), **extra}
 
 
 def case_step_inputs(**more):

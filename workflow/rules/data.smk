@@ -46,8 +46,10 @@ use rule prepare_dataset as prepare_corpus with:
         spec=lambda wc, input: plan.dataset_spec(config["corpora"][wc.corpus], wc.corpus),
 
 
-# The relations between the config and its data, checked once the dataset exists, before any
-# model runs (the consumers take the record as ancient(): common.smk's dataset_inputs).
+# The relations between the config and its data, checked once the dataset is prepared. No job
+# reads the record (a re-check, e.g. of a changed sample_size, reruns nothing after it); the
+# default target does, and its priority runs it before the model jobs beside it. On a dataset
+# prepared already, the workflow makes the same check when it starts (common.smk), before any job.
 # Reads (steps.settings.fit_requirements): languages, directions, sample_size, image_backbone,
 # backbones.<it>, the case study's languages, splits and N, the human study's languages and sizes.
 rule check_dataset:
@@ -59,6 +61,7 @@ rule check_dataset:
         f"{LOGS}/check_dataset.log",
     benchmark:
         f"{LOGS}/benchmarks/check_dataset.tsv"
+    priority: 100
     shadow:
         SHADOW
     conda:

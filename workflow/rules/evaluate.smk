@@ -3,7 +3,6 @@
 rule sample:
     input:
         dataset=DATASET,
-        check=ancient(CHECK),
     output:
         plan.samples_files(),
     log:

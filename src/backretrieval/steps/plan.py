@@ -286,7 +286,8 @@ class Plan:
         return {**own, **self.reports}
 
     def all_outputs(self) -> list[str]:
-        flags = [f"{self.flags}/report.done"]
+        """The default target: the reports, the flags of the steps without one, the dataset check."""
+        flags = [self.check, f"{self.flags}/report.done"]
         if self.case:
             flags.append(f"{self.flags}/case_report.done")
             if self.human_tally:
