@@ -48,8 +48,9 @@ use rule prepare_dataset as prepare_corpus with:
 
 # The relations between the config and its data, checked once the dataset is prepared. No job
 # reads the record (a re-check, e.g. of a changed sample_size, reruns nothing after it); the
-# default target does, and its priority runs it before the model jobs beside it. On a dataset
-# prepared already, the workflow makes the same check when it starts (common.smk), before any job.
+# default target does, and its priority starts it first of the jobs that become ready with it
+# (a model job that claims every core waits for it). On a dataset prepared already, the
+# workflow makes the same check when it starts (common.smk), before any job.
 # Reads (steps.settings.fit_requirements): languages, directions, sample_size, image_backbone,
 # backbones.<it>, the case study's languages, splits and N, the human study's languages and sizes.
 rule check_dataset:
