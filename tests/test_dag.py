@@ -210,6 +210,30 @@ def test_a_changed_sample_size_reruns_the_sampling_and_what_follows_in_one_run(t
     assert "Nothing to be done" in _smk(wd, *cfg, "--config", "sample_size=8", "-n", cores=1).stdout
 
 
+def test_an_edit_of_the_local_data_a_dataset_is_made_from_reruns_prepare(tmp_path, monkeypatch):
+    """prepare's param `content` covers the local data a dataset's options name (a mirror, a
+    features file), the paths DVC's data stage lists as its deps: an edit there that DVC sees
+    reruns prepare, and all after it, in Snakemake too. A path not there counts as absent."""
+    from backretrieval.config import load_config
+    from backretrieval.steps.plan import Plan, source_paths
+
+    cfg = load_config(ROOT / "config/multi30k.yaml")
+    paths = source_paths(cfg["dataset"]["options"])
+    assert "data/raw/multi30k" in paths and any(p.endswith(".npy") for p in paths), paths
+    deps = yaml.safe_load((ROOT / "runs/dvc.yaml").read_text())["stages"]["multi30k-data"]["deps"]
+    assert set(paths) <= set(deps)
+    monkeypatch.chdir(tmp_path)
+    plan = Plan(cfg, tmp_path)
+    assert plan.byo_content(cfg["dataset"]) == ""
+    mirror = tmp_path / "data/raw/multi30k"
+    mirror.mkdir(parents=True)
+    (mirror / "train.de").write_text("ein Hund\n")
+    first = plan.byo_content(cfg["dataset"])
+    assert first and plan.byo_content(cfg["dataset"]) == first
+    (mirror / "train.de").write_text("eine Katze\n")
+    assert plan.byo_content(cfg["dataset"]) not in ("", first)
+
+
 def test_no_input_is_ancient():
     """ancient() would hide a producer's rerun from the jobs after it (see the test above)."""
     for smk in [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]:

@@ -1,5 +1,6 @@
 # The dataset and the configured text-only corpora, prepared by one command (`prepare`).
-# Reads: dataset, languages (corpora.<name> for a corpus); a bring-your-own folder's content.
+# Reads: dataset, languages (corpora.<name> for a corpus); the content of the local data it is
+# made from (a bring-your-own folder, a mirror: plan.byo_content).
 rule prepare_dataset:
     input:
         unpack(plan.dataset_source),

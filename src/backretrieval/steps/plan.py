@@ -38,6 +38,8 @@ from .settings import seed_groups
 HASH_CACHE = Path(".snakemake/backretrieval/content-hashes.json")
 #: dataset/corpus options that name a location; a value with "://" is a URL and stays as it is
 PATH_OPTIONS = {"mirror", "stair_mirror", "coco_mirror", "download_dir", "images_dir", "mapping_csv", "npy", "path"}
+#: ... of them, those that name local data the dataset is made from (not where a job downloads)
+SOURCE_OPTIONS = PATH_OPTIONS - {"download_dir"}
 #: encoder spec keys that name files the encoder reads (declared inputs) ...
 SPEC_INPUTS = {
     "wordvec": ("corpus",),
@@ -70,6 +72,14 @@ CAPTIONS = {
 def as_json(obj: Any) -> str:
     """Canonical JSON: how a structured setting reaches a step (one quoted argument)."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def source_paths(opts: dict | None) -> list[str]:
+    """The local data a dataset or corpus section's ``options`` name (SOURCE_OPTIONS, nested
+    sections included; a URL is not local), as configured and normalized."""
+    found = [p for value in (opts or {}).values() if isinstance(value, dict) for p in source_paths(value)]
+    named = [v for k, v in (opts or {}).items() if k in SOURCE_OPTIONS and isinstance(v, str) and v]
+    return [os.path.normpath(v) for v in named if "://" not in v] + found
 
 
 def rerun_on(setting: Any) -> str:
@@ -170,9 +180,15 @@ class Plan:
         return self.job_path(spec["options"]["path"]) if spec["source"] == "prepared" else None
 
     def byo_content(self, spec: dict) -> str:
-        """sha256 of the user's folder (a param of prepare: an edit reruns it and all after it)."""
+        """The param `content` of prepare: an edit of the data it is made from reruns it and all
+        after it. A bring-your-own folder: its sha256. Otherwise the local data its options name
+        (a mirror, an images folder, a features file; DVC's deps of the data stage): the sha256 of
+        each by name, where it exists; none: empty. A job's own download is its output, not this."""
         folder = self.byo_folder(spec)
-        return tree_sha256(folder, HASH_CACHE) if folder else ""
+        if folder:
+            return tree_sha256(folder, HASH_CACHE)
+        local = [(p, tree_sha256(p, HASH_CACHE)) for p in source_paths(spec.get("options")) if os.path.exists(p)]
+        return as_json(local) if local else ""
 
     def corpus(self, name: str) -> dict:
         return (self.config.get("corpora") or {})[name]
