@@ -98,7 +98,8 @@ class FindingsPlan:
         """The params of rule findings_<analysis>_<kind> (``more``: the workflow's, e.g. its code)."""
         od, cfg = self.own[analysis], self.config
         if kind == "dataset":
-            return {"spec": as_json(od.dataset), "languages": list(od.dataset_languages), **more}
+            content = self.plan.byo_content(od.dataset)  # its local data, as prepare's (plan.byo_content)
+            return {"spec": as_json(od.dataset), "languages": list(od.dataset_languages), "content": content, **more}
         if kind == "embed_text":
             return {
                 "rerun_trigger": lambda wc: rerun_on(od.encoders[wc.encoder]),
