@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,11 +176,11 @@ class Plan:
         spec["options"] = opts
         return as_json(spec)
 
-    def byo_folder(self, spec: dict) -> str | None:
+    def byo_folder(self, spec: Mapping[str, Any]) -> str | None:
         """The user's folder of a `source: prepared` dataset/corpus (a declared input), else None."""
         return self.job_path(spec["options"]["path"]) if spec["source"] == "prepared" else None
 
-    def byo_content(self, spec: dict) -> str:
+    def byo_content(self, spec: Mapping[str, Any]) -> str:
         """The param `content` of prepare: an edit of the data it is made from reruns it and all
         after it. A bring-your-own folder: its sha256. Otherwise the local data its options name
         (a mirror, an images folder, a features file; DVC's deps of the data stage): the sha256 of
