@@ -252,7 +252,8 @@ def hits_main(args) -> None:
 
 ALT_DOC = """PROTOTYPE intervals, scored on a hits file's worlds' ``diag``. Written for a file
 made before the recalibration, where ``se_items`` is the bootstrap's SE (SE_boot below); in a
-file made after it, ``se_items`` is the verdict's max(SE_boot, SE_jack) (an undefined interval counts as not covering; *_defined: the share among the defined ones;
+file made after it, ``se_items`` is the verdict's max(SE_boot, SE_jack) (an undefined interval
+counts as not covering; *_defined: the share among the defined ones;
 stud_*: (truth - estimate) / SE, rms_err_over_rms_se: the estimator's RMS error over the SE's):
   fixed:  t_se      est ± t19·SE_boot (the verdict's, for reference)
           t_jk      est ± t19·SE_jack (the delete-a-group jackknife's SE, G = 20)

@@ -224,14 +224,14 @@ def test_an_edit_of_the_local_data_a_dataset_is_made_from_reruns_prepare(tmp_pat
     assert set(paths) <= set(deps)
     monkeypatch.chdir(tmp_path)
     plan = Plan(cfg, tmp_path)
-    assert plan.byo_content(cfg["dataset"]) == ""
+    assert plan.source_content(cfg["dataset"]) == ""
     mirror = tmp_path / "data/raw/multi30k"
     mirror.mkdir(parents=True)
     (mirror / "train.de").write_text("ein Hund\n")
-    first = plan.byo_content(cfg["dataset"])
-    assert first and plan.byo_content(cfg["dataset"]) == first
+    first = plan.source_content(cfg["dataset"])
+    assert first and plan.source_content(cfg["dataset"]) == first
     (mirror / "train.de").write_text("eine Katze\n")
-    assert plan.byo_content(cfg["dataset"]) not in ("", first)
+    assert plan.source_content(cfg["dataset"]) not in ("", first)
 
 
 def test_no_input_is_ancient():

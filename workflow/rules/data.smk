@@ -1,6 +1,6 @@
 # The dataset and the configured text-only corpora, prepared by one command (`prepare`).
 # Reads: dataset, languages (corpora.<name> for a corpus); the content of the local data it is
-# made from (a bring-your-own folder, a mirror: plan.byo_content).
+# made from (a bring-your-own folder, a mirror: plan.source_content).
 rule prepare_dataset:
     input:
         unpack(plan.dataset_source),
@@ -18,7 +18,7 @@ rule prepare_dataset:
         code=CODE["prepare"],
         rerun_trigger=rerun_on(config["dataset"]),
         languages=config["languages"],
-        content=plan.byo_content(config["dataset"]),
+        content=plan.source_content(config["dataset"]),
         spec=lambda wc, input: plan.dataset_spec(config["dataset"], config["dataset"]["name"]),
         source=source_flag,
     shell:
@@ -43,7 +43,7 @@ use rule prepare_dataset as prepare_corpus with:
         # naming the default languages, one not) record the same params, so neither reruns it
         rerun_trigger=lambda wc: rerun_on({**config["corpora"][wc.corpus], "languages": corpus_languages(wc)}),
         languages=corpus_languages,
-        content=lambda wc: plan.byo_content(config["corpora"][wc.corpus]),
+        content=lambda wc: plan.source_content(config["corpora"][wc.corpus]),
         spec=lambda wc, input: plan.dataset_spec(config["corpora"][wc.corpus], wc.corpus),
 
 

@@ -97,8 +97,8 @@ class FindingsPlan:
     def own_params(self, analysis: str, kind: str, **more: Any) -> dict:
         """The params of rule findings_<analysis>_<kind> (``more``: the workflow's, e.g. its code)."""
         od, cfg = self.own[analysis], self.config
-        if kind == "dataset" and od.dataset is not None:  # (the intermediate exists only with one)
-            content = self.plan.byo_content(od.dataset)  # its local data, as prepare's (plan.byo_content)
+        if kind == "dataset":  # its local data's content, as prepare's
+            content = self.plan.source_content(od.dataset) if od.dataset is not None else ""
             return {"spec": as_json(od.dataset), "languages": list(od.dataset_languages), "content": content, **more}
         if kind == "embed_text":
             return {

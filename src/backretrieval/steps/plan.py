@@ -180,7 +180,7 @@ class Plan:
         """The user's folder of a `source: prepared` dataset/corpus (a declared input), else None."""
         return self.job_path(spec["options"]["path"]) if spec["source"] == "prepared" else None
 
-    def byo_content(self, spec: Mapping[str, Any]) -> str:
+    def source_content(self, spec: Mapping[str, Any]) -> str:
         """The param `content` of prepare: an edit of the data it is made from reruns it and all
         after it. A bring-your-own folder: its sha256. Otherwise the local data its options name
         (a mirror, an images folder, a features file; DVC's deps of the data stage): the sha256 of
